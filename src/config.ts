@@ -1,0 +1,130 @@
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+
+/** Where the client address of a check comes from (README, "Source IP"). */
+export type ClientIpSource =
+  | { readonly kind: 'peer' }
+  | { readonly kind: 'xff'; readonly trustedHops: number }
+  | { readonly kind: 'header'; readonly name: string };
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  /** Unset: serve and the CLI start an embedded PostgreSQL in dataDir. */
+  readonly databaseUrl: string | undefined;
+  /** A direct (session) connection for LISTEN; defaults to databaseUrl. */
+  readonly databaseListenUrl: string | undefined;
+  readonly dataDir: string;
+  readonly grpcPort: number;
+  readonly metricsPort: number;
+  readonly bindAddress: string;
+  readonly logLevel: LogLevel;
+  readonly clientIpSource: ClientIpSource;
+  readonly migrateOnStart: boolean;
+  readonly snapshotRefreshSeconds: number;
+  readonly snapshotMaxStalenessSeconds: number;
+  readonly lastUsedFlushSeconds: number;
+  readonly shutdownGraceSeconds: number;
+}
+
+/** A configuration value that cannot be used; start-up stops with this message. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+// RFC 9110 token characters; Envoy hands header names to us lower-cased.
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value)) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${value}"`);
+  const parsed = Number(value);
+  if (parsed < min || parsed > max) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got ${value}`);
+  return parsed;
+}
+
+function port(env: Env, name: string, fallback: number): number {
+  return integer(env, name, fallback, 0, 65535);
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const value = text(env, name)?.toLowerCase();
+  if (value === undefined) return fallback;
+  if (value === 'true' || value === '1' || value === 'yes') return true;
+  if (value === 'false' || value === '0' || value === 'no') return false;
+  throw new ConfigError(name, `expected true or false, got "${value}"`);
+}
+
+function postgresUrl(env: Env, name: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, 'expected a URL such as postgres://user:password@host:5432/database');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(name, `expected a postgres:// or postgresql:// URL, got the scheme "${url.protocol}"`);
+  }
+  return value;
+}
+
+function clientIpSource(env: Env): ClientIpSource {
+  const value = text(env, 'CLIENT_IP_SOURCE') ?? 'peer';
+  const hops = text(env, 'XFF_TRUSTED_HOPS');
+  if (value === 'peer') {
+    if (hops !== undefined) throw new ConfigError('XFF_TRUSTED_HOPS', 'is only read with CLIENT_IP_SOURCE=xff');
+    return { kind: 'peer' };
+  }
+  if (value === 'xff') return { kind: 'xff', trustedHops: integer(env, 'XFF_TRUSTED_HOPS', 0, 0, 64) };
+  if (value.startsWith('header:')) {
+    const name = value.slice('header:'.length).toLowerCase();
+    if (!HEADER_NAME.test(name)) {
+      throw new ConfigError('CLIENT_IP_SOURCE', `"${name}" is not an HTTP header name; try header:x-envoy-external-address`);
+    }
+    return { kind: 'header', name };
+  }
+  throw new ConfigError('CLIENT_IP_SOURCE', `expected peer, xff or header:<name>, got "${value}"`);
+}
+
+/** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
+export function loadConfig(env: Env = process.env): Config {
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
+  const bindAddress = text(env, 'BIND_ADDRESS') ?? '0.0.0.0';
+  if (isIP(bindAddress) === 0) throw new ConfigError('BIND_ADDRESS', `expected an IP address such as 0.0.0.0 or ::, got "${bindAddress}"`);
+  const logLevel = (text(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
+    throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  return Object.freeze({
+    databaseUrl,
+    databaseListenUrl: postgresUrl(env, 'DATABASE_LISTEN_URL') ?? databaseUrl,
+    dataDir: resolve(text(env, 'DATA_DIR') ?? '.data'),
+    grpcPort: port(env, 'GRPC_PORT', 9001),
+    metricsPort: port(env, 'METRICS_PORT', 9464),
+    bindAddress,
+    logLevel: logLevel as LogLevel,
+    clientIpSource: clientIpSource(env),
+    migrateOnStart: boolean(env, 'MIGRATE_ON_START', databaseUrl === undefined),
+    snapshotRefreshSeconds: integer(env, 'SNAPSHOT_REFRESH_SECONDS', 60, 1, 86_400),
+    snapshotMaxStalenessSeconds: integer(env, 'SNAPSHOT_MAX_STALENESS_SECONDS', 900, 0, 31_536_000),
+    lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 10, 1, 3_600),
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3_600),
+  });
+}

@@ -1,0 +1,25 @@
+import { createHash } from 'node:crypto';
+import type { ApiKey, KeyHash } from './types.js';
+
+// Spec, Authentication 3: the key is a UUID, 8-4-4-4-12 hex digits; either case, compared case-insensitively.
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** The canonical (lower-case) form of a well-formed key, or undefined when the text is not a UUID. */
+export function canonicalApiKey(text: string): ApiKey | undefined {
+  return UUID.test(text) ? text.toLowerCase() : undefined;
+}
+
+/** SHA-256 of the canonical key: how a key is stored and looked up, never in clear. */
+export function hashApiKey(key: ApiKey): KeyHash {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** Spec, Errors 102: five asterisks and the last five characters of the submitted key. */
+export function maskApiKey(key: string): string {
+  return `*****${key.slice(-5)}`;
+}
+
+/** The last five characters kept beside the hash so an account manager can tell keys apart. */
+export function lastFive(key: ApiKey): string {
+  return key.slice(-5);
+}

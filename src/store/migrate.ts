@@ -1,0 +1,22 @@
+import { runner } from 'node-pg-migrate';
+import { MIGRATIONS_DIR } from '../paths.js';
+
+export interface MigrationLog {
+  info(message: string): void;
+}
+
+/** Applies every pending migration in src/store/migrations; returns the names it applied. */
+export async function migrate(databaseUrl: string, log?: MigrationLog): Promise<string[]> {
+  const applied = await runner({
+    databaseUrl,
+    dir: MIGRATIONS_DIR,
+    direction: 'up',
+    migrationsTable: 'schema_migrations',
+    // Several replicas may start at once; node-pg-migrate serialises them with an advisory lock.
+    noLock: false,
+    checkOrder: true,
+    verbose: false,
+    log: (message: string) => log?.info(message),
+  });
+  return applied.map((migration) => migration.name);
+}

@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { migrate } from '../../src/store/migrate.js';
+
+/** The server `make test` started (or TEST_DATABASE_URL named); every test file gets its own database on it. */
+export function testServerUrl(): string {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) throw new Error('TEST_DATABASE_URL is not set: run tests with `make test`, or point it at a PostgreSQL server');
+  return url;
+}
+
+export function databaseUrl(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+export interface TestDatabase {
+  readonly url: string;
+  readonly name: string;
+  drop(): Promise<void>;
+}
+
+/** A new, migrated database on the test server. */
+export async function freshDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
+  const serverUrl = testServerUrl();
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = databaseUrl(serverUrl, name);
+  if (options.migrated ?? true) await migrate(url);
+  return {
+    url,
+    name,
+    async drop() {
+      const client = new pg.Client({ connectionString: serverUrl });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
