@@ -2,7 +2,7 @@ import { canonicalApiKey } from './api-key.js';
 import type { ApiKey, HeaderRule, SiteId } from './types.js';
 
 export type ParsedAuthorization =
-  | { readonly ok: true; readonly siteId: SiteId; readonly apiKey: ApiKey }
+  | { readonly ok: true; readonly siteId: SiteId; readonly apiKey: ApiKey; readonly submittedKey: string }
   | { readonly ok: false; readonly rule: HeaderRule };
 
 // A positive decimal with no sign, no leading zero and no spaces (issue #3, decision 1).
@@ -24,5 +24,5 @@ export function parseAuthorization(value: string | undefined): ParsedAuthorizati
   if (siteId === undefined) return { ok: false, rule: 'site-id-invalid' };
   const apiKey = canonicalApiKey(keyText);
   if (apiKey === undefined) return { ok: false, rule: 'api-key-invalid' };
-  return { ok: true, siteId, apiKey };
+  return { ok: true, siteId, apiKey, submittedKey: keyText };
 }
