@@ -1,0 +1,50 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Readiness {
+  /** True when checks can be decided; the detail goes into the /readyz body for operators. */
+  readonly ready: boolean;
+  readonly detail: Record<string, unknown>;
+}
+
+export interface HttpEndpoints {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Operator endpoints on METRICS_PORT: /healthz (the process is alive) and /readyz (it can decide
+ * checks: credentials loaded and fresh, not shutting down).
+ */
+export async function startHttpEndpoints(options: {
+  readonly bindAddress: string;
+  readonly port: number;
+  readonly readiness: () => Readiness;
+}): Promise<HttpEndpoints> {
+  const server: Server = createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0];
+    const reply = (status: number, body: unknown) => {
+      response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      response.end(JSON.stringify(body));
+    };
+    if (request.method !== 'GET' && request.method !== 'HEAD') return reply(405, { error: 'use GET' });
+    if (path === '/healthz') return reply(200, { status: 'ok' });
+    if (path === '/readyz') {
+      const { ready, detail } = options.readiness();
+      return reply(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', ...detail });
+    }
+    return reply(404, { error: 'not found; try /healthz or /readyz' });
+  });
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.bindAddress, () => resolveListen());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolveClose) => {
+        server.closeAllConnections();
+        server.close(() => resolveClose());
+      }),
+  };
+}
