@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/store/embedded-postgres.js';
+
+export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+export interface RunningService {
+  readonly grpcTarget: string;
+  readonly httpBase: string;
+  readonly process: ChildProcess;
+  /** Everything the service wrote to stdout and stderr so far (JSON log lines). */
+  output(): string;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `sitekey-authz serve` as a real child process and waits until /readyz answers 200. */
+export async function startService(env: Record<string, string>): Promise<RunningService> {
+  const grpcPort = await freePort();
+  const httpPort = await freePort();
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: 'info',
+      GRPC_PORT: String(grpcPort),
+      METRICS_PORT: String(httpPort),
+      BIND_ADDRESS: '127.0.0.1',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolveExit) => child.on('exit', (code) => resolveExit(code)));
+  const httpBase = `http://127.0.0.1:${httpPort}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}:\n${output}`);
+    try {
+      if ((await fetch(`${httpBase}/readyz`)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`serve was not ready within 20 s:\n${output}`);
+    }
+    await sleep(50);
+  }
+  return {
+    grpcTarget: `127.0.0.1:${grpcPort}`,
+    httpBase,
+    process: child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the real CLI against `databaseUrl`, optionally feeding standard input. */
+export async function runCli(databaseUrl: string, args: readonly string[], stdin?: string): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin.end(stdin ?? '');
+  const code = await new Promise<number | null>((resolveExit) => child.on('exit', (exitCode) => resolveExit(exitCode)));
+  return { code, stdout, stderr };
+}
