@@ -1,0 +1,184 @@
+import type { ClientIpSource } from '../config.js';
+import type { BodyCredentialsPolicy, BodyView, CheckInput } from '../decision/types.js';
+import type { CheckRequestMessage, HeaderValueMessage, HttpRequestMessage } from './messages.js';
+
+/** What a log line may say about the request: no headers, no query string, no body. */
+export interface RequestSummary {
+  readonly method: string | undefined;
+  readonly host: string | undefined;
+  /** The path without its query string, which may carry anything. */
+  readonly path: string | undefined;
+}
+
+/** A CheckRequest reduced to the plain facts the decision and the logs read. */
+export interface CheckRequestView {
+  readonly input: CheckInput;
+  /** `x-request-id`, else Envoy's HttpRequest.id; for correlating our log line with Envoy's. */
+  readonly requestId: string | undefined;
+  readonly request: RequestSummary;
+}
+
+/** Request header names, lower-cased, to their values; repeated headers joined by ",". */
+type RequestHeaders = ReadonlyMap<string, string>;
+
+// Bytes that are not UTF-8 are refused, not replaced: a replaced body could still parse as JSON.
+// The BOM is kept so that `raw_body` and `body` yield the same text for the same bytes.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+// A log correlation id, not data: a client-sent x-request-id can be of any length.
+const MAX_LOGGED_TEXT = 256;
+
+function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function record(value: unknown): Readonly<Record<string, unknown>> | undefined {
+  return isRecord(value) ? value : undefined;
+}
+
+function nonEmptyText(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function nonEmptyBytes(value: unknown): Uint8Array | undefined {
+  return value instanceof Uint8Array && value.length > 0 ? value : undefined;
+}
+
+/** HTTP optional whitespace (RFC 9110 §5.6.3) only: other Unicode spaces are part of the value. */
+function trimOws(text: string): string {
+  return text.replace(/^[ \t]+|[ \t]+$/g, '');
+}
+
+function forLog(text: string | undefined): string | undefined {
+  return text !== undefined && text.length > MAX_LOGGED_TEXT ? text.slice(0, MAX_LOGGED_TEXT) : text;
+}
+
+/**
+ * A header value from header_map. Envoy puts it in raw_value (bytes) when encode_raw_headers is on.
+ * Bytes are read as latin1, one character per byte, so a non-ASCII byte can never decode into the
+ * ASCII that a site id or UUID key is made of.
+ */
+function headerMapValue(header: HeaderValueMessage): string {
+  const raw = nonEmptyBytes(header.raw_value);
+  if (raw !== undefined) return Buffer.from(raw.buffer, raw.byteOffset, raw.length).toString('latin1');
+  return typeof header.value === 'string' ? header.value : '';
+}
+
+/**
+ * Headers from both places Envoy may send them: HttpRequest.headers (a map) and
+ * HttpRequest.header_map (a list, used with encode_raw_headers). A name seen more than once, in
+ * either or across both, is joined by "," as Envoy joins repeated headers.
+ */
+function requestHeaders(http: HttpRequestMessage | undefined): RequestHeaders {
+  const headers = new Map<string, string>();
+  const add = (name: string, value: string): void => {
+    const key = name.toLowerCase();
+    const earlier = headers.get(key);
+    headers.set(key, earlier === undefined ? value : `${earlier},${value}`);
+  };
+  const map = record(http?.headers);
+  if (map !== undefined) {
+    for (const [name, value] of Object.entries(map)) {
+      if (typeof value === 'string') add(name, value);
+    }
+  }
+  const list: unknown = record(http?.header_map)?.['headers'];
+  if (Array.isArray(list)) {
+    for (const entry of list as unknown[]) {
+      if (isRecord(entry) && typeof entry['key'] === 'string') add(entry['key'], headerMapValue(entry));
+    }
+  }
+  return headers;
+}
+
+function commaList(value: string | undefined): string[] {
+  return value === undefined ? [] : value.split(',').map(trimOws);
+}
+
+/** The request says a body exists even though Envoy sent none (Envoy's with_request_body is off). */
+function lengthDeclared(http: HttpRequestMessage | undefined, headers: RequestHeaders): boolean {
+  const contentLength = commaList(headers.get('content-length')).some((part) => /^\d+$/.test(part) && Number(part) > 0);
+  const size: unknown = http?.size;
+  // HttpRequest.size is an int64: a decimal string (longs: String), -1 when unknown.
+  const sized =
+    (typeof size === 'string' && /^\d+$/.test(size) && /[1-9]/.test(size)) || (typeof size === 'number' && size > 0);
+  const chunked = commaList(headers.get('transfer-encoding')).some((coding) => coding.toLowerCase() === 'chunked');
+  return contentLength || sized || chunked;
+}
+
+/** The body from raw_body (Envoy's pack_as_bytes) when present, else from body (text). */
+function bodyView(http: HttpRequestMessage | undefined, headers: RequestHeaders): BodyView {
+  const raw = nonEmptyBytes(http?.raw_body);
+  if (raw !== undefined) {
+    try {
+      return { kind: 'text', text: UTF8.decode(raw) };
+    } catch {
+      return { kind: 'not-utf8' };
+    }
+  }
+  const text = nonEmptyText(http?.body);
+  if (text !== undefined) return { kind: 'text', text };
+  return { kind: 'empty', lengthDeclared: lengthDeclared(http, headers) };
+}
+
+/**
+ * The entry `trustedHops` from the right of X-Forwarded-For, as Envoy's xff_num_trusted_hops counts
+ * once the connection manager (use_remote_address) has appended the peer: 0 is that peer. Too few
+ * entries gives undefined, so the decision denies (103) rather than trusting an address a client wrote.
+ */
+function forwardedFor(headers: RequestHeaders, trustedHops: number): string | undefined {
+  const value = headers.get('x-forwarded-for');
+  if (value === undefined) return undefined;
+  const entries = value.split(',');
+  const entry = entries[entries.length - 1 - trustedHops];
+  return entry === undefined ? undefined : nonEmptyText(trimOws(entry));
+}
+
+/** The client address text chosen by CLIENT_IP_SOURCE; parsing it is the decision's job. */
+function clientAddress(request: CheckRequestMessage | undefined, headers: RequestHeaders, source: ClientIpSource): string | undefined {
+  switch (source.kind) {
+    case 'peer': {
+      // AttributeContext.source: the downstream connection's peer; a pipe has no IP.
+      const address = record(record(record(record(request?.attributes)?.['source'])?.['address'])?.['socket_address']);
+      return nonEmptyText(address?.['address']);
+    }
+    case 'xff':
+      return forwardedFor(headers, source.trustedHops);
+    case 'header': {
+      const value = headers.get(source.name);
+      return value === undefined ? undefined : nonEmptyText(trimOws(value));
+    }
+  }
+}
+
+/** A route opts out of body credentials for body-less requests with the per-route context extension. */
+function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCredentialsPolicy {
+  const extensions = record(record(request?.attributes)?.['context_extensions']);
+  return extensions?.['body_credentials'] === 'optional' ? 'optional' : 'required';
+}
+
+/**
+ * Turns a decoded CheckRequest into the decision's input. Pure, and total: a field that is missing,
+ * null or of the wrong type reads as absent, so a malformed request is denied, never thrown on.
+ */
+export function viewCheckRequest(request: CheckRequestMessage | null | undefined, clientIpSource: ClientIpSource): CheckRequestView {
+  const checkRequest = isRecord(request) ? request : undefined;
+  const http = record(record(record(checkRequest?.attributes)?.['request'])?.['http']) as HttpRequestMessage | undefined;
+  const headers = requestHeaders(http);
+  const partial = commaList(headers.get('x-envoy-auth-partial-body')).some((flag) => flag.toLowerCase() === 'true');
+  const path = nonEmptyText(http?.path);
+  return {
+    input: {
+      authorization: headers.get('authorization'),
+      clientAddress: clientAddress(checkRequest, headers, clientIpSource),
+      body: bodyView(http, headers),
+      bodyPartial: partial,
+      bodyCredentials: bodyCredentialsPolicy(checkRequest),
+    },
+    requestId: forLog(nonEmptyText(headers.get('x-request-id')) ?? nonEmptyText(http?.id)),
+    request: {
+      method: forLog(nonEmptyText(http?.method)),
+      host: forLog(nonEmptyText(http?.host)),
+      path: forLog(path?.split('?', 1)[0]),
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Decision, Denial } from '../../src/decision/types.js';
+import { toCheckResponse } from '../../src/envoy/check-response.js';
+import { HeaderAppendAction } from '../../src/envoy/messages.js';
+
+const JSON_CONTENT_TYPE = {
+  header: { key: 'content-type', value: 'application/json' },
+  append_action: HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD,
+};
+
+interface DenialCase {
+  readonly name: string;
+  readonly denial: Denial;
+  readonly grpc: number;
+  readonly code: string;
+  readonly http: number;
+  readonly body: string;
+}
+
+const denials: readonly DenialCase[] = [
+  {
+    name: '108 (header invalid) is UNAUTHENTICATED with HTTP 401',
+    denial: { errorId: 108, rule: 'header-missing' },
+    grpc: 16,
+    code: 'HEADER_INVALID',
+    http: 401,
+    body: '{"error":{"id":108,"message":"Site ID or API key is invalid or missing in the header"}}',
+  },
+  {
+    name: '101 (site invalid) is UNAUTHENTICATED with HTTP 401',
+    denial: { errorId: 101, siteId: '4242', maskedKey: '*****fedcb' },
+    grpc: 16,
+    code: 'SITE_INVALID',
+    http: 401,
+    body: '{"error":{"id":101,"message":"Site ID 4242 is invalid"}}',
+  },
+  {
+    name: '103 (IP not whitelisted) is PERMISSION_DENIED with HTTP 403',
+    denial: { errorId: 103, siteId: '1001', clientIp: '198.51.100.9', maskedKey: '*****fedcb' },
+    grpc: 7,
+    code: 'IP_NOT_WHITELISTED',
+    http: 403,
+    body: '{"error":{"id":103,"message":"IP address 198.51.100.9 is not whitelisted for site ID 1001"}}',
+  },
+  {
+    name: '102 (API key invalid) is UNAUTHENTICATED with HTTP 401, the key masked',
+    denial: { errorId: 102, siteId: '1001', maskedKey: '*****fedcb' },
+    grpc: 16,
+    code: 'API_KEY_INVALID',
+    http: 401,
+    body: '{"error":{"id":102,"message":"API key *****fedcb is invalid"}}',
+  },
+  {
+    name: '104 (body credentials) is UNAUTHENTICATED with HTTP 401, naming the rule',
+    denial: { errorId: 104, siteId: '1001', keyId: '7', maskedKey: '*****fedcb', rule: 'siteid-mismatch' },
+    grpc: 16,
+    code: 'BODY_CREDENTIALS_INVALID',
+    http: 401,
+    body: '{"error":{"id":104,"message":"Request body siteid does not match the site ID in the Authorization header"}}',
+  },
+];
+
+describe('toCheckResponse', () => {
+  it('allows with status 0, x-site-id overwriting any client value, and site and key ids as metadata', () => {
+    const decision: Decision = { outcome: 'allow', siteId: '1001', keyId: '42' };
+    assert.deepEqual(toCheckResponse(decision), {
+      status: { code: 0, message: '' },
+      ok_response: {
+        headers: [{ header: { key: 'x-site-id', value: '1001' }, append_action: HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD }],
+        headers_to_remove: [],
+        response_headers_to_add: [],
+      },
+      dynamic_metadata: { fields: { site_id: { string_value: '1001' }, key_id: { string_value: '42' } } },
+    });
+  });
+
+  it('never sets the deprecated append field, so Envoy applies append_action', () => {
+    const response = toCheckResponse({ outcome: 'allow', siteId: '1001', keyId: '42' });
+    assert.ok('ok_response' in response);
+    for (const option of response.ok_response.headers) assert.ok(!('append' in option));
+  });
+
+  for (const c of denials) {
+    it(`denies ${c.name}`, () => {
+      assert.deepEqual(toCheckResponse({ outcome: 'deny', denial: c.denial }), {
+        status: { code: c.grpc, message: c.code },
+        denied_response: { status: { code: c.http }, headers: [JSON_CONTENT_TYPE], body: c.body },
+      });
+    });
+  }
+});
