@@ -32,8 +32,8 @@ export function toCheckResponse(decision: Decision): CheckResponseMessage {
       },
       dynamic_metadata: {
         fields: {
-          site_id: { string_value: decision.siteId },
-          key_id: { string_value: decision.keyId },
+          site_id: { stringValue: decision.siteId },
+          key_id: { stringValue: decision.keyId },
         },
       },
     };

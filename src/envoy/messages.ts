@@ -33,9 +33,13 @@ export interface HeaderValueOptionMessage {
   readonly append_action: HeaderAppendAction;
 }
 
-/** google.protobuf.Value, restricted to the string kind we send. */
+/**
+ * google.protobuf.Value, restricted to the string kind we send. Camel case despite keepCase:
+ * proto-loader takes the well-known types from protobufjs's bundled definitions, which name the
+ * fields that way (the wire is the same: field 3).
+ */
 export interface StringValueMessage {
-  readonly string_value: string;
+  readonly stringValue: string;
 }
 
 /** google.protobuf.Struct as proto-loader encodes it: a map of field name to Value. */

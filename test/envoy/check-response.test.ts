@@ -71,7 +71,7 @@ describe('toCheckResponse', () => {
         headers_to_remove: [],
         response_headers_to_add: [],
       },
-      dynamic_metadata: { fields: { site_id: { string_value: '1001' }, key_id: { string_value: '42' } } },
+      dynamic_metadata: { fields: { site_id: { stringValue: '1001' }, key_id: { stringValue: '42' } } },
     });
   });
 
