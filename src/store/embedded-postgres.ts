@@ -17,6 +17,8 @@ export interface EmbeddedOptions {
   readonly dataDir: string;
   /** Keep the cluster on disk after stop (serve); false wipes it (tests). */
   readonly persistent: boolean;
+  /** A fixed port, e.g. to restart a cluster where its clients expect it; default: a free one. */
+  readonly port?: number;
   readonly onLog?: (line: string) => void;
 }
 
@@ -95,7 +97,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   if (existingPort !== undefined) {
     return { url: urlFor(password, existingPort), ownedByUs: false, stop: async () => {} };
   }
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const log = options.onLog ?? (() => {});
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({

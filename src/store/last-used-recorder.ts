@@ -1,0 +1,62 @@
+import type { KeyId } from '../decision/types.js';
+import type { Logger } from '../observe/logger.js';
+
+/** The one thing the recorder needs of a pg.Pool. */
+export interface StatementRunner {
+  query(text: string, values: unknown[]): Promise<unknown>;
+}
+
+export interface LastUsedRecorderOptions {
+  readonly pool: StatementRunner;
+  readonly flushSeconds: number;
+  readonly logger: Logger;
+}
+
+// One statement per flush, whatever the number of keys; GREATEST keeps a newer time another replica wrote.
+const FLUSH = `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, v.used_at)
+                 FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, used_at)
+                WHERE k.id = v.id`;
+
+/**
+ * When each key was last used, for account managers and the migration report (issue #4). `record`
+ * only touches memory, so the request path never waits on the database; a timer writes the batch.
+ */
+export class LastUsedRecorder {
+  private pending = new Map<KeyId, number>();
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: LastUsedRecorderOptions) {
+    this.timer = setInterval(() => void this.flush(), options.flushSeconds * 1000);
+    this.timer.unref();
+  }
+
+  record(keyId: KeyId, at: number): void {
+    const earlier = this.pending.get(keyId);
+    if (earlier === undefined || at > earlier) this.pending.set(keyId, at);
+  }
+
+  /** Writes what was recorded since the last flush; on failure keeps it for the next one. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.write());
+    return this.flushing;
+  }
+
+  /** The last flush, for SIGTERM. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private async write(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      await this.options.pool.query(FLUSH, [[...batch.keys()], [...batch.values()].map((at) => new Date(at))]);
+    } catch (error) {
+      for (const [keyId, at] of batch) this.record(keyId, at);
+      this.options.logger.warn({ err: error, keys: batch.size }, 'writing key last-used times failed; keeping them for the next flush');
+    }
+  }
+}

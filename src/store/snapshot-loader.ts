@@ -1,0 +1,96 @@
+import { BlockList } from 'node:net';
+import type pg from 'pg';
+import { parseClientIp } from '../decision/client-ip.js';
+import type { KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
+
+/** Sites by id: the plain data a CredentialSnapshot hands the decision. */
+export type SiteTable = Map<SiteId, SiteCredentials>;
+
+interface SiteRow {
+  id: string;
+  enabled: boolean;
+}
+interface KeyRow {
+  site_id: string;
+  id: string;
+  hash: string;
+  expires_at_ms: number | null;
+}
+interface AllowlistRow {
+  site_id: string;
+  network: string;
+  prefix: number;
+}
+
+// bigint columns are read as text so that no site id near 2^63 loses digits.
+const SITES = 'SELECT id::text AS id, enabled FROM sites';
+const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256, 'hex') AS hash,
+                     (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at_ms
+                FROM api_keys WHERE revoked_at IS NULL`;
+const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, masklen(cidr) AS prefix FROM allowlist_entries';
+
+function addEntry(allowlist: BlockList, network: string, prefix: number): void {
+  const ip = parseClientIp(network);
+  if (ip === undefined) return;
+  // An IPv4-mapped IPv6 network (::ffff:a.b.c.d/96 and longer) holds IPv4 clients, which the
+  // decision checks as IPv4, so it is kept as the IPv4 network it maps.
+  const mapped = ip.family === 'ipv4' && network.includes(':');
+  if (mapped && prefix < 96) return;
+  allowlist.addSubnet(ip.address, mapped ? prefix - 96 : prefix, ip.family);
+}
+
+function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[]): SiteTable {
+  const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
+  for (const key of keys) {
+    let siteKeys = keysBySite.get(key.site_id);
+    if (siteKeys === undefined) keysBySite.set(key.site_id, (siteKeys = new Map()));
+    siteKeys.set(key.hash, { keyId: key.id, expiresAt: key.expires_at_ms });
+  }
+  const listsBySite = new Map<SiteId, BlockList>();
+  for (const entry of allowlist) {
+    let list = listsBySite.get(entry.site_id);
+    if (list === undefined) listsBySite.set(entry.site_id, (list = new BlockList()));
+    addEntry(list, entry.network, entry.prefix);
+  }
+  const table: SiteTable = new Map();
+  for (const site of sites) {
+    table.set(site.id, {
+      siteId: site.id,
+      enabled: site.enabled,
+      keysByHash: keysBySite.get(site.id) ?? new Map(),
+      allowlist: listsBySite.get(site.id) ?? new BlockList(),
+    });
+  }
+  return table;
+}
+
+/** A condition on the column that holds the site id (`id` on sites, `site_id` on the others). */
+type SiteFilter = (column: string) => string;
+
+async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
+  const client = await pool.connect();
+  try {
+    // One snapshot of the three tables, so a key never appears without its site or allowlist.
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const sites = await client.query<SiteRow>(`${SITES} WHERE ${filter('id')}`, params);
+    const keys = await client.query<KeyRow>(`${KEYS} AND ${filter('site_id')}`, params);
+    const allowlist = await client.query<AllowlistRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
+    await client.query('COMMIT');
+    return buildSites(sites.rows, keys.rows, allowlist.rows);
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Every site with its active keys and allowlist. */
+export function loadAllSites(pool: pg.Pool): Promise<SiteTable> {
+  return readConsistently(pool, () => 'true', []);
+}
+
+/** The named sites; an id missing from the result no longer exists. */
+export function loadSites(pool: pg.Pool, siteIds: readonly SiteId[]): Promise<SiteTable> {
+  return readConsistently(pool, (column) => `${column} = ANY($1::bigint[])`, [siteIds]);
+}

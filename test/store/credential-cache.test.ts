@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { hashApiKey } from '../../src/decision/api-key.js';
+import type { CredentialSnapshot } from '../../src/decision/types.js';
+import { createLogger } from '../../src/observe/logger.js';
+import { CredentialCache, LISTEN_APPLICATION_NAME } from '../../src/store/credential-cache.js';
+import { insertSite } from '../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+const KEY = '11111111-1111-4111-8111-111111111111';
+const NEW_KEY = '22222222-2222-4222-8222-222222222222';
+const BOUND_MS = 1_000;
+
+const hasKey = (snapshot: CredentialSnapshot | undefined, site: string, key: string) =>
+  snapshot?.site(site)?.keysByHash.has(hashApiKey(key)) ?? false;
+
+/** Two caches on one database stand for two replicas; every change must reach both. */
+describe('credential cache', () => {
+  let database: TestDatabase;
+  let sql: pg.Client;
+  const pools: pg.Pool[] = [];
+  const caches: CredentialCache[] = [];
+
+  function newCache(refreshSeconds = 3_600): CredentialCache {
+    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    pools.push(pool);
+    const cache = new CredentialCache({
+      pool,
+      listenUrl: database.url,
+      refreshSeconds,
+      maxStalenessSeconds: 900,
+      logger: createLogger('silent'),
+    });
+    caches.push(cache);
+    return cache;
+  }
+
+  /** Milliseconds from the change until `holds` is true of every cache. */
+  async function timeUntil(targets: CredentialCache[], holds: (s: CredentialSnapshot | undefined) => boolean, change: () => Promise<unknown>) {
+    const started = performance.now();
+    await change();
+    while (!targets.every((cache) => holds(cache.snapshot(Date.now())))) {
+      if (performance.now() - started > 10_000) assert.fail('the change never arrived');
+      await sleep(5);
+    }
+    return performance.now() - started;
+  }
+
+  before(async () => {
+    database = await freshDatabase();
+    sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+    await insertSite(sql, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
+  });
+
+  after(async () => {
+    await Promise.all(caches.map((cache) => cache.stop()));
+    await Promise.all(pools.map((pool) => pool.end()));
+    await sql?.end();
+    await database?.drop();
+  });
+
+  it('is not ready before its first load, and ready after', async () => {
+    const cache = newCache();
+    assert.equal(cache.snapshot(Date.now()), undefined);
+    assert.equal(cache.status(Date.now()).ready, false);
+    await cache.start();
+    assert.equal(cache.status(Date.now()).ready, true);
+    assert.equal(hasKey(cache.snapshot(Date.now()), '1001', KEY), true);
+  });
+
+  it('propagates plain-SQL changes to two caches within one second', async () => {
+    const replicas = [newCache(), newCache()];
+    await Promise.all(replicas.map((cache) => cache.start()));
+    const changes: Array<[string, (s: CredentialSnapshot | undefined) => boolean, () => Promise<unknown>]> = [
+      ['new key', (s) => hasKey(s, '1001', NEW_KEY), () => insertKey('1001', NEW_KEY)],
+      ['revocation', (s) => !hasKey(s, '1001', NEW_KEY), () => sql.query("UPDATE api_keys SET revoked_at = now() WHERE last_five = $1", [NEW_KEY.slice(-5)])],
+      ['disable', (s) => s?.site('1001')?.enabled === false, () => sql.query('UPDATE sites SET enabled = false WHERE id = 1001')],
+      ['enable', (s) => s?.site('1001')?.enabled === true, () => sql.query('UPDATE sites SET enabled = true WHERE id = 1001')],
+      ['allowlist entry', (s) => s?.site('1001')?.allowlist.check('192.0.2.9', 'ipv4') === true, () => sql.query("INSERT INTO allowlist_entries VALUES (1001, '192.0.2.0/24')")],
+      ['allowlist removal', (s) => s?.site('1001')?.allowlist.check('192.0.2.9', 'ipv4') === false, () => sql.query("DELETE FROM allowlist_entries WHERE cidr = '192.0.2.0/24'")],
+      ['new site', (s) => s?.site('2002') !== undefined, () => insertSite(sql, { id: '2002' })],
+      ['deleted site', (s) => s?.site('2002') === undefined, () => sql.query('DELETE FROM sites WHERE id = 2002')],
+    ];
+    for (const [name, holds, change] of changes) {
+      const elapsed = await timeUntil(replicas, holds, change);
+      assert.ok(elapsed < BOUND_MS, `${name} took ${Math.round(elapsed)} ms`);
+    }
+  });
+
+  it('resyncs fully after its LISTEN connection is killed, picking up what changed meanwhile', async () => {
+    const cache = newCache();
+    await cache.start();
+    // Killing the backend and changing credentials at once: the notification goes to nobody.
+    await sql.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`,
+      [LISTEN_APPLICATION_NAME],
+    );
+    await sql.query('UPDATE sites SET enabled = false WHERE id = 1001');
+    const elapsed = await timeUntil([cache], (s) => s?.site('1001')?.enabled === false, async () => {});
+    assert.ok(elapsed < 5_000, `the resync took ${Math.round(elapsed)} ms`);
+    assert.equal(cache.status(Date.now()).listening, true);
+    await sql.query('UPDATE sites SET enabled = true WHERE id = 1001');
+  });
+
+  it('picks up a change that sent no notification at the next periodic resync', async () => {
+    const cache = newCache(1);
+    await cache.start();
+    // With session_replication_role = replica, ordinary triggers do not fire: no NOTIFY.
+    await sql.query('BEGIN');
+    await sql.query('SET LOCAL session_replication_role = replica');
+    await sql.query("INSERT INTO allowlist_entries VALUES (1001, '198.51.100.0/24')");
+    await sql.query('COMMIT');
+    await sleep(300);
+    assert.equal(cache.snapshot(Date.now())?.site('1001')?.allowlist.check('198.51.100.1', 'ipv4'), false, 'a notification arrived');
+    await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('198.51.100.1', 'ipv4') === true, async () => {});
+  });
+
+  it('does not reload for last-used writes', async () => {
+    const cache = newCache();
+    let reloads = 0;
+    cache.onSync((event) => (reloads += event.kind === 'sites' ? 1 : 0));
+    await cache.start();
+    await sql.query('UPDATE api_keys SET last_used_at = now()');
+    await sleep(300);
+    assert.equal(reloads, 0);
+    await sql.query('UPDATE sites SET name = $1 WHERE id = 1001', ['renamed']);
+    await sleep(300);
+    assert.equal(reloads, 0, 'a name change needs no reload');
+  });
+
+  async function insertKey(site: string, key: string) {
+    await sql.query('INSERT INTO api_keys (site_id, key_sha256, last_five) VALUES ($1, $2, $3)', [
+      site,
+      Buffer.from(hashApiKey(key), 'hex'),
+      key.slice(-5),
+    ]);
+  }
+});

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { hashApiKey } from '../../src/decision/api-key.js';
+import { loadAllSites, loadSites } from '../../src/store/snapshot-loader.js';
+import { insertSite } from '../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+const ACTIVE = '11111111-1111-4111-8111-111111111111';
+const SECOND = '22222222-2222-4222-8222-222222222222';
+const REVOKED = '33333333-3333-4333-8333-333333333333';
+const EXPIRING = '44444444-4444-4444-8444-444444444444';
+const BIG_SITE = '9223372036854775807';
+
+describe('snapshot loader', () => {
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  const expiry = new Date('2027-01-01T00:00:00.123Z');
+
+  before(async () => {
+    database = await freshDatabase();
+    pool = new pg.Pool({ connectionString: database.url });
+    await insertSite(pool, {
+      id: '1001',
+      keys: [{ key: ACTIVE }, { key: SECOND }, { key: REVOKED, revoked: true }, { key: EXPIRING, expiresAt: expiry }],
+      cidrs: ['203.0.113.0/24', '2001:db8::/32', '::ffff:198.51.100.0/120', '192.0.2.1/32'],
+    });
+    await insertSite(pool, { id: '1002', enabled: false, keys: [{ key: '55555555-5555-4555-8555-555555555555' }] });
+    await insertSite(pool, { id: BIG_SITE, cidrs: [] });
+  });
+
+  after(async () => {
+    await pool?.end();
+    await database?.drop();
+  });
+
+  it('loads every site with its active keys by hash, expiry and allowlist', async () => {
+    const sites = await loadAllSites(pool);
+    assert.deepEqual([...sites.keys()].sort(), ['1001', '1002', BIG_SITE]);
+    const site = sites.get('1001');
+    assert.ok(site);
+    assert.equal(site.enabled, true);
+    assert.deepEqual([...site.keysByHash.keys()].sort(), [ACTIVE, SECOND, EXPIRING].map(hashApiKey).sort());
+    assert.equal(site.keysByHash.get(hashApiKey(ACTIVE))?.expiresAt, null);
+    assert.equal(site.keysByHash.get(hashApiKey(EXPIRING))?.expiresAt, expiry.getTime());
+    assert.equal(site.keysByHash.get(hashApiKey(REVOKED)), undefined, 'a revoked key is not loaded');
+  });
+
+  it('builds allowlists for IPv4, IPv6 and IPv4-mapped entries', async () => {
+    const allowlist = (await loadAllSites(pool)).get('1001')?.allowlist;
+    assert.ok(allowlist);
+    const table: Array<[string, 'ipv4' | 'ipv6', boolean]> = [
+      ['203.0.113.200', 'ipv4', true],
+      ['203.0.114.1', 'ipv4', false],
+      ['2001:db8:1::5', 'ipv6', true],
+      ['2001:db9::5', 'ipv6', false],
+      ['198.51.100.77', 'ipv4', true],
+      ['198.51.101.77', 'ipv4', false],
+      ['192.0.2.1', 'ipv4', true],
+      ['192.0.2.2', 'ipv4', false],
+    ];
+    for (const [address, family, expected] of table) assert.equal(allowlist.check(address, family), expected, address);
+  });
+
+  it('keeps a disabled site, an empty allowlist and a site id at the top of bigint', async () => {
+    const sites = await loadAllSites(pool);
+    assert.equal(sites.get('1002')?.enabled, false);
+    assert.equal(sites.get(BIG_SITE)?.allowlist.check('203.0.113.1', 'ipv4'), false);
+  });
+
+  it('loads only the sites asked for, and leaves out those that no longer exist', async () => {
+    const sites = await loadSites(pool, ['1002', '4242']);
+    assert.deepEqual([...sites.keys()], ['1002']);
+  });
+});
