@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../src/store/embedded-postgres.js';
+import { migrate } from '../src/store/migrate.js';
+import { loadAllSites } from '../src/store/snapshot-loader.js';
+
+const SITES = 100_000;
+
+function heapMiB(): number {
+  globalThis.gc?.();
+  return process.memoryUsage().heapUsed / 1024 / 1024;
+}
+
+/**
+ * Issue #4's scale target: a snapshot of 100,000 sites with 2 keys and 3 CIDRs each loads in a few
+ * seconds and holds in well under 300 MB of heap. Uses TEST_DATABASE_URL's server when set.
+ */
+export async function runSnapshotLoadBench(): Promise<void> {
+  assert.ok(globalThis.gc, 'run with node --expose-gc so heap figures are measured after collection');
+  let server: EmbeddedServer | undefined;
+  let dataDir: string | undefined;
+  let serverUrl = process.env.TEST_DATABASE_URL;
+  if (!serverUrl) {
+    dataDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-bench-'));
+    server = await startEmbeddedPostgres({ dataDir, persistent: false });
+    serverUrl = server.url;
+  }
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  const database = `bench_${process.pid}`;
+  await admin.query(`CREATE DATABASE ${database}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+  // DROP DATABASE … WITH (FORCE) at the end may still find a closing connection; that is expected.
+  pool.on('error', () => undefined);
+  try {
+    await migrate(url.toString());
+    const seeded = performance.now();
+    await pool.query(`INSERT INTO sites (id, name) SELECT g, 'site ' || g FROM generate_series(1, ${SITES}) g`);
+    await pool.query(`INSERT INTO api_keys (site_id, key_sha256, last_five)
+                      SELECT g, sha256(convert_to(gen_random_uuid()::text, 'UTF8')), right(md5(random()::text), 5)
+                        FROM generate_series(1, ${SITES}) g, generate_series(1, 2)`);
+    await pool.query(`INSERT INTO allowlist_entries (site_id, cidr)
+                      SELECT g, (CASE n WHEN 3 THEN '2001:db8:' || to_hex(g >> 16) || ':' || to_hex(g & 65535) || '::/64'
+                                       ELSE '10.' || (g >> 8 & 255) || '.' || (g & 255) || '.' || (n * 64) || '/26' END)::cidr
+                        FROM generate_series(1, ${SITES}) g, generate_series(1, 3) n`);
+    console.log(`seeded ${SITES.toLocaleString('en')} sites, ${(2 * SITES).toLocaleString('en')} keys, ` +
+      `${(3 * SITES).toLocaleString('en')} CIDRs in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
+
+    const heapBefore = heapMiB();
+    const started = performance.now();
+    const sites = await loadAllSites(pool);
+    const seconds = (performance.now() - started) / 1000;
+    const heapHeld = heapMiB() - heapBefore;
+    assert.equal(sites.size, SITES);
+    assert.equal(sites.get('4242')?.keysByHash.size, 2);
+    console.log(`full snapshot load: ${seconds.toFixed(2)} s; heap held by the snapshot: ${heapHeld.toFixed(0)} MiB ` +
+      `(rss ${(process.memoryUsage().rss / 1024 / 1024).toFixed(0)} MiB)`);
+  } finally {
+    await pool.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+    await server?.stop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await runSnapshotLoadBench();
