@@ -1,13 +1,6 @@
 import { ERROR_CATALOGUE } from '../decision/error-catalogue.js';
-import type { CheckInput, Decision } from '../decision/types.js';
+import type { DecisionEvent } from '../envoy/authorization-service.js';
 import type { Logger } from './logger.js';
-
-export interface DecisionEvent {
-  readonly requestId: string | undefined;
-  readonly input: CheckInput;
-  readonly decision: Decision;
-  readonly durationSeconds: number;
-}
 
 // Values from a CheckRequest are hostile: never let one blow up a log line.
 const MAX_LOGGED_CHARS = 128;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
@@ -23,7 +24,8 @@ describe('sitekey-authz serve, end to end', () => {
     const issued = await runCli(database.url, ['key', 'issue', '1001', '--json']);
     assert.equal(issued.code, 0, issued.stderr);
     key = (JSON.parse(issued.stdout) as { apiKey: string }).apiKey;
-    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false' });
+    // A flush interval longer than the test: last-used times can then only come from the SIGTERM flush.
+    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', LAST_USED_FLUSH_SECONDS: '3600' });
     client = authorizationClient(service.grpcTarget);
   });
 
@@ -100,8 +102,17 @@ describe('sitekey-authz serve, end to end', () => {
     assert.equal(((await ready.json()) as { status: string }).status, 'ready');
   });
 
-  it('drains and exits 0 on SIGTERM', async () => {
+  it('drains, flushes last-used times and exits 0 on SIGTERM', async () => {
     const code = await service.stop();
     assert.equal(code, 0, service.output());
+    const sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+    try {
+      const { rows } = await sql.query<{ last_used_at: Date | null }>('SELECT last_used_at FROM api_keys');
+      assert.equal(rows.length, 1);
+      assert.ok(rows[0]?.last_used_at instanceof Date, 'the allowed checks were not recorded as a last use');
+    } finally {
+      await sql.end();
+    }
   });
 });

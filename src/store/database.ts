@@ -1,0 +1,34 @@
+import type { Config } from '../config.js';
+import type { Logger } from '../observe/logger.js';
+import { startEmbeddedPostgres } from './embedded-postgres.js';
+
+/** The credential database for this process: DATABASE_URL, or the embedded server in DATA_DIR. */
+export interface Database {
+  readonly url: string;
+  readonly embedded: boolean;
+  /** Stops the embedded server when this process started it; otherwise does nothing. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database that `serve` and the CLI share. With DATABASE_URL unset it starts an embedded
+ * PostgreSQL in DATA_DIR whose data survives restarts, or joins the one another of our processes
+ * already runs there, so the CLI works beside a running `serve`.
+ */
+export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+  if (config.databaseUrl !== undefined) {
+    return { url: config.databaseUrl, embedded: false, close: async () => {} };
+  }
+  const server = await startEmbeddedPostgres({
+    dataDir: config.dataDir,
+    persistent: true,
+    onLog: (line) => logger.debug({ source: 'embedded-postgres' }, line),
+  });
+  logger.info(
+    { dataDir: config.dataDir, startedHere: server.ownedByUs },
+    server.ownedByUs
+      ? 'DATABASE_URL is unset: started an embedded PostgreSQL; its data is kept in DATA_DIR across restarts'
+      : 'DATABASE_URL is unset: using the embedded PostgreSQL already running in DATA_DIR',
+  );
+  return { url: server.url, embedded: true, close: () => server.stop() };
+}
