@@ -1,0 +1,73 @@
+import { parseClientIp } from '../decision/client-ip.js';
+
+/** One allowlist network in canonical form, as PostgreSQL's cidr type stores it. */
+export interface AllowlistEntry {
+  readonly family: 'ipv4' | 'ipv6';
+  readonly network: string;
+  readonly prefix: number;
+  /** `network/prefix`, e.g. 203.0.113.0/24. */
+  readonly cidr: string;
+}
+
+export type ParsedAllowlistEntry =
+  | { readonly ok: true; readonly entry: AllowlistEntry }
+  | { readonly ok: false; readonly reason: string };
+
+const BITS = { ipv4: 32, ipv6: 128 } as const;
+const MAPPED_PREFIX_BITS = 96;
+
+function addressBits(address: string, family: 'ipv4' | 'ipv6'): bigint {
+  if (family === 'ipv4') return address.split('.').reduce((bits, octet) => (bits << 8n) | BigInt(octet), 0n);
+  const [head = '', tail = ''] = address.split('::');
+  const groups = (part: string) => (part === '' ? [] : part.split(':'));
+  const known = [...groups(head), ...groups(tail)];
+  const all = address.includes('::')
+    ? [...groups(head), ...Array<string>(8 - known.length).fill('0'), ...groups(tail)]
+    : known;
+  return all.reduce((bits, group) => (bits << 16n) | BigInt(`0x${group}`), 0n);
+}
+
+function bitsToAddress(bits: bigint, family: 'ipv4' | 'ipv6'): string {
+  if (family === 'ipv4') return [24n, 16n, 8n, 0n].map((shift) => String((bits >> shift) & 255n)).join('.');
+  const groups = [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => ((bits >> shift) & 0xffffn).toString(16));
+  return parseClientIp(groups.join(':'))?.address ?? groups.join(':');
+}
+
+/**
+ * An allowlist entry typed by an account manager: `a.b.c.d/n`, `x:y::/n`, or a single address (a
+ * /32 or /128). `::ffff:a.b.c.d/n` is the IPv4 network it maps, because the decision sees an
+ * IPv4-mapped client as IPv4 (issue #3, decision 3). Host bits must be zero, as PostgreSQL's cidr
+ * requires; the reason then names the network that was probably meant.
+ */
+export function parseAllowlistEntry(text: string): ParsedAllowlistEntry {
+  const slash = text.indexOf('/');
+  const addressText = slash < 0 ? text : text.slice(0, slash);
+  const prefixText = slash < 0 ? undefined : text.slice(slash + 1);
+  const ip = parseClientIp(addressText);
+  if (ip === undefined) {
+    return { ok: false, reason: `"${text}" is not an IP address or CIDR; expected e.g. 203.0.113.0/24, 203.0.113.7 or 2001:db8::/32` };
+  }
+  const mapped = ip.family === 'ipv4' && addressText.includes(':');
+  const written = mapped ? BITS.ipv6 : BITS[ip.family];
+  if (prefixText !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(prefixText)) {
+    return { ok: false, reason: `"${text}" has the prefix length "${prefixText}"; expected a whole number from 0 to ${written}` };
+  }
+  let prefix = prefixText === undefined ? written : Number(prefixText);
+  if (prefix > written) {
+    return { ok: false, reason: `"${text}" has the prefix length ${prefix}; it is at most ${written} for this address` };
+  }
+  if (mapped) {
+    if (prefix < MAPPED_PREFIX_BITS) {
+      return { ok: false, reason: `"${text}" reaches beyond the IPv4-mapped range ::ffff:0:0/96; use a prefix of 96 or more, or write the IPv4 network` };
+    }
+    prefix -= MAPPED_PREFIX_BITS;
+  }
+  const width = BigInt(BITS[ip.family]);
+  const hostMask = (1n << (width - BigInt(prefix))) - 1n;
+  const bits = addressBits(ip.address, ip.family);
+  if ((bits & hostMask) !== 0n) {
+    const network = `${bitsToAddress(bits & ~hostMask, ip.family)}/${prefix}`;
+    return { ok: false, reason: `"${text}" has bits set after the prefix; did you mean ${network}, or the single address ${ip.address}?` };
+  }
+  return { ok: true, entry: { family: ip.family, network: ip.address, prefix, cidr: `${ip.address}/${prefix}` } };
+}

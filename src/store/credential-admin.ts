@@ -1,0 +1,332 @@
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { hashApiKey, lastFive, maskApiKey } from '../decision/api-key.js';
+import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
+import type { AllowlistEntry } from './allowlist-entry.js';
+
+/** Why an administrative change was refused; the message says what to type instead. */
+export type AdminErrorCode =
+  | 'SITE_EXISTS'
+  | 'SITE_NOT_FOUND'
+  | 'KEY_NOT_FOUND'
+  | 'KEY_DUPLICATE'
+  | 'CIDR_NOT_ON_ALLOWLIST'
+  | 'SCHEMA_MISSING';
+
+export class AdminError extends Error {
+  constructor(
+    readonly code: AdminErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'AdminError';
+  }
+}
+
+export interface SiteSummary {
+  readonly siteId: SiteId;
+  readonly name: string;
+  readonly enabled: boolean;
+  readonly createdAt: string;
+  /** Keys neither revoked nor expired. */
+  readonly activeKeys: number;
+  readonly allowlistEntries: number;
+}
+
+export type KeyStatus = 'active' | 'expired' | 'revoked';
+
+/** A key as an account manager may see it: masked, never the key itself. */
+export interface KeySummary {
+  readonly keyId: KeyId;
+  readonly siteId: SiteId;
+  readonly maskedKey: string;
+  readonly status: KeyStatus;
+  readonly createdAt: string;
+  readonly expiresAt: string | null;
+  readonly revokedAt: string | null;
+  readonly lastUsedAt: string | null;
+  readonly note: string;
+}
+
+/** A newly issued key: the only moment the key exists outside the partner's hands. */
+export interface IssuedKey extends KeySummary {
+  readonly apiKey: ApiKey;
+}
+
+export interface AllowlistRow {
+  readonly cidr: string;
+  readonly createdAt: string;
+}
+
+export interface KeyOptions {
+  readonly expiresAt: Date | undefined;
+  readonly note: string;
+}
+
+interface KeyRow {
+  id: string;
+  site_id: string;
+  last_five: string;
+  status: KeyStatus;
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+  note: string;
+}
+
+interface SiteRow {
+  id: string;
+  name: string;
+  enabled: boolean;
+  created_at: Date;
+  active_keys: string;
+  allowlist_entries: string;
+}
+
+const UNDEFINED_TABLE = '42P01';
+const UNIQUE_VIOLATION = '23505';
+
+const KEY_COLUMNS = `id::text, site_id::text, last_five, created_at, expires_at, revoked_at, last_used_at, note,
+  CASE WHEN revoked_at IS NOT NULL THEN 'revoked' WHEN expires_at <= now() THEN 'expired' ELSE 'active' END AS status`;
+
+const SITE_SUMMARY = `SELECT s.id::text, s.name, s.enabled, s.created_at,
+    (SELECT count(*) FROM api_keys k WHERE k.site_id = s.id AND k.revoked_at IS NULL
+        AND (k.expires_at IS NULL OR k.expires_at > now())) AS active_keys,
+    (SELECT count(*) FROM allowlist_entries a WHERE a.site_id = s.id) AS allowlist_entries
+  FROM sites s`;
+
+const iso = (at: Date | null): string | null => (at === null ? null : at.toISOString());
+
+function keySummary(row: KeyRow): KeySummary {
+  return {
+    keyId: row.id,
+    siteId: row.site_id,
+    maskedKey: maskApiKey(row.last_five),
+    status: row.status,
+    createdAt: row.created_at.toISOString(),
+    expiresAt: iso(row.expires_at),
+    revokedAt: iso(row.revoked_at),
+    lastUsedAt: iso(row.last_used_at),
+    note: row.note,
+  };
+}
+
+function siteSummary(row: SiteRow): SiteSummary {
+  return {
+    siteId: row.id,
+    name: row.name,
+    enabled: row.enabled,
+    createdAt: row.created_at.toISOString(),
+    activeKeys: Number(row.active_keys),
+    allowlistEntries: Number(row.allowlist_entries),
+  };
+}
+
+const siteNotFound = (siteId: SiteId) =>
+  new AdminError('SITE_NOT_FOUND', `site ${siteId} does not exist; add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``);
+
+/**
+ * Every administrative change to sites, keys and allowlists (issue #3, CLI): each runs in one
+ * transaction together with its audit_log row, so no change is ever made unrecorded. Keys are
+ * stored as SHA-256 and their last five characters only. The triggers of migration 002 tell
+ * every running replica.
+ */
+export class CredentialAdmin {
+  constructor(
+    private readonly pool: pg.Pool,
+    /** Who makes the changes: the OS user or --actor. */
+    private readonly actor: string,
+  ) {}
+
+  async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {
+    return this.change(async (sql) => {
+      const inserted = await sql.query('INSERT INTO sites (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [siteId, name]);
+      if (inserted.rowCount === 0) {
+        throw new AdminError('SITE_EXISTS', `site ${siteId} already exists; see it with \`sitekey-authz site list\``);
+      }
+      await this.audit(sql, 'site.add', siteId, { name });
+      return this.site(sql, siteId);
+    });
+  }
+
+  /** Disabling refuses the site's requests (101) and keeps its keys; returns whether anything changed. */
+  async setSiteEnabled(siteId: SiteId, enabled: boolean): Promise<{ readonly site: SiteSummary; readonly changed: boolean }> {
+    return this.change(async (sql) => {
+      const before = await this.lockSite(sql, siteId);
+      const changed = before.enabled !== enabled;
+      if (changed) {
+        await sql.query('UPDATE sites SET enabled = $2, updated_at = now() WHERE id = $1', [siteId, enabled]);
+        await this.audit(sql, enabled ? 'site.enable' : 'site.disable', siteId, {});
+      }
+      return { site: await this.site(sql, siteId), changed };
+    });
+  }
+
+  async listSites(): Promise<SiteSummary[]> {
+    return this.read(async (sql) => (await sql.query<SiteRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
+  }
+
+  /** A new random key (UUID v4); the caller shows `apiKey` once, it is not kept anywhere. */
+  async issueKey(siteId: SiteId, options: KeyOptions): Promise<IssuedKey> {
+    const apiKey = randomUUID();
+    const key = await this.storeKey('key.issue', siteId, apiKey, options);
+    return { ...key, apiKey };
+  }
+
+  /** Registers a key the partner already has, e.g. from a system being replaced. */
+  async importKey(siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
+    return this.storeKey('key.import', siteId, apiKey, options);
+  }
+
+  /** Revokes one key of the site; revoking a revoked key changes nothing and says so. */
+  async revokeKey(siteId: SiteId, keyId: KeyId): Promise<{ readonly key: KeySummary; readonly changed: boolean }> {
+    return this.change(async (sql) => {
+      await this.lockSite(sql, siteId);
+      const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2`, [keyId, siteId]);
+      const before = rows[0];
+      if (before === undefined) {
+        throw new AdminError('KEY_NOT_FOUND', `site ${siteId} has no key with id ${keyId}; see its keys with \`sitekey-authz key list ${siteId}\``);
+      }
+      if (before.revoked_at !== null) return { key: keySummary(before), changed: false };
+      const revoked = await sql.query<KeyRow>(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING ${KEY_COLUMNS}`, [keyId]);
+      await this.audit(sql, 'key.revoke', siteId, { keyId, maskedKey: maskApiKey(before.last_five) });
+      return { key: keySummary(revoked.rows[0] as KeyRow), changed: true };
+    });
+  }
+
+  async listKeys(siteId: SiteId): Promise<KeySummary[]> {
+    return this.read(async (sql) => {
+      await this.site(sql, siteId);
+      const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY id`, [siteId]);
+      return rows.map(keySummary);
+    });
+  }
+
+  /** Adds networks to the site's allowlist; those already on it are reported, not doubled. */
+  async allowNetworks(
+    siteId: SiteId,
+    entries: readonly AllowlistEntry[],
+  ): Promise<{ readonly added: string[]; readonly alreadyAllowed: string[] }> {
+    return this.change(async (sql) => {
+      await this.lockSite(sql, siteId);
+      const added: string[] = [];
+      const alreadyAllowed: string[] = [];
+      for (const { cidr } of entries) {
+        const inserted = await sql.query('INSERT INTO allowlist_entries (site_id, cidr) VALUES ($1, $2) ON CONFLICT DO NOTHING', [siteId, cidr]);
+        (inserted.rowCount === 0 ? alreadyAllowed : added).push(cidr);
+      }
+      if (added.length > 0) await this.audit(sql, 'ip.allow', siteId, { cidrs: added });
+      return { added, alreadyAllowed };
+    });
+  }
+
+  /** Removes networks from the allowlist: all of them, or, when one is not on it, none. */
+  async revokeNetworks(siteId: SiteId, entries: readonly AllowlistEntry[]): Promise<{ readonly removed: string[] }> {
+    return this.change(async (sql) => {
+      await this.lockSite(sql, siteId);
+      const cidrs = entries.map((entry) => entry.cidr);
+      const { rows } = await sql.query<{ cidr: string }>(
+        'DELETE FROM allowlist_entries WHERE site_id = $1 AND cidr = ANY($2::cidr[]) RETURNING cidr::text',
+        [siteId, cidrs],
+      );
+      const removed = new Set(rows.map((row) => row.cidr));
+      const missing = cidrs.filter((cidr) => !removed.has(cidr));
+      if (missing.length > 0) {
+        throw new AdminError(
+          'CIDR_NOT_ON_ALLOWLIST',
+          `not on the allowlist of site ${siteId}: ${missing.join(', ')}; nothing was revoked. See the entries with \`sitekey-authz ip list ${siteId}\``,
+        );
+      }
+      await this.audit(sql, 'ip.revoke', siteId, { cidrs });
+      return { removed: cidrs };
+    });
+  }
+
+  async listNetworks(siteId: SiteId): Promise<AllowlistRow[]> {
+    return this.read(async (sql) => {
+      await this.site(sql, siteId);
+      const { rows } = await sql.query<{ cidr: string; created_at: Date }>(
+        'SELECT cidr::text, created_at FROM allowlist_entries WHERE site_id = $1 ORDER BY family(cidr), cidr',
+        [siteId],
+      );
+      return rows.map((row) => ({ cidr: row.cidr, createdAt: row.created_at.toISOString() }));
+    });
+  }
+
+  private async storeKey(action: string, siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
+    return this.change(async (sql) => {
+      await this.lockSite(sql, siteId);
+      let row: KeyRow;
+      try {
+        const { rows } = await sql.query<KeyRow>(
+          `INSERT INTO api_keys (site_id, key_sha256, last_five, expires_at, note)
+           VALUES ($1, decode($2, 'hex'), $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
+          [siteId, hashApiKey(apiKey), lastFive(apiKey), options.expiresAt ?? null, options.note],
+        );
+        row = rows[0] as KeyRow;
+      } catch (error) {
+        if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
+          throw new AdminError('KEY_DUPLICATE', `this key is already registered; issue a fresh one with \`sitekey-authz key issue ${siteId}\``);
+        }
+        throw error;
+      }
+      const key = keySummary(row);
+      await this.audit(sql, action, siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note });
+      return key;
+    });
+  }
+
+  private async site(sql: pg.ClientBase, siteId: SiteId): Promise<SiteSummary> {
+    const { rows } = await sql.query<SiteRow>(`${SITE_SUMMARY} WHERE s.id = $1`, [siteId]);
+    if (rows[0] === undefined) throw siteNotFound(siteId);
+    return siteSummary(rows[0]);
+  }
+
+  /** Serialises changes to one site, so that concurrent account managers cannot interleave. */
+  private async lockSite(sql: pg.ClientBase, siteId: SiteId): Promise<{ enabled: boolean }> {
+    const { rows } = await sql.query<{ enabled: boolean }>('SELECT enabled FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
+    if (rows[0] === undefined) throw siteNotFound(siteId);
+    return rows[0];
+  }
+
+  private async audit(sql: pg.ClientBase, action: string, siteId: SiteId, details: Record<string, unknown>): Promise<void> {
+    await sql.query('INSERT INTO audit_log (actor, action, site_id, details) VALUES ($1, $2, $3, $4)', [
+      this.actor,
+      action,
+      siteId,
+      JSON.stringify(details),
+    ]);
+  }
+
+  private async read<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
+    const sql = await this.pool.connect();
+    try {
+      return await work(sql);
+    } catch (error) {
+      throw schemaHint(error);
+    } finally {
+      sql.release();
+    }
+  }
+
+  private change<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
+    return this.read(async (sql) => {
+      await sql.query('BEGIN');
+      try {
+        const result = await work(sql);
+        await sql.query('COMMIT');
+        return result;
+      } catch (error) {
+        await sql.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+}
+
+/** A database without our tables gets a message that says how to create them. */
+function schemaHint(error: unknown): unknown {
+  if ((error as { code?: string }).code !== UNDEFINED_TABLE) return error;
+  return new AdminError('SCHEMA_MISSING', 'the database has no sitekey-authz tables yet; create them with `sitekey-authz migrate`');
+}
