@@ -67,10 +67,10 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Runs the real CLI against `databaseUrl`, optionally feeding standard input. */
-export async function runCli(databaseUrl: string, args: readonly string[], stdin?: string): Promise<CliResult> {
+/** Runs the real CLI against `databaseUrl`, optionally feeding standard input and setting more of the environment. */
+export async function runCli(databaseUrl: string, args: readonly string[], stdin?: string, env: Record<string, string> = {}): Promise<CliResult> {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -1,0 +1,86 @@
+import { canonicalApiKey } from '../decision/api-key.js';
+import { canonicalSiteId } from '../decision/parse-authorization.js';
+import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
+import { parseAllowlistEntry, type AllowlistEntry } from '../store/allowlist-entry.js';
+
+/** A command line that cannot be carried out as typed; the message says what to type instead. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+const EXAMPLE_KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
+const KEY_ID = /^[1-9][0-9]{0,18}$/;
+// Control characters would garble `site list` and `key list` in a terminal.
+const CONTROL = /[\u0000-\u001f\u007f]/;
+// A calendar date (midnight UTC), or a date and time with Z or an offset: no guessing at a time zone.
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+export function siteIdArgument(text: string): SiteId {
+  const siteId = canonicalSiteId(text);
+  if (siteId === undefined) {
+    throw new UsageError(
+      `"${text}" is not a site id: expected a positive whole number with no sign, spaces or leading zero, at most 9223372036854775807, e.g. 1001`,
+    );
+  }
+  return siteId;
+}
+
+export function keyIdArgument(text: string): KeyId {
+  if (!KEY_ID.test(text)) {
+    throw new UsageError(`"${text}" is not a key id: expected the number in the KEY ID column of \`sitekey-authz key list <site>\`, e.g. 12`);
+  }
+  return text;
+}
+
+/** The network arguments of `ip allow` and `ip revoke`; every bad one is named at once. */
+export function allowlistArguments(texts: readonly string[]): AllowlistEntry[] {
+  const parsed = texts.map(parseAllowlistEntry);
+  const reasons = parsed.flatMap((result) => (result.ok ? [] : [result.reason]));
+  if (reasons.length > 0) throw new UsageError(`${reasons.join('; ')} (nothing was changed)`);
+  const entries = parsed.flatMap((result) => (result.ok ? [result.entry] : []));
+  return [...new Map(entries.map((entry) => [entry.cidr, entry])).values()];
+}
+
+/** Date parsing rolls 2027-02-30 over into March; a typo must be refused instead. */
+function isCalendarDate(text: string): boolean {
+  const [year = 0, month = 0, day = 0] = text.slice(0, 10).split('-').map(Number);
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth;
+}
+
+/** `--expires`: an ISO 8601 date or date-time with zone, in the future. */
+export function expiresOption(text: string | undefined, now: number): Date | undefined {
+  if (text === undefined) return undefined;
+  const at = ISO_INSTANT.test(text) && isCalendarDate(text) ? new Date(text.length === 10 ? `${text}T00:00:00Z` : text) : undefined;
+  if (at === undefined || Number.isNaN(at.getTime())) {
+    throw new UsageError(`--expires "${text}" is not an ISO 8601 date or time with a zone; try --expires 2027-01-31 or --expires 2027-01-31T12:00:00Z`);
+  }
+  if (at.getTime() <= now) throw new UsageError(`--expires ${text} is in the past; a key must expire after it is issued`);
+  return at;
+}
+
+/** `--name`, `--note`, `--actor`: short, printable text. */
+export function textOption(option: string, text: string | undefined, maxLength: number, fallback = ''): string {
+  if (text === undefined) return fallback;
+  if (CONTROL.test(text)) throw new UsageError(`--${option} must not contain control characters such as newlines or tabs`);
+  if (text.length > maxLength) throw new UsageError(`--${option} is ${text.length} characters long; keep it to ${maxLength}`);
+  return text;
+}
+
+/** `key import` reads the key from standard input so that it never lands in shell history. */
+export function importedKeyArgument(input: string): ApiKey {
+  const lines = input.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '');
+  const key = lines.length === 1 ? canonicalApiKey(lines[0] ?? '') : undefined;
+  if (key === undefined) {
+    // The input is never echoed: it may be a real key with a typo.
+    throw new UsageError(
+      `standard input must hold exactly one API key, a UUID such as ${EXAMPLE_KEY}; ` +
+        `got ${lines.length === 0 ? 'nothing' : lines.length === 1 ? 'a line that is not a UUID' : `${lines.length} lines`}. ` +
+        'Try: sitekey-authz key import <site> < key.txt',
+    );
+  }
+  return key;
+}

@@ -1,0 +1,313 @@
+import type { Config } from '../config.js';
+import type { Logger } from '../observe/logger.js';
+import type { CredentialAdmin, KeySummary } from '../store/credential-admin.js';
+import { openDatabase } from '../store/database.js';
+import { migrate } from '../store/migrate.js';
+import {
+  allowlistArguments,
+  expiresOption,
+  importedKeyArgument,
+  keyIdArgument,
+  siteIdArgument,
+  textOption,
+} from './arguments.js';
+import { shortTime, table, type CommandOutput } from './output.js';
+
+export interface CommandContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  /** Epoch ms when the command started. */
+  readonly now: number;
+  readonly readStdin: () => Promise<string>;
+  /** Opens the database (migrating an embedded one), runs `work` against it, and closes it again. */
+  readonly withAdmin: <T>(work: (admin: CredentialAdmin) => Promise<T>) => Promise<T>;
+}
+
+export interface CommandLine {
+  readonly positionals: readonly string[];
+  readonly options: Readonly<Record<string, string | boolean | undefined>>;
+}
+
+export interface Command {
+  /** `serve`, or a group and a verb such as `site add`. */
+  readonly name: string;
+  /** What follows the name in the usage line. */
+  readonly synopsis: string;
+  readonly summary: string;
+  /** The command's own options, beside the global --json, --actor and --help. */
+  readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean' }>>;
+  /** How many positional arguments it takes: [min, max]. */
+  readonly arity: readonly [number, number];
+  /** Resolves to what to print, or to undefined once `serve` has stopped. */
+  run(context: CommandContext, line: CommandLine): Promise<CommandOutput | undefined>;
+}
+
+const MAX_NAME = 200;
+const MAX_NOTE = 500;
+const string = { type: 'string' } as const;
+
+const option = (line: CommandLine, name: string): string | undefined => {
+  const value = line.options[name];
+  return typeof value === 'string' ? value : undefined;
+};
+const positional = (line: CommandLine, index: number): string => line.positionals[index] ?? '';
+
+function keyRows(keys: readonly KeySummary[]): string[][] {
+  return keys.map((key) => [
+    key.keyId,
+    key.maskedKey,
+    key.status,
+    shortTime(key.createdAt),
+    shortTime(key.expiresAt, 'never'),
+    shortTime(key.lastUsedAt, 'never'),
+    key.note,
+  ]);
+}
+
+const noAllowlistWarning = (siteId: string) =>
+  `site ${siteId} has no allowlist entry yet: every request is refused (103) until you run \`sitekey-authz ip allow ${siteId} <cidr>\``;
+
+/** Every command of `sitekey-authz`, in the order `--help` lists them. */
+export const COMMANDS: readonly Command[] = [
+  {
+    name: 'serve',
+    synopsis: '',
+    summary: 'run the ext_authz service (configured by environment variables; see the README)',
+    options: {},
+    arity: [0, 0],
+    run: async ({ config, logger }) => {
+      // Loaded here so that the admin commands do not pay for the gRPC and proto start-up.
+      const { runServer } = await import('../serve.js');
+      await runServer(config, logger);
+      return undefined;
+    },
+  },
+  {
+    name: 'migrate',
+    synopsis: '',
+    summary: 'apply pending database migrations',
+    options: {},
+    arity: [0, 0],
+    run: async ({ config, logger }) => {
+      const database = await openDatabase(config, logger);
+      try {
+        const applied = await migrate(database.url);
+        return {
+          text: applied.length === 0 ? 'the database schema is up to date' : `applied ${applied.length} migration(s): ${applied.join(', ')}`,
+          json: { applied },
+        };
+      } finally {
+        await database.close();
+      }
+    },
+  },
+  {
+    name: 'site add',
+    synopsis: '<id> [--name N]',
+    summary: 'register a partner site',
+    options: { name: string },
+    arity: [1, 1],
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const name = textOption('name', option(line, 'name'), MAX_NAME);
+      const site = await withAdmin((admin) => admin.addSite(siteId, name));
+      return {
+        text:
+          `added site ${siteId}${name ? ` "${name}"` : ''}, enabled.\n` +
+          `Next: \`sitekey-authz key issue ${siteId}\` and \`sitekey-authz ip allow ${siteId} <cidr>\``,
+        json: site,
+      };
+    },
+  },
+  {
+    name: 'site disable',
+    synopsis: '<id>',
+    summary: "refuse the site's requests (error 101); its keys and allowlist are kept",
+    options: {},
+    arity: [1, 1],
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const { site, changed } = await withAdmin((admin) => admin.setSiteEnabled(siteId, false));
+      return {
+        text: changed
+          ? `disabled site ${siteId}: its requests are refused (101); its ${site.activeKeys} active key(s) are kept`
+          : `site ${siteId} was already disabled`,
+        json: { ...site, changed },
+      };
+    },
+  },
+  {
+    name: 'site enable',
+    synopsis: '<id>',
+    summary: "accept the site's requests again",
+    options: {},
+    arity: [1, 1],
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const { site, changed } = await withAdmin((admin) => admin.setSiteEnabled(siteId, true));
+      return {
+        text: changed ? `enabled site ${siteId}` : `site ${siteId} was already enabled`,
+        json: { ...site, changed },
+        warnings: site.allowlistEntries === 0 ? [noAllowlistWarning(siteId)] : [],
+      };
+    },
+  },
+  {
+    name: 'site list',
+    synopsis: '',
+    summary: 'sites with their state, active keys and allowlist size',
+    options: {},
+    arity: [0, 0],
+    run: async ({ withAdmin }) => {
+      const sites = await withAdmin((admin) => admin.listSites());
+      const rows = sites.map((site) => [
+        site.siteId,
+        site.enabled ? 'enabled' : 'disabled',
+        String(site.activeKeys),
+        String(site.allowlistEntries),
+        shortTime(site.createdAt),
+        site.name,
+      ]);
+      return {
+        text: sites.length === 0 ? 'no sites yet; add one with `sitekey-authz site add <id> --name <name>`' : table(['SITE ID', 'STATE', 'ACTIVE KEYS', 'ALLOWLIST', 'CREATED', 'NAME'], rows),
+        json: sites,
+      };
+    },
+  },
+  {
+    name: 'key issue',
+    synopsis: '<site> [--expires ISO] [--note T]',
+    summary: 'create a key and print it, once',
+    options: { expires: string, note: string },
+    arity: [1, 1],
+    run: async ({ withAdmin, now }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const expiresAt = expiresOption(option(line, 'expires'), now);
+      const note = textOption('note', option(line, 'note'), MAX_NOTE);
+      const { key, allowlist } = await withAdmin(async (admin) => ({
+        key: await admin.issueKey(siteId, { expiresAt, note }),
+        allowlist: await admin.listNetworks(siteId),
+      }));
+      return {
+        text:
+          `issued key ${key.keyId} for site ${siteId} (expires ${key.expiresAt ?? 'never'}):\n\n` +
+          `  ${key.apiKey}\n\n` +
+          'This is the only time the key is shown: hand it to the partner over a secure channel.\n' +
+          `The partner sends it as  Authorization: ${siteId}:<key>  with the same siteid and apikey in the JSON body.`,
+        json: key,
+        warnings: allowlist.length === 0 ? [noAllowlistWarning(siteId)] : [],
+      };
+    },
+  },
+  {
+    name: 'key import',
+    synopsis: '<site> [--expires ISO] [--note T]  < key.txt',
+    summary: 'register an existing key read from standard input (never from the command line)',
+    options: { expires: string, note: string },
+    arity: [1, 1],
+    run: async ({ withAdmin, now, readStdin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const expiresAt = expiresOption(option(line, 'expires'), now);
+      const note = textOption('note', option(line, 'note'), MAX_NOTE);
+      const apiKey = importedKeyArgument(await readStdin());
+      const key = await withAdmin((admin) => admin.importKey(siteId, apiKey, { expiresAt, note }));
+      return { text: `imported key ${key.keyId} (${key.maskedKey}) for site ${siteId}`, json: key };
+    },
+  },
+  {
+    name: 'key revoke',
+    synopsis: '<site> <key-id>',
+    summary: 'revoke a key; every replica refuses it within a second',
+    options: {},
+    arity: [2, 2],
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const keyId = keyIdArgument(positional(line, 1));
+      const { key, changed } = await withAdmin((admin) => admin.revokeKey(siteId, keyId));
+      return {
+        text: changed
+          ? `revoked key ${keyId} (${key.maskedKey}) of site ${siteId}`
+          : `key ${keyId} (${key.maskedKey}) of site ${siteId} was already revoked at ${key.revokedAt}`,
+        json: { ...key, changed },
+      };
+    },
+  },
+  {
+    name: 'key list',
+    synopsis: '<site>',
+    summary: 'the keys of a site, masked, with their state and when each was last used',
+    options: {},
+    arity: [1, 1],
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const keys = await withAdmin((admin) => admin.listKeys(siteId));
+      return {
+        text:
+          keys.length === 0
+            ? `site ${siteId} has no keys; issue one with \`sitekey-authz key issue ${siteId}\``
+            : table(['KEY ID', 'KEY', 'STATUS', 'CREATED', 'EXPIRES', 'LAST USED', 'NOTE'], keyRows(keys)),
+        json: keys,
+      };
+    },
+  },
+  {
+    name: 'ip allow',
+    synopsis: '<site> <cidr>...',
+    summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
+    options: {},
+    arity: [2, Infinity],
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const entries = allowlistArguments(line.positionals.slice(1));
+      const result = await withAdmin((admin) => admin.allowNetworks(siteId, entries));
+      const everyone = entries.filter((entry) => entry.prefix === 0).map((entry) => entry.cidr);
+      const lines = [
+        ...(result.added.length > 0 ? [`site ${siteId} now allows ${result.added.join(', ')}`] : []),
+        ...(result.alreadyAllowed.length > 0 ? [`already allowed: ${result.alreadyAllowed.join(', ')}`] : []),
+      ];
+      return {
+        text: lines.join('\n'),
+        json: { siteId, ...result },
+        warnings: everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+      };
+    },
+  },
+  {
+    name: 'ip revoke',
+    synopsis: '<site> <cidr>...',
+    summary: "remove entries from the site's allowlist (all of them, or none if one is not on it)",
+    options: {},
+    arity: [2, Infinity],
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const entries = allowlistArguments(line.positionals.slice(1));
+      const { removed, remaining } = await withAdmin(async (admin) => ({
+        ...(await admin.revokeNetworks(siteId, entries)),
+        remaining: await admin.listNetworks(siteId),
+      }));
+      return {
+        text: `removed from the allowlist of site ${siteId}: ${removed.join(', ')}`,
+        json: { siteId, removed },
+        warnings: remaining.length === 0 ? [noAllowlistWarning(siteId)] : [],
+      };
+    },
+  },
+  {
+    name: 'ip list',
+    synopsis: '<site>',
+    summary: "the site's allowlist",
+    options: {},
+    arity: [1, 1],
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const entries = await withAdmin((admin) => admin.listNetworks(siteId));
+      return {
+        text:
+          entries.length === 0
+            ? `site ${siteId} has no allowlist entry: every request is refused (103). Add one with \`sitekey-authz ip allow ${siteId} <cidr>\``
+            : table(['CIDR', 'ADDED'], entries.map((entry) => [entry.cidr, shortTime(entry.createdAt)])),
+        json: entries,
+      };
+    },
+  },
+];

@@ -1,0 +1,206 @@
+#!/usr/bin/env node
+import { userInfo } from 'node:os';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { createLogger, type Logger } from '../observe/logger.js';
+import { AdminError, CredentialAdmin } from '../store/credential-admin.js';
+import { openDatabase } from '../store/database.js';
+import { migrate } from '../store/migrate.js';
+import { textOption, UsageError } from './arguments.js';
+import { COMMANDS, type Command, type CommandContext } from './commands.js';
+import type { CommandOutput } from './output.js';
+
+const EXIT_OK = 0;
+/** The command was understood but refused or failed: unknown site, duplicate key, database down. */
+const EXIT_FAILED = 1;
+/** The command line or the configuration is wrong: nothing was attempted. */
+const EXIT_USAGE = 2;
+
+const MAX_ACTOR = 100;
+const GLOBAL_OPTIONS = {
+  json: { type: 'boolean' },
+  actor: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const usageLine = (command: Command) => `sitekey-authz ${command.name}${command.synopsis ? ` ${command.synopsis}` : ''}`;
+
+const HELP = [
+  'Usage: sitekey-authz <command> [arguments] [--json] [--actor NAME]',
+  '',
+  'Commands:',
+  ...COMMANDS.map((command) => `  ${usageLine(command).slice('sitekey-authz '.length)}\n      ${command.summary}`),
+  '',
+  'Global options:',
+  '  --json          machine-readable output on stdout (errors as {"error":{"code","message"}} on stderr)',
+  '  --actor NAME    who makes the change, for the audit log (default: the OS user)',
+  '  --help          this text, or a command\'s usage: sitekey-authz key issue --help',
+  '',
+  'Every command works against DATABASE_URL or, when it is unset, the embedded PostgreSQL in DATA_DIR.',
+  'Exit status: 0 done, 1 refused or failed, 2 bad arguments or configuration.',
+].join('\n');
+
+function findCommand(words: readonly string[]): Command | undefined {
+  return COMMANDS.find((command) => command.name === words.slice(0, command.name.split(' ').length).join(' '));
+}
+
+function unknownCommand(words: readonly string[]): UsageError {
+  const group = COMMANDS.filter((command) => command.name.startsWith(`${words[0]} `));
+  if (words.length === 0) return new UsageError('no command given; try `sitekey-authz --help`');
+  if (group.length > 0) {
+    const verbs = group.map((command) => command.name).join(', ');
+    return new UsageError(`"${words.slice(0, 2).join(' ')}" is not a command; "${words[0]}" takes one of: ${verbs}`);
+  }
+  return new UsageError(`"${words[0]}" is not a command; try one of: ${[...new Set(COMMANDS.map((c) => c.name.split(' ')[0]))].join(', ')} (or --help)`);
+}
+
+interface Invocation {
+  readonly command: Command | undefined;
+  readonly positionals: string[];
+  readonly options: Record<string, string | boolean | undefined>;
+}
+
+/** The command is the first words of the line; global flags may come before it. */
+function parseCommandLine(argv: readonly string[]): Invocation {
+  const firstWord = argv.findIndex((arg) => !arg.startsWith('-'));
+  const leadingFlags = firstWord < 0 ? [...argv] : argv.slice(0, firstWord);
+  const words = argv.slice(leadingFlags.length);
+  const command = findCommand(words);
+  if (command === undefined) {
+    if (leadingFlags.some((flag) => flag === '--help' || flag === '-h') || words[0] === 'help') {
+      return { command: undefined, positionals: [], options: { help: true } };
+    }
+    throw unknownCommand(words);
+  }
+  const rest = [...leadingFlags, ...words.slice(command.name.split(' ').length)];
+  let parsed;
+  try {
+    parsed = parseArgs({ args: rest, options: { ...GLOBAL_OPTIONS, ...command.options }, strict: true, allowPositionals: true });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    const own = Object.keys(command.options).map((name) => `--${name}`);
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const offending = /'([^']+)'/.exec((error as Error).message)?.[1] ?? 'an option';
+      throw new UsageError(`"${command.name}" has no option ${offending}; it takes ${[...own, '--json', '--actor'].join(', ')}. Usage: ${usageLine(command)}`);
+    }
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+      throw new UsageError(`${(error as Error).message.split('.')[0]}; usage: ${usageLine(command)}`);
+    }
+    throw error;
+  }
+  return { command, positionals: parsed.positionals, options: parsed.values as Record<string, string | boolean | undefined> };
+}
+
+function checkArity(command: Command, positionals: readonly string[]): void {
+  const [min, max] = command.arity;
+  if (positionals.length < min) {
+    throw new UsageError(`"${command.name}" is missing arguments; usage: ${usageLine(command)}`);
+  }
+  if (positionals.length > max) {
+    const extra = positionals.slice(max).map((arg) => `"${arg}"`).join(' ');
+    throw new UsageError(`"${command.name}" does not take ${extra} (quote a value with spaces: --name "Acme Travel"); usage: ${usageLine(command)}`);
+  }
+}
+
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The key for `key import`: piped in, or typed at a prompt (one line). */
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) {
+    process.stderr.write('Paste the API key and press Enter: ');
+    const lines = createInterface({ input: process.stdin, terminal: false });
+    for await (const line of lines) {
+      lines.close();
+      return line;
+    }
+    return '';
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function adminSession(config: Config, logger: Logger, actor: string): CommandContext['withAdmin'] {
+  return async (work) => {
+    const database = await openDatabase(config, logger);
+    try {
+      // The embedded database is ours to keep current, as `serve` does with MIGRATE_ON_START.
+      if (database.embedded && config.migrateOnStart) await migrate(database.url);
+      const pool = new pg.Pool({ connectionString: database.url, max: 1, application_name: 'sitekey-authz-cli' });
+      try {
+        return await work(new CredentialAdmin(pool, actor));
+      } finally {
+        await pool.end();
+      }
+    } finally {
+      await database.close();
+    }
+  };
+}
+
+interface Failure {
+  readonly exit: number;
+  readonly code: string;
+  readonly message: string;
+}
+
+// SQLSTATE classes 08 (connection), 28 (authentication), 3D (no such database), 57P (shutting down).
+const DATABASE_UNREACHABLE = /^(08|28|3D|57P)/;
+const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EAI_AGAIN']);
+
+function describeFailure(error: unknown): Failure {
+  if (error instanceof UsageError) return { exit: EXIT_USAGE, code: 'USAGE', message: error.message };
+  if (error instanceof ConfigError) return { exit: EXIT_USAGE, code: 'CONFIG', message: `configuration: ${error.message}` };
+  if (error instanceof AdminError) return { exit: EXIT_FAILED, code: error.code, message: error.message };
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (NETWORK_ERRORS.has(code) || DATABASE_UNREACHABLE.test(code))) {
+    return { exit: EXIT_FAILED, code: 'DATABASE_UNAVAILABLE', message: `cannot use the database (${message}); check DATABASE_URL and that PostgreSQL is running` };
+  }
+  return { exit: EXIT_FAILED, code: 'FAILED', message };
+}
+
+function print(output: CommandOutput, json: boolean): void {
+  for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${warning}\n`);
+  process.stdout.write(json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const json = argv.includes('--json');
+  try {
+    const { command, positionals, options } = parseCommandLine(argv);
+    if (command === undefined || options.help === true) {
+      process.stdout.write(`${command ? `Usage: ${usageLine(command)}\n  ${command.summary}` : HELP}\n`);
+      return EXIT_OK;
+    }
+    checkArity(command, positionals);
+    const actor = textOption('actor', typeof options.actor === 'string' ? options.actor : undefined, MAX_ACTOR, osUser());
+    const config = loadConfig();
+    // serve logs JSON lines to stdout; the other commands keep stdout for their output, and say
+    // only what went wrong on stderr unless LOG_LEVEL asks for debugging detail.
+    const logger =
+      command.name === 'serve'
+        ? createLogger(config.logLevel)
+        : createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
+    const context: CommandContext = { config, logger, now: Date.now(), readStdin, withAdmin: adminSession(config, logger, actor) };
+    const output = await command.run(context, { positionals, options });
+    if (output !== undefined) print(output, json);
+    return EXIT_OK;
+  } catch (error) {
+    const failure = describeFailure(error);
+    process.stderr.write(
+      json ? `${JSON.stringify({ error: { code: failure.code, message: failure.message } })}\n` : `sitekey-authz: ${failure.message}\n`,
+    );
+    return failure.exit;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  allowlistArguments,
+  expiresOption,
+  importedKeyArgument,
+  keyIdArgument,
+  siteIdArgument,
+  textOption,
+  UsageError,
+} from '../../src/cli/arguments.js';
+
+const NOW = Date.parse('2026-11-23T12:00:00Z');
+const KEY = '6F1C3A52-8D0E-4B7A-9C21-5E3F4A6B7C8D';
+
+function refuses(run: () => unknown, message: RegExp): void {
+  assert.throws(run, (error: unknown) => error instanceof UsageError && message.test(error.message));
+}
+
+describe('CLI arguments', () => {
+  it('takes canonical site ids and refuses the rest with an example', () => {
+    assert.equal(siteIdArgument('1001'), '1001');
+    assert.equal(siteIdArgument('9223372036854775807'), '9223372036854775807');
+    for (const text of ['0', '01', '+1', '-1', '1.0', '1e3', ' 1', '9223372036854775808', 'acme', '']) {
+      refuses(() => siteIdArgument(text), /is not a site id: .* e\.g\. 1001/);
+    }
+  });
+
+  it('takes key ids as shown by key list', () => {
+    assert.equal(keyIdArgument('12'), '12');
+    for (const text of ['0', '012', '*****20100', KEY, '']) refuses(() => keyIdArgument(text), /KEY ID column of `sitekey-authz key list <site>`/);
+  });
+
+  it('reads --expires as a date (midnight UTC) or a zoned time in the future', () => {
+    assert.equal(expiresOption(undefined, NOW), undefined);
+    assert.equal(expiresOption('2027-01-31', NOW)?.toISOString(), '2027-01-31T00:00:00.000Z');
+    assert.equal(expiresOption('2027-01-31T12:30:00+01:00', NOW)?.toISOString(), '2027-01-31T11:30:00.000Z');
+    assert.equal(expiresOption('2026-11-23T12:00:01Z', NOW)?.toISOString(), '2026-11-23T12:00:01.000Z');
+    for (const text of ['tomorrow', '2027-01-31T12:00:00', '31/01/2027', '2027-02-30', '2027-13-01', '1798761600']) {
+      refuses(() => expiresOption(text, NOW), /not an ISO 8601 date or time with a zone; try --expires 2027-01-31/);
+    }
+    refuses(() => expiresOption('2026-11-23T12:00:00Z', NOW), /in the past/);
+    refuses(() => expiresOption('2020-01-01', NOW), /in the past/);
+  });
+
+  it('keeps names, notes and actors short and printable', () => {
+    assert.equal(textOption('name', undefined, 10), '');
+    assert.equal(textOption('actor', undefined, 10, 'root'), 'root');
+    assert.equal(textOption('name', 'Acme Travel ✈', 20), 'Acme Travel ✈');
+    refuses(() => textOption('name', 'Acme\nTravel', 20), /--name must not contain control characters/);
+    refuses(() => textOption('note', 'x'.repeat(21), 20), /--note is 21 characters long; keep it to 20/);
+  });
+
+  it('reads one key from standard input, in either case, and never echoes what it refuses', () => {
+    assert.equal(importedKeyArgument(`${KEY}\n`), KEY.toLowerCase());
+    assert.equal(importedKeyArgument(`\r\n  ${KEY}  \r\n\n`), KEY.toLowerCase());
+    const almost = `${KEY.slice(0, -1)}g`;
+    for (const [input, got] of [['', 'nothing'], [almost, 'a line that is not a UUID'], [`${KEY}\n${KEY}`, '2 lines']] as const) {
+      assert.throws(
+        () => importedKeyArgument(input),
+        (error: unknown) =>
+          error instanceof UsageError && error.message.includes(`got ${got}`) && !error.message.toLowerCase().includes(KEY.toLowerCase()) && !error.message.includes(almost),
+      );
+    }
+  });
+
+  it('parses every allowlist argument, names all bad ones at once, and drops repeats', () => {
+    assert.deepEqual(
+      allowlistArguments(['203.0.113.0/24', '::ffff:203.0.113.0/120', '2001:db8::/32']).map((entry) => entry.cidr),
+      ['203.0.113.0/24', '2001:db8::/32'],
+    );
+    refuses(() => allowlistArguments(['203.0.113.0/24', 'x', '10.0.0.1/8']), /"x" is not an IP address.*; "10\.0\.0\.1\/8" has bits set.*\(nothing was changed\)$/);
+  });
+});

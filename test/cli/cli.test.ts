@@ -1,0 +1,302 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { freePort } from '../../src/store/embedded-postgres.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { runCli, type CliResult } from '../support/service.js';
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const USAGE = 2;
+const FAILED = 1;
+
+/** Every `sitekey-authz` admin command, run as a real process against a real PostgreSQL (issue #3, CLI). */
+describe('sitekey-authz CLI', () => {
+  let database: TestDatabase;
+  let sql: pg.Client;
+
+  const cli = (...args: string[]) => runCli(database.url, args);
+  const json = <T>(result: CliResult): T => {
+    assert.equal(result.code, 0, result.stderr);
+    return JSON.parse(result.stdout) as T;
+  };
+  function refused(result: CliResult, exit: number, message: RegExp): void {
+    assert.equal(result.code, exit, `exit code; stderr: ${result.stderr}`);
+    assert.match(result.stderr, message);
+    assert.equal(result.stdout, '');
+  }
+  async function auditActions(siteId: string): Promise<Array<{ actor: string; action: string; details: Record<string, unknown> }>> {
+    const { rows } = await sql.query('SELECT actor, action, details FROM audit_log WHERE site_id = $1 ORDER BY id', [siteId]);
+    return rows as Array<{ actor: string; action: string; details: Record<string, unknown> }>;
+  }
+
+  before(async () => {
+    database = await freshDatabase();
+    sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+  });
+
+  after(async () => {
+    await sql?.end();
+    await database?.drop();
+  });
+
+  describe('site', () => {
+    it('adds a site, says what to do next, and records who did it', async () => {
+      const added = await cli('site', 'add', '1001', '--name', 'Acme Travel', '--actor', 'alice@accounts');
+      assert.equal(added.code, 0, added.stderr);
+      assert.match(added.stdout, /added site 1001 "Acme Travel", enabled/);
+      assert.match(added.stdout, /sitekey-authz key issue 1001/);
+      assert.deepEqual(await auditActions('1001'), [{ actor: 'alice@accounts', action: 'site.add', details: { name: 'Acme Travel' } }]);
+    });
+
+    it('refuses a site that exists, and a malformed id, saying what to type instead', async () => {
+      refused(await cli('site', 'add', '1001'), FAILED, /site 1001 already exists; see it with `sitekey-authz site list`/);
+      refused(await cli('site', 'add', '01001'), USAGE, /"01001" is not a site id: .* e\.g\. 1001/);
+      refused(await cli('site', 'add', '9223372036854775808'), USAGE, /is not a site id/);
+      refused(await cli('site', 'add', '1002', 'Acme', 'Travel'), USAGE, /does not take "Acme" "Travel" \(quote a value with spaces: --name "Acme Travel"\)/);
+      refused(await cli('site', 'add', '1002', '--nmae', 'x'), USAGE, /"site add" has no option --nmae; it takes --name/);
+      refused(await cli('site', 'add'), USAGE, /"site add" is missing arguments; usage: sitekey-authz site add <id> \[--name N\]/);
+    });
+
+    it('lists sites with their state and counts, as a table and as JSON', async () => {
+      const added = json<{ siteId: string; enabled: boolean }>(await cli('site', 'add', '9223372036854775807', '--json'));
+      assert.deepEqual({ siteId: added.siteId, enabled: added.enabled }, { siteId: '9223372036854775807', enabled: true });
+      const list = await cli('site', 'list');
+      assert.equal(list.code, 0, list.stderr);
+      assert.match(list.stdout, /^SITE ID +STATE +ACTIVE KEYS +ALLOWLIST +CREATED +NAME$/m);
+      assert.match(list.stdout, /^1001 +enabled +0 +0 +\S+ \S+ +Acme Travel$/m);
+      const sites = json<Array<{ siteId: string; name: string; activeKeys: number; allowlistEntries: number }>>(await cli('site', 'list', '--json'));
+      assert.deepEqual(sites.map((site) => site.siteId), ['1001', '9223372036854775807']);
+    });
+
+    it('disables and enables a site, idempotently, auditing only real changes', async () => {
+      await cli('site', 'add', '2001');
+      const disabled = await cli('site', 'disable', '2001');
+      assert.match(disabled.stdout, /disabled site 2001: its requests are refused \(101\)/);
+      assert.match((await cli('site', 'disable', '2001')).stdout, /site 2001 was already disabled/);
+      assert.equal(json<{ enabled: boolean; changed: boolean }>(await cli('site', 'enable', '2001', '--json')).changed, true);
+      const { rows } = await sql.query('SELECT enabled FROM sites WHERE id = 2001');
+      assert.equal(rows[0].enabled, true);
+      assert.deepEqual((await auditActions('2001')).map((row) => row.action), ['site.add', 'site.disable', 'site.enable']);
+      refused(await cli('site', 'disable', '4242'), FAILED, /site 4242 does not exist; add it with `sitekey-authz site add 4242`/);
+    });
+  });
+
+  describe('key', () => {
+    before(async () => {
+      await cli('site', 'add', '3001');
+      await cli('site', 'add', '3002');
+    });
+
+    it('issues a random UUID key, shows it once, and stores only its SHA-256 and last five characters', async () => {
+      const issued = await cli('key', 'issue', '3001', '--note', 'production', '--expires', '2099-01-01');
+      assert.equal(issued.code, 0, issued.stderr);
+      const key = /^ {2}([0-9a-f-]{36})$/m.exec(issued.stdout)?.[1] ?? '';
+      assert.match(key, UUID_V4);
+      assert.match(issued.stdout, /only time the key is shown/);
+      assert.match(issued.stderr, /warning: site 3001 has no allowlist entry yet: every request is refused \(103\)/);
+      const { rows } = await sql.query(
+        "SELECT encode(key_sha256, 'hex') AS hash, last_five, note, expires_at FROM api_keys WHERE site_id = 3001",
+      );
+      assert.deepEqual(rows.map((row) => ({ ...row, expires_at: (row.expires_at as Date).toISOString() })), [
+        { hash: createHash('sha256').update(key).digest('hex'), last_five: key.slice(-5), note: 'production', expires_at: '2099-01-01T00:00:00.000Z' },
+      ]);
+      const everything = JSON.stringify((await sql.query('SELECT * FROM api_keys')).rows) + JSON.stringify((await sql.query('SELECT * FROM audit_log')).rows);
+      assert.ok(!everything.includes(key), 'the key was stored in clear');
+    });
+
+    it('prints the key and its id as JSON for scripts', async () => {
+      const issued = json<{ apiKey: string; keyId: string; siteId: string; maskedKey: string; status: string }>(await cli('key', 'issue', '3001', '--json'));
+      assert.match(issued.apiKey, UUID_V4);
+      assert.match(issued.keyId, /^[1-9]\d*$/);
+      assert.equal(issued.maskedKey, `*****${issued.apiKey.slice(-5)}`);
+      assert.deepEqual([issued.siteId, issued.status], ['3001', 'active']);
+    });
+
+    it('refuses bad --expires and --note values before touching the database', async () => {
+      refused(await cli('key', 'issue', '3001', '--expires', 'next week'), USAGE, /--expires "next week" is not an ISO 8601 date.*try --expires 2027-01-31/);
+      refused(await cli('key', 'issue', '3001', '--expires', '2001-01-01'), USAGE, /in the past/);
+      refused(await cli('key', 'issue', '3001', '--expires'), USAGE, /--expires.*argument missing/);
+      refused(await cli('key', 'issue', '4242'), FAILED, /site 4242 does not exist/);
+    });
+
+    it('imports a key from standard input, in canonical form, and refuses it twice', async () => {
+      const key = 'ABCDEF01-2345-4678-9ABC-DEF012345678';
+      const imported = await runCli(database.url, ['key', 'import', '3001', '--note', 'legacy'], `${key}\n`);
+      assert.equal(imported.code, 0, imported.stderr);
+      assert.match(imported.stdout, /imported key \d+ \(\*{5}45678\) for site 3001/);
+      assert.ok(!imported.stdout.includes(key) && !imported.stdout.includes(key.toLowerCase()));
+      const { rows } = await sql.query("SELECT encode(key_sha256, 'hex') AS hash FROM api_keys WHERE note = 'legacy'");
+      assert.equal(rows[0].hash, createHash('sha256').update(key.toLowerCase()).digest('hex'));
+      refused(await runCli(database.url, ['key', 'import', '3002'], key.toLowerCase()), FAILED, /this key is already registered; issue a fresh one/);
+      const duplicate = await runCli(database.url, ['key', 'import', '3002', '--json'], key);
+      assert.deepEqual(JSON.parse(duplicate.stderr), {
+        error: { code: 'KEY_DUPLICATE', message: 'this key is already registered; issue a fresh one with `sitekey-authz key issue 3002`' },
+      });
+    });
+
+    it('refuses standard input that is not one key, without echoing it', async () => {
+      const typo = 'abcdef01-2345-4678-9abc-def01234567';
+      const result = await runCli(database.url, ['key', 'import', '3001'], typo);
+      refused(result, USAGE, /standard input must hold exactly one API key.*Try: sitekey-authz key import <site> < key.txt/);
+      assert.ok(!result.stderr.includes(typo));
+      refused(await runCli(database.url, ['key', 'import', '3001'], ''), USAGE, /got nothing/);
+    });
+
+    it('lists keys masked, with their state and last use', async () => {
+      const active = json<{ apiKey: string; keyId: string }>(await cli('key', 'issue', '3002', '--json'));
+      const expired = json<{ apiKey: string; keyId: string }>(await cli('key', 'issue', '3002', '--json'));
+      const revoked = json<{ apiKey: string; keyId: string }>(await cli('key', 'issue', '3002', '--json'));
+      await sql.query("UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1", [expired.keyId]);
+      await sql.query("UPDATE api_keys SET last_used_at = '2026-11-20T08:30:00Z' WHERE id = $1", [active.keyId]);
+      assert.equal((await cli('key', 'revoke', '3002', revoked.keyId)).code, 0);
+      const list = await cli('key', 'list', '3002');
+      assert.equal(list.code, 0, list.stderr);
+      assert.match(list.stdout, /^KEY ID +KEY +STATUS +CREATED +EXPIRES +LAST USED +NOTE$/m);
+      assert.match(list.stdout, new RegExp(`^${active.keyId} +\\*{5}${active.apiKey.slice(-5)} +active .* never +2026-11-20 08:30Z`, 'm'));
+      assert.match(list.stdout, new RegExp(`^${expired.keyId} +\\*{5}${expired.apiKey.slice(-5)} +expired `, 'm'));
+      assert.match(list.stdout, new RegExp(`^${revoked.keyId} +\\*{5}${revoked.apiKey.slice(-5)} +revoked `, 'm'));
+      for (const key of [active, expired, revoked]) assert.ok(!list.stdout.includes(key.apiKey), 'key list showed a full key');
+      const keys = json<Array<{ keyId: string; status: string; lastUsedAt: string | null }>>(await cli('key', 'list', '3002', '--json'));
+      assert.deepEqual(keys.map((key) => [key.keyId, key.status]), [[active.keyId, 'active'], [expired.keyId, 'expired'], [revoked.keyId, 'revoked']]);
+      assert.equal(keys[0]?.lastUsedAt, '2026-11-20T08:30:00.000Z');
+    });
+
+    it('revokes a key of the named site only, idempotently, and audits it masked', async () => {
+      const key = json<{ apiKey: string; keyId: string }>(await cli('key', 'issue', '3001', '--json'));
+      refused(await cli('key', 'revoke', '3002', key.keyId), FAILED, new RegExp(`site 3002 has no key with id ${key.keyId}; see its keys with \`sitekey-authz key list 3002\``));
+      refused(await cli('key', 'revoke', '3001', key.apiKey), USAGE, /is not a key id: expected the number in the KEY ID column/);
+      const revoked = await cli('key', 'revoke', '3001', key.keyId);
+      assert.match(revoked.stdout, new RegExp(`revoked key ${key.keyId} \\(\\*{5}${key.apiKey.slice(-5)}\\) of site 3001`));
+      assert.match((await cli('key', 'revoke', '3001', key.keyId)).stdout, /was already revoked at \d{4}-/);
+      const audit = (await auditActions('3001')).filter((row) => row.action === 'key.revoke');
+      assert.deepEqual(audit.map((row) => row.details), [{ keyId: key.keyId, maskedKey: `*****${key.apiKey.slice(-5)}` }]);
+    });
+  });
+
+  describe('ip', () => {
+    before(async () => {
+      await cli('site', 'add', '5001');
+    });
+
+    it('allows IPv4 and IPv6 networks and single addresses, storing mapped IPv4 as IPv4', async () => {
+      const allowed = await cli('ip', 'allow', '5001', '203.0.113.0/24', '2001:db8:42::/48', '198.51.100.7', '::ffff:192.0.2.0/120');
+      assert.equal(allowed.code, 0, allowed.stderr);
+      assert.match(allowed.stdout, /site 5001 now allows 203\.0\.113\.0\/24, 2001:db8:42::\/48, 198\.51\.100\.7\/32, 192\.0\.2\.0\/24/);
+      const again = json<{ added: string[]; alreadyAllowed: string[] }>(await cli('ip', 'allow', '5001', '203.0.113.0/24', '10.1.0.0/16', '--json'));
+      assert.deepEqual(again, { siteId: '5001', added: ['10.1.0.0/16'], alreadyAllowed: ['203.0.113.0/24'] });
+      const { rows } = await sql.query('SELECT cidr::text FROM allowlist_entries WHERE site_id = 5001 ORDER BY cidr');
+      assert.deepEqual(rows.map((row) => row.cidr).sort(), ['10.1.0.0/16', '192.0.2.0/24', '198.51.100.7/32', '2001:db8:42::/48', '203.0.113.0/24']);
+    });
+
+    it('refuses a malformed network and changes nothing', async () => {
+      const result = await cli('ip', 'allow', '5001', '172.16.0.0/12', '203.0.113.9/24');
+      refused(result, USAGE, /"203\.0\.113\.9\/24" has bits set after the prefix; did you mean 203\.0\.113\.0\/24.*\(nothing was changed\)/);
+      const { rows } = await sql.query("SELECT 1 FROM allowlist_entries WHERE cidr = '172.16.0.0/12'");
+      assert.equal(rows.length, 0);
+      refused(await cli('ip', 'allow', '5001'), USAGE, /missing arguments; usage: sitekey-authz ip allow <site> <cidr>\.\.\./);
+      refused(await cli('ip', 'allow', '4242', '10.0.0.0/8'), FAILED, /site 4242 does not exist/);
+    });
+
+    it('warns when an entry admits every address', async () => {
+      await cli('site', 'add', '5002');
+      const result = await cli('ip', 'allow', '5002', '0.0.0.0/0');
+      assert.equal(result.code, 0);
+      assert.match(result.stderr, /warning: 0\.0\.0\.0\/0 admits every IPv4 address/);
+    });
+
+    it('lists the allowlist, and says what an empty one means', async () => {
+      const list = await cli('ip', 'list', '5001');
+      assert.match(list.stdout, /^CIDR +ADDED$/m);
+      assert.match(list.stdout, /^203\.0\.113\.0\/24 +\d{4}-/m);
+      await cli('site', 'add', '5003');
+      assert.match((await cli('ip', 'list', '5003')).stdout, /site 5003 has no allowlist entry: every request is refused \(103\)/);
+      assert.equal(json<unknown[]>(await cli('ip', 'list', '5003', '--json')).length, 0);
+    });
+
+    it('revokes entries all together, or none when one is not on the list', async () => {
+      refused(await cli('ip', 'revoke', '5001', '10.1.0.0/16', '10.2.0.0/16'), FAILED, /not on the allowlist of site 5001: 10\.2\.0\.0\/16; nothing was revoked/);
+      assert.equal((await sql.query("SELECT 1 FROM allowlist_entries WHERE site_id = 5001 AND cidr = '10.1.0.0/16'")).rows.length, 1);
+      const revoked = await cli('ip', 'revoke', '5001', '10.1.0.0/16', '::ffff:192.0.2.0/120');
+      assert.match(revoked.stdout, /removed from the allowlist of site 5001: 10\.1\.0\.0\/16, 192\.0\.2\.0\/24/);
+      const audit = (await auditActions('5001')).map((row) => [row.action, row.details]);
+      assert.deepEqual(audit.at(-1), ['ip.revoke', { cidrs: ['10.1.0.0/16', '192.0.2.0/24'] }]);
+    });
+  });
+
+  describe('command line', () => {
+    it('prints help, and names the commands when one is mistyped', async () => {
+      const help = await cli('--help');
+      assert.equal(help.code, 0);
+      for (const command of ['serve', 'migrate', 'site add', 'key import', 'ip revoke']) assert.ok(help.stdout.includes(command));
+      refused(await cli('site', 'remove', '1'), USAGE, /"site remove" is not a command; "site" takes one of: site add, site disable, site enable, site list/);
+      refused(await cli('sites'), USAGE, /"sites" is not a command; try one of: serve, migrate, site, key, ip/);
+      refused(await cli(), USAGE, /no command given/);
+      assert.match((await cli('key', 'issue', '--help')).stdout, /Usage: sitekey-authz key issue <site> \[--expires ISO\] \[--note T\]/);
+    });
+
+    it('audits changes under the OS user unless --actor says otherwise', async () => {
+      await cli('site', 'add', '6001');
+      const [row] = await auditActions('6001');
+      assert.ok(row && row.actor.length > 0 && row.actor !== 'unknown');
+      refused(await cli('site', 'add', '6002', '--actor', 'a\tb'), USAGE, /--actor must not contain control characters/);
+    });
+  });
+});
+
+describe('sitekey-authz against a database it cannot use', () => {
+  it('says the schema is missing and how to create it, then migrates', async () => {
+    const database = await freshDatabase({ migrated: false });
+    try {
+      const before = await runCli(database.url, ['site', 'list']);
+      assert.equal(before.code, FAILED);
+      assert.match(before.stderr, /the database has no sitekey-authz tables yet; create them with `sitekey-authz migrate`/);
+      const migrated = await runCli(database.url, ['migrate']);
+      assert.equal(migrated.code, 0, migrated.stderr);
+      assert.match(migrated.stdout, /applied 2 migration\(s\): 001_initial-schema, 002_notify-credential-changes/);
+      assert.match((await runCli(database.url, ['migrate'])).stdout, /the database schema is up to date/);
+      assert.equal((await runCli(database.url, ['site', 'list'])).code, 0);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('says it cannot reach the database, without printing its password', async () => {
+    const url = `postgres://authz:hunter2@127.0.0.1:${await freePort()}/authz`;
+    const result = await runCli(url, ['site', 'list', '--json']);
+    assert.equal(result.code, FAILED);
+    const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
+    assert.equal(error.code, 'DATABASE_UNAVAILABLE');
+    assert.match(error.message, /cannot use the database .*check DATABASE_URL/);
+    assert.ok(!result.stderr.includes('hunter2'));
+  });
+
+  it('stops on a bad configuration value, naming the variable', async () => {
+    const result = await runCli('', ['serve'], undefined, { GRPC_PORT: 'grpc' });
+    assert.equal(result.code, USAGE);
+    assert.match(result.stderr, /configuration: GRPC_PORT: expected a whole number from 0 to 65535, got "grpc"/);
+  });
+});
+
+describe('sitekey-authz with DATABASE_URL unset', () => {
+  let dataDir: string;
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-cli-'));
+  });
+  after(async () => {
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('creates, migrates and keeps an embedded database in DATA_DIR across runs', async () => {
+    const env = { DATABASE_URL: '', DATA_DIR: dataDir };
+    const added = await runCli('', ['site', 'add', '7001', '--name', 'Embedded'], undefined, env);
+    assert.equal(added.code, 0, added.stderr);
+    const sites = await runCli('', ['site', 'list', '--json'], undefined, env);
+    assert.equal(sites.code, 0, sites.stderr);
+    assert.deepEqual((JSON.parse(sites.stdout) as Array<{ siteId: string; name: string }>).map((site) => [site.siteId, site.name]), [['7001', 'Embedded']]);
+  });
+});
