@@ -32,67 +32,81 @@ function stopRequested(logger: Logger): Promise<string> {
  */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
   const stopping = stopRequested(logger);
-  const database = await openDatabase(config, logger);
-  if (config.migrateOnStart) {
-    const applied = await migrate(database.url, logger);
-    logger.info({ applied }, applied.length ? 'database migrated' : 'database schema is up to date');
-  }
-  const pool = new pg.Pool({ connectionString: database.url, max: 4, application_name: 'sitekey-authz' });
-  pool.on('error', (error) => logger.warn({ err: error }, 'idle PostgreSQL connection failed'));
-
-  const cache = new CredentialCache({
-    pool,
-    listenUrl: config.databaseListenUrl ?? database.url,
-    refreshSeconds: config.snapshotRefreshSeconds,
-    maxStalenessSeconds: config.snapshotMaxStalenessSeconds,
-    logger,
-  });
-  const lastUsed = new LastUsedRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger });
-  const logDecision = createDecisionLog(logger);
+  // Whatever was opened is closed in reverse order, after a drain or after a failed start alike.
+  const closers: Array<() => Promise<unknown>> = [];
   let shuttingDown = false;
+  let readinessTimer: NodeJS.Timeout | undefined;
+  try {
+    const database = await openDatabase(config, logger);
+    closers.push(() => database.close());
+    if (config.migrateOnStart) {
+      const applied = await migrate(database.url, logger);
+      logger.info({ applied }, applied.length ? 'database migrated' : 'database schema is up to date');
+    }
+    const pool = new pg.Pool({ connectionString: database.url, max: 4, application_name: 'sitekey-authz' });
+    pool.on('error', (error) => logger.warn({ err: error }, 'idle PostgreSQL connection failed'));
+    closers.push(() => pool.end());
 
-  const grpc = await startGrpcServer({
-    bindAddress: config.bindAddress,
-    port: config.grpcPort,
-    logger,
-    authorization: {
-      clientIpSource: config.clientIpSource,
+    const cache = new CredentialCache({
+      pool,
+      listenUrl: config.databaseListenUrl ?? database.url,
+      refreshSeconds: config.snapshotRefreshSeconds,
+      maxStalenessSeconds: config.snapshotMaxStalenessSeconds,
       logger,
-      authorize: (input) => {
-        const now = Date.now();
-        const snapshot = cache.snapshot(now);
-        return snapshot && decide(input, snapshot, now);
-      },
-      onDecision: (event) => {
-        logDecision(event);
-        if (event.decision.outcome === 'allow') lastUsed.record(event.decision.keyId, Date.now());
-      },
-    },
-  });
-  const readiness = () => {
-    const status = cache.status(Date.now());
-    return { ready: status.ready && !shuttingDown, detail: { shuttingDown, snapshot: status } };
-  };
-  const http = await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness });
-  logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz)');
+    });
+    closers.push(() => cache.stop());
+    const lastUsed = new LastUsedRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger });
+    closers.push(() => lastUsed.stop());
 
-  // Health follows the snapshot: SERVING once loaded, NOT_SERVING again if it grows too stale.
-  let serving = false;
-  const followReadiness = () => {
-    const ready = readiness().ready;
-    if (ready !== serving) grpc.setServing((serving = ready));
-  };
-  void cache.start().then(followReadiness, (error: unknown) => logger.error({ err: error }, 'credential snapshot failed to start'));
-  const readinessTimer = setInterval(followReadiness, READINESS_POLL_MS);
+    const readiness = () => {
+      const status = cache.status(Date.now());
+      return { ready: status.ready && !shuttingDown, detail: { shuttingDown, snapshot: status } };
+    };
+    const http = await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness });
+    closers.push(() => http.close());
+    logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz)');
 
-  const signal = await stopping;
-  shuttingDown = true;
-  clearInterval(readinessTimer);
-  await grpc.shutdown(config.shutdownGraceSeconds * 1000);
-  await lastUsed.stop();
-  await cache.stop();
-  await http.close();
-  await pool.end();
-  await database.close();
-  logger.info({ signal }, 'stopped');
+    const logDecision = createDecisionLog(logger);
+    const grpc = await startGrpcServer({
+      bindAddress: config.bindAddress,
+      port: config.grpcPort,
+      logger,
+      authorization: {
+        clientIpSource: config.clientIpSource,
+        logger,
+        authorize: (input) => {
+          const now = Date.now();
+          const snapshot = cache.snapshot(now);
+          return snapshot && decide(input, snapshot, now);
+        },
+        onDecision: (event) => {
+          logDecision(event);
+          if (event.decision.outcome === 'allow') lastUsed.record(event.decision.keyId, Date.now());
+        },
+      },
+    });
+    closers.push(() => grpc.shutdown(config.shutdownGraceSeconds * 1000));
+
+    // Health follows the snapshot: SERVING once loaded, NOT_SERVING again if it grows too stale.
+    let serving = false;
+    const followReadiness = () => {
+      const { ready, detail } = readiness();
+      if (ready === serving) return;
+      grpc.setServing((serving = ready));
+      if (ready) logger.info(detail, 'ready: credential snapshot loaded, health SERVING');
+      else if (!shuttingDown) logger.warn(detail, 'not ready: credential snapshot too stale, health NOT_SERVING, checks answer UNAVAILABLE');
+    };
+    void cache.start().then(followReadiness, (error: unknown) => logger.error({ err: error }, 'credential snapshot failed to start'));
+    readinessTimer = setInterval(followReadiness, READINESS_POLL_MS);
+
+    const signal = await stopping;
+    logger.info({ signal }, 'stopping');
+  } finally {
+    shuttingDown = true;
+    clearInterval(readinessTimer);
+    for (const close of closers.reverse()) {
+      await close().catch((error: unknown) => logger.warn({ err: error }, 'closing a resource during shutdown failed'));
+    }
+  }
+  logger.info('stopped');
 }

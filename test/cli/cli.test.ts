@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
@@ -273,6 +274,22 @@ describe('sitekey-authz against a database it cannot use', () => {
     assert.equal(error.code, 'DATABASE_UNAVAILABLE');
     assert.match(error.message, /cannot use the database .*check DATABASE_URL/);
     assert.ok(!result.stderr.includes('hunter2'));
+  });
+
+  it('serve exits 1, closing what it opened, when its gRPC port is taken', { timeout: 30_000 }, async () => {
+    const database = await freshDatabase();
+    const blocker = createServer();
+    await new Promise<void>((listening) => blocker.listen(0, '127.0.0.1', listening));
+    const { port } = blocker.address() as AddressInfo;
+    try {
+      const env = { GRPC_PORT: String(port), METRICS_PORT: '0', BIND_ADDRESS: '127.0.0.1' };
+      const result = await runCli(database.url, ['serve'], undefined, env);
+      assert.equal(result.code, FAILED);
+      assert.match(result.stderr, new RegExp(`cannot listen for gRPC on 127\\.0\\.0\\.1:${port}`));
+    } finally {
+      blocker.close();
+      await database.drop();
+    }
   });
 
   it('stops on a bad configuration value, naming the variable', async () => {
