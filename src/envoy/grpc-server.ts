@@ -1,4 +1,5 @@
-import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { Server, ServerCredentials, setLogger as setGrpcLogger, type ChannelOptions } from '@grpc/grpc-js';
+import { format } from 'node:util';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '../observe/logger.js';
 import { createAuthorizationService, type AuthorizationServiceDeps } from './authorization-service.js';
@@ -60,6 +61,8 @@ function bind(server: Server, address: string): Promise<number> {
 /** Starts the ext_authz gRPC server (Authorization + Health) and resolves once it listens. */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<AuthzGrpcServer> {
   const { logger } = options;
+  // grpc-js writes its own plain-text lines to stderr; keep every line of ours JSON.
+  setGrpcLogger({ error: (...args: unknown[]) => logger.warn({ source: 'grpc-js' }, format(...args)) });
   const server = new Server(GRPC_SERVER_OPTIONS);
   // Envoy and probes must not route checks here before credential data is loaded.
   const health = new HealthImplementation(
