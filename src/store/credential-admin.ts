@@ -164,7 +164,7 @@ export class CredentialAdmin {
   }
 
   async listSites(): Promise<SiteSummary[]> {
-    return this.read(async (sql) => (await sql.query<SiteRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
+    return this.withClient(async (sql) => (await sql.query<SiteRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
   }
 
   /** A new random key (UUID v4); the caller shows `apiKey` once, it is not kept anywhere. */
@@ -196,7 +196,7 @@ export class CredentialAdmin {
   }
 
   async listKeys(siteId: SiteId): Promise<KeySummary[]> {
-    return this.read(async (sql) => {
+    return this.withClient(async (sql) => {
       await this.site(sql, siteId);
       const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY id`, [siteId]);
       return rows.map(keySummary);
@@ -244,7 +244,7 @@ export class CredentialAdmin {
   }
 
   async listNetworks(siteId: SiteId): Promise<AllowlistRow[]> {
-    return this.read(async (sql) => {
+    return this.withClient(async (sql) => {
       await this.site(sql, siteId);
       const { rows } = await sql.query<{ cidr: string; created_at: Date }>(
         'SELECT cidr::text, created_at FROM allowlist_entries WHERE site_id = $1 ORDER BY family(cidr), cidr',
@@ -299,7 +299,7 @@ export class CredentialAdmin {
     ]);
   }
 
-  private async read<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
+  private async withClient<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
     const sql = await this.pool.connect();
     try {
       return await work(sql);
@@ -311,7 +311,7 @@ export class CredentialAdmin {
   }
 
   private change<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
-    return this.read(async (sql) => {
+    return this.withClient(async (sql) => {
       await sql.query('BEGIN');
       try {
         const result = await work(sql);
