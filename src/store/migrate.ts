@@ -12,8 +12,10 @@ export async function migrate(databaseUrl: string, log?: MigrationLog): Promise<
     dir: MIGRATIONS_DIR,
     direction: 'up',
     migrationsTable: 'schema_migrations',
-    // Several replicas may start at once; node-pg-migrate serialises them with an advisory lock.
+    // Several replicas, or CLI commands on the embedded database, may migrate at once: the advisory
+    // lock serialises them. node-pg-migrate's default is to fail at once when another holds it.
     noLock: false,
+    advisoryLockMode: 'wait',
     checkOrder: true,
     verbose: false,
     log: (message: string) => log?.info(message),

@@ -227,6 +227,14 @@ describe('sitekey-authz CLI', () => {
       const audit = (await auditActions('5001')).map((row) => [row.action, row.details]);
       assert.deepEqual(audit.at(-1), ['ip.revoke', { cidrs: ['10.1.0.0/16', '192.0.2.0/24'] }]);
     });
+
+    it('revokes an entry whose address PostgreSQL writes differently (IPv4-compatible IPv6)', async () => {
+      assert.equal((await cli('ip', 'allow', '5001', '::102:304')).code, 0);
+      assert.match((await cli('ip', 'list', '5001')).stdout, /^::1\.2\.3\.4\/128 /m);
+      const revoked = await cli('ip', 'revoke', '5001', '::1.2.3.4');
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.equal((await sql.query("SELECT 1 FROM allowlist_entries WHERE cidr = '::1.2.3.4/128'")).rows.length, 0);
+    });
   });
 
   describe('command line', () => {

@@ -118,6 +118,15 @@ describe('credential cache', () => {
     await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('198.51.100.1', 'ipv4') === true, async () => {});
   });
 
+  it('keeps propagating changes after notifications that name no site', async () => {
+    const cache = newCache();
+    await cache.start();
+    for (const junk of ['junk', '', '01001', '-1', '9223372036854775808']) await sql.query("SELECT pg_notify('sitekey_credentials', $1)", [junk]);
+    const elapsed = await timeUntil([cache], (s) => s?.site('1001')?.enabled === false, () => sql.query('UPDATE sites SET enabled = false WHERE id = 1001'));
+    assert.ok(elapsed < BOUND_MS, `the change after junk notifications took ${Math.round(elapsed)} ms`);
+    await timeUntil([cache], (s) => s?.site('1001')?.enabled === true, () => sql.query('UPDATE sites SET enabled = true WHERE id = 1001'));
+  });
+
   it('does not reload for last-used writes', async () => {
     const cache = newCache();
     let reloads = 0;
