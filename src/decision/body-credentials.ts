@@ -90,11 +90,20 @@ type CredentialField = 'siteid' | 'apikey';
 const CREDENTIAL_FIELDS: readonly CredentialField[] = ['siteid', 'apikey'];
 
 /**
+ * A name as a case-insensitive parser sees it. Go's encoding/json, for one, matches field names by
+ * Unicode case folding, so `ſiteid` (U+017F) and `apiKey` (Kelvin sign) read as siteid and
+ * apikey: upper- then lower-casing folds those, and NFKC the compatibility forms.
+ */
+function folded(name: string): string {
+  return name.normalize('NFKC').toUpperCase().toLowerCase();
+}
+
+/**
  * The members that an upstream parser might take for `field`. Names are compared case-insensitively
  * because an upstream that ignores case would read `SiteID` as `siteid`.
  */
 function membersNamed(members: readonly Member[], field: CredentialField): Member[] {
-  return members.filter((member) => member.name.toLowerCase() === field);
+  return members.filter((member) => folded(member.name) === field);
 }
 
 function fieldRule(members: readonly Member[], field: CredentialField, matches: (raw: string) => boolean): BodyRule | undefined {
