@@ -87,11 +87,10 @@ function postgresUrl(env: Env, name: string): string | undefined {
 
 function clientIpSource(env: Env): ClientIpSource {
   const value = text(env, 'CLIENT_IP_SOURCE') ?? 'peer';
-  const hops = text(env, 'XFF_TRUSTED_HOPS');
-  if (value === 'peer') {
-    if (hops !== undefined) throw new ConfigError('XFF_TRUSTED_HOPS', 'is only read with CLIENT_IP_SOURCE=xff');
-    return { kind: 'peer' };
+  if (value !== 'xff' && text(env, 'XFF_TRUSTED_HOPS') !== undefined) {
+    throw new ConfigError('XFF_TRUSTED_HOPS', `is only read with CLIENT_IP_SOURCE=xff, not ${value}`);
   }
+  if (value === 'peer') return { kind: 'peer' };
   if (value === 'xff') return { kind: 'xff', trustedHops: integer(env, 'XFF_TRUSTED_HOPS', 0, 0, 64) };
   if (value.startsWith('header:')) {
     const name = value.slice('header:'.length).toLowerCase();

@@ -16,7 +16,7 @@ const KEY_ID = /^[1-9][0-9]{0,18}$/;
 // Control characters would garble `site list` and `key list` in a terminal.
 const CONTROL = /[\u0000-\u001f\u007f]/;
 // A calendar date (midnight UTC), or a date and time with Z or an offset: no guessing at a time zone.
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))?$/;
 
 export function siteIdArgument(text: string): SiteId {
   const siteId = canonicalSiteId(text);

@@ -268,7 +268,8 @@ export const COMMANDS: readonly Command[] = [
       return {
         text: lines.join('\n'),
         json: { siteId, ...result },
-        warnings: everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+        // The decision sees an IPv4 client also as ::ffff:a.b.c.d, so ::/0 admits IPv4 clients too.
+        warnings: everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'address, IPv4 included' : 'IPv4 address'}: the allowlist no longer restricts site ${siteId}`),
       };
     },
   },

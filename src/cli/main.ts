@@ -100,7 +100,8 @@ function checkArity(command: Command, positionals: readonly string[]): void {
   }
   if (positionals.length > max) {
     const extra = positionals.slice(max).map((arg) => `"${arg}"`).join(' ');
-    throw new UsageError(`"${command.name}" does not take ${extra} (quote a value with spaces: --name "Acme Travel"); usage: ${usageLine(command)}`);
+    const quoteHint = Object.keys(command.options).map((name) => ` (quote a value with spaces: --${name} "…")`)[0] ?? '';
+    throw new UsageError(`"${command.name}" does not take ${extra}${quoteHint}; usage: ${usageLine(command)}`);
   }
 }
 
@@ -183,6 +184,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     checkArity(command, positionals);
     const actor = textOption('actor', typeof options.actor === 'string' ? options.actor : undefined, MAX_ACTOR, osUser());
+    if (actor.trim() === '') throw new UsageError('--actor must name who makes the change, e.g. --actor alice@example.com');
     const config = loadConfig();
     // serve logs JSON lines to stdout; the other commands keep stdout for their output, and say
     // only what went wrong on stderr unless LOG_LEVEL asks for debugging detail.

@@ -90,8 +90,8 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
         callback(null, response);
       } else if (failure === 'unavailable') {
         // Logged at debug: while data is missing every check lands here; the store logs why once.
-        logger.debug({ requestId }, 'check answered UNAVAILABLE: no credential data loaded');
-        callback(rpcError(GrpcStatus.UNAVAILABLE, 'credential data is not loaded yet'));
+        logger.debug({ requestId }, 'check answered UNAVAILABLE: no credential data loaded, or too stale');
+        callback(rpcError(GrpcStatus.UNAVAILABLE, 'no credential data loaded, or it is too stale to trust; see /readyz'));
       } else {
         callback(rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide'));
       }

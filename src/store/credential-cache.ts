@@ -207,9 +207,11 @@ export class CredentialCache {
         lastSyncAt: status.lastSyncAt,
         ready: status.ready,
       },
-      status.loaded
-        ? 'credential database unreachable; deciding from the last snapshot while it is fresh enough'
-        : 'credential database unreachable; no snapshot yet, checks answer UNAVAILABLE',
+      !status.loaded
+        ? 'credential database unreachable; no snapshot yet, checks answer UNAVAILABLE'
+        : status.ready
+          ? 'credential database unreachable; deciding from the last snapshot until SNAPSHOT_MAX_STALENESS_SECONDS'
+          : 'credential database unreachable; the last snapshot is too stale, checks answer UNAVAILABLE',
     );
   }
 

@@ -36,7 +36,8 @@ describe('CLI arguments', () => {
     assert.equal(expiresOption('2027-01-31', NOW)?.toISOString(), '2027-01-31T00:00:00.000Z');
     assert.equal(expiresOption('2027-01-31T12:30:00+01:00', NOW)?.toISOString(), '2027-01-31T11:30:00.000Z');
     assert.equal(expiresOption('2026-11-23T12:00:01Z', NOW)?.toISOString(), '2026-11-23T12:00:01.000Z');
-    for (const text of ['tomorrow', '2027-01-31T12:00:00', '31/01/2027', '2027-02-30', '2027-13-01', '1798761600']) {
+    const notInstants = ['tomorrow', '2027-01-31T12:00:00', '31/01/2027', '2027-02-30', '2027-13-01', '1798761600', '2027-01-31T24:00:00Z', '2027-01-31T12:60Z', '2027-01-31T12:00+24:00'];
+    for (const text of notInstants) {
       refuses(() => expiresOption(text, NOW), /not an ISO 8601 date or time with a zone; try --expires 2027-01-31/);
     }
     refuses(() => expiresOption('2026-11-23T12:00:00Z', NOW), /in the past/);

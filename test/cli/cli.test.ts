@@ -58,7 +58,7 @@ describe('sitekey-authz CLI', () => {
       refused(await cli('site', 'add', '1001'), FAILED, /site 1001 already exists; see it with `sitekey-authz site list`/);
       refused(await cli('site', 'add', '01001'), USAGE, /"01001" is not a site id: .* e\.g\. 1001/);
       refused(await cli('site', 'add', '9223372036854775808'), USAGE, /is not a site id/);
-      refused(await cli('site', 'add', '1002', 'Acme', 'Travel'), USAGE, /does not take "Acme" "Travel" \(quote a value with spaces: --name "Acme Travel"\)/);
+      refused(await cli('site', 'add', '1002', 'Acme', 'Travel'), USAGE, /does not take "Acme" "Travel" \(quote a value with spaces: --name "…"\)/);
       refused(await cli('site', 'add', '1002', '--nmae', 'x'), USAGE, /"site add" has no option --nmae; it takes --name/);
       refused(await cli('site', 'add'), USAGE, /"site add" is missing arguments; usage: sitekey-authz site add <id> \[--name N\]/);
     });
@@ -171,6 +171,8 @@ describe('sitekey-authz CLI', () => {
       const key = json<{ apiKey: string; keyId: string }>(await cli('key', 'issue', '3001', '--json'));
       refused(await cli('key', 'revoke', '3002', key.keyId), FAILED, new RegExp(`site 3002 has no key with id ${key.keyId}; see its keys with \`sitekey-authz key list 3002\``));
       refused(await cli('key', 'revoke', '3001', key.apiKey), USAGE, /is not a key id: expected the number in the KEY ID column/);
+      const extra = await cli('key', 'revoke', '3001', key.keyId, 'now');
+      refused(extra, USAGE, /"key revoke" does not take "now"; usage: sitekey-authz key revoke <site> <key-id>/);
       const revoked = await cli('key', 'revoke', '3001', key.keyId);
       assert.match(revoked.stdout, new RegExp(`revoked key ${key.keyId} \\(\\*{5}${key.apiKey.slice(-5)}\\) of site 3001`));
       assert.match((await cli('key', 'revoke', '3001', key.keyId)).stdout, /was already revoked at \d{4}-/);
@@ -205,9 +207,10 @@ describe('sitekey-authz CLI', () => {
 
     it('warns when an entry admits every address', async () => {
       await cli('site', 'add', '5002');
-      const result = await cli('ip', 'allow', '5002', '0.0.0.0/0');
+      const result = await cli('ip', 'allow', '5002', '0.0.0.0/0', '::/0');
       assert.equal(result.code, 0);
       assert.match(result.stderr, /warning: 0\.0\.0\.0\/0 admits every IPv4 address/);
+      assert.match(result.stderr, /warning: ::\/0 admits every address, IPv4 included/);
     });
 
     it('lists the allowlist, and says what an empty one means', async () => {
@@ -253,6 +256,7 @@ describe('sitekey-authz CLI', () => {
       const [row] = await auditActions('6001');
       assert.ok(row && row.actor.length > 0 && row.actor !== 'unknown');
       refused(await cli('site', 'add', '6002', '--actor', 'a\tb'), USAGE, /--actor must not contain control characters/);
+      refused(await cli('site', 'add', '6002', '--actor', ' '), USAGE, /--actor must name who makes the change/);
     });
   });
 });
