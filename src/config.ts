@@ -25,6 +25,8 @@ export interface Config {
   readonly snapshotMaxStalenessSeconds: number;
   readonly lastUsedFlushSeconds: number;
   readonly shutdownGraceSeconds: number;
+  /** After SIGTERM, how long to keep answering while reporting NOT_SERVING, before draining. */
+  readonly shutdownDelaySeconds: number;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -125,5 +127,6 @@ export function loadConfig(env: Env = process.env): Config {
     snapshotMaxStalenessSeconds: integer(env, 'SNAPSHOT_MAX_STALENESS_SECONDS', 900, 0, 31_536_000),
     lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 10, 1, 3_600),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3_600),
+    shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 0, 3_600),
   });
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Config } from './config.js';
 import { decide } from './decision/decide.js';
@@ -100,6 +101,14 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     readinessTimer = setInterval(followReadiness, READINESS_POLL_MS);
 
     const signal = await stopping;
+    shuttingDown = true;
+    followReadiness();
+    if (config.shutdownDelaySeconds > 0) {
+      // Envoy's health checks and Kubernetes' endpoints take a moment to notice NOT_SERVING;
+      // refusing connections before they do would fail partners' requests (status_on_error).
+      logger.info({ signal, delaySeconds: config.shutdownDelaySeconds }, 'NOT_SERVING; still answering checks until the delay ends');
+      await sleep(config.shutdownDelaySeconds * 1000);
+    }
     logger.info({ signal }, 'stopping');
   } finally {
     shuttingDown = true;

@@ -15,6 +15,8 @@ describe('loadConfig', () => {
     assert.equal(config.snapshotRefreshSeconds, 60);
     assert.equal(config.snapshotMaxStalenessSeconds, 900);
     assert.equal(config.lastUsedFlushSeconds, 10);
+    assert.equal(config.shutdownGraceSeconds, 20);
+    assert.equal(config.shutdownDelaySeconds, 0, 'make run stops at once on Ctrl-C');
     assert.ok(Object.isFrozen(config));
   });
 
@@ -59,6 +61,7 @@ describe('loadConfig', () => {
     [{ SNAPSHOT_MAX_STALENESS_SECONDS: '1h' }, 'SNAPSHOT_MAX_STALENESS_SECONDS', /whole number/],
     [{ LAST_USED_FLUSH_SECONDS: '0' }, 'LAST_USED_FLUSH_SECONDS', /from 1/],
     [{ SHUTDOWN_GRACE_SECONDS: 'soon' }, 'SHUTDOWN_GRACE_SECONDS', /whole number/],
+    [{ SHUTDOWN_DELAY_SECONDS: '5s' }, 'SHUTDOWN_DELAY_SECONDS', /whole number/],
   ];
   for (const [env, variable, reason] of refused) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable} and why`, () => {

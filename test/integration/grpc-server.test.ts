@@ -1,5 +1,4 @@
 import * as grpc from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decide } from '../../src/decision/decide.js';
@@ -8,6 +7,7 @@ import type { DecisionEvent } from '../../src/envoy/authorization-service.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { authorizationClient, check, checkRequest, verdict, type UpstreamCheckResponse } from '../support/envoy-client.js';
+import { healthClient, healthOf, type HealthClient } from '../support/health-client.js';
 import { snapshotOf } from '../support/snapshot.js';
 
 const KEY = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
@@ -16,21 +16,6 @@ const SNAPSHOT = snapshotOf([{ siteId: '1001', keys: [{ key: KEY, keyId: '11' }]
 const BODY = JSON.stringify({ siteid: 1001, apikey: KEY });
 
 type CheckClient = ReturnType<typeof authorizationClient>;
-type HealthClient = grpc.Client & {
-  Check(request: { service: string }, callback: (error: grpc.ServiceError | null, response: { status: string }) => void): void;
-};
-
-function healthClient(target: string): HealthClient {
-  const Health = grpc.makeGenericClientConstructor(healthService as grpc.ServiceDefinition, 'Health');
-  return new Health(target, grpc.credentials.createInsecure()) as unknown as HealthClient;
-}
-
-function healthOf(client: HealthClient, service: string): Promise<string> {
-  return new Promise((resolveStatus, reject) =>
-    client.Check({ service }, (error, response) => (error ? reject(error) : resolveStatus(response.status))),
-  );
-}
-
 /** A Check with any request object, for malformed ones the helper would not build. */
 function rawCheck(client: CheckClient, request: unknown): Promise<UpstreamCheckResponse> {
   return new Promise((resolveCheck, reject) =>
