@@ -89,7 +89,7 @@ export const COMMANDS: readonly Command[] = [
     options: {},
     arity: [0, 0],
     run: async ({ config, logger }) => {
-      const database = await openDatabase(config, logger);
+      const database = await openDatabase(config, logger, 'command');
       try {
         const applied = await migrate(database.url);
         return {

@@ -131,11 +131,13 @@ async function readStdin(): Promise<string> {
 
 function adminSession(config: Config, logger: Logger, actor: string): CommandContext['withAdmin'] {
   return async (work) => {
-    const database = await openDatabase(config, logger);
+    const database = await openDatabase(config, logger, 'command');
     try {
       // The embedded database is ours to keep current, as `serve` does with MIGRATE_ON_START.
       if (database.embedded && config.migrateOnStart) await migrate(database.url);
       const pool = new pg.Pool({ connectionString: database.url, max: 1, application_name: 'sitekey-authz-cli' });
+      // A connection the server drops while idle must not crash the command; the next query reports it.
+      pool.on('error', (error) => logger.debug({ err: error }, 'idle PostgreSQL connection failed'));
       try {
         return await work(new CredentialAdmin(pool, actor));
       } finally {

@@ -11,17 +11,19 @@ export interface Database {
 }
 
 /**
- * Opens the database that `serve` and the CLI share. With DATABASE_URL unset it starts an embedded
- * PostgreSQL in DATA_DIR whose data survives restarts, or joins the one another of our processes
- * already runs there, so the CLI works beside a running `serve`.
+ * Opens the database that `serve` and the CLI share; `use` says which of the two asks. With
+ * DATABASE_URL unset it starts an embedded PostgreSQL in DATA_DIR whose data survives restarts, or
+ * joins the one another of our processes already runs there, so the CLI works beside a running `serve`.
  */
-export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+export async function openDatabase(config: Config, logger: Logger, use: 'service' | 'command' = 'service'): Promise<Database> {
   if (config.databaseUrl !== undefined) {
     return { url: config.databaseUrl, embedded: false, close: async () => {} };
   }
   const server = await startEmbeddedPostgres({
     dataDir: config.dataDir,
     persistent: true,
+    // A command that starts the cluster stops it again in a moment: others must not join it meanwhile.
+    exclusive: use === 'command',
     onLog: (line) => logger.debug({ source: 'embedded-postgres' }, line),
   });
   logger.info(

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
@@ -19,6 +20,12 @@ export interface EmbeddedOptions {
   readonly persistent: boolean;
   /** A fixed port, e.g. to restart a cluster where its clients expect it; default: a free one. */
   readonly port?: number;
+  /**
+   * Hold DATA_DIR until stop() when this process starts the cluster, so that no other process of
+   * ours joins a cluster about to be stopped under it (short-lived CLI commands). Otherwise DATA_DIR
+   * is held only while starting or joining.
+   */
+  readonly exclusive?: boolean;
   readonly onLog?: (line: string) => void;
 }
 
@@ -94,6 +101,69 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   await mkdir(options.dataDir, { recursive: true });
   // The postgres user (created when we run as root) must be able to reach the cluster directory.
   await chmod(options.dataDir, 0o755);
+  const unlock = await lockDataDir(options.dataDir);
+  try {
+    const server = await startOrJoin(options);
+    if (!server.ownedByUs || options.exclusive !== true) {
+      await unlock();
+      return server;
+    }
+    return { ...server, stop: () => server.stop().finally(unlock) };
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
+}
+
+const LOCK_FILE = 'sitekey-authz.lock';
+const LOCK_WAIT_MS = 60_000;
+const LOCK_POLL_MS = 50;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Serialises our processes over one DATA_DIR: initdb, the password file and starting the server
+ * must happen once, and a CLI command's cluster must not be stopped under another. PostgreSQL's own
+ * postmaster.pid guards only the running server. The lock file holds its owner's pid, written
+ * before it is linked into place so that it is never seen empty; an owner that died leaves a
+ * stale file, which the next process removes.
+ */
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  const lockFile = join(dataDir, LOCK_FILE);
+  const mine = `${lockFile}.${process.pid}`;
+  await writeFile(mine, `${process.pid}\n`);
+  try {
+    const deadline = Date.now() + LOCK_WAIT_MS;
+    for (;;) {
+      try {
+        await link(mine, lockFile);
+        return () => rm(lockFile, { force: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const holder = Number((await readFile(lockFile, 'utf8').catch(() => '')).trim());
+      if (holder > 0 && !isAlive(holder)) {
+        await rm(lockFile, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`${dataDir} is held by process ${holder} (${lockFile}); wait for it to finish, or set DATABASE_URL`);
+      }
+      await sleep(LOCK_POLL_MS);
+    }
+  } finally {
+    await rm(mine, { force: true });
+  }
+}
+
+async function startOrJoin(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const clusterDir = join(options.dataDir, 'pg');
   const password = await passwordFor(options.dataDir);
   const existingPort = await runningPort(clusterDir);

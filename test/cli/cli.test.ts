@@ -320,12 +320,14 @@ describe('sitekey-authz with DATABASE_URL unset', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('creates, migrates and keeps an embedded database in DATA_DIR across runs', async () => {
+  it('creates, migrates and keeps an embedded database in DATA_DIR, for commands run side by side too', { timeout: 120_000 }, async () => {
     const env = { DATABASE_URL: '', DATA_DIR: dataDir };
-    const added = await runCli('', ['site', 'add', '7001', '--name', 'Embedded'], undefined, env);
-    assert.equal(added.code, 0, added.stderr);
+    // Started together on a DATA_DIR with no cluster yet: one initialises and starts it, none may
+    // stop it under another.
+    const added = await Promise.all(['7001', '7002', '7003'].map((site) => runCli('', ['site', 'add', site, '--name', 'Embedded'], undefined, env)));
+    for (const result of added) assert.equal(result.code, 0, result.stderr);
     const sites = await runCli('', ['site', 'list', '--json'], undefined, env);
     assert.equal(sites.code, 0, sites.stderr);
-    assert.deepEqual((JSON.parse(sites.stdout) as Array<{ siteId: string; name: string }>).map((site) => [site.siteId, site.name]), [['7001', 'Embedded']]);
+    assert.deepEqual((JSON.parse(sites.stdout) as Array<{ siteId: string }>).map((site) => site.siteId), ['7001', '7002', '7003']);
   });
 });
