@@ -64,8 +64,9 @@ interface Invocation {
 
 /** The command is the first words of the line; global flags may come before it. */
 function parseCommandLine(argv: readonly string[]): Invocation {
-  const firstWord = argv.findIndex((arg) => !arg.startsWith('-'));
-  const leadingFlags = firstWord < 0 ? [...argv] : argv.slice(0, firstWord);
+  let firstWord = 0;
+  while (argv[firstWord]?.startsWith('-')) firstWord += argv[firstWord] === '--actor' ? 2 : 1;
+  const leadingFlags = argv.slice(0, firstWord);
   const words = argv.slice(leadingFlags.length);
   const command = findCommand(words);
   if (command === undefined) {

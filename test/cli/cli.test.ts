@@ -257,6 +257,9 @@ describe('sitekey-authz CLI', () => {
       assert.ok(row && row.actor.length > 0 && row.actor !== 'unknown');
       refused(await cli('site', 'add', '6002', '--actor', 'a\tb'), USAGE, /--actor must not contain control characters/);
       refused(await cli('site', 'add', '6002', '--actor', ' '), USAGE, /--actor must name who makes the change/);
+      const before = await cli('--json', '--actor', 'bob', 'site', 'add', '6003');
+      assert.equal(json<{ siteId: string }>(before).siteId, '6003');
+      assert.equal((await auditActions('6003'))[0]?.actor, 'bob');
     });
   });
 });
