@@ -72,6 +72,9 @@ export class CredentialCache {
   private stopped = false;
   private connecting: Promise<void> | undefined;
   private lastOutageLogAt = 0;
+  private lastIgnoredLogAt = -Infinity;
+  /** A full resync queued behind the running sync and not started yet. */
+  private queuedFullSync: Promise<void> | undefined;
   private readonly syncListeners: Array<(event: SyncEvent) => void> = [];
 
   constructor(private readonly options: CredentialCacheOptions) {}
@@ -136,11 +139,10 @@ export class CredentialCache {
 
   private fullSync(): Promise<void> {
     return this.serialized(async () => {
+      // From here on a change is not certain to be in this load: a new request queues another.
+      this.queuedFullSync = undefined;
       const started = performance.now();
-      // Sites named before this load began are in it; their per-site reload would only repeat it.
-      const covered = [...this.pendingSites];
       const table = await loadAllSites(this.options.pool);
-      for (const siteId of covered) this.pendingSites.delete(siteId);
       this.table = table;
       this.snapshotView = new SiteTableSnapshot(table);
       this.lastSyncAt = Date.now();
@@ -225,19 +227,33 @@ export class CredentialCache {
   }
 
   /**
-   * Anyone who can connect may NOTIFY on the channel. A payload that is not a site id must not reach
-   * the per-site query, whose cast to bigint would fail it and every batch after it, so it asks for
-   * a full resync, as '*' does.
+   * Our triggers send a site id, or '*' after a TRUNCATE. Anyone who can connect may NOTIFY on the
+   * channel, though: any other payload is ignored, since it must neither reach the per-site query
+   * (its cast to bigint would fail that batch and every one after it) nor queue full resyncs without
+   * end. The periodic resync is the safety net for whatever was meant.
    */
   private onNotification(payload: string | undefined): void {
+    if (payload === '*') {
+      void this.requestFullSync().catch((error: unknown) => this.options.logger.warn({ err: error }, 'full resync after a notification failed'));
+      return;
+    }
     const siteId = payload === undefined ? undefined : canonicalSiteId(payload);
     if (siteId === undefined) {
-      if (payload !== '*') this.options.logger.warn({ payload: payload?.slice(0, 64) }, 'unexpected credential notification; resyncing fully');
-      void this.fullSync().catch((error: unknown) => this.options.logger.warn({ err: error }, 'full resync after a notification failed'));
+      const now = Date.now();
+      if (now - this.lastIgnoredLogAt >= OUTAGE_LOG_INTERVAL_MS) {
+        this.lastIgnoredLogAt = now;
+        this.options.logger.warn({ payload: payload?.slice(0, 64) }, `ignoring a notification on ${CREDENTIALS_CHANNEL} that names no site`);
+      }
       return;
     }
     this.pendingSites.add(siteId);
     this.scheduleReload(0);
+  }
+
+  /** A full resync, merged with one already waiting its turn: a burst of requests loads once more, not once each. */
+  private requestFullSync(): Promise<void> {
+    this.queuedFullSync ??= this.fullSync();
+    return this.queuedFullSync;
   }
 
   /** Coalesces a burst of notifications into one reload of the sites they named. */
@@ -276,7 +292,7 @@ export class CredentialCache {
   private async refresh(): Promise<void> {
     if (this.stopped || this.listener === undefined) return;
     try {
-      await this.fullSync();
+      await this.requestFullSync();
     } catch (error) {
       this.options.logger.warn({ err: error }, 'periodic credential resync failed');
       const listener = this.listener;

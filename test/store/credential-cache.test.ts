@@ -23,8 +23,8 @@ describe('credential cache', () => {
   const pools: pg.Pool[] = [];
   const caches: CredentialCache[] = [];
 
-  function newCache(refreshSeconds = 3_600): CredentialCache {
-    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  function newCache(refreshSeconds = 3_600, PoolClass: typeof pg.Pool = pg.Pool): CredentialCache {
+    const pool = new PoolClass({ connectionString: database.url, max: 2 });
     pools.push(pool);
     const cache = new CredentialCache({
       pool,
@@ -124,6 +124,31 @@ describe('credential cache', () => {
     for (const junk of ['junk', '', '01001', '-1', '9223372036854775808']) await sql.query("SELECT pg_notify('sitekey_credentials', $1)", [junk]);
     const elapsed = await timeUntil([cache], (s) => s?.site('1001')?.enabled === false, () => sql.query('UPDATE sites SET enabled = false WHERE id = 1001'));
     assert.ok(elapsed < BOUND_MS, `the change after junk notifications took ${Math.round(elapsed)} ms`);
+    await timeUntil([cache], (s) => s?.site('1001')?.enabled === true, () => sql.query('UPDATE sites SET enabled = true WHERE id = 1001'));
+  });
+
+  it('merges a burst of full-resync requests instead of queueing one load each', async () => {
+    // Each load waits 200 ms for its connection, as a full load of 100,000 sites takes seconds:
+    // requests then arrive while one load runs, which is when they must merge.
+    class SlowPool extends pg.Pool {
+      override connect(): Promise<pg.PoolClient>;
+      override connect(callback: Parameters<pg.Pool['connect']>[0]): void;
+      override connect(callback?: Parameters<pg.Pool['connect']>[0]): Promise<pg.PoolClient> | void {
+        if (callback) return super.connect(callback);
+        return sleep(200).then(() => super.connect());
+      }
+    }
+    const cache = newCache(3_600, SlowPool);
+    let fullLoads = 0;
+    cache.onSync((event) => (fullLoads += event.kind === 'full' ? 1 : 0));
+    await cache.start();
+    fullLoads = 0;
+    for (let i = 0; i < 20; i++) await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    // Unmerged, 20 loads of 200 ms would still be queued here, and the change below would wait for them.
+    await sleep(1_500);
+    assert.ok(fullLoads >= 1 && fullLoads <= 2, `${fullLoads} full loads for 20 requests`);
+    const elapsed = await timeUntil([cache], (s) => s?.site('1001')?.enabled === false, () => sql.query('UPDATE sites SET enabled = false WHERE id = 1001'));
+    assert.ok(elapsed < BOUND_MS, `the change after a burst took ${Math.round(elapsed)} ms`);
     await timeUntil([cache], (s) => s?.site('1001')?.enabled === true, () => sql.query('UPDATE sites SET enabled = true WHERE id = 1001'));
   });
 
