@@ -30,7 +30,8 @@ export function siteIdArgument(text: string): SiteId {
 
 export function keyIdArgument(text: string): KeyId {
   if (!KEY_ID.test(text)) {
-    throw new UsageError(`"${text}" is not a key id: expected the number in the KEY ID column of \`sitekey-authz key list <site>\`, e.g. 12`);
+    const whatItIs = canonicalApiKey(text) === undefined ? `"${text}" is not a key id` : 'that is an API key, not a key id';
+    throw new UsageError(`${whatItIs}: expected the number in the KEY ID column of \`sitekey-authz key list <site>\`, e.g. 12`);
   }
   return text;
 }

@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { ConfigError, loadConfig, type Config } from '../config.js';
+import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { AdminError, CredentialAdmin } from '../store/credential-admin.js';
 import { openDatabase } from '../store/database.js';
@@ -100,6 +101,11 @@ function checkArity(command: Command, positionals: readonly string[]): void {
     throw new UsageError(`"${command.name}" is missing arguments; usage: ${usageLine(command)}`);
   }
   if (positionals.length > max) {
+    if (positionals.slice(max).some((arg) => canonicalApiKey(arg) !== undefined)) {
+      throw new UsageError(
+        `"${command.name}" takes no API key on the command line, where it would stay in shell history; usage: ${usageLine(command)}`,
+      );
+    }
     const extra = positionals.slice(max).map((arg) => `"${arg}"`).join(' ');
     const quoteHint = Object.keys(command.options).map((name) => ` (quote a value with spaces: --${name} "…")`)[0] ?? '';
     throw new UsageError(`"${command.name}" does not take ${extra}${quoteHint}; usage: ${usageLine(command)}`);
@@ -173,7 +179,7 @@ function describeFailure(error: unknown): Failure {
 }
 
 function print(output: CommandOutput, json: boolean): void {
-  for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${warning}\n`);
+  for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${maskApiKeysIn(warning)}\n`);
   process.stdout.write(json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
 }
 
@@ -200,7 +206,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (output !== undefined) print(output, json);
     return EXIT_OK;
   } catch (error) {
-    const failure = describeFailure(error);
+    const described = describeFailure(error);
+    // A key typed where it does not belong must not be echoed back in the message that says so.
+    const failure = { ...described, message: maskApiKeysIn(described.message) };
     process.stderr.write(
       json ? `${JSON.stringify({ error: { code: failure.code, message: failure.message } })}\n` : `sitekey-authz: ${failure.message}\n`,
     );

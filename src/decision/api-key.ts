@@ -19,6 +19,13 @@ export function maskApiKey(key: string): string {
   return `*****${key.slice(-5)}`;
 }
 
+const UUID_ANYWHERE = /[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}/g;
+
+/** Text with every key-shaped UUID in it masked: for messages that may quote what a user typed. */
+export function maskApiKeysIn(text: string): string {
+  return text.replace(UUID_ANYWHERE, maskApiKey);
+}
+
 /** The last five characters kept beside the hash so an account manager can tell keys apart. */
 export function lastFive(key: ApiKey): string {
   return key.slice(-5);

@@ -170,7 +170,15 @@ describe('sitekey-authz CLI', () => {
     it('revokes a key of the named site only, idempotently, and audits it masked', async () => {
       const key = json<{ apiKey: string; keyId: string }>(await cli('key', 'issue', '3001', '--json'));
       refused(await cli('key', 'revoke', '3002', key.keyId), FAILED, new RegExp(`site 3002 has no key with id ${key.keyId}; see its keys with \`sitekey-authz key list 3002\``));
-      refused(await cli('key', 'revoke', '3001', key.apiKey), USAGE, /is not a key id: expected the number in the KEY ID column/);
+      const byKey = await cli('key', 'revoke', '3001', key.apiKey, '--json');
+      assert.equal(byKey.code, USAGE);
+      assert.match(byKey.stderr, /that is an API key, not a key id: expected the number in the KEY ID column/);
+      assert.ok(!byKey.stderr.includes(key.apiKey), 'the key was echoed');
+      const typed = await runCli(database.url, ['key', 'import', '3001', key.apiKey.toUpperCase()]);
+      refused(typed, USAGE, /"key import" takes no API key on the command line, where it would stay in shell history; usage: sitekey-authz key import <site>/);
+      assert.ok(!typed.stderr.toLowerCase().includes(key.apiKey), 'the key was echoed');
+      const unknownSite = await cli('site', 'list', key.apiKey);
+      assert.ok(!unknownSite.stderr.includes(key.apiKey) && unknownSite.code === USAGE, unknownSite.stderr);
       const extra = await cli('key', 'revoke', '3001', key.keyId, 'now');
       refused(extra, USAGE, /"key revoke" does not take "now"; usage: sitekey-authz key revoke <site> <key-id>/);
       const revoked = await cli('key', 'revoke', '3001', key.keyId);
