@@ -7,7 +7,7 @@ import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
 import { createLogger, type Logger } from './observe/logger.js';
 import { CredentialCache } from './store/credential-cache.js';
-import { openDatabase } from './store/database.js';
+import { CONNECT_TIMEOUT_MS, openDatabase } from './store/database.js';
 import { LastUsedRecorder } from './store/last-used-recorder.js';
 import { migrate } from './store/migrate.js';
 
@@ -44,7 +44,12 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       const applied = await migrate(database.url, logger);
       logger.info({ applied }, applied.length ? 'database migrated' : 'database schema is up to date');
     }
-    const pool = new pg.Pool({ connectionString: database.url, max: 4, application_name: 'sitekey-authz' });
+    const pool = new pg.Pool({
+      connectionString: database.url,
+      max: 4,
+      application_name: 'sitekey-authz',
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
     pool.on('error', (error) => logger.warn({ err: error }, 'idle PostgreSQL connection failed'));
     closers.push(() => pool.end());
 

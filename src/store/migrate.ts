@@ -1,5 +1,6 @@
 import { runner } from 'node-pg-migrate';
 import { MIGRATIONS_DIR } from '../paths.js';
+import { CONNECT_TIMEOUT_MS } from './database.js';
 
 export interface MigrationLog {
   info(message: string): void;
@@ -8,7 +9,7 @@ export interface MigrationLog {
 /** Applies every pending migration in src/store/migrations; returns the names it applied. */
 export async function migrate(databaseUrl: string, log?: MigrationLog): Promise<string[]> {
   const applied = await runner({
-    databaseUrl,
+    databaseUrl: { connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
     dir: MIGRATIONS_DIR,
     direction: 'up',
     migrationsTable: 'schema_migrations',

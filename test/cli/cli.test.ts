@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -333,10 +334,13 @@ describe('sitekey-authz with DATABASE_URL unset', () => {
 
   it('creates, migrates and keeps an embedded database in DATA_DIR, for commands run side by side too', { timeout: 120_000 }, async () => {
     const env = { DATABASE_URL: '', DATA_DIR: dataDir };
+    // A lock left by a process that died (kill -9) must be broken, once, by one of them.
+    await writeFile(join(dataDir, 'sitekey-authz.lock'), `${spawnSync('true').pid}\n`);
     // Started together on a DATA_DIR with no cluster yet: one initialises and starts it, none may
     // stop it under another.
     const added = await Promise.all(['7001', '7002', '7003'].map((site) => runCli('', ['site', 'add', site, '--name', 'Embedded'], undefined, env)));
     for (const result of added) assert.equal(result.code, 0, result.stderr);
+    assert.equal(added.filter((result) => /created a new, empty embedded database/.test(result.stderr)).length, 1);
     const sites = await runCli('', ['site', 'list', '--json'], undefined, env);
     assert.equal(sites.code, 0, sites.stderr);
     assert.deepEqual((JSON.parse(sites.stdout) as Array<{ siteId: string }>).map((site) => site.siteId), ['7001', '7002', '7003']);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -18,6 +18,8 @@ describe('embedded PostgreSQL', () => {
   });
 
   it('keeps its data across restarts, is joined rather than started twice, and stops even after dying on its own', { timeout: 60_000 }, async () => {
+    // A lock left with our own pid is a previous life of this process (a container's pid 1): stale.
+    await writeFile(join(dataDir, 'sitekey-authz.lock'), `${process.pid}\n`);
     const first = await startEmbeddedPostgres({ dataDir, persistent: true });
     assert.equal(first.ownedByUs, true);
     const sql = new pg.Client({ connectionString: first.url });
@@ -46,5 +48,11 @@ describe('embedded PostgreSQL', () => {
     } finally {
       await again.stop();
     }
+  });
+
+  it('says why the server did not start', { timeout: 60_000 }, async () => {
+    await appendFile(join(dataDir, 'pg', 'postgresql.auto.conf'), "shared_buffers = 'plenty'\n");
+    await assert.rejects(startEmbeddedPostgres({ dataDir, persistent: true }), /the embedded PostgreSQL in .* did not start: .*shared_buffers/);
+    assert.equal(existsSync(join(dataDir, 'sitekey-authz.lock')), false, 'the lock outlived the failed start');
   });
 });
