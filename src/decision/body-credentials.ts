@@ -89,13 +89,19 @@ function apiKeyMatches(raw: string, apiKey: ApiKey): boolean {
 type CredentialField = 'siteid' | 'apikey';
 const CREDENTIAL_FIELDS: readonly CredentialField[] = ['siteid', 'apikey'];
 
+const ASCII = /^[\x00-\x7f]*$/;
+const COMBINING_MARK = /\p{M}/gu;
+
 /**
  * A name as a case-insensitive parser sees it. Go's encoding/json, for one, matches field names by
  * Unicode case folding, so `ſiteid` (U+017F) and `apiKey` (Kelvin sign) read as siteid and
- * apikey: upper- then lower-casing folds those, and NFKC the compatibility forms.
+ * apikey: upper- then lower-casing folds those, NFKD the compatibility forms, and dropping combining
+ * marks the dotted `İ` that a Turkish-locale lower-casing turns into `i`. Being stricter than any
+ * one parser only ever denies a body that holds two spellings of a credential field.
  */
 function folded(name: string): string {
-  return name.normalize('NFKC').toUpperCase().toLowerCase();
+  if (ASCII.test(name)) return name.toLowerCase();
+  return name.normalize('NFKD').replace(COMBINING_MARK, '').toUpperCase().toLowerCase();
 }
 
 /**

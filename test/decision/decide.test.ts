@@ -267,6 +267,7 @@ const bodyCases: Case[] = [
   body('siteid twice, once with a long s that Go folds to s', text(`{"siteid":1001,"apikey":"${KEY}","\u017fiteid":2}`), 'siteid-duplicate'),
   body('apikey twice, once with a Kelvin sign', text(`{"siteid":1001,"apikey":"${KEY}","api\u212aey":"${ROTATED_KEY}"}`), 'apikey-duplicate'),
   body('apikey twice, once in full-width letters', text(`{"siteid":1001,"apikey":"${KEY}","\uff41\uff50\uff49\uff4b\uff45\uff59":"x"}`), 'apikey-duplicate'),
+  body('siteid twice, once with dotted capital I', text(`{"siteid":1001,"apikey":"${KEY}","s\u0130te\u0130d":9}`), 'siteid-duplicate'),
   body('only a long-s siteid, which is not the field itself', text(`{"\u017fiteid":1001,"apikey":"${KEY}"}`), 'siteid-missing'),
   body('a repeat is named even when the other field is wrong', text(`{"siteid":1,"apikey":"${KEY}","apikey":"x"}`), 'apikey-duplicate'),
   {
