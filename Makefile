@@ -15,6 +15,8 @@ bench: build
 
 build: $(STAMP)
 	npx --no-install tsc -p .
+	@# tsc writes files without the execute bit; npx runs the package's bin directly.
+	chmod +x dist/src/cli/main.js
 
 install: $(STAMP)
 
