@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
@@ -9,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { runCli, type CliResult } from '../support/service.js';
+import { CLI, runCli, type CliResult } from '../support/service.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const USAGE = 2;
@@ -250,6 +251,11 @@ describe('sitekey-authz CLI', () => {
   });
 
   describe('command line', () => {
+    it('is an executable with a node shebang, as npx sitekey-authz runs it', async () => {
+      assert.notEqual(statSync(CLI).mode & 0o111, 0, `${CLI} is not executable: make build must chmod it`);
+      assert.match(readFileSync(CLI, 'utf8'), /^#!\/usr\/bin\/env node\n/);
+    });
+
     it('prints help, and names the commands when one is mistyped', async () => {
       const help = await cli('--help');
       assert.equal(help.code, 0);
