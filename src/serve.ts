@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import type { Config } from './config.js';
 import { decide } from './decision/decide.js';
 import { startGrpcServer } from './envoy/grpc-server.js';
@@ -7,7 +6,7 @@ import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
 import { createLogger, type Logger } from './observe/logger.js';
 import { CredentialCache } from './store/credential-cache.js';
-import { CONNECT_TIMEOUT_MS, openDatabase } from './store/database.js';
+import { connectionPool, openDatabase } from './store/database.js';
 import { LastUsedRecorder } from './store/last-used-recorder.js';
 import { migrate } from './store/migrate.js';
 
@@ -44,13 +43,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       const applied = await migrate(database.url, logger);
       logger.info({ applied }, applied.length ? 'database migrated' : 'database schema is up to date');
     }
-    const pool = new pg.Pool({
-      connectionString: database.url,
-      max: 4,
-      application_name: 'sitekey-authz',
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    });
-    pool.on('error', (error) => logger.warn({ err: error }, 'idle PostgreSQL connection failed'));
+    const pool = connectionPool(database.url, { applicationName: 'sitekey-authz', max: 4, logger });
     closers.push(() => pool.end());
 
     const cache = new CredentialCache({

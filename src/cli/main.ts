@@ -2,12 +2,11 @@
 import { userInfo } from 'node:os';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { AdminError, CredentialAdmin } from '../store/credential-admin.js';
-import { CONNECT_TIMEOUT_MS, openDatabase } from '../store/database.js';
+import { connectionPool, openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { textOption, UsageError } from './arguments.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
@@ -148,14 +147,7 @@ function adminSession(config: Config, logger: Logger, actor: string): CommandCon
     try {
       // The embedded database is ours to keep current, as `serve` does with MIGRATE_ON_START.
       if (database.embedded && config.migrateOnStart) await migrate(database.url);
-      const pool = new pg.Pool({
-        connectionString: database.url,
-        max: 1,
-        application_name: 'sitekey-authz-cli',
-        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      });
-      // A connection the server drops while idle must not crash the command; the next query reports it.
-      pool.on('error', (error) => logger.debug({ err: error }, 'idle PostgreSQL connection failed'));
+      const pool = connectionPool(database.url, { applicationName: 'sitekey-authz-cli', max: 1, logger });
       try {
         return await work(new CredentialAdmin(pool, actor));
       } finally {

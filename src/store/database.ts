@@ -1,9 +1,25 @@
+import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 
 /** How long to wait for PostgreSQL to accept a connection: a server that never answers must not hang us. */
 export const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * A pool on the database, with the connect time-out, named in pg_stat_activity. An idle connection
+ * the server drops must not crash the process: it is logged, and the next query reports the failure.
+ */
+export function connectionPool(url: string, options: { readonly applicationName: string; readonly max: number; readonly logger: Logger }): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max,
+    application_name: options.applicationName,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
+  pool.on('error', (error) => options.logger.warn({ err: error }, 'idle PostgreSQL connection failed'));
+  return pool;
+}
 
 /** The credential database for this process: DATABASE_URL, or the embedded server in DATA_DIR. */
 export interface Database {
