@@ -106,7 +106,8 @@ function checkArity(command: Command, positionals: readonly string[]): void {
       );
     }
     const extra = positionals.slice(max).map((arg) => `"${arg}"`).join(' ');
-    const quoteHint = Object.keys(command.options).map((name) => ` (quote a value with spaces: --${name} "…")`)[0] ?? '';
+    const [firstOption] = Object.keys(command.options);
+    const quoteHint = firstOption === undefined ? '' : ` (quote a value with spaces: --${firstOption} "…")`;
     throw new UsageError(`"${command.name}" does not take ${extra}${quoteHint}; usage: ${usageLine(command)}`);
   }
 }

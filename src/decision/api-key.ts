@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import type { ApiKey, KeyHash } from './types.js';
 
 // Spec, Authentication 3: the key is a UUID, 8-4-4-4-12 hex digits; either case, compared case-insensitively.
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+const UUID = new RegExp(`^${UUID_PATTERN}$`);
+const UUID_ANYWHERE = new RegExp(UUID_PATTERN, 'g');
 
 /** The canonical (lower-case) form of a well-formed key, or undefined when the text is not a UUID. */
 export function canonicalApiKey(text: string): ApiKey | undefined {
@@ -18,8 +20,6 @@ export function hashApiKey(key: ApiKey): KeyHash {
 export function maskApiKey(key: string): string {
   return `*****${key.slice(-5)}`;
 }
-
-const UUID_ANYWHERE = /[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}/g;
 
 /** Text with every key-shaped UUID in it masked: for messages that may quote what a user typed. */
 export function maskApiKeysIn(text: string): string {
