@@ -5,7 +5,7 @@ import { startGrpcServer } from './envoy/grpc-server.js';
 import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
 import { createLogger, type Logger } from './observe/logger.js';
-import { CredentialCache } from './store/credential-cache.js';
+import { CredentialCache, databaseTimeoutMs } from './store/credential-cache.js';
 import { connectionPool, openDatabase } from './store/database.js';
 import { LastUsedRecorder } from './store/last-used-recorder.js';
 import { migrate } from './store/migrate.js';
@@ -43,7 +43,12 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       const applied = await migrate(database.url, logger);
       logger.info({ applied }, applied.length ? 'database migrated' : 'database schema is up to date');
     }
-    const pool = connectionPool(database.url, { applicationName: 'sitekey-authz', max: 4, logger });
+    const pool = connectionPool(database.url, {
+      applicationName: 'sitekey-authz',
+      max: 4,
+      logger,
+      timeoutMs: databaseTimeoutMs(config.snapshotMaxStalenessSeconds),
+    });
     closers.push(() => pool.end());
 
     const cache = new CredentialCache({

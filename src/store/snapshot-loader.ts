@@ -69,6 +69,7 @@ type SiteFilter = (column: string) => string;
 
 async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
   const client = await pool.connect();
+  let rows: [SiteRow[], KeyRow[], AllowlistRow[]];
   try {
     // One snapshot of the three tables, so a key never appears without its site or allowlist.
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -76,13 +77,15 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
     const keys = await client.query<KeyRow>(`${KEYS} AND ${filter('site_id')}`, params);
     const allowlist = await client.query<AllowlistRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
     await client.query('COMMIT');
-    return buildSites(sites.rows, keys.rows, allowlist.rows);
+    rows = [sites.rows, keys.rows, allowlist.rows];
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    // Discarded, not rolled back: after a time-out the connection may still be busy with the query,
+    // and a ROLLBACK would wait behind it. Closing the connection ends the transaction too.
+    client.release(error instanceof Error ? error : true);
     throw error;
-  } finally {
-    client.release();
   }
+  client.release();
+  return buildSites(...rows);
 }
 
 /** Every site with its active keys and allowlist. */
