@@ -1,16 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from './config.js';
+import { parseClientIp } from './decision/client-ip.js';
 import { decide } from './decision/decide.js';
+import { sunsetNotice } from './envoy/check-response.js';
 import { startGrpcServer } from './envoy/grpc-server.js';
 import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
 import { createLogger, type Logger } from './observe/logger.js';
 import { CredentialCache, databaseTimeoutMs } from './store/credential-cache.js';
 import { connectionPool, openDatabase } from './store/database.js';
+import { DenialStatsRecorder } from './store/denial-stats-recorder.js';
 import { LastUsedRecorder } from './store/last-used-recorder.js';
 import { migrate } from './store/migrate.js';
 
 const READINESS_POLL_MS = 1_000;
+/** Distinct (site, error, client address) refusal groups a replica holds between two flushes. */
+const DENIAL_GROUPS_MAX = 10_000;
 
 /** Resolves on the first SIGTERM or SIGINT: the orchestrator's request to drain and stop. */
 function stopRequested(logger: Logger): Promise<string> {
@@ -61,6 +66,14 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     closers.push(() => cache.stop());
     const lastUsed = new LastUsedRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger });
     closers.push(() => lastUsed.stop());
+    const refusals = new DenialStatsRecorder({
+      pool,
+      flushSeconds: config.lastUsedFlushSeconds,
+      retentionDays: config.denialStatsRetentionDays,
+      maxGroups: DENIAL_GROUPS_MAX,
+      logger,
+    });
+    closers.push(() => refusals.stop());
 
     const readiness = () => {
       const status = cache.status(Date.now());
@@ -71,6 +84,13 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz)');
 
     const logDecision = createDecisionLog(logger);
+    const sunset = { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl };
+    const allowedResponse = sunsetNotice({
+      deprecatedAt: config.apiKeyDeprecatedAt,
+      sunsetAt: config.apiKeySunsetAt,
+      guideUrl: config.migrationGuideUrl,
+      stripAuthorization: config.stripAuthorization,
+    });
     const grpc = await startGrpcServer({
       bindAddress: config.bindAddress,
       port: config.grpcPort,
@@ -78,14 +98,24 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       authorization: {
         clientIpSource: config.clientIpSource,
         logger,
+        allowedResponse,
         authorize: (input) => {
           const now = Date.now();
           const snapshot = cache.snapshot(now);
-          return snapshot && decide(input, snapshot, now);
+          return snapshot && decide(input, snapshot, now, sunset);
         },
         onDecision: (event) => {
           logDecision(event);
-          if (event.decision.outcome === 'allow') lastUsed.record(event.decision.keyId, Date.now());
+          const { decision } = event;
+          const now = Date.now();
+          // Refusals of sites we know, by client address (strangers' 108 and 101 are not counted).
+          const clientIp = () => parseClientIp(event.input.clientAddress)?.address ?? 'unknown';
+          if (decision.outcome === 'allow') {
+            lastUsed.record(decision.keyId, now);
+            if (decision.rehearsal) refusals.record(decision.siteId, 105, clientIp(), true, now);
+          } else if (decision.denial.errorId !== 108 && decision.denial.errorId !== 101) {
+            refusals.record(decision.denial.siteId, decision.denial.errorId, clientIp(), false, now);
+          }
         },
       },
     });

@@ -52,15 +52,30 @@ function isCalendarDate(text: string): boolean {
   return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth;
 }
 
+/** An ISO 8601 date (midnight UTC) or date-time with a zone, for `--<option>`. */
+export function instantOption(option: string, text: string): Date {
+  const at = ISO_INSTANT.test(text) && isCalendarDate(text) ? new Date(text.length === 10 ? `${text}T00:00:00Z` : text) : undefined;
+  if (at === undefined || Number.isNaN(at.getTime())) {
+    throw new UsageError(`--${option} "${text}" is not an ISO 8601 date or time with a zone; try --${option} 2027-01-31 or --${option} 2027-01-31T12:00:00Z`);
+  }
+  return at;
+}
+
 /** `--expires`: an ISO 8601 date or date-time with zone, in the future. */
 export function expiresOption(text: string | undefined, now: number): Date | undefined {
   if (text === undefined) return undefined;
-  const at = ISO_INSTANT.test(text) && isCalendarDate(text) ? new Date(text.length === 10 ? `${text}T00:00:00Z` : text) : undefined;
-  if (at === undefined || Number.isNaN(at.getTime())) {
-    throw new UsageError(`--expires "${text}" is not an ISO 8601 date or time with a zone; try --expires 2027-01-31 or --expires 2027-01-31T12:00:00Z`);
-  }
+  const at = instantOption('expires', text);
   if (at.getTime() <= now) throw new UsageError(`--expires ${text} is in the past; a key must expire after it is issued`);
   return at;
+}
+
+/** `--since N`: a whole number of days or hours, at least 1 and at most `max`. */
+export function countOption(option: string, text: string | undefined, unit: string, fallback: number, max: number): number {
+  if (text === undefined) return fallback;
+  if (!/^[1-9][0-9]*$/.test(text) || Number(text) > max) {
+    throw new UsageError(`--${option} "${text}" is not a number of ${unit} from 1 to ${max}; try --${option} ${fallback}`);
+  }
+  return Number(text);
 }
 
 /** `--name`, `--note`, `--actor`: short, printable text. */

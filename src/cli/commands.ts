@@ -12,6 +12,7 @@ import {
   textOption,
 } from './arguments.js';
 import { shortTime, table, type CommandOutput } from './output.js';
+import { SUNSET_COMMANDS } from './sunset-commands.js';
 
 export interface CommandContext {
   readonly config: Config;
@@ -25,7 +26,7 @@ export interface CommandContext {
 
 export interface CommandLine {
   readonly positionals: readonly string[];
-  readonly options: Readonly<Record<string, string | boolean | undefined>>;
+  readonly options: Readonly<Record<string, string | boolean | string[] | undefined>>;
 }
 
 export interface Command {
@@ -35,7 +36,7 @@ export interface Command {
   readonly synopsis: string;
   readonly summary: string;
   /** The command's own options, beside the global --json, --actor and --help. */
-  readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean' }>>;
+  readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly multiple?: boolean }>>;
   /** How many positional arguments it takes: [min, max]. */
   readonly arity: readonly [number, number];
   /** Resolves to what to print, or to undefined once `serve` has stopped. */
@@ -311,4 +312,5 @@ export const COMMANDS: readonly Command[] = [
       };
     },
   },
+  ...SUNSET_COMMANDS,
 ];

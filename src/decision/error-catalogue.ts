@@ -17,6 +17,7 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorId, CatalogueEntry>> = Object
   103: { code: 'IP_NOT_WHITELISTED', httpStatus: 403, grpcStatus: GrpcStatus.PERMISSION_DENIED },
   102: { code: 'API_KEY_INVALID', httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED },
   104: { code: 'BODY_CREDENTIALS_INVALID', httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED },
+  105: { code: 'API_KEY_AUTH_RETIRED', httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED },
 });
 
 const BODY_RULE_MESSAGES: Readonly<Record<BodyRule, string>> = Object.freeze({
@@ -35,6 +36,20 @@ const BODY_RULE_MESSAGES: Readonly<Record<BodyRule, string>> = Object.freeze({
   'apikey-mismatch': 'Request body apikey does not match the API key in the Authorization header',
 });
 
+const day = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
+const instant = (epochMs: number): string => new Date(epochMs).toISOString().replace('.000Z', 'Z');
+
+/** Spec, Versioning: the message says what is happening, until when, and where to go instead. */
+function sunsetMessage(denial: Extract<Denial, { errorId: 105 }>): string {
+  const guide = denial.guideUrl === undefined ? '' : `; migration guide: ${denial.guideUrl}`;
+  if (denial.reason === 'retired') return `API key authentication has been retired; use token-based authentication${guide}`;
+  const until = denial.brownout === undefined ? '' : ` until ${instant(denial.brownout.until)}`;
+  return (
+    `API key authentication is switched off${until} for a scheduled brownout ahead of its retirement on ${day(denial.sunsetAt)}; ` +
+    `migrate to token-based authentication${guide}`
+  );
+}
+
 /** The partner-facing message of a denial; never contains a full key. */
 export function denialMessage(denial: Denial): string {
   switch (denial.errorId) {
@@ -48,6 +63,8 @@ export function denialMessage(denial: Denial): string {
       return `API key ${denial.maskedKey} is invalid`;
     case 104:
       return BODY_RULE_MESSAGES[denial.rule];
+    case 105:
+      return sunsetMessage(denial);
   }
 }
 

@@ -2,7 +2,7 @@ import { status as GrpcStatus, type handleUnaryCall, type ServerErrorResponse } 
 import type { ClientIpSource } from '../config.js';
 import type { CheckInput, Decision } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
-import { toCheckResponse } from './check-response.js';
+import { toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckRequestMessage, CheckResponseMessage } from './messages.js';
 import { viewCheckRequest, type RequestSummary } from './request-view.js';
 
@@ -28,6 +28,8 @@ export interface AuthorizationServiceDeps {
   readonly clientIpSource: ClientIpSource;
   /** The decision on current credential data; undefined when there is none to decide on yet. */
   readonly authorize: (input: CheckInput) => Decision | undefined;
+  /** What allowed responses carry besides x-site-id (sunset headers, removed credentials). */
+  readonly allowedResponse?: AllowedResponsePolicy;
   readonly onDecision?: (event: DecisionEvent) => void;
   readonly onFailure?: (event: CheckFailureEvent) => void;
   readonly logger: Logger;
@@ -78,7 +80,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
         if (decision === undefined) {
           failure = 'unavailable';
         } else {
-          response = toCheckResponse(decision);
+          response = toCheckResponse(decision, deps.allowedResponse);
           decided = { requestId, request: view.request, input: view.input, decision, durationSeconds: secondsSince(started) };
         }
       } catch (error) {

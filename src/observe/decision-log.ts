@@ -18,7 +18,14 @@ export function createDecisionLog(logger: Logger, now: () => number = Date.now):
   return ({ requestId, input, decision, durationSeconds }) => {
     const common = { requestId: clip(requestId), sourceIp: clip(input.clientAddress), durationSeconds };
     if (decision.outcome === 'allow') {
-      logger.debug({ ...common, event: 'check.allowed', siteId: decision.siteId, keyId: decision.keyId }, 'check allowed');
+      if (decision.rehearsal) {
+        logger.info(
+          { ...common, event: 'check.rehearsed', siteId: decision.siteId, keyId: decision.keyId, brownoutId: decision.rehearsal.brownoutId },
+          'check allowed; a dry-run brownout would have refused it (105)',
+        );
+      } else {
+        logger.debug({ ...common, event: 'check.allowed', siteId: decision.siteId, keyId: decision.keyId }, 'check allowed');
+      }
       return;
     }
     const { denial } = decision;
@@ -33,6 +40,7 @@ export function createDecisionLog(logger: Logger, now: () => number = Date.now):
         ...('keyId' in denial ? { keyId: denial.keyId } : {}),
         ...('clientIp' in denial ? { sourceIp: denial.clientIp } : {}),
         ...('rule' in denial ? { rule: denial.rule } : {}),
+        ...('reason' in denial ? { reason: denial.reason, brownoutId: denial.brownout?.id } : {}),
       },
       'check denied',
     );

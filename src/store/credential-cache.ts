@@ -4,7 +4,7 @@ import type { CredentialSnapshot, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../observe/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadAllSites, loadSites } from './snapshot-loader.js';
+import { loadAllSites, loadBrownouts, loadSites } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';
 
 export { CREDENTIALS_CHANNEL, LISTEN_APPLICATION_NAME } from './listen-session.js';
@@ -203,8 +203,8 @@ export class CredentialCache {
     const startedAt = Date.now();
     const order = performance.now();
     try {
-      const loaded = await loadAllSites(this.options.pool);
-      this.table.replaceAll(loaded, order);
+      const [loaded, brownouts] = await Promise.all([loadAllSites(this.options.pool), loadBrownouts(this.options.pool)]);
+      this.table.replaceAll(loaded, brownouts, order);
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();

@@ -46,7 +46,7 @@ export class ListenSession {
     this.client = undefined;
     if (client) {
       client.removeAllListeners('end');
-      await Promise.race([client.end().catch(() => undefined), sleep(this.options.timeoutMs)]);
+      await Promise.race([client.end().catch(() => undefined), sleep(this.options.timeoutMs, undefined, { ref: false })]);
     }
     await this.connecting;
   }

@@ -1,4 +1,4 @@
-import type { CredentialSnapshot, SiteCredentials, SiteId } from '../decision/types.js';
+import type { Brownout, CredentialSnapshot, SiteCredentials, SiteId } from '../decision/types.js';
 
 /**
  * The sites a check reads, replaced whole by a full load or one site at a time by a reload. Loads
@@ -11,12 +11,18 @@ import type { CredentialSnapshot, SiteCredentials, SiteId } from '../decision/ty
  */
 export class SiteTable implements CredentialSnapshot {
   private sites = new Map<SiteId, SiteCredentials>();
+  private brownoutList: readonly Brownout[] = [];
   private fullLoadStartedAt = -Infinity;
   /** Sites reloaded on their own after the last full load started, and when each reload started. */
   private readonly reloadStartedAt = new Map<SiteId, number>();
 
   site(siteId: SiteId): SiteCredentials | undefined {
     return this.sites.get(siteId);
+  }
+
+  /** Brownouts change only with a full load: their notification asks for one. */
+  get brownouts(): readonly Brownout[] {
+    return this.brownoutList;
   }
 
   get size(): number {
@@ -30,8 +36,9 @@ export class SiteTable implements CredentialSnapshot {
     return keys;
   }
 
-  replaceAll(loaded: Map<SiteId, SiteCredentials>, startedAt: number): void {
+  replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number): void {
     if (startedAt <= this.fullLoadStartedAt) return;
+    this.brownoutList = brownouts;
     for (const [siteId, reloadedAt] of this.reloadStartedAt) {
       if (reloadedAt <= startedAt) {
         this.reloadStartedAt.delete(siteId);

@@ -1,7 +1,7 @@
 import { BlockList } from 'node:net';
 import type pg from 'pg';
 import { parseClientIp } from '../decision/client-ip.js';
-import type { KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
+import type { Brownout, KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
 export type SiteTable = Map<SiteId, SiteCredentials>;
@@ -9,6 +9,7 @@ export type SiteTable = Map<SiteId, SiteCredentials>;
 interface SiteRow {
   id: string;
   enabled: boolean;
+  grace_until_ms: number | null;
 }
 interface KeyRow {
   site_id: string;
@@ -23,7 +24,7 @@ interface AllowlistRow {
 }
 
 // bigint columns are read as text so that no site id near 2^63 loses digits.
-const SITES = 'SELECT id::text AS id, enabled FROM sites';
+const SITES = 'SELECT id::text AS id, enabled, (extract(epoch FROM apikey_grace_until) * 1000)::float8 AS grace_until_ms FROM sites';
 const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256, 'hex') AS hash,
                      (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at_ms
                 FROM api_keys WHERE revoked_at IS NULL`;
@@ -57,6 +58,7 @@ function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[])
     table.set(site.id, {
       siteId: site.id,
       enabled: site.enabled,
+      graceUntil: site.grace_until_ms,
       keysByHash: keysBySite.get(site.id) ?? new Map(),
       allowlist: listsBySite.get(site.id) ?? new BlockList(),
     });
@@ -86,6 +88,28 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
   }
   client.release();
   return buildSites(...rows);
+}
+
+interface BrownoutRow {
+  id: string;
+  from_ms: number;
+  until_ms: number;
+  site_ids: string[] | null;
+  dry_run: boolean;
+}
+
+// Ended and cancelled brownouts decide nothing; one that ends in the past can stay in the table.
+const BROWNOUTS = `SELECT id::text AS id, (extract(epoch FROM starts_at) * 1000)::float8 AS from_ms,
+                          (extract(epoch FROM ends_at) * 1000)::float8 AS until_ms, site_ids::text[] AS site_ids, dry_run
+                     FROM brownouts WHERE cancelled_at IS NULL AND ends_at > now()`;
+
+function toBrownout(row: BrownoutRow): Brownout {
+  return { id: row.id, from: row.from_ms, until: row.until_ms, siteIds: row.site_ids && new Set(row.site_ids), dryRun: row.dry_run };
+}
+
+/** Brownouts not cancelled and not over yet. */
+export async function loadBrownouts(pool: pg.Pool): Promise<Brownout[]> {
+  return (await pool.query<BrownoutRow>(BROWNOUTS)).rows.map(toBrownout);
 }
 
 /** Every site with its active keys and allowlist. */

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { decide } from '../../src/decision/decide.js';
 import { denialBody, denialMessage, ERROR_CATALOGUE } from '../../src/decision/error-catalogue.js';
 import type { BodyView, CheckInput, Decision } from '../../src/decision/types.js';
-import { snapshotOf } from '../support/snapshot.js';
+import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const KEY = '3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b';
@@ -317,7 +317,7 @@ describe('decide', () => {
     describe(title, () => {
       for (const c of cases) {
         it(`${c.name} → ${c.expect}${c.rule ? ` (${c.rule})` : ''}`, () => {
-          const decision = decide(c.input, snapshot, NOW);
+          const decision = decide(c.input, snapshot, NOW, NO_SUNSET);
           assert.equal(describeOutcome(decision), String(c.expect));
           if (decision.outcome === 'allow') {
             assert.equal(decision.siteId, c.input.authorization?.split(':')[0]);
@@ -339,8 +339,8 @@ describe('decide', () => {
 
   it('refuses a key from the instant it expires, with no notification needed', () => {
     const request = input({ authorization: `1001:${EXPIRING_KEY}`, body: credentials(1001, EXPIRING_KEY) });
-    assert.equal(describeOutcome(decide(request, snapshot, NOW + 59_999)), 'allow');
-    assert.equal(describeOutcome(decide(request, snapshot, NOW + 60_000)), '102');
+    assert.equal(describeOutcome(decide(request, snapshot, NOW + 59_999, NO_SUNSET)), 'allow');
+    assert.equal(describeOutcome(decide(request, snapshot, NOW + 60_000, NO_SUNSET)), '102');
   });
 
   it('maps every error to the HTTP status and gRPC code the catalogue declares', () => {
@@ -351,6 +351,7 @@ describe('decide', () => {
         ['102', 401, 16],
         ['103', 403, 7],
         ['104', 401, 16],
+        ['105', 401, 16],
         ['108', 401, 16],
       ],
     );

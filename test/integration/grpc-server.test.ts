@@ -8,7 +8,7 @@ import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-serv
 import { createLogger } from '../../src/observe/logger.js';
 import { authorizationClient, check, checkRequest, verdict, type UpstreamCheckResponse } from '../support/envoy-client.js';
 import { healthClient, healthOf, type HealthClient } from '../support/health-client.js';
-import { snapshotOf } from '../support/snapshot.js';
+import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const KEY = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
 const NOW = Date.parse('2026-06-01T00:00:00Z');
@@ -43,7 +43,7 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
     if (mode === 'no-data') return undefined;
     if (mode === 'crash') throw new Error('simulated bug');
     const snapshot: CredentialSnapshot = SNAPSHOT;
-    return decide(input, snapshot, NOW);
+    return decide(input, snapshot, NOW, NO_SUNSET);
   };
 
   before(async () => {
@@ -151,7 +151,7 @@ describe('ext_authz gRPC server shutdown', () => {
       bindAddress: '127.0.0.1',
       port: 0,
       logger: createLogger('silent'),
-      authorization: { clientIpSource: { kind: 'peer' }, authorize: (input) => decide(input, SNAPSHOT, NOW), logger: createLogger('silent') },
+      authorization: { clientIpSource: { kind: 'peer' }, authorize: (input) => decide(input, SNAPSHOT, NOW, NO_SUNSET), logger: createLogger('silent') },
     });
     server.setServing(true);
     const client = authorizationClient(`127.0.0.1:${server.port}`);
