@@ -27,6 +27,10 @@ export interface Config {
   readonly shutdownGraceSeconds: number;
   /** After SIGTERM, how long to keep answering while reporting NOT_SERVING, before draining. */
   readonly shutdownDelaySeconds: number;
+  /** How many sites get their own `site` label on the check metrics; the rest count as "other". */
+  readonly metricsSiteLabelsMax: number;
+  /** The share of allowed checks logged at info, 0..1 (denials are always logged). */
+  readonly logAllowedSampleRate: number;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -57,6 +61,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (!/^\d+$/.test(value)) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${value}"`);
   const parsed = Number(value);
   if (parsed < min || parsed > max) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got ${value}`);
+  return parsed;
+}
+
+/** A share from 0 to 1, written as a decimal (0.01, not 1% or 1e-2). */
+function fraction(env: Env, name: string, fallback: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  const parsed = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (!(parsed >= 0 && parsed <= 1)) throw new ConfigError(name, `expected a decimal from 0 to 1, such as 0.01, got "${value}"`);
   return parsed;
 }
 
@@ -128,5 +141,7 @@ export function loadConfig(env: Env = process.env): Config {
     lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 10, 1, 3_600),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3_600),
     shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 0, 3_600),
+    metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
+    logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
   });
 }

@@ -1,16 +1,58 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type pg from 'pg';
 import type { Config } from './config.js';
 import { decide } from './decision/decide.js';
 import { startGrpcServer } from './envoy/grpc-server.js';
 import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
 import { createLogger, type Logger } from './observe/logger.js';
+import { ServiceMetrics, type SnapshotGauges } from './observe/metrics.js';
 import { CredentialCache } from './store/credential-cache.js';
 import { connectionPool, openDatabase } from './store/database.js';
 import { LastUsedRecorder } from './store/last-used-recorder.js';
 import { migrate } from './store/migrate.js';
 
 const READINESS_POLL_MS = 1_000;
+const ACTIVE_KEYS_QUERY_TIMEOUT_MS = 5_000;
+// The snapshot loader's criterion (not revoked), less the keys whose expiry has passed.
+const COUNT_ACTIVE_KEYS = `SELECT count(*)::int AS n FROM api_keys
+                            WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`;
+
+/**
+ * Today's CredentialCache seen through the metrics' narrow interface. The cache does not count its
+ * keys, so they are counted in the database after each successful sync (one query at a time).
+ */
+function credentialCacheGauges(cache: CredentialCache, pool: pg.Pool, logger: Logger): SnapshotGauges {
+  let activeKeys = 0;
+  let counting: Promise<void> | undefined;
+  let countAgain = false;
+  const count = async (): Promise<void> => {
+    do {
+      countAgain = false;
+      try {
+        const { rows } = await pool.query<{ n: number }>({ text: COUNT_ACTIVE_KEYS, query_timeout: ACTIVE_KEYS_QUERY_TIMEOUT_MS } as pg.QueryConfig);
+        activeKeys = rows[0]?.n ?? activeKeys;
+      } catch (error) {
+        logger.debug({ err: error }, 'counting active keys for the metrics failed');
+      }
+    } while (countAgain);
+  };
+  cache.onSync(() => {
+    if (counting !== undefined) countAgain = true;
+    else counting = count().finally(() => (counting = undefined));
+  });
+  return {
+    status(now) {
+      const status = cache.status(now);
+      return {
+        ageSeconds: status.lastSyncAt === null ? null : Math.max(0, (now - Date.parse(status.lastSyncAt)) / 1000),
+        sites: status.sites,
+        activeKeys,
+        listening: status.listening,
+      };
+    },
+  };
+}
 
 /** Resolves on the first SIGTERM or SIGINT: the orchestrator's request to drain and stop. */
 function stopRequested(logger: Logger): Promise<string> {
@@ -54,18 +96,32 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       logger,
     });
     closers.push(() => cache.stop());
-    const lastUsed = new LastUsedRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger });
-    closers.push(() => lastUsed.stop());
 
     const readiness = () => {
       const status = cache.status(Date.now());
       return { ready: status.ready && !shuttingDown, detail: { shuttingDown, snapshot: status } };
     };
-    const http = await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness });
-    closers.push(() => http.close());
-    logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz)');
+    const metrics = new ServiceMetrics({
+      siteLabelsMax: config.metricsSiteLabelsMax,
+      snapshot: credentialCacheGauges(cache, pool, logger),
+      pool,
+      ready: () => readiness().ready,
+    });
+    // Today's cache reports successful syncs only; failures and notifications are not observable yet.
+    cache.onSync((event) => metrics.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds }));
+    const lastUsed = new LastUsedRecorder({
+      pool,
+      flushSeconds: config.lastUsedFlushSeconds,
+      logger,
+      onFlush: (outcome) => metrics.onLastUsedFlush(outcome),
+    });
+    closers.push(() => lastUsed.stop());
 
-    const logDecision = createDecisionLog(logger);
+    const http = await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness, metrics });
+    closers.push(() => http.close());
+    logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
+
+    const logDecision = createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate });
     const grpc = await startGrpcServer({
       bindAddress: config.bindAddress,
       port: config.grpcPort,
@@ -79,9 +135,11 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
           return snapshot && decide(input, snapshot, now);
         },
         onDecision: (event) => {
+          metrics.observeCheck(event);
           logDecision(event);
-          if (event.decision.outcome === 'allow') lastUsed.record(event.decision.keyId, Date.now());
+          if (event.outcome === 'allowed') lastUsed.record(event.keyId, Date.now());
         },
+        onFailure: (event) => metrics.observeUndecided(event),
       },
     });
     closers.push(() => grpc.shutdown(config.shutdownGraceSeconds * 1000));
