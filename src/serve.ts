@@ -13,10 +13,12 @@ import { LastUsedRecorder } from './store/last-used-recorder.js';
 import { migrate } from './store/migrate.js';
 
 const READINESS_POLL_MS = 1_000;
-const ACTIVE_KEYS_QUERY_TIMEOUT_MS = 5_000;
-// The snapshot loader's criterion (not revoked), less the keys whose expiry has passed.
-const COUNT_ACTIVE_KEYS = `SELECT count(*)::int AS n FROM api_keys
-                            WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`;
+// The snapshot loader's criterion (not revoked), less the keys whose expiry has passed. pg reads
+// query_timeout from a query's config too, though its types name it on the client's only.
+const COUNT_ACTIVE_KEYS: pg.QueryConfig & { readonly query_timeout: number } = {
+  text: `SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
+  query_timeout: 5_000,
+};
 
 /**
  * Today's CredentialCache seen through the metrics' narrow interface. The cache does not count its
@@ -30,7 +32,7 @@ function credentialCacheGauges(cache: CredentialCache, pool: pg.Pool, logger: Lo
     do {
       countAgain = false;
       try {
-        const { rows } = await pool.query<{ n: number }>({ text: COUNT_ACTIVE_KEYS, query_timeout: ACTIVE_KEYS_QUERY_TIMEOUT_MS } as pg.QueryConfig);
+        const { rows } = await pool.query<{ n: number }>(COUNT_ACTIVE_KEYS);
         activeKeys = rows[0]?.n ?? activeKeys;
       } catch (error) {
         logger.debug({ err: error }, 'counting active keys for the metrics failed');

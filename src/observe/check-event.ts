@@ -74,17 +74,16 @@ function bodyBytes(input: CheckInput): number | undefined {
   }
 }
 
-/** The one place an event is made from a decision; everything an observer may see passes here. */
+/**
+ * The one place an event is made from a decision; everything an observer may see passes here. It
+ * runs on every check, so it builds plain literals (an object spread costs microseconds here).
+ */
 export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number): CheckEvent {
-  const common = {
-    requestId: clipForLog(request.requestId),
-    clientIp: clipForLog(request.input.clientAddress),
-    bodyBytes: bodyBytes(request.input),
-    durationSeconds,
-  };
+  const requestId = clipForLog(request.requestId);
+  const clientIp = clipForLog(request.input.clientAddress);
+  const size = bodyBytes(request.input);
   if (decision.outcome === 'allow') {
     return {
-      ...common,
       outcome: 'allowed',
       errorId: undefined,
       rule: undefined,
@@ -93,11 +92,14 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
       siteKnown: true,
       keyId: decision.keyId,
       maskedKey: undefined,
+      clientIp,
+      requestId,
+      bodyBytes: size,
+      durationSeconds,
     };
   }
   const { denial } = decision;
   return {
-    ...common,
     outcome: 'denied',
     errorId: denial.errorId,
     rule: 'rule' in denial ? denial.rule : undefined,
@@ -107,5 +109,9 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
     siteKnown: denial.errorId === 103 || denial.errorId === 102 || denial.errorId === 104,
     keyId: 'keyId' in denial ? denial.keyId : undefined,
     maskedKey: 'maskedKey' in denial ? denial.maskedKey : undefined,
+    clientIp,
+    requestId,
+    bodyBytes: size,
+    durationSeconds,
   };
 }

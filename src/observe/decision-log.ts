@@ -29,6 +29,19 @@ function reasonInWords(event: DeniedCheckEvent): string {
   }
 }
 
+/** What a line says of any check, allowed or denied. */
+function checkFields(event: CheckEvent) {
+  return {
+    requestId: event.requestId,
+    siteId: event.siteId,
+    keyId: event.keyId,
+    maskedKey: event.maskedKey,
+    clientIp: event.clientIp,
+    durationSeconds: event.durationSeconds,
+    bodyBytes: event.bodyBytes,
+  };
+}
+
 export interface DecisionLogOptions {
   /** LOG_ALLOWED_SAMPLE_RATE: the share of allowed checks logged at info, 0..1. */
   readonly allowedSampleRate: number;
@@ -45,23 +58,14 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
   const { allowedSampleRate, random = Math.random, now = Date.now } = options;
   let lastBodyHintAt = -Infinity;
   return (event) => {
-    const fields = {
-      requestId: event.requestId,
-      siteId: event.siteId,
-      keyId: event.keyId,
-      maskedKey: event.maskedKey,
-      clientIp: event.clientIp,
-      durationSeconds: event.durationSeconds,
-      bodyBytes: event.bodyBytes,
-    };
     if (event.outcome === 'allowed') {
       // random() < 0 never holds, so the default rate 0 logs no allow at info.
-      if (random() < allowedSampleRate) logger.info({ ...fields, event: 'check.allowed', sampleRate: allowedSampleRate }, 'check allowed');
-      else if (logger.isLevelEnabled('debug')) logger.debug({ ...fields, event: 'check.allowed' }, 'check allowed');
+      if (random() < allowedSampleRate) logger.info({ ...checkFields(event), event: 'check.allowed', sampleRate: allowedSampleRate }, 'check allowed');
+      else if (logger.isLevelEnabled('debug')) logger.debug({ ...checkFields(event), event: 'check.allowed' }, 'check allowed');
       return;
     }
     logger.info(
-      { ...fields, event: 'check.denied', errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) },
+      { ...checkFields(event), event: 'check.denied', errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) },
       'check denied',
     );
     if (event.rule === 'body-not-forwarded' && now() - lastBodyHintAt >= HINT_INTERVAL_MS) {
