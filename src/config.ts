@@ -35,6 +35,10 @@ export interface Config {
   /** Remove the Authorization header from allowed requests before they reach the upstream. */
   readonly stripAuthorization: boolean;
   readonly denialStatsRetentionDays: number;
+  /** How many sites get their own `site` label on the check metrics; the rest count as "other". */
+  readonly metricsSiteLabelsMax: number;
+  /** The share of allowed checks logged at info, 0..1 (denials are always logged). */
+  readonly logAllowedSampleRate: number;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -65,6 +69,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (!/^\d+$/.test(value)) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${value}"`);
   const parsed = Number(value);
   if (parsed < min || parsed > max) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got ${value}`);
+  return parsed;
+}
+
+/** A share from 0 to 1, written as a decimal (0.01, not 1% or 1e-2). */
+function fraction(env: Env, name: string, fallback: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  const parsed = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (!(parsed >= 0 && parsed <= 1)) throw new ConfigError(name, `expected a decimal from 0 to 1, such as 0.01, got "${value}"`);
   return parsed;
 }
 
@@ -176,5 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     migrationGuideUrl: httpsUrl(env, 'MIGRATION_GUIDE_URL'),
     stripAuthorization: boolean(env, 'STRIP_AUTHORIZATION', false),
     denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 30, 1, 3_650),
+    metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
+    logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
   });
 }

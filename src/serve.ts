@@ -7,6 +7,7 @@ import { startGrpcServer } from './envoy/grpc-server.js';
 import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
 import { createLogger, type Logger } from './observe/logger.js';
+import { ServiceMetrics, type SnapshotGauges } from './observe/metrics.js';
 import { CredentialCache, databaseTimeoutMs } from './store/credential-cache.js';
 import { connectionPool, openDatabase } from './store/database.js';
 import { DenialStatsRecorder } from './store/denial-stats-recorder.js';
@@ -16,6 +17,16 @@ import { migrate } from './store/migrate.js';
 const READINESS_POLL_MS = 1_000;
 /** Distinct (site, error, client address) refusal groups a replica holds between two flushes. */
 const DENIAL_GROUPS_MAX = 10_000;
+
+/** The credential cache seen through the metrics' narrow interface. */
+function cacheGauges(cache: CredentialCache): SnapshotGauges {
+  return {
+    status(now) {
+      const status = cache.status(now);
+      return { ageSeconds: status.loaded ? status.staleSeconds : null, sites: status.sites, activeKeys: status.activeKeys, listening: status.listening };
+    },
+  };
+}
 
 /** Resolves on the first SIGTERM or SIGINT: the orchestrator's request to drain and stop. */
 function stopRequested(logger: Logger): Promise<string> {
@@ -64,7 +75,26 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       logger,
     });
     closers.push(() => cache.stop());
-    const lastUsed = new LastUsedRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger });
+
+    const readiness = () => {
+      const status = cache.status(Date.now());
+      return { ready: status.ready && !shuttingDown, detail: { shuttingDown, snapshot: status } };
+    };
+    const metrics = new ServiceMetrics({
+      siteLabelsMax: config.metricsSiteLabelsMax,
+      snapshot: cacheGauges(cache),
+      pool,
+      ready: () => readiness().ready,
+    });
+    cache.onSync((event) => metrics.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds }));
+    cache.onSyncFailure((event) => metrics.onSync({ kind: event.kind, ok: false, durationSeconds: 0 }));
+    cache.onNotificationReceived(() => metrics.onNotification());
+    const lastUsed = new LastUsedRecorder({
+      pool,
+      flushSeconds: config.lastUsedFlushSeconds,
+      logger,
+      onFlush: (outcome) => metrics.onLastUsedFlush(outcome),
+    });
     closers.push(() => lastUsed.stop());
     const refusals = new DenialStatsRecorder({
       pool,
@@ -75,15 +105,11 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     });
     closers.push(() => refusals.stop());
 
-    const readiness = () => {
-      const status = cache.status(Date.now());
-      return { ready: status.ready && !shuttingDown, detail: { shuttingDown, snapshot: status } };
-    };
-    const http = await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness });
+    const http = await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness, metrics });
     closers.push(() => http.close());
-    logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz)');
+    logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
 
-    const logDecision = createDecisionLog(logger);
+    const logDecision = createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate });
     const sunset = { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl };
     const allowedResponse = sunsetNotice({
       deprecatedAt: config.apiKeyDeprecatedAt,
@@ -105,18 +131,19 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
           return snapshot && decide(input, snapshot, now, sunset);
         },
         onDecision: (event) => {
+          metrics.observeCheck(event);
           logDecision(event);
-          const { decision } = event;
           const now = Date.now();
           // Refusals of sites we know, by client address (strangers' 108 and 101 are not counted).
-          const clientIp = () => parseClientIp(event.input.clientAddress)?.address ?? 'unknown';
-          if (decision.outcome === 'allow') {
-            lastUsed.record(decision.keyId, now);
-            if (decision.rehearsal) refusals.record(decision.siteId, 105, clientIp(), true, now);
-          } else if (decision.denial.errorId !== 108 && decision.denial.errorId !== 101) {
-            refusals.record(decision.denial.siteId, decision.denial.errorId, clientIp(), false, now);
+          const clientIp = () => parseClientIp(event.clientIp)?.address ?? 'unknown';
+          if (event.outcome === 'allowed') {
+            lastUsed.record(event.keyId, now);
+            if (event.rehearsalBrownoutId !== undefined) refusals.record(event.siteId, 105, clientIp(), true, now);
+          } else if (event.siteKnown && event.siteId !== undefined) {
+            refusals.record(event.siteId, event.errorId, clientIp(), false, now);
           }
         },
+        onFailure: (event) => metrics.observeUndecided(event),
       },
     });
     closers.push(() => grpc.shutdown(config.shutdownGraceSeconds * 1000));

@@ -23,6 +23,8 @@ describe('loadConfig', () => {
     assert.equal(config.migrationGuideUrl, undefined);
     assert.equal(config.stripAuthorization, false);
     assert.equal(config.denialStatsRetentionDays, 30);
+    assert.equal(config.metricsSiteLabelsMax, 1000);
+    assert.equal(config.logAllowedSampleRate, 0, 'allowed checks are not logged unless asked');
     assert.ok(Object.isFrozen(config));
   });
 
@@ -53,6 +55,14 @@ describe('loadConfig', () => {
       kind: 'header',
       name: 'x-envoy-external-address',
     });
+  });
+
+  it('reads the site label cap and the share of allowed checks to log', () => {
+    assert.equal(loadConfig({ METRICS_SITE_LABELS_MAX: '0' }).metricsSiteLabelsMax, 0);
+    assert.equal(loadConfig({ METRICS_SITE_LABELS_MAX: '25000' }).metricsSiteLabelsMax, 25000);
+    for (const [text, rate] of [['0', 0], ['1', 1], ['0.01', 0.01], ['1.0', 1], [' 0.5 ', 0.5]] as const) {
+      assert.equal(loadConfig({ LOG_ALLOWED_SAMPLE_RATE: text }).logAllowedSampleRate, rate, text);
+    }
   });
 
   const refused: Array<[Record<string, string>, string, RegExp]> = [
@@ -87,6 +97,15 @@ describe('loadConfig', () => {
     [{ LAST_USED_FLUSH_SECONDS: '0' }, 'LAST_USED_FLUSH_SECONDS', /from 1/],
     [{ SHUTDOWN_GRACE_SECONDS: 'soon' }, 'SHUTDOWN_GRACE_SECONDS', /whole number/],
     [{ SHUTDOWN_DELAY_SECONDS: '5s' }, 'SHUTDOWN_DELAY_SECONDS', /whole number/],
+    [{ METRICS_SITE_LABELS_MAX: 'all' }, 'METRICS_SITE_LABELS_MAX', /whole number from 0 to 100000/],
+    [{ METRICS_SITE_LABELS_MAX: '1000000' }, 'METRICS_SITE_LABELS_MAX', /100000/],
+    [{ METRICS_SITE_LABELS_MAX: '-1' }, 'METRICS_SITE_LABELS_MAX', /whole number/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '1.5' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal from 0 to 1/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '-0.1' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal from 0 to 1/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '10%' }, 'LOG_ALLOWED_SAMPLE_RATE', /such as 0.01, got "10%"/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '1e-2' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: 'NaN' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '.5' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
   ];
   for (const [env, variable, reason] of refused) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable} and why`, () => {

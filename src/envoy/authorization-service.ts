@@ -1,28 +1,11 @@
 import { status as GrpcStatus, type handleUnaryCall, type ServerErrorResponse } from '@grpc/grpc-js';
 import type { ClientIpSource } from '../config.js';
 import type { CheckInput, Decision } from '../decision/types.js';
+import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
 import { toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckRequestMessage, CheckResponseMessage } from './messages.js';
-import { viewCheckRequest, type RequestSummary } from './request-view.js';
-
-/** A decision that was made and sent to Envoy; observers (logs, metrics) read it, never change it. */
-export interface DecisionEvent {
-  readonly requestId: string | undefined;
-  readonly request: RequestSummary;
-  readonly input: CheckInput;
-  readonly decision: Decision;
-  /** From receiving the CheckRequest to having the CheckResponse ready. */
-  readonly durationSeconds: number;
-}
-
-/** A check that got no decision: Envoy's failure_mode_allow / status_on_error take over. */
-export interface CheckFailureEvent {
-  readonly requestId: string | undefined;
-  /** unavailable: no credential data to decide on; internal: an unexpected error. */
-  readonly reason: 'unavailable' | 'internal';
-  readonly durationSeconds: number;
-}
+import { viewCheckRequest } from './request-view.js';
 
 export interface AuthorizationServiceDeps {
   readonly clientIpSource: ClientIpSource;
@@ -30,8 +13,9 @@ export interface AuthorizationServiceDeps {
   readonly authorize: (input: CheckInput) => Decision | undefined;
   /** What allowed responses carry besides x-site-id (sunset headers, removed credentials). */
   readonly allowedResponse?: AllowedResponsePolicy;
-  readonly onDecision?: (event: DecisionEvent) => void;
-  readonly onFailure?: (event: CheckFailureEvent) => void;
+  /** Observers of each decision: they get the key-free event, never the request as received. */
+  readonly onDecision?: (event: CheckEvent) => void;
+  readonly onFailure?: (event: UndecidedCheckEvent) => void;
   readonly logger: Logger;
 }
 
@@ -70,8 +54,8 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     Check(call, callback) {
       const started = process.hrtime.bigint();
       let requestId: string | undefined;
-      let decided: DecisionEvent | undefined;
-      let failure: CheckFailureEvent['reason'] | undefined;
+      let decided: CheckEvent | undefined;
+      let failure: UndecidedCheckEvent['reason'] | undefined;
       let response: CheckResponseMessage | undefined;
       try {
         const view = viewCheckRequest(call.request, deps.clientIpSource);
@@ -81,7 +65,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
           failure = 'unavailable';
         } else {
           response = toCheckResponse(decision, deps.allowedResponse);
-          decided = { requestId, request: view.request, input: view.input, decision, durationSeconds: secondsSince(started) };
+          decided = checkEvent(view, decision, secondsSince(started));
         }
       } catch (error) {
         failure = 'internal';

@@ -94,6 +94,7 @@ export class CredentialCache {
   private readonly ignoredLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly syncListeners: Array<(event: SyncEvent) => void> = [];
   private readonly failureListeners: Array<(event: SyncFailureEvent) => void> = [];
+  private readonly notificationListeners: Array<(event: undefined) => void> = [];
   private resolveStarted: () => void = () => undefined;
   /** Settles start(): on the first successful load, or on stop(). */
   private readonly started = new Promise<void>((resolveStarted) => (this.resolveStarted = resolveStarted));
@@ -144,6 +145,11 @@ export class CredentialCache {
   /** Observers of every failed sync. */
   onSyncFailure(listener: (event: SyncFailureEvent) => void): void {
     this.failureListeners.push(listener);
+  }
+
+  /** Observers of every notification received on the channel, acted on or not. */
+  onNotificationReceived(listener: () => void): void {
+    this.notificationListeners.push(listener);
   }
 
   async stop(): Promise<void> {
@@ -246,6 +252,7 @@ export class CredentialCache {
    * end. The periodic resync is the safety net for whatever was meant.
    */
   private onNotification(payload: string | undefined): void {
+    this.notify(this.notificationListeners, undefined);
     if (payload === '*') {
       this.requestFullLoad();
       return;

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decide } from '../../src/decision/decide.js';
 import type { CheckInput, CredentialSnapshot, Decision } from '../../src/decision/types.js';
-import type { DecisionEvent } from '../../src/envoy/authorization-service.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
+import type { CheckEvent } from '../../src/observe/check-event.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { authorizationClient, check, checkRequest, verdict, type UpstreamCheckResponse } from '../support/envoy-client.js';
 import { healthClient, healthOf, type HealthClient } from '../support/health-client.js';
@@ -34,7 +34,7 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
   /** What `authorize` does for the next call: decide on the snapshot, have no data, or crash. */
   let mode: 'decide' | 'no-data' | 'crash' = 'decide';
   let observerThrows = false;
-  const events: DecisionEvent[] = [];
+  const events: CheckEvent[] = [];
   let server: AuthzGrpcServer;
   let client: CheckClient;
   let health: HealthClient;
@@ -133,7 +133,7 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
     assert.equal(verdict(response), 'allow');
     assert.equal(events.length, 1);
     assert.equal(events[0]?.requestId, 'req-observed');
-    assert.equal(events[0]?.decision.outcome, 'allow');
+    assert.equal(events[0]?.outcome, 'allowed');
     assert.ok((events[0]?.durationSeconds ?? -1) >= 0);
   });
 
