@@ -83,6 +83,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     const metrics = new ServiceMetrics({
       siteLabelsMax: config.metricsSiteLabelsMax,
       snapshot: cacheGauges(cache),
+      apiKeySunsetAt: config.apiKeySunsetAt,
       pool,
       ready: () => readiness().ready,
     });

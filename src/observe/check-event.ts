@@ -1,5 +1,5 @@
 import { denialMessage } from '../decision/error-catalogue.js';
-import type { BodyRule, CheckInput, Decision, ErrorId, HeaderRule, KeyId, SiteId } from '../decision/types.js';
+import type { BodyRule, CheckInput, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason } from '../decision/types.js';
 import { clipForLog } from './log-text.js';
 
 /** What every check event says, allowed or denied. */
@@ -30,6 +30,7 @@ export interface AllowedCheckEvent extends CheckEventFacts {
   readonly keyId: KeyId;
   /** A dry-run brownout would have refused it (105): its id (issue #11). */
   readonly rehearsalBrownoutId: string | undefined;
+  readonly sunsetReason: undefined;
   readonly errorId: undefined;
   readonly rule: undefined;
   readonly errorMessage: undefined;
@@ -38,6 +39,8 @@ export interface AllowedCheckEvent extends CheckEventFacts {
 export interface DeniedCheckEvent extends CheckEventFacts {
   readonly outcome: 'denied';
   readonly rehearsalBrownoutId: undefined;
+  /** Why valid credentials were refused with 105. */
+  readonly sunsetReason: SunsetReason | undefined;
   readonly errorId: ErrorId;
   /** Which rule refused the header (108) or the body (104). */
   readonly rule: HeaderRule | BodyRule | undefined;
@@ -95,6 +98,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
       siteKnown: true,
       keyId: decision.keyId,
       rehearsalBrownoutId: decision.rehearsal?.brownoutId,
+      sunsetReason: undefined,
       maskedKey: undefined,
       clientIp,
       requestId,
@@ -112,6 +116,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
     // 101 is "unknown or disabled": the id may be anything a client sent.
     siteKnown: denial.errorId !== 101 && denial.errorId !== 108,
     rehearsalBrownoutId: undefined,
+    sunsetReason: denial.errorId === 105 ? denial.reason : undefined,
     keyId: 'keyId' in denial ? denial.keyId : undefined,
     maskedKey: 'maskedKey' in denial ? denial.maskedKey : undefined,
     clientIp,

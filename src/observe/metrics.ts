@@ -43,6 +43,8 @@ export interface ServiceMetricsOptions {
   readonly ready: () => boolean;
   readonly now?: () => number;
   readonly version?: string;
+  /** APIKEY_SUNSET_AT, epoch ms: exported so that alerts can compare traffic with it. */
+  readonly apiKeySunsetAt: number;
 }
 
 /** The `site` label value of every site beyond the cap, every unknown id, and checks without a site. */
@@ -97,6 +99,9 @@ export class ServiceMetrics {
   private readonly syncFailures: Counter<'kind'>;
   private readonly syncDuration: Histogram<'kind'>;
   private readonly notifications: Counter;
+  private readonly apiKeyRequests: Counter;
+  private readonly sunsetRefusals: Counter;
+  private readonly brownoutRehearsals: Counter;
   private readonly lastUsedFlushes: Counter;
   private readonly lastUsedFlushFailures: Counter;
 
@@ -122,6 +127,30 @@ export class ServiceMetrics {
       labelNames: ['outcome', 'error_id', 'site'],
       registers,
     });
+    // Issue #11: who still authenticates with API keys, and what the sunset refuses.
+    this.apiKeyRequests = new Counter({
+      name: 'sitekey_authz_apikey_requests_total',
+      help: 'Requests authenticated with a valid API key and let through, by site (same label rules as sitekey_authz_checks_total): the traffic the sunset will stop.',
+      labelNames: ['site'],
+      registers,
+    });
+    this.sunsetRefusals = new Counter({
+      name: 'sitekey_authz_apikey_sunset_refusals_total',
+      help: 'Requests with valid API-key credentials refused with error 105, by reason: brownout or retired.',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of ['brownout', 'retired']) this.sunsetRefusals.inc({ reason }, 0);
+    this.brownoutRehearsals = new Counter({
+      name: 'sitekey_authz_apikey_brownout_rehearsals_total',
+      help: 'Requests a dry-run brownout would have refused with error 105, let through.',
+      registers,
+    });
+    new Gauge({
+      name: 'sitekey_authz_apikey_sunset_timestamp_seconds',
+      help: 'When API-key authentication retires (APIKEY_SUNSET_AT), in Unix seconds.',
+      registers,
+    }).set(options.apiKeySunsetAt / 1000);
     this.checkDuration = new Histogram({
       name: 'sitekey_authz_check_duration_seconds',
       help: 'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
@@ -257,8 +286,14 @@ export class ServiceMetrics {
 
   observeCheck(event: CheckEvent): void {
     const site = this.siteLabels.of(event);
-    if (event.outcome === 'allowed') this.checks.inc({ outcome: 'allowed', site });
-    else this.checks.inc({ outcome: 'denied', error_id: String(event.errorId), site });
+    if (event.outcome === 'allowed') {
+      this.checks.inc({ outcome: 'allowed', site });
+      this.apiKeyRequests.inc({ site });
+      if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
+    } else {
+      this.checks.inc({ outcome: 'denied', error_id: String(event.errorId), site });
+      if (event.sunsetReason !== undefined) this.sunsetRefusals.inc({ reason: event.sunsetReason });
+    }
     this.checkDuration.observe({ outcome: event.outcome }, event.durationSeconds);
   }
 

@@ -34,6 +34,7 @@ async function namesTheServiceExposes(): Promise<Set<string>> {
   const key = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
   const snapshot = snapshotOf([{ siteId: '1001', keys: [{ key, keyId: '11' }], cidrs: ['203.0.113.0/24'] }]);
   const metrics = new ServiceMetrics({
+    apiKeySunsetAt: NO_SUNSET.sunsetAt,
     siteLabelsMax: 1000,
     snapshot: { status: () => ({ ageSeconds: 3, sites: 1, activeKeys: 1, listening: true }) },
     pool: { totalCount: 1, idleCount: 1, waitingCount: 0 },
@@ -116,6 +117,7 @@ describe('dashboard and alert rules (deploy/observability)', () => {
   it('has an alert, with a summary and a runbook, for each thing that needs a person', () => {
     const alerts = [...rulesText.matchAll(/- alert: (\S+)\n([\s\S]*?)(?=\n {6}- alert:|\s*$)/g)];
     assert.deepEqual(alerts.map((match) => match[1]).sort(), [
+      'SitekeyAuthzApiKeyTrafficAfterSunset',
       'SitekeyAuthzChecksUndecided',
       'SitekeyAuthzDenialRateSpike',
       'SitekeyAuthzLatencyP99OverBudget',

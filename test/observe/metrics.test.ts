@@ -34,6 +34,7 @@ function fixture(options: Partial<ServiceMetricsOptions> = {}): Fixture {
     ready: true,
   };
   const metrics = new ServiceMetrics({
+    apiKeySunsetAt: NO_SUNSET.sunsetAt,
     siteLabelsMax: 1000,
     snapshot: { status: () => state.snapshot },
     pool: state.pool,
@@ -63,6 +64,23 @@ const randomIp = () => (randomInt(2) ? `${randomInt(256)}.${randomInt(256)}.${ra
 const randomSiteId = () => String(randomInt(4000, 2 ** 47));
 
 describe('service metrics', () => {
+  it('counts API-key requests by site, 105 refusals by reason and dry-run rehearsals, and exports the sunset (issue #11)', async () => {
+    const f = fixture();
+    const during = (dryRun: boolean) => snapshotOf(
+      [{ siteId: '1001', keys: [{ key: KEY, keyId: '11' }], cidrs: ['203.0.113.0/24'] }],
+      [{ id: '9', from: NOW - 1_000, until: NOW + 1_000, siteIds: null, dryRun }],
+    );
+    f.check({});
+    f.check({}, during(true));
+    f.check({}, during(false));
+    const text = await f.scrape();
+    assert.match(text, /^sitekey_authz_apikey_requests_total\{site="1001"\} 2$/m, 'the allowed check and the rehearsal');
+    assert.match(text, /^sitekey_authz_apikey_brownout_rehearsals_total 1$/m);
+    assert.match(text, /^sitekey_authz_apikey_sunset_refusals_total\{reason="brownout"\} 1$/m);
+    assert.match(text, /^sitekey_authz_apikey_sunset_refusals_total\{reason="retired"\} 0$/m);
+    assert.match(text, new RegExp(`^sitekey_authz_apikey_sunset_timestamp_seconds ${NO_SUNSET.sunsetAt / 1000}$`, 'm'));
+  });
+
   it('counts checks by outcome, error id and known site, and times them', async () => {
     const f = fixture();
     f.check({});
