@@ -1,5 +1,4 @@
-import { status as GrpcStatus } from '@grpc/grpc-js';
-import { denialBody, ERROR_CATALOGUE } from '../decision/error-catalogue.js';
+import { denialBody, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
 import type { Decision } from '../decision/types.js';
 import { HeaderAppendAction, type CheckResponseMessage, type HeaderValueOptionMessage } from './messages.js';
 
@@ -58,7 +57,7 @@ export function sunsetNotice(options: {
 export function toCheckResponse(decision: Decision, allowed: AllowedResponsePolicy = PLAIN_ALLOWED_RESPONSE): CheckResponseMessage {
   if (decision.outcome === 'allow') {
     return {
-      status: { code: GrpcStatus.OK, message: '' },
+      status: { code: GrpcCode.OK, message: '' },
       ok_response: {
         headers: [overwrite(SITE_ID_HEADER, decision.siteId)],
         headers_to_remove: allowed.removeHeaders,

@@ -125,3 +125,11 @@ describe('sunset notice on allowed responses (issue #11)', () => {
     assert.deepEqual(response.denied_response.headers.map((option) => option.header.key), ['content-type']);
   });
 });
+
+describe('the catalogue\'s own gRPC code names', () => {
+  it('are the numbers of google.rpc.Code as grpc-js knows them', async () => {
+    const { status } = await import('@grpc/grpc-js');
+    const { GrpcCode } = await import('../../src/decision/error-catalogue.js');
+    assert.deepEqual(GrpcCode, { OK: status.OK, PERMISSION_DENIED: status.PERMISSION_DENIED, UNAUTHENTICATED: status.UNAUTHENTICATED });
+  });
+});
