@@ -50,40 +50,43 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     }
   }
 
+  /** The answer to one CheckRequest, made without side effects; the caller sends it and tells observers. */
+  type Answer =
+    | { readonly response: CheckResponseMessage; readonly event: CheckEvent }
+    | { readonly failure: UndecidedCheckEvent['reason']; readonly requestId: string | undefined };
+
+  function answer(request: CheckRequestMessage, started: bigint): Answer {
+    let requestId: string | undefined;
+    try {
+      const view = viewCheckRequest(request, deps.clientIpSource);
+      requestId = view.requestId;
+      const decision = deps.authorize(view.input);
+      if (decision === undefined) return { failure: 'unavailable', requestId };
+      return { response: toCheckResponse(decision, deps.allowedResponse), event: checkEvent(view, decision, secondsSince(started)) };
+    } catch (error) {
+      logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');
+      return { failure: 'internal', requestId };
+    }
+  }
+
   return {
     Check(call, callback) {
       const started = process.hrtime.bigint();
-      let requestId: string | undefined;
-      let decided: CheckEvent | undefined;
-      let failure: UndecidedCheckEvent['reason'] | undefined;
-      let response: CheckResponseMessage | undefined;
-      try {
-        const view = viewCheckRequest(call.request, deps.clientIpSource);
-        requestId = view.requestId;
-        const decision = deps.authorize(view.input);
-        if (decision === undefined) {
-          failure = 'unavailable';
-        } else {
-          response = toCheckResponse(decision, deps.allowedResponse);
-          decided = checkEvent(view, decision, secondsSince(started));
-        }
-      } catch (error) {
-        failure = 'internal';
-        logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');
+      const result = answer(call.request, started);
+      if ('response' in result) {
+        callback(null, result.response);
+        notify(deps.onDecision, result.event, result.event.requestId);
+        return;
       }
-
-      if (response !== undefined) {
-        callback(null, response);
-      } else if (failure === 'unavailable') {
+      const { failure, requestId } = result;
+      if (failure === 'unavailable') {
         // Logged at debug: while data is missing every check lands here; the store logs why once.
         logger.debug({ requestId }, 'check answered UNAVAILABLE: no credential data loaded, or too stale');
         callback(rpcError(GrpcStatus.UNAVAILABLE, 'no credential data loaded, or it is too stale to trust; see /readyz'));
       } else {
         callback(rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide'));
       }
-
-      if (decided !== undefined) notify(deps.onDecision, decided, requestId);
-      else notify(deps.onFailure, { requestId, reason: failure ?? 'internal', durationSeconds: secondsSince(started) }, requestId);
+      notify(deps.onFailure, { requestId, reason: failure, durationSeconds: secondsSince(started) }, requestId);
     },
   };
 }
