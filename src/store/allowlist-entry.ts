@@ -68,3 +68,13 @@ export function parseAllowlistEntry(text: string): ParsedAllowlistEntry {
   }
   return { ok: true, entry: { family, network: network.address, prefix, cidr: `${network.address}/${prefix}` } };
 }
+
+/**
+ * Whether an IPv6 entry contains the IPv4-mapped range ::ffff:0:0/96 (e.g. ::/80). It admits no IPv4
+ * client all the same: the decision checks IPv4 clients, mapped ones included, against IPv4 entries only.
+ */
+export function coversIpv4Mapped(entry: AllowlistEntry): boolean {
+  if (entry.family !== 'ipv6' || entry.prefix > IPV4_MAPPED.prefix) return false;
+  const hostBits = BigInt(BITS.ipv6 - entry.prefix);
+  return addressBits(entry.network, 'ipv6') >> hostBits === addressBits(IPV4_MAPPED.network, 'ipv6') >> hostBits;
+}

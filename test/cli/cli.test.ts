@@ -220,7 +220,21 @@ describe('sitekey-authz CLI', () => {
       const result = await cli('ip', 'allow', '5002', '0.0.0.0/0', '::/0');
       assert.equal(result.code, 0);
       assert.match(result.stderr, /warning: 0\.0\.0\.0\/0 admits every IPv4 address/);
-      assert.match(result.stderr, /warning: ::\/0 admits every address, IPv4 included/);
+      assert.match(result.stderr, /warning: ::\/0 admits every IPv6 address/);
+    });
+
+    it('warns that an IPv6 entry covering ::ffff:0:0/96 admits no IPv4 client, and what to type instead', async () => {
+      await cli('site', 'add', '5004');
+      const result = await cli('ip', 'allow', '5004', '::/80', '::fffe:0:0/95', '2001:db8::/32', '::/0', '::ffff:0:0/96');
+      assert.equal(result.code, 0, result.stderr);
+      for (const cidr of ['::/80', '::fffe:0:0/95', '::/0']) {
+        const warning = new RegExp(`^warning: ${cidr.replaceAll('/', '\\/')} does not admit IPv4 clients.*IPv4 clients match IPv4 entries only.*sitekey-authz ip allow 5004 <IPv4 network>`, 'm');
+        assert.match(result.stderr, warning);
+      }
+      assert.doesNotMatch(result.stderr, /2001:db8::\/32/);
+      // The IPv4-mapped range itself is the IPv4 network it maps, as it always was.
+      assert.match(result.stdout, /0\.0\.0\.0\/0/);
+      assert.match(result.stderr, /warning: 0\.0\.0\.0\/0 admits every IPv4 address/);
     });
 
     it('lists the allowlist, and says what an empty one means', async () => {
