@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
-import { BlockList } from 'node:net';
 import { hashApiKey } from '../src/decision/api-key.js';
 import { decide } from '../src/decision/decide.js';
 import type { CheckInput, CredentialSnapshot, SiteCredentials } from '../src/decision/types.js';
+import { buildAllowlist } from '../src/store/snapshot-loader.js';
 
 /** Throughput of the pure decision on an allowed request, over a snapshot of 10,000 sites. */
 export async function runDecideBench(): Promise<void> {
   const sites = new Map<string, SiteCredentials>();
   for (let i = 1; i <= 10_000; i++) {
-    const allowlist = new BlockList();
-    allowlist.addSubnet(`10.${(i >> 8) & 255}.${i & 255}.0`, 24, 'ipv4');
+    const allowlist = buildAllowlist([{ network: `10.${(i >> 8) & 255}.${i & 255}.0`, prefix: 24 }]);
     const key = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
     sites.set(String(i), {
       siteId: String(i),

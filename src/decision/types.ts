@@ -1,5 +1,3 @@
-import type { BlockList } from 'node:net';
-
 /** A site identifier in canonical form: positive decimal, no sign, no leading zero, within bigint. */
 export type SiteId = string;
 /** An API key in canonical form: a lower-case 8-4-4-4-12 hex UUID. */
@@ -15,6 +13,15 @@ export interface KeyCredential {
   readonly expiresAt: number | null;
 }
 
+/** The networks a site's clients must come from. */
+export interface Allowlist {
+  /**
+   * Whether the address is inside one of the networks of its own family: an IPv4 client matches IPv4
+   * networks only, never an IPv6 network that covers ::ffff:0:0/96, as a single BlockList would match it.
+   */
+  check(address: string, family: 'ipv4' | 'ipv6'): boolean;
+}
+
 export interface SiteCredentials {
   readonly siteId: SiteId;
   readonly enabled: boolean;
@@ -23,7 +30,7 @@ export interface SiteCredentials {
   /** Active (not revoked) keys of the site, by hash. Expiry is checked at decision time. */
   readonly keysByHash: ReadonlyMap<KeyHash, KeyCredential>;
   /** The site's allowlist. Empty admits nobody: whitelisting is mandatory (spec, Authentication 6). */
-  readonly allowlist: BlockList;
+  readonly allowlist: Allowlist;
 }
 
 /** A scheduled refusal of API-key requests ahead of the sunset, as GitHub ran them (issue #11). */

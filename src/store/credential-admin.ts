@@ -187,7 +187,7 @@ export class CredentialAdmin {
   async listKeys(siteId: SiteId): Promise<KeySummary[]> {
     return this.withClient(async (sql) => {
       await this.site(sql, siteId);
-      const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY id`, [siteId]);
+      const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY api_keys.id`, [siteId]);
       return rows.map(keySummary);
     });
   }

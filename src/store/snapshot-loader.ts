@@ -1,7 +1,7 @@
 import { BlockList } from 'node:net';
 import type pg from 'pg';
-import { parseClientIp } from '../decision/client-ip.js';
-import type { Brownout, KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
+import { allowlistNetwork } from '../decision/client-ip.js';
+import type { Allowlist, Brownout, KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
 export type SiteTable = Map<SiteId, SiteCredentials>;
@@ -30,14 +30,18 @@ const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256
                 FROM api_keys WHERE revoked_at IS NULL`;
 const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, masklen(cidr) AS prefix FROM allowlist_entries';
 
-function addEntry(allowlist: BlockList, network: string, prefix: number): void {
-  const ip = parseClientIp(network);
-  if (ip === undefined) return;
-  // An IPv4-mapped IPv6 network (::ffff:a.b.c.d/96 and longer) holds IPv4 clients, which the
-  // decision checks as IPv4, so it is kept as the IPv4 network it maps.
-  const mapped = ip.family === 'ipv4' && network.includes(':');
-  if (mapped && prefix < 96) return;
-  allowlist.addSubnet(ip.address, mapped ? prefix - 96 : prefix, ip.family);
+/**
+ * A site's allowlist from its entries (network and prefix as PostgreSQL's host() and masklen() give
+ * them), as the decision reads it: IPv4 networks, an IPv4-mapped one included, admit IPv4 clients
+ * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
+ */
+export function buildAllowlist(entries: Iterable<Pick<AllowlistRow, 'network' | 'prefix'>>): Allowlist {
+  const byFamily = { ipv4: new BlockList(), ipv6: new BlockList() };
+  for (const entry of entries) {
+    const network = allowlistNetwork(entry.network, entry.prefix);
+    if (network !== undefined) byFamily[network.family].addSubnet(network.address, network.prefix, network.family);
+  }
+  return { check: (address, family) => byFamily[family].check(address, family) };
 }
 
 function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[]): SiteTable {
@@ -47,11 +51,11 @@ function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[])
     if (siteKeys === undefined) keysBySite.set(key.site_id, (siteKeys = new Map()));
     siteKeys.set(key.hash, { keyId: key.id, expiresAt: key.expires_at_ms });
   }
-  const listsBySite = new Map<SiteId, BlockList>();
+  const entriesBySite = new Map<SiteId, AllowlistRow[]>();
   for (const entry of allowlist) {
-    let list = listsBySite.get(entry.site_id);
-    if (list === undefined) listsBySite.set(entry.site_id, (list = new BlockList()));
-    addEntry(list, entry.network, entry.prefix);
+    let entries = entriesBySite.get(entry.site_id);
+    if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
+    entries.push(entry);
   }
   const table: SiteTable = new Map();
   for (const site of sites) {
@@ -60,7 +64,7 @@ function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[])
       enabled: site.enabled,
       graceUntil: site.grace_until_ms,
       keysByHash: keysBySite.get(site.id) ?? new Map(),
-      allowlist: listsBySite.get(site.id) ?? new BlockList(),
+      allowlist: buildAllowlist(entriesBySite.get(site.id) ?? []),
     });
   }
   return table;

@@ -1,6 +1,6 @@
-import { BlockList } from 'node:net';
 import { hashApiKey } from '../../src/decision/api-key.js';
 import type { Brownout, CredentialSnapshot, KeyCredential, SiteCredentials, SunsetPolicy } from '../../src/decision/types.js';
+import { buildAllowlist } from '../../src/store/snapshot-loader.js';
 
 export interface SiteFixture {
   readonly siteId: string;
@@ -17,12 +17,13 @@ export const NO_SUNSET: SunsetPolicy = Object.freeze({ sunsetAt: Date.parse('202
 export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Brownout[] = []): CredentialSnapshot {
   const bySite = new Map<string, SiteCredentials>();
   for (const fixture of sites) {
-    const allowlist = new BlockList();
-    for (const cidr of fixture.cidrs ?? []) {
-      const [network = '', prefix = ''] = cidr.split('/');
-      const family = network.includes(':') ? 'ipv6' : 'ipv4';
-      allowlist.addSubnet(network, Number(prefix), family);
-    }
+    // Built as the loader builds it from PostgreSQL's rows, so decision tests cover the real allowlist.
+    const allowlist = buildAllowlist(
+      (fixture.cidrs ?? []).map((cidr) => {
+        const [network = '', prefix = ''] = cidr.split('/');
+        return { network, prefix: Number(prefix) };
+      }),
+    );
     const keysByHash = new Map<string, KeyCredential>(
       (fixture.keys ?? []).map((k) => [hashApiKey(k.key.toLowerCase()), { keyId: k.keyId, expiresAt: k.expiresAt ?? null }]),
     );
