@@ -13,7 +13,7 @@ import {
   textOption,
 } from './arguments.js';
 import { shortTime, table, type CommandOutput } from './output.js';
-import { CHECK_OPTIONS, CHECK_SYNOPSIS, EXIT_NO_VERDICT } from './request-options.js';
+import { CHECK_OPTIONS, CHECK_SYNOPSIS, EXIT_NO_VERDICT, REQUEST_OPTIONS, REQUEST_SYNOPSIS } from './request-options.js';
 
 export interface CommandContext {
   readonly config: Config;
@@ -326,5 +326,14 @@ export const COMMANDS: readonly Command[] = [
     failureExit: EXIT_NO_VERDICT,
     // Loaded when used, as serve is: the other commands do not pay for gRPC and the protos.
     run: async (context, line) => (await import('./check-command.js')).runCheck(context, line),
+  },
+  {
+    name: 'explain',
+    synopsis: REQUEST_SYNOPSIS,
+    summary: 'what the service would answer to a request, and why, worked out from the credential database',
+    options: REQUEST_OPTIONS,
+    arity: [0, 0],
+    failureExit: EXIT_NO_VERDICT,
+    run: async (context, line) => (await import('./explain-command.js')).runExplain(context, line),
   },
 ];
