@@ -171,7 +171,11 @@ function chosenBody(line: CommandLine, authorization: string | undefined): { bod
 }
 
 async function readRequestFile(path: string, readStdin: () => Promise<string>): Promise<string> {
-  if (path === '-') return readStdin();
+  if (path === '-') {
+    // At a terminal the CLI's reader prompts for a key, one line: a request must be piped in.
+    if (process.stdin.isTTY) throw new UsageError('--request - reads a CheckRequest piped to standard input, e.g. sitekey-authz explain --request - < request.json');
+    return readStdin();
+  }
   let file;
   try {
     file = await open(path, 'r');
