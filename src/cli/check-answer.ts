@@ -17,6 +17,11 @@ export interface CheckAnswer {
   readonly rule: string | null;
 }
 
+interface ReceivedHeaderOption {
+  readonly header?: { readonly key?: string; readonly value?: string } | null;
+  readonly append_action?: number;
+}
+
 /**
  * A CheckResponse as `check` decodes it from the service or `explain` gets it from toCheckResponse.
  * Read defensively: a server may send anything.
@@ -24,7 +29,9 @@ export interface CheckAnswer {
 export interface ReceivedCheckResponse {
   readonly status?: { readonly code?: number; readonly message?: string } | null;
   readonly ok_response?: {
-    readonly headers?: ReadonlyArray<{ readonly header?: { readonly key?: string; readonly value?: string } | null; readonly append_action?: number }> | null;
+    readonly headers?: readonly ReceivedHeaderOption[] | null;
+    readonly headers_to_remove?: readonly string[] | null;
+    readonly response_headers_to_add?: readonly ReceivedHeaderOption[] | null;
   } | null;
   readonly denied_response?: {
     readonly status?: { readonly code?: number } | null;
@@ -92,11 +99,13 @@ function appendActionName(action: number | undefined): string {
 export function verdictText(response: ReceivedCheckResponse): string {
   const code = response.status?.code ?? GrpcStatus.OK;
   if (isAllowed(response)) {
+    const option = (what: string) => (header: ReceivedHeaderOption) =>
+      `  ${what}${header.header?.key}: ${header.header?.value}  [${appendActionName(header.append_action)}]`;
     return [
       `ALLOW  (gRPC status ${grpcCodeName(code)})`,
-      ...(response.ok_response?.headers ?? []).map(
-        (option) => `  upstream header   ${option.header?.key}: ${option.header?.value}  [${appendActionName(option.append_action)}]`,
-      ),
+      ...(response.ok_response?.headers ?? []).map(option('upstream header   ')),
+      ...(response.ok_response?.headers_to_remove ?? []).map((name) => `  removed header    ${name}`),
+      ...(response.ok_response?.response_headers_to_add ?? []).map(option('response header   ')),
       ...Object.entries(response.dynamic_metadata?.fields ?? {}).map(
         ([name, value]) => `  dynamic metadata  ${name} = ${value.stringValue ?? JSON.stringify(value)}`,
       ),

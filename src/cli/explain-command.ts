@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { checkPolicies } from '../check-policies.js';
 import type { ClientIpSource } from '../config.js';
 import { hashApiKey } from '../decision/api-key.js';
 import { decide } from '../decision/decide.js';
@@ -7,7 +8,8 @@ import type { BodyRule, CheckInput, Decision, Denial, HeaderRule } from '../deci
 import { toCheckResponse } from '../envoy/check-response.js';
 import { viewCheckRequest } from '../envoy/request-view.js';
 import { findKey, findSite } from '../store/credential-lookup.js';
-import { loadSites } from '../store/snapshot-loader.js';
+import { SiteTable } from '../store/site-table.js';
+import { loadBrownouts, loadSites } from '../store/snapshot-loader.js';
 import { answerOf, exitStatusOf, verdictText, type CheckAnswer } from './check-answer.js';
 import type { CommandContext, CommandLine } from './commands.js';
 import type { CommandOutput } from './output.js';
@@ -75,9 +77,11 @@ async function allowWords(decision: Extract<Decision, { outcome: 'allow' }>, fac
     facts.input.body.kind === 'empty'
       ? 'the request has no body, which the route allows (context extension body_credentials: optional)'
       : "the body's siteid and apikey match the header's";
+  const rehearsal =
+    decision.rehearsal === undefined ? '' : `; dry-run brownout ${decision.rehearsal.brownoutId} counts it as one it would refuse (105)`;
   return (
     `site ${siteId} is enabled, the client IP ${facts.input.clientAddress ?? ''} is on its allowlist, ` +
-    `key ${keyId} is an active key of the site (${expiresAt === null ? 'it never expires' : `until ${expiresAt.toISOString()}`}), and ${body}`
+    `key ${keyId} is an active key of the site (${expiresAt === null ? 'it never expires' : `until ${expiresAt.toISOString()}`}), and ${body}${rehearsal}`
   );
 }
 
@@ -117,6 +121,13 @@ function bodyWords(denial: Extract<Denial, { errorId: 104 }>, facts: Facts): str
   return `the body breaks rule ${denial.rule}: ${facts.message ?? ''}${hint === undefined ? '' : `; ${hint}`}`;
 }
 
+function sunsetWords(denial: Extract<Denial, { errorId: 105 }>): string {
+  const grace = `site ${denial.siteId} has no grace (\`sitekey-authz site grace ${denial.siteId} --until <date>\` gives it some)`;
+  if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (APIKEY_SUNSET_ENFORCE is on) and ${grace}`;
+  const brownout = denial.brownout === undefined ? 'a brownout' : `brownout ${denial.brownout.id}, until ${new Date(denial.brownout.until).toISOString()},`;
+  return `${brownout} refuses API keys and ${grace}`;
+}
+
 /** Why, in words; the database is read again only to explain what the decision already decided. */
 async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
   if (decision.outcome === 'allow') return allowWords(decision, facts);
@@ -132,30 +143,36 @@ async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
       return keyWords(denial, facts);
     case 104:
       return bodyWords(denial, facts);
+    case 105:
+      return sunsetWords(denial);
   }
 }
 
-/** The ids and rule the decision names, which the wire does not carry on a denial. */
+/** The ids and rule (for 105 its reason) the decision names, which the wire does not carry on a denial. */
 function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 'rule'> {
-  const named: { readonly siteId?: string; readonly keyId?: string; readonly rule?: string } =
+  const named: { readonly siteId?: string; readonly keyId?: string; readonly rule?: string; readonly reason?: string } =
     decision.outcome === 'allow' ? decision : decision.denial;
-  return { siteId: named.siteId ?? null, keyId: named.keyId ?? null, rule: named.rule ?? null };
+  return { siteId: named.siteId ?? null, keyId: named.keyId ?? null, rule: named.rule ?? named.reason ?? null };
 }
 
 /**
  * `sitekey-authz explain`: what the service would answer to this request, and why, worked out
  * offline from the credential database by the service's own code: the request view, the snapshot
- * loader, decide() and toCheckResponse(). Exit 0 allowed, 1 denied, 2 no verdict.
+ * loader and table, decide() and toCheckResponse(), with the service's policies from the same
+ * configuration. Exit 0 allowed, 1 denied, 2 no verdict.
  */
 export async function runExplain({ config, now, readStdin, withPool }: CommandContext, line: CommandLine): Promise<CommandOutput> {
   const { request, notes } = await requestFromOptions(line, readStdin);
   const { input } = viewCheckRequest(request, config.clientIpSource);
   // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
   const header = parseAuthorization(input.authorization);
+  const { sunset, allowedResponse } = checkPolicies(config);
   return withPool(async (pool) => {
-    const sites = await loadSites(pool, header.ok ? [header.siteId] : []);
-    const decision = decide(input, { site: (siteId) => sites.get(siteId) }, now);
-    const response = toCheckResponse(decision);
+    const snapshot = new SiteTable();
+    const [sites, brownouts] = await Promise.all([loadSites(pool, header.ok ? [header.siteId] : []), loadBrownouts(pool)]);
+    snapshot.replaceAll(sites, brownouts, now);
+    const decision = decide(input, snapshot, now, sunset);
+    const response = toCheckResponse(decision, allowedResponse);
     const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };
     const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now, message: answer.error?.message };
     const reason = await reasonFor(decision, facts);

@@ -6,7 +6,7 @@ import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-serv
 import { createLogger } from '../../src/observe/logger.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { runCli } from '../support/service.js';
-import { snapshotOf } from '../support/snapshot.js';
+import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
 const SNAPSHOT = snapshotOf([{ siteId: '1001', keys: [{ key: KEY, keyId: '5' }], cidrs: ['203.0.113.0/24'] }]);
@@ -26,7 +26,7 @@ describe('sitekey-authz check, against a real server', () => {
       logger: createLogger('silent'),
       authorization: {
         clientIpSource: { kind: 'peer' },
-        authorize: (input): Decision | undefined => (dataLoaded ? decide(input, SNAPSHOT, Date.now()) : undefined),
+        authorize: (input): Decision | undefined => (dataLoaded ? decide(input, SNAPSHOT, Date.now(), NO_SUNSET) : undefined),
         logger: createLogger('silent'),
       },
     });

@@ -17,7 +17,10 @@ const OTHER_SITES = randomUUID();
 const DISABLED_SITES = randomUUID();
 const NO_ALLOWLIST_SITES = randomUUID();
 const NEVER_ISSUED = randomUUID();
-const ALL_KEYS = [KEY, REVOKED, EXPIRED, OTHER_SITES, DISABLED_SITES, NO_ALLOWLIST_SITES, NEVER_ISSUED];
+const IN_BROWNOUT = randomUUID();
+const IN_DRY_RUN = randomUUID();
+const WITH_GRACE = randomUUID();
+const ALL_KEYS = [KEY, REVOKED, EXPIRED, OTHER_SITES, DISABLED_SITES, NO_ALLOWLIST_SITES, NEVER_ISSUED, IN_BROWNOUT, IN_DRY_RUN, WITH_GRACE];
 
 const INSIDE = '203.0.113.7';
 const body = (fields: string) => `{${fields}}`;
@@ -29,7 +32,7 @@ interface Case {
   readonly args?: readonly string[];
   readonly request?: unknown;
   /** The error id the service answers; undefined for an allow. */
-  readonly id?: 108 | 101 | 103 | 102 | 104;
+  readonly id?: 108 | 101 | 103 | 102 | 104 | 105;
   readonly rule?: string;
   /** What explain says, in words. */
   readonly why?: RegExp;
@@ -91,6 +94,9 @@ const CASES: readonly Case[] = [
     id: 104,
     rule: 'body-not-utf8',
   },
+  { name: 'a site in a brownout', args: auth(`1005:${IN_BROWNOUT}`), id: 105, rule: 'brownout', why: /brownout \d+, until \S+, refuses API keys and site 1005 has no grace/ },
+  { name: 'a site in a dry-run brownout', args: auth(`1006:${IN_DRY_RUN}`), why: /dry-run brownout \d+ counts it as one it would refuse \(105\)/ },
+  { name: 'a site in a brownout with grace', args: auth(`1007:${WITH_GRACE}`) },
   { name: 'a well-formed request', args: auth(`1001:${KEY}`), why: /site 1001 is enabled, the client IP 203\.0\.113\.7 is on its allowlist, key \d+ is an active key/ },
   { name: 'raw headers and a raw body', args: auth(`1001:${KEY}`, '--raw-headers', '--raw-body') },
   { name: 'the key in upper case', args: auth(`1001:${KEY.toUpperCase()}`) },
@@ -180,8 +186,20 @@ describe('explain agrees with the running service on every case', () => {
       await insertSite(pool, { id: '1003', enabled: false, keys: [{ key: DISABLED_SITES }], cidrs: allowlist });
       await pool.query("UPDATE sites SET name = 'Dormant Ltd' WHERE id = 1003");
       await insertSite(pool, { id: '1004', keys: [{ key: NO_ALLOWLIST_SITES }] });
+      await insertSite(pool, { id: '1005', keys: [{ key: IN_BROWNOUT }], cidrs: allowlist });
+      await insertSite(pool, { id: '1006', keys: [{ key: IN_DRY_RUN }], cidrs: allowlist });
+      await insertSite(pool, { id: '1007', keys: [{ key: WITH_GRACE }], cidrs: allowlist });
     } finally {
       await pool.end();
+    }
+    const hours = (n: number) => new Date(Date.now() + n * 3_600_000).toISOString();
+    for (const args of [
+      ['brownout', 'add', '--from', hours(-1), '--until', hours(2), '--site', '1005', '--site', '1007'],
+      ['brownout', 'add', '--from', hours(-1), '--until', hours(2), '--site', '1006', '--dry-run'],
+      ['site', 'grace', '1007', '--until', hours(48)],
+    ]) {
+      const run = await runCli(database.url, args);
+      assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
     }
     service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false' });
     requestDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-explain-'));
