@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { checkPolicies } from './check-policies.js';
 import type { Config } from './config.js';
 import { parseClientIp } from './decision/client-ip.js';
 import { decide } from './decision/decide.js';
-import { sunsetNotice } from './envoy/check-response.js';
 import { startGrpcServer } from './envoy/grpc-server.js';
 import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
@@ -111,13 +111,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
 
     const logDecision = createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate });
-    const sunset = { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl };
-    const allowedResponse = sunsetNotice({
-      deprecatedAt: config.apiKeyDeprecatedAt,
-      sunsetAt: config.apiKeySunsetAt,
-      guideUrl: config.migrationGuideUrl,
-      stripAuthorization: config.stripAuthorization,
-    });
+    const { sunset, allowedResponse } = checkPolicies(config);
     const grpc = await startGrpcServer({
       bindAddress: config.bindAddress,
       port: config.grpcPort,

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Config } from '../config.js';
 import { IPV4_MAPPED } from '../decision/client-ip.js';
 import type { Logger } from '../observe/logger.js';
@@ -14,6 +15,7 @@ import {
   textOption,
 } from './arguments.js';
 import { shortTime, table, type CommandOutput } from './output.js';
+import { CHECK_OPTIONS, CHECK_SYNOPSIS, EXIT_NO_VERDICT, REQUEST_OPTIONS, REQUEST_SYNOPSIS } from './request-options.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
 
 export interface CommandContext {
@@ -24,6 +26,8 @@ export interface CommandContext {
   readonly readStdin: () => Promise<string>;
   /** Opens the database (migrating an embedded one), runs `work` against it, and closes it again. */
   readonly withAdmin: <T>(work: (admin: CredentialAdmin) => Promise<T>) => Promise<T>;
+  /** The same, for commands that read the credential tables themselves (`explain`). */
+  readonly withPool: <T>(work: (pool: pg.Pool) => Promise<T>) => Promise<T>;
 }
 
 export interface CommandLine {
@@ -41,6 +45,8 @@ export interface Command {
   readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly multiple?: boolean }>>;
   /** How many positional arguments it takes: [min, max]. */
   readonly arity: readonly [number, number];
+  /** The exit status when it fails, if not the usual 1 (`check` and `explain`: 2, no verdict; 1 means denied). */
+  readonly failureExit?: number;
   /** Resolves to what to print, or to undefined once `serve` has stopped. */
   run(context: CommandContext, line: CommandLine): Promise<CommandOutput | undefined>;
 }
@@ -320,6 +326,25 @@ export const COMMANDS: readonly Command[] = [
         json: entries,
       };
     },
+  },
+  {
+    name: 'check',
+    synopsis: CHECK_SYNOPSIS,
+    summary: 'send a Check to a running service, as Envoy would, and print its answer (exit 0 allowed, 1 denied, 2 no verdict)',
+    options: CHECK_OPTIONS,
+    arity: [0, 0],
+    failureExit: EXIT_NO_VERDICT,
+    // Loaded when used, as serve is: the other commands do not pay for gRPC and the protos.
+    run: async (context, line) => (await import('./check-command.js')).runCheck(context, line),
+  },
+  {
+    name: 'explain',
+    synopsis: REQUEST_SYNOPSIS,
+    summary: 'what the service would answer to a request, and why, worked out from the credential database',
+    options: REQUEST_OPTIONS,
+    arity: [0, 0],
+    failureExit: EXIT_NO_VERDICT,
+    run: async (context, line) => (await import('./explain-command.js')).runExplain(context, line),
   },
   ...SUNSET_COMMANDS,
 ];

@@ -136,7 +136,7 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function adminSession(config: Config, logger: Logger, actor: string): CommandContext['withAdmin'] {
+function databaseSession(config: Config, logger: Logger): CommandContext['withPool'] {
   return async (work) => {
     const database = await openDatabase(config, logger, 'command');
     if (database.created) {
@@ -150,7 +150,7 @@ function adminSession(config: Config, logger: Logger, actor: string): CommandCon
       if (database.embedded && config.migrateOnStart) await migrate(database.url);
       const pool = connectionPool(database.url, { applicationName: 'sitekey-authz-cli', max: 1, logger });
       try {
-        return await work(new CredentialAdmin(pool, actor));
+        return await work(pool);
       } finally {
         await pool.end();
       }
@@ -196,6 +196,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
   });
+  let failureExit: number | undefined;
   try {
     const { command, positionals, options } = parseCommandLine(argv);
     if (command === undefined || options.help === true) {
@@ -212,14 +213,17 @@ export async function main(argv: readonly string[]): Promise<number> {
       command.name === 'serve'
         ? createLogger(config.logLevel)
         : createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
-    const context: CommandContext = { config, logger, now: Date.now(), readStdin, withAdmin: adminSession(config, logger, actor) };
+    const withPool = databaseSession(config, logger);
+    const withAdmin: CommandContext['withAdmin'] = (work) => withPool((pool) => work(new CredentialAdmin(pool, actor)));
+    const context: CommandContext = { config, logger, now: Date.now(), readStdin, withAdmin, withPool };
+    failureExit = command.failureExit;
     const output = await command.run(context, { positionals, options });
     if (output !== undefined) print(output, json);
-    return EXIT_OK;
+    return output?.exitCode ?? EXIT_OK;
   } catch (error) {
     const described = describeFailure(error);
     // A key typed where it does not belong must not be echoed back in the message that says so.
-    const failure = { ...described, message: maskApiKeysIn(described.message) };
+    const failure = { ...described, exit: failureExit ?? described.exit, message: maskApiKeysIn(described.message) };
     process.stderr.write(
       json ? `${JSON.stringify({ error: { code: failure.code, message: failure.message } })}\n` : `sitekey-authz: ${failure.message}\n`,
     );

@@ -4,6 +4,8 @@ export interface CommandOutput {
   readonly json: unknown;
   /** Said on standard error even with --json, e.g. an allowlist that admits everyone. */
   readonly warnings?: readonly string[];
+  /** The exit status when it is not 0: `check` and `explain` exit 1 on a denial, 2 without a verdict. */
+  readonly exitCode?: number;
 }
 
 /** Left-aligned columns under upper-case headings, for the `list` commands. */

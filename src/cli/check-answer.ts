@@ -1,0 +1,121 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { HeaderAppendAction } from '../envoy/messages.js';
+import { EXIT_ALLOWED, EXIT_DENIED } from './request-options.js';
+
+/** What `check` and `explain` print with --json: the same object for the service's answer and explain's. */
+export interface CheckAnswer {
+  readonly allowed: boolean;
+  readonly grpcCode: number;
+  /** The HTTP status Envoy sends the client on a denial; null on an allow or without a verdict. */
+  readonly httpStatus: number | null;
+  /** The spec's error object from the denial body. */
+  readonly error: { readonly id: number; readonly message: string } | null;
+  /** From the allow's dynamic metadata; on a denial only explain knows it. */
+  readonly siteId: string | null;
+  readonly keyId: string | null;
+  /** The decision's rule (108 and 104); only explain knows it, the wire carries only the message. */
+  readonly rule: string | null;
+}
+
+interface ReceivedHeaderOption {
+  readonly header?: { readonly key?: string; readonly value?: string } | null;
+  readonly append_action?: number;
+}
+
+/**
+ * A CheckResponse as `check` decodes it from the service or `explain` gets it from toCheckResponse.
+ * Read defensively: a server may send anything.
+ */
+export interface ReceivedCheckResponse {
+  readonly status?: { readonly code?: number; readonly message?: string } | null;
+  readonly ok_response?: {
+    readonly headers?: readonly ReceivedHeaderOption[] | null;
+    readonly headers_to_remove?: readonly string[] | null;
+    readonly response_headers_to_add?: readonly ReceivedHeaderOption[] | null;
+  } | null;
+  readonly denied_response?: {
+    readonly status?: { readonly code?: number } | null;
+    readonly headers?: ReadonlyArray<{ readonly header?: { readonly key?: string; readonly value?: string } | null }> | null;
+    readonly body?: string;
+  } | null;
+  readonly dynamic_metadata?: { readonly fields?: Readonly<Record<string, { readonly stringValue?: string }>> } | null;
+}
+
+const isAllowed = (response: ReceivedCheckResponse): boolean =>
+  (response.status?.code ?? GrpcStatus.OK) === GrpcStatus.OK && !response.denied_response;
+
+/** The spec's {"error":{"id":N,"message":"..."}}, or null for a body of any other shape. */
+function errorOf(body: string | undefined): CheckAnswer['error'] {
+  try {
+    const error: unknown = (JSON.parse(body ?? '') as { error?: unknown } | null)?.error;
+    const { id, message } = (error ?? {}) as { id?: unknown; message?: unknown };
+    return typeof id === 'number' && typeof message === 'string' ? { id, message } : null;
+  } catch {
+    return null;
+  }
+}
+
+export function answerOf(response: ReceivedCheckResponse): CheckAnswer {
+  const grpcCode = response.status?.code ?? GrpcStatus.OK;
+  if (isAllowed(response)) {
+    const fields = response.dynamic_metadata?.fields ?? {};
+    return {
+      allowed: true,
+      grpcCode,
+      httpStatus: null,
+      error: null,
+      siteId: fields['site_id']?.stringValue ?? null,
+      keyId: fields['key_id']?.stringValue ?? null,
+      rule: null,
+    };
+  }
+  const denied = response.denied_response;
+  return {
+    allowed: false,
+    grpcCode,
+    httpStatus: denied?.status?.code ?? null,
+    error: errorOf(denied?.body),
+    siteId: null,
+    keyId: null,
+    rule: null,
+  };
+}
+
+/** No CheckResponse at all: the RPC failed with this gRPC code (UNAVAILABLE, DEADLINE_EXCEEDED, …). */
+export function noVerdict(grpcCode: number): CheckAnswer {
+  return { allowed: false, grpcCode, httpStatus: null, error: null, siteId: null, keyId: null, rule: null };
+}
+
+/** A CheckResponse is a verdict: Envoy lets the request through or denies it (403 without a denied_response). */
+export const exitStatusOf = (answer: CheckAnswer): number => (answer.allowed ? EXIT_ALLOWED : EXIT_DENIED);
+
+export const grpcCodeName = (code: number): string => `${code} ${GrpcStatus[code] ?? 'UNKNOWN'}`;
+
+function appendActionName(action: number | undefined): string {
+  return Object.entries(HeaderAppendAction).find(([, value]) => value === action)?.[0] ?? String(action);
+}
+
+/** The verdict for people: ALLOW with what the upstream gets, or DENY with what the client gets. */
+export function verdictText(response: ReceivedCheckResponse): string {
+  const code = response.status?.code ?? GrpcStatus.OK;
+  if (isAllowed(response)) {
+    const option = (what: string) => (header: ReceivedHeaderOption) =>
+      `  ${what}${header.header?.key}: ${header.header?.value}  [${appendActionName(header.append_action)}]`;
+    return [
+      `ALLOW  (gRPC status ${grpcCodeName(code)})`,
+      ...(response.ok_response?.headers ?? []).map(option('upstream header   ')),
+      ...(response.ok_response?.headers_to_remove ?? []).map((name) => `  removed header    ${name}`),
+      ...(response.ok_response?.response_headers_to_add ?? []).map(option('response header   ')),
+      ...Object.entries(response.dynamic_metadata?.fields ?? {}).map(
+        ([name, value]) => `  dynamic metadata  ${name} = ${value.stringValue ?? JSON.stringify(value)}`,
+      ),
+    ].join('\n');
+  }
+  const denied = response.denied_response;
+  const detail = response.status?.message ? `, ${response.status.message}` : '';
+  return [
+    `DENY  HTTP ${denied?.status?.code ?? '(none)'}  (gRPC status ${grpcCodeName(code)}${detail})`,
+    ...(denied?.headers ?? []).map((option) => `  ${option.header?.key}: ${option.header?.value}`),
+    denied?.body ?? '',
+  ].join('\n');
+}

@@ -1,0 +1,70 @@
+import { Client, credentials, Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { CheckRequestMessage } from '../envoy/messages.js';
+import { AUTHORIZATION_SERVICE } from '../envoy/proto.js';
+import { UsageError } from './arguments.js';
+import { answerOf, exitStatusOf, grpcCodeName, noVerdict, verdictText, type ReceivedCheckResponse } from './check-answer.js';
+import type { CommandContext, CommandLine } from './commands.js';
+import type { CommandOutput } from './output.js';
+import { EXIT_NO_VERDICT, requestFromOptions } from './request-options.js';
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+
+function timeoutOption(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_TIMEOUT_MS;
+  const timeoutMs = Number(text);
+  if (!/^\d+$/.test(text) || timeoutMs <= 0 || timeoutMs > 3_600_000) {
+    throw new UsageError(`--timeout-ms "${text}" is not a whole number of milliseconds from 1 to 3600000; try --timeout-ms 5000`);
+  }
+  return timeoutMs;
+}
+
+function authorizationClient(target: string): Client {
+  try {
+    return new Client(target, credentials.createInsecure());
+  } catch (error) {
+    throw new UsageError(`--target "${target}" is not a gRPC target (${(error as Error).message}); try --target localhost:9001`);
+  }
+}
+
+/** One Check RPC on a fresh channel, as Envoy's ext_authz filter makes it. */
+function sendCheck(target: string, request: CheckRequestMessage, timeoutMs: number): Promise<ReceivedCheckResponse> {
+  const method = AUTHORIZATION_SERVICE.Check;
+  const client = authorizationClient(target);
+  return new Promise<ReceivedCheckResponse>((resolveResponse, reject) => {
+    client.makeUnaryRequest(
+      method.path,
+      method.requestSerialize,
+      (bytes: Buffer) => method.responseDeserialize(bytes) as ReceivedCheckResponse,
+      request,
+      new Metadata(),
+      { deadline: Date.now() + timeoutMs },
+      (error: ServiceError | null, response?: ReceivedCheckResponse) => (error || !response ? reject(error) : resolveResponse(response)),
+    );
+  }).finally(() => client.close());
+}
+
+/**
+ * `sitekey-authz check`: sends one Check to a running service, as Envoy would, and prints its answer.
+ * Exit 0 allowed, 1 denied, 2 no verdict (the RPC failed: unreachable, UNAVAILABLE, time-out).
+ */
+export async function runCheck({ config, readStdin }: CommandContext, line: CommandLine): Promise<CommandOutput> {
+  const option = (name: string) => (typeof line.options[name] === 'string' ? (line.options[name] as string) : undefined);
+  const target = option('target') ?? `localhost:${config.grpcPort}`;
+  const timeoutMs = timeoutOption(option('timeout-ms'));
+  const { request, notes } = await requestFromOptions(line, readStdin);
+  try {
+    const response = await sendCheck(target, request, timeoutMs);
+    const answer = answerOf(response);
+    return { text: verdictText(response), json: answer, warnings: notes, exitCode: exitStatusOf(answer) };
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    const rpc = error as Partial<ServiceError> | null;
+    const code = typeof rpc?.code === 'number' ? rpc.code : GrpcStatus.UNKNOWN;
+    return {
+      text: `NO VERDICT  (gRPC status ${grpcCodeName(code)}: ${rpc?.details ?? rpc?.message ?? String(error)}; target ${target})`,
+      json: noVerdict(code),
+      warnings: notes,
+      exitCode: EXIT_NO_VERDICT,
+    };
+  }
+}

@@ -1,0 +1,181 @@
+import type pg from 'pg';
+import { checkPolicies } from '../check-policies.js';
+import type { ClientIpSource } from '../config.js';
+import { hashApiKey } from '../decision/api-key.js';
+import { decide } from '../decision/decide.js';
+import { parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
+import type { BodyRule, CheckInput, Decision, Denial, HeaderRule } from '../decision/types.js';
+import { toCheckResponse } from '../envoy/check-response.js';
+import { viewCheckRequest } from '../envoy/request-view.js';
+import { findKey, findSite } from '../store/credential-lookup.js';
+import { SiteTable } from '../store/site-table.js';
+import { loadBrownouts, loadSites } from '../store/snapshot-loader.js';
+import { answerOf, exitStatusOf, verdictText, type CheckAnswer } from './check-answer.js';
+import type { CommandContext, CommandLine } from './commands.js';
+import type { CommandOutput } from './output.js';
+import { requestFromOptions } from './request-options.js';
+
+// An allowlist can be long; the first entries are enough to see why an address is not on it.
+const MAX_LISTED_NETWORKS = 20;
+// A client address comes from the request: quote only so much of it.
+const MAX_QUOTED = 64;
+
+const HEADER_RULE_WORDS: Readonly<Record<HeaderRule, string>> = {
+  'header-missing': 'the request has no Authorization header, or an empty one; a partner sends Authorization: <site id>:<API key>',
+  'header-malformed': 'the Authorization header is not <site id>:<API key> with exactly one colon',
+  'site-id-invalid':
+    'the site id in the Authorization header is not a positive whole number without sign, spaces or leading zero, at most 9223372036854775807',
+  'api-key-invalid': 'the API key in the Authorization header is not a UUID (8-4-4-4-12 hexadecimal digits)',
+};
+
+/** What to do about some body rules; the partner-facing message already names the rule. */
+const BODY_RULE_HINTS: Readonly<Partial<Record<BodyRule, string>>> = {
+  'body-missing': 'a route whose requests have no body can opt out with the context extension body_credentials: optional',
+  'body-not-forwarded':
+    "the request declares a body but none reached the service: turn on with_request_body in Envoy's ext_authz filter",
+  'body-partial':
+    'Envoy cut the body at max_request_bytes (x-envoy-auth-partial-body: true): raise max_request_bytes, or set allow_partial_message: false so that Envoy refuses larger bodies itself',
+};
+
+/** What explain knows beside the decision, to put it in words. */
+interface Facts {
+  readonly pool: pg.Pool;
+  readonly input: CheckInput;
+  readonly header: ParsedAuthorization;
+  readonly clientIpSource: ClientIpSource;
+  readonly now: number;
+  /** The message of the denial body the service sends. */
+  readonly message: string | undefined;
+}
+
+function quoted(text: string): string {
+  return JSON.stringify(text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text);
+}
+
+function ipSourceWords(source: ClientIpSource): string {
+  switch (source.kind) {
+    case 'peer':
+      return 'CLIENT_IP_SOURCE=peer, the peer address Envoy reports in attributes.source.address';
+    case 'xff':
+      return `CLIENT_IP_SOURCE=xff with XFF_TRUSTED_HOPS=${source.trustedHops}, from X-Forwarded-For`;
+    case 'header':
+      return `CLIENT_IP_SOURCE=header:${source.name}`;
+  }
+}
+
+function networks(allowlist: readonly string[]): string {
+  const listed = allowlist.slice(0, MAX_LISTED_NETWORKS).join(', ');
+  return allowlist.length > MAX_LISTED_NETWORKS ? `${listed} and ${allowlist.length - MAX_LISTED_NETWORKS} more` : listed;
+}
+
+const keyOf = async ({ pool, header }: Facts) => (header.ok ? findKey(pool, hashApiKey(header.apiKey)) : undefined);
+
+async function allowWords(decision: Extract<Decision, { outcome: 'allow' }>, facts: Facts): Promise<string> {
+  const { siteId, keyId } = decision;
+  const expiresAt = (await keyOf(facts))?.expiresAt ?? null;
+  const body =
+    facts.input.body.kind === 'empty'
+      ? 'the request has no body, which the route allows (context extension body_credentials: optional)'
+      : "the body's siteid and apikey match the header's";
+  const rehearsal =
+    decision.rehearsal === undefined ? '' : `; dry-run brownout ${decision.rehearsal.brownoutId} counts it as one it would refuse (105)`;
+  return (
+    `site ${siteId} is enabled, the client IP ${facts.input.clientAddress ?? ''} is on its allowlist, ` +
+    `key ${keyId} is an active key of the site (${expiresAt === null ? 'it never expires' : `until ${expiresAt.toISOString()}`}), and ${body}${rehearsal}`
+  );
+}
+
+async function siteWords(denial: Extract<Denial, { errorId: 101 }>, { pool }: Facts): Promise<string> {
+  const site = await findSite(pool, denial.siteId);
+  if (site === undefined) return `site ${denial.siteId} is unknown: there is no such site (\`sitekey-authz site list\` shows those there are)`;
+  const named = site.name === '' ? '' : ` (${site.name})`;
+  if (!site.enabled) return `site ${denial.siteId}${named} is disabled; \`sitekey-authz site enable ${denial.siteId}\` accepts its requests again`;
+  return `site ${denial.siteId} is enabled now, but was not a moment ago when explain loaded it; run explain again`;
+}
+
+async function allowlistWords(denial: Extract<Denial, { errorId: 103 }>, facts: Facts): Promise<string> {
+  const source = ipSourceWords(facts.clientIpSource);
+  const address = facts.input.clientAddress;
+  if (address === undefined) return `the request has no client IP: ${source} gives none`;
+  if (denial.clientIp === 'unknown') return `the client address ${quoted(address)} (${source}) is not an IP address`;
+  const allowlist = (await findSite(facts.pool, denial.siteId))?.allowlist ?? [];
+  if (allowlist.length === 0) {
+    return `site ${denial.siteId}'s allowlist is empty, so it admits nobody; add the partner's addresses with \`sitekey-authz ip allow ${denial.siteId} <cidr>\``;
+  }
+  return `IP ${denial.clientIp} is not in site ${denial.siteId}'s allowlist: ${networks(allowlist)} (the client IP is from ${source})`;
+}
+
+async function keyWords(denial: Extract<Denial, { errorId: 102 }>, facts: Facts): Promise<string> {
+  const { siteId, maskedKey } = denial;
+  const key = await keyOf(facts);
+  if (key === undefined) return `key ${maskedKey} is unknown: it is no key of any site (a typo, or a key never issued or imported)`;
+  if (key.siteId !== siteId) return `key ${maskedKey} belongs to another site: it is key ${key.keyId} of site ${key.siteId}, not a key of site ${siteId}`;
+  const which = `key ${maskedKey} (key ${key.keyId} of site ${siteId})`;
+  if (key.revokedAt !== null) return `${which} was revoked at ${key.revokedAt.toISOString()}`;
+  if (key.expiresAt !== null && key.expiresAt.getTime() <= facts.now) return `${which} expired at ${key.expiresAt.toISOString()}`;
+  return `${which} is active now, but was not a moment ago when explain loaded the site's keys; run explain again`;
+}
+
+function bodyWords(denial: Extract<Denial, { errorId: 104 }>, facts: Facts): string {
+  const hint = BODY_RULE_HINTS[denial.rule];
+  return `the body breaks rule ${denial.rule}: ${facts.message ?? ''}${hint === undefined ? '' : `; ${hint}`}`;
+}
+
+function sunsetWords(denial: Extract<Denial, { errorId: 105 }>): string {
+  const grace = `site ${denial.siteId} has no grace (\`sitekey-authz site grace ${denial.siteId} --until <date>\` gives it some)`;
+  if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (APIKEY_SUNSET_ENFORCE is on) and ${grace}`;
+  const brownout = denial.brownout === undefined ? 'a brownout' : `brownout ${denial.brownout.id}, until ${new Date(denial.brownout.until).toISOString()},`;
+  return `${brownout} refuses API keys and ${grace}`;
+}
+
+/** Why, in words; the database is read again only to explain what the decision already decided. */
+async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
+  if (decision.outcome === 'allow') return allowWords(decision, facts);
+  const { denial } = decision;
+  switch (denial.errorId) {
+    case 108:
+      return HEADER_RULE_WORDS[denial.rule];
+    case 101:
+      return siteWords(denial, facts);
+    case 103:
+      return allowlistWords(denial, facts);
+    case 102:
+      return keyWords(denial, facts);
+    case 104:
+      return bodyWords(denial, facts);
+    case 105:
+      return sunsetWords(denial);
+  }
+}
+
+/** The ids and rule (for 105 its reason) the decision names, which the wire does not carry on a denial. */
+function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 'rule'> {
+  const named: { readonly siteId?: string; readonly keyId?: string; readonly rule?: string; readonly reason?: string } =
+    decision.outcome === 'allow' ? decision : decision.denial;
+  return { siteId: named.siteId ?? null, keyId: named.keyId ?? null, rule: named.rule ?? named.reason ?? null };
+}
+
+/**
+ * `sitekey-authz explain`: what the service would answer to this request, and why, worked out
+ * offline from the credential database by the service's own code: the request view, the snapshot
+ * loader and table, decide() and toCheckResponse(), with the service's policies from the same
+ * configuration. Exit 0 allowed, 1 denied, 2 no verdict.
+ */
+export async function runExplain({ config, now, readStdin, withPool }: CommandContext, line: CommandLine): Promise<CommandOutput> {
+  const { request, notes } = await requestFromOptions(line, readStdin);
+  const { input } = viewCheckRequest(request, config.clientIpSource);
+  // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
+  const header = parseAuthorization(input.authorization);
+  const { sunset, allowedResponse } = checkPolicies(config);
+  return withPool(async (pool) => {
+    const snapshot = new SiteTable();
+    const [sites, brownouts] = await Promise.all([loadSites(pool, header.ok ? [header.siteId] : []), loadBrownouts(pool)]);
+    snapshot.replaceAll(sites, brownouts, now);
+    const decision = decide(input, snapshot, now, sunset);
+    const response = toCheckResponse(decision, allowedResponse);
+    const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };
+    const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now, message: answer.error?.message };
+    const reason = await reasonFor(decision, facts);
+    return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: notes, exitCode: exitStatusOf(answer) };
+  });
+}

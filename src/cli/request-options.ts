@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import { maskApiKeysIn } from '../decision/api-key.js';
+import { canonicalSiteId } from '../decision/parse-authorization.js';
+import type { CheckRequestMessage, HeaderValueMessage } from '../envoy/messages.js';
+import { UsageError } from './arguments.js';
+import type { CommandLine } from './commands.js';
+
+/** Exit statuses of `check` and `explain`: what the service answers, or would answer. */
+export const EXIT_ALLOWED = 0;
+export const EXIT_DENIED = 1;
+/** Bad arguments, or no verdict: the service was unreachable or answered UNAVAILABLE, or the database was. */
+export const EXIT_NO_VERDICT = 2;
+
+const string = { type: 'string' } as const;
+const strings = { type: 'string', multiple: true } as const;
+const flag = { type: 'boolean' } as const;
+
+/** The options that describe one request, the same for `check` (which sends it) and `explain`. */
+export const REQUEST_OPTIONS = {
+  authorization: string,
+  ip: string,
+  body: string,
+  'no-body': flag,
+  header: strings,
+  context: strings,
+  path: string,
+  'raw-headers': flag,
+  'raw-body': flag,
+  request: string,
+} as const;
+
+export const REQUEST_SYNOPSIS =
+  '[--authorization SITE:KEY] [--ip ADDRESS] [--body JSON | --no-body] [--header NAME=VALUE]... ' +
+  '[--context NAME=VALUE]... [--path PATH] [--raw-headers] [--raw-body] [--request FILE (instead of all these)]';
+
+/** `check` also says where the service is and how long to wait for it. */
+export const CHECK_OPTIONS = { ...REQUEST_OPTIONS, target: string, 'timeout-ms': string } as const;
+export const CHECK_SYNOPSIS = `${REQUEST_SYNOPSIS} [--target HOST:PORT] [--timeout-ms N]`;
+
+const DEFAULT_IP = '127.0.0.1';
+const HOST = 'localhost';
+// Far above Envoy's usual max_request_bytes, base64 included; read no further than this.
+const MAX_REQUEST_FILE_BYTES = 16 * 1024 * 1024;
+
+/** The CheckRequest to send or explain, and what to tell the user about how it was made. */
+export interface RequestFromOptions {
+  readonly request: CheckRequestMessage;
+  /** Said on standard error, e.g. that the body was made up from --authorization. */
+  readonly notes: readonly string[];
+}
+
+function text(line: CommandLine, name: string): string | undefined {
+  const value = line.options[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function texts(line: CommandLine, name: string): string[] {
+  const value = line.options[name];
+  return Array.isArray(value) ? value : [];
+}
+
+const isSet = (line: CommandLine, name: string): boolean => line.options[name] !== undefined && line.options[name] !== false;
+
+/**
+ * `--header NAME=VALUE` or `NAME:VALUE` (as curl writes it, spaces after the colon dropped). Neither
+ * character can be in a header name, so the first one after the name's first character (a pseudo
+ * header such as :authority starts with a colon) ends the name.
+ */
+export function headerOption(option: string): [string, string] {
+  const at = option.slice(1).search(/[=:]/) + 1;
+  const name = option.slice(0, at).toLowerCase();
+  if (at === 0 || /\s/.test(name)) {
+    throw new UsageError(`--header "${option}" is not NAME=VALUE or NAME:VALUE; try --header x-request-id=abc`);
+  }
+  const value = option.slice(at + 1);
+  return [name, option[at] === ':' ? value.replace(/^[ \t]+/, '') : value];
+}
+
+/** `--context NAME=VALUE`: Envoy's per-route context_extensions, whose keys keep their case. */
+function contextOption(option: string): [string, string] {
+  const at = option.indexOf('=');
+  if (at <= 0) throw new UsageError(`--context "${option}" is not NAME=VALUE; try --context body_credentials=optional`);
+  return [option.slice(0, at), option.slice(at + 1)];
+}
+
+/**
+ * {"siteid":1001,"apikey":"<key>"} from '1001:<key>', so that a valid call needs no --body. A site id
+ * that is not in canonical form goes in as a string, so that the body still says what was typed.
+ */
+export function bodyFromAuthorization(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined;
+  const at = authorization.indexOf(':');
+  if (at < 0) return undefined;
+  const siteText = authorization.slice(0, at);
+  const siteid = canonicalSiteId(siteText) === undefined ? JSON.stringify(siteText) : siteText;
+  return `{"siteid":${siteid},"apikey":${JSON.stringify(authorization.slice(at + 1))}}`;
+}
+
+interface RequestParts {
+  readonly authorization: string | undefined;
+  readonly ip: string;
+  readonly body: string | undefined;
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly context: Readonly<Record<string, string>>;
+  readonly path: string;
+  readonly rawHeaders: boolean;
+  readonly rawBody: boolean;
+}
+
+/** The CheckRequest Envoy's ext_authz filter sends for a partner's POST (use_remote_address on, with_request_body on). */
+function envoyCheckRequest(parts: RequestParts): CheckRequestMessage {
+  const headers: Array<readonly [string, string]> = [
+    [':authority', HOST],
+    [':method', 'POST'],
+    [':path', parts.path],
+    [':scheme', 'http'],
+    ['x-request-id', randomUUID()],
+    ['x-forwarded-for', parts.ip],
+    ['x-envoy-external-address', parts.ip],
+  ];
+  if (parts.authorization !== undefined) headers.push(['authorization', parts.authorization]);
+  if (parts.body !== undefined) {
+    headers.push(['content-type', 'application/json'], ['content-length', String(Buffer.byteLength(parts.body))]);
+  }
+  // An explicit --header replaces the default of that name; repeats of it are joined as Envoy joins.
+  const overridden = new Set(parts.headers.map(([name]) => name));
+  const joined = new Map<string, string>();
+  for (const [name, value] of [...headers.filter(([name]) => !overridden.has(name)), ...parts.headers]) {
+    const earlier = joined.get(name);
+    joined.set(name, earlier === undefined ? value : `${earlier},${value}`);
+  }
+  const headerMap: HeaderValueMessage[] = [...joined].map(([key, value]) => ({ key, raw_value: Buffer.from(value, 'utf8') }));
+  const body = parts.body ?? '';
+  return {
+    attributes: {
+      source: { address: { socket_address: { address: parts.ip } } },
+      request: {
+        http: {
+          id: String(Date.now()),
+          method: 'POST',
+          path: parts.path,
+          host: HOST,
+          size: String(Buffer.byteLength(body)),
+          // Envoy's encode_raw_headers and pack_as_bytes move headers and body into these fields.
+          ...(parts.rawHeaders ? { header_map: { headers: headerMap } } : { headers: Object.fromEntries(joined) }),
+          ...(parts.rawBody ? { raw_body: Buffer.from(body, 'utf8') } : { body }),
+        },
+      },
+      context_extensions: parts.context,
+    },
+  };
+}
+
+/** The body to send and what to say about it: --body, --no-body, or one made up from --authorization. */
+function chosenBody(line: CommandLine, authorization: string | undefined): { body: string | undefined; note?: string } {
+  const given = text(line, 'body');
+  if (line.options['no-body'] === true) {
+    if (given !== undefined) throw new UsageError('--body and --no-body exclude each other; pick one');
+    return { body: undefined };
+  }
+  if (given !== undefined) return { body: given };
+  const madeUp = bodyFromAuthorization(authorization);
+  if (madeUp === undefined) {
+    return { body: undefined, note: 'no --body given and no --authorization SITE:KEY to make one up from: the request has no body' };
+  }
+  return {
+    body: madeUp,
+    note: `no --body given: the body is made up from --authorization, ${maskApiKeysIn(madeUp)}; give --body JSON or --no-body to choose`,
+  };
+}
+
+async function readRequestFile(path: string, readStdin: () => Promise<string>): Promise<string> {
+  if (path === '-') {
+    // At a terminal the CLI's reader prompts for a key, one line: a request must be piped in.
+    if (process.stdin.isTTY) throw new UsageError('--request - reads a CheckRequest piped to standard input, e.g. sitekey-authz explain --request - < request.json');
+    return readStdin();
+  }
+  let file;
+  try {
+    file = await open(path, 'r');
+  } catch (error) {
+    throw new UsageError(`--request ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)}); give a file holding a CheckRequest as JSON, or - for standard input`);
+  }
+  try {
+    if ((await file.stat()).size > MAX_REQUEST_FILE_BYTES) {
+      throw new UsageError(`--request ${path} is larger than ${MAX_REQUEST_FILE_BYTES} bytes; that is no CheckRequest Envoy would send`);
+    }
+    return await file.readFile('utf8');
+  } finally {
+    await file.close();
+  }
+}
+
+/** `--request FILE`: a CheckRequest in Envoy's JSON form (the proto3 JSON mapping), decoded with our protos. */
+async function requestFromFile(line: CommandLine, path: string, readStdin: () => Promise<string>): Promise<RequestFromOptions> {
+  const others = Object.keys(REQUEST_OPTIONS).filter((name) => name !== 'request' && isSet(line, name));
+  if (others.length > 0) {
+    throw new UsageError(`--request holds the whole request; drop ${others.map((name) => `--${name}`).join(', ')}, or drop --request`);
+  }
+  const json = await readRequestFile(path, readStdin);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch (error) {
+    throw new UsageError(`--request ${path} is not JSON (${(error as Error).message}); it must hold a CheckRequest such as {"attributes":{"request":{"http":{"headers":{...}}}}}`);
+  }
+  // Loaded only here: the protobuf reflection is not needed for options.
+  const { checkRequestFromJson } = await import('../envoy/check-request-json.js');
+  const decoded = checkRequestFromJson(parsed);
+  if (!decoded.ok) throw new UsageError(`--request ${path}: ${decoded.reason}`);
+  const notes = decoded.ignoredFields.length === 0 ? [] : [`--request ${path}: ignored what the service does not read: ${decoded.ignoredFields.join(', ')}`];
+  return { request: decoded.request, notes };
+}
+
+/** The CheckRequest the request options describe, as Envoy would send it. */
+export async function requestFromOptions(line: CommandLine, readStdin: () => Promise<string>): Promise<RequestFromOptions> {
+  const file = text(line, 'request');
+  if (file !== undefined) return requestFromFile(line, file, readStdin);
+  const authorization = text(line, 'authorization');
+  const { body, note } = chosenBody(line, authorization);
+  const request = envoyCheckRequest({
+    authorization,
+    ip: text(line, 'ip') ?? DEFAULT_IP,
+    body,
+    headers: texts(line, 'header').map(headerOption),
+    context: Object.fromEntries(texts(line, 'context').map(contextOption)),
+    path: text(line, 'path') ?? '/',
+    rawHeaders: line.options['raw-headers'] === true,
+    rawBody: line.options['raw-body'] === true,
+  });
+  return { request, notes: note === undefined ? [] : [note] };
+}
