@@ -35,8 +35,8 @@ export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: num
     return deny({ errorId: 102, siteId, maskedKey });
   }
 
-  const rule = bodyCredentialsRule(input.body, input.bodyPartial, input.bodyCredentials, { siteId, apiKey });
-  if (rule !== undefined) return deny({ errorId: 104, siteId, keyId: key.keyId, maskedKey, rule });
+  const refusal = bodyCredentialsRule(input.body, input.bodyPartial, input.bodyCredentials, { siteId, apiKey });
+  if (refusal !== undefined) return deny({ errorId: 104, siteId, keyId: key.keyId, maskedKey, ...refusal });
 
   return { outcome: 'allow', siteId, keyId: key.keyId };
 }

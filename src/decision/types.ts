@@ -72,12 +72,15 @@ export type BodyRule =
   | 'apikey-duplicate'
   | 'apikey-mismatch';
 
+/** A broken body rule with what its message needs. */
+export type BodyRefusal = { readonly rule: BodyRule };
+
 export type Denial =
   | { readonly errorId: 108; readonly rule: HeaderRule }
   | { readonly errorId: 101; readonly siteId: SiteId; readonly maskedKey: string }
   | { readonly errorId: 103; readonly siteId: SiteId; readonly clientIp: string; readonly maskedKey: string }
   | { readonly errorId: 102; readonly siteId: SiteId; readonly maskedKey: string }
-  | { readonly errorId: 104; readonly siteId: SiteId; readonly keyId: KeyId; readonly maskedKey: string; readonly rule: BodyRule };
+  | ({ readonly errorId: 104; readonly siteId: SiteId; readonly keyId: KeyId; readonly maskedKey: string } & BodyRefusal);
 
 export type ErrorId = Denial['errorId'];
 

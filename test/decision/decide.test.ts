@@ -269,6 +269,13 @@ const bodyCases: Case[] = [
   body('apikey twice, once in full-width letters', text(`{"siteid":1001,"apikey":"${KEY}","\uff41\uff50\uff49\uff4b\uff45\uff59":"x"}`), 'apikey-duplicate'),
   body('siteid twice, once with dotted capital I', text(`{"siteid":1001,"apikey":"${KEY}","s\u0130te\u0130d":9}`), 'siteid-duplicate'),
   body('only a long-s siteid, which is not the field itself', text(`{"\u017fiteid":1001,"apikey":"${KEY}"}`), 'siteid-missing'),
+  body('siteid twice, once after an astral combining mark written as escapes', text(`{"siteid":1001,"apikey":"${KEY}","\\ud834\\udd65siteid":2}`), 'siteid-duplicate'),
+  body('siteid twice, once with a half-width voiced sound mark', text(`{"siteid":1001,"apikey":"${KEY}","siteid\uff9e":2}`), 'siteid-duplicate'),
+  body('apikey twice, once in mathematical bold letters', text(`{"siteid":1001,"apikey":"${KEY}","\u{1d41a}\u{1d429}\u{1d422}\u{1d424}\u{1d41e}\u{1d432}":"x"}`), 'apikey-duplicate'),
+  body('a name that only spells siteid inside a string value', text(`{"note":"\\"siteid\\":2,","siteid":1001,"apikey":"${KEY}"}`), 'allow'),
+  body('valid credentials followed by an unfinished member', text(`{"siteid":1001,"apikey":"${KEY}","more":`), 'body-not-json'),
+  body('valid credentials and a trailing comma', text(`{"siteid":1001,"apikey":"${KEY}",}`), 'body-not-json'),
+  body('a repeated siteid in a body that is not JSON is named as not JSON', text(`{"siteid":1001,"siteid":1001,"apikey":"${KEY}"`), 'body-not-json'),
   body('a repeat is named even when the other field is wrong', text(`{"siteid":1,"apikey":"${KEY}","apikey":"x"}`), 'apikey-duplicate'),
   {
     name: 'body siteid of the largest bigint compared digit for digit',
