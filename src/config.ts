@@ -27,6 +27,8 @@ export interface Config {
   readonly shutdownGraceSeconds: number;
   /** After SIGTERM, how long to keep answering while reporting NOT_SERVING, before draining. */
   readonly shutdownDelaySeconds: number;
+  /** A larger request body is refused (104) unread; match Envoy's with_request_body.max_request_bytes. */
+  readonly maxBodyBytes: number;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -128,5 +130,6 @@ export function loadConfig(env: Env = process.env): Config {
     lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 10, 1, 3_600),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3_600),
     shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 0, 3_600),
+    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
   });
 }

@@ -72,6 +72,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       logger,
       authorization: {
         clientIpSource: config.clientIpSource,
+        maxBodyBytes: config.maxBodyBytes,
         logger,
         authorize: (input) => {
           const now = Date.now();

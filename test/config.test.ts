@@ -17,6 +17,7 @@ describe('loadConfig', () => {
     assert.equal(config.lastUsedFlushSeconds, 10);
     assert.equal(config.shutdownGraceSeconds, 20);
     assert.equal(config.shutdownDelaySeconds, 0, 'make run stops at once on Ctrl-C');
+    assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in the README");
     assert.ok(Object.isFrozen(config));
   });
 
@@ -38,6 +39,11 @@ describe('loadConfig', () => {
       kind: 'header',
       name: 'x-envoy-external-address',
     });
+  });
+
+  it('reads the largest request body to check', () => {
+    assert.equal(loadConfig({ MAX_BODY_BYTES: '65536' }).maxBodyBytes, 65_536);
+    assert.equal(loadConfig({ MAX_BODY_BYTES: ' 8388608 ' }).maxBodyBytes, 8_388_608);
   });
 
   const refused: Array<[Record<string, string>, string, RegExp]> = [
@@ -62,6 +68,11 @@ describe('loadConfig', () => {
     [{ LAST_USED_FLUSH_SECONDS: '0' }, 'LAST_USED_FLUSH_SECONDS', /from 1/],
     [{ SHUTDOWN_GRACE_SECONDS: 'soon' }, 'SHUTDOWN_GRACE_SECONDS', /whole number/],
     [{ SHUTDOWN_DELAY_SECONDS: '5s' }, 'SHUTDOWN_DELAY_SECONDS', /whole number/],
+    [{ MAX_BODY_BYTES: '1MiB' }, 'MAX_BODY_BYTES', /whole number from 1024 to 67108864/],
+    [{ MAX_BODY_BYTES: '1e6' }, 'MAX_BODY_BYTES', /whole number/],
+    [{ MAX_BODY_BYTES: '-1' }, 'MAX_BODY_BYTES', /whole number/],
+    [{ MAX_BODY_BYTES: '0' }, 'MAX_BODY_BYTES', /from 1024/],
+    [{ MAX_BODY_BYTES: '67108865' }, 'MAX_BODY_BYTES', /to 67108864/],
   ];
   for (const [env, variable, reason] of refused) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable} and why`, () => {

@@ -47,6 +47,7 @@ export function bodyCredentialsRule(
   expected: { readonly siteId: SiteId; readonly apiKey: ApiKey },
 ): BodyRefusal | undefined {
   if (bodyPartial) return { rule: 'body-partial' };
+  if (body.kind === 'too-large') return { rule: 'body-too-large', maxBodyBytes: body.maxBytes };
   if (body.kind === 'not-utf8') return { rule: 'body-not-utf8' };
   if (body.kind === 'empty') {
     if (body.lengthDeclared) return { rule: 'body-not-forwarded' };

@@ -19,11 +19,16 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorId, CatalogueEntry>> = Object
   104: { code: 'BODY_CREDENTIALS_INVALID', httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED },
 });
 
-const BODY_RULE_MESSAGES: Readonly<Record<BodyRule, string>> = Object.freeze({
+/** A rule's message; the one rule whose message names a limit takes it. */
+type BodyRuleMessages = { readonly [R in BodyRule]: R extends 'body-too-large' ? (maxBodyBytes: number) => string : string };
+
+const BODY_RULE_MESSAGES: BodyRuleMessages = Object.freeze({
   'body-missing': 'Request body is missing: it must be a JSON object carrying siteid and apikey',
   'body-not-forwarded':
     'Request body did not reach the authorization service, so siteid and apikey cannot be verified',
   'body-partial': 'Request body was truncated before authorization, so siteid and apikey cannot be verified',
+  'body-too-large': (maxBodyBytes: number) =>
+    `Request body is larger than the authorization service accepts (${maxBodyBytes} bytes), so siteid and apikey cannot be verified`,
   'body-not-utf8': 'Request body is not valid UTF-8',
   'body-not-json': 'Request body is not valid JSON',
   'body-not-object': 'Request body must be a JSON object carrying siteid and apikey',
@@ -47,7 +52,7 @@ export function denialMessage(denial: Denial): string {
     case 102:
       return `API key ${denial.maskedKey} is invalid`;
     case 104:
-      return BODY_RULE_MESSAGES[denial.rule];
+      return denial.rule === 'body-too-large' ? BODY_RULE_MESSAGES[denial.rule](denial.maxBodyBytes) : BODY_RULE_MESSAGES[denial.rule];
   }
 }
 

@@ -33,7 +33,9 @@ export interface CredentialSnapshot {
 export type BodyView =
   | { readonly kind: 'empty'; readonly lengthDeclared: boolean }
   | { readonly kind: 'text'; readonly text: string }
-  | { readonly kind: 'not-utf8' };
+  | { readonly kind: 'not-utf8' }
+  /** Larger than MAX_BODY_BYTES: neither decoded nor parsed. */
+  | { readonly kind: 'too-large'; readonly bytes: number; readonly maxBytes: number };
 
 /** Whether a route requires body credentials, from Envoy's per-route context_extensions. */
 export type BodyCredentialsPolicy = 'required' | 'optional';
@@ -62,6 +64,7 @@ export type BodyRule =
   | 'body-missing'
   | 'body-not-forwarded'
   | 'body-partial'
+  | 'body-too-large'
   | 'body-not-utf8'
   | 'body-not-json'
   | 'body-not-object'
@@ -72,8 +75,10 @@ export type BodyRule =
   | 'apikey-duplicate'
   | 'apikey-mismatch';
 
-/** A broken body rule with what its message needs. */
-export type BodyRefusal = { readonly rule: BodyRule };
+/** A broken body rule with what its message needs: the limit, for a body that is too large. */
+export type BodyRefusal =
+  | { readonly rule: Exclude<BodyRule, 'body-too-large'> }
+  | { readonly rule: 'body-too-large'; readonly maxBodyBytes: number };
 
 export type Denial =
   | { readonly errorId: 108; readonly rule: HeaderRule }

@@ -1,10 +1,9 @@
 import { status as GrpcStatus, type handleUnaryCall, type ServerErrorResponse } from '@grpc/grpc-js';
-import type { ClientIpSource } from '../config.js';
 import type { CheckInput, Decision } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { toCheckResponse } from './check-response.js';
 import type { CheckRequestMessage, CheckResponseMessage } from './messages.js';
-import { viewCheckRequest, type RequestSummary } from './request-view.js';
+import { viewCheckRequest, type RequestSummary, type RequestViewOptions } from './request-view.js';
 
 /** A decision that was made and sent to Envoy; observers (logs, metrics) read it, never change it. */
 export interface DecisionEvent {
@@ -24,8 +23,7 @@ export interface CheckFailureEvent {
   readonly durationSeconds: number;
 }
 
-export interface AuthorizationServiceDeps {
-  readonly clientIpSource: ClientIpSource;
+export interface AuthorizationServiceDeps extends RequestViewOptions {
   /** The decision on current credential data; undefined when there is none to decide on yet. */
   readonly authorize: (input: CheckInput) => Decision | undefined;
   readonly onDecision?: (event: DecisionEvent) => void;
@@ -72,7 +70,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
       let failure: CheckFailureEvent['reason'] | undefined;
       let response: CheckResponseMessage | undefined;
       try {
-        const view = viewCheckRequest(call.request, deps.clientIpSource);
+        const view = viewCheckRequest(call.request, deps);
         requestId = view.requestId;
         const decision = deps.authorize(view.input);
         if (decision === undefined) {

@@ -212,6 +212,7 @@ const body = (name: string, view: BodyView, rule: string | 'allow', overrides: P
 });
 
 const deeplyNested = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+const tooLarge: BodyView = { kind: 'too-large', bytes: 1_048_577, maxBytes: 1_048_576 };
 const bodyCases: Case[] = [
   body('numeric siteid', credentials(1001, KEY), 'allow'),
   body('string siteid', credentials('1001', KEY), 'allow'),
@@ -233,6 +234,16 @@ const bodyCases: Case[] = [
     bodyCredentials: 'optional',
   }),
   body('body marked partial by Envoy', credentials(1001, KEY), 'body-partial', { bodyPartial: true }),
+  {
+    name: 'body larger than MAX_BODY_BYTES',
+    input: input({ body: tooLarge }),
+    expect: 104,
+    rule: 'body-too-large',
+    message: 'Request body is larger than the authorization service accepts (1048576 bytes), so siteid and apikey cannot be verified',
+  },
+  body('body larger than MAX_BODY_BYTES on a route where body credentials are optional', tooLarge, 'body-too-large', {
+    bodyCredentials: 'optional',
+  }),
   body('body that is not UTF-8', { kind: 'not-utf8' }, 'body-not-utf8'),
   body('form-encoded body', text(`siteid=1001&apikey=${KEY}`), 'body-not-json'),
   body('whitespace-only body', text('   '), 'body-not-json'),
@@ -298,6 +309,10 @@ const precedenceCases: Case[] = [
     expect: 103,
   },
   { name: '102 before 104', input: input({ authorization: `1001:${UNKNOWN_KEY}`, body: { kind: 'not-utf8' } }), expect: 102 },
+  { name: '108 before a body that is too large', input: input({ authorization: undefined, body: tooLarge }), expect: 108 },
+  { name: '101 before a body that is too large', input: input({ authorization: `4242:${KEY}`, body: tooLarge }), expect: 101 },
+  { name: '103 before a body that is too large', input: input({ clientAddress: '192.0.2.1', body: tooLarge }), expect: 103 },
+  { name: '102 before a body that is too large', input: input({ authorization: `1001:${UNKNOWN_KEY}`, body: tooLarge }), expect: 102 },
   { name: 'allowed', input: input(), expect: 'allow', keyId: '11' },
 ];
 

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import type { Decision } from '../../src/decision/types.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
@@ -39,6 +40,7 @@ describe('send-check, the client script, against a real server', () => {
       logger: createLogger('silent'),
       authorization: {
         clientIpSource: { kind: 'peer' },
+        maxBodyBytes: loadConfig({}).maxBodyBytes,
         authorize: (input): Decision | undefined => (dataLoaded ? decide(input, SNAPSHOT, Date.now()) : undefined),
         logger: createLogger('silent'),
       },
