@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { decide } from '../src/decision/decide.js';
 import type { BodyRule, CheckInput, CredentialSnapshot, Decision } from '../src/decision/types.js';
-import { snapshotOf } from '../test/support/snapshot.js';
+import { NO_SUNSET, snapshotOf } from '../test/support/snapshot.js';
 
 /**
  * Issue #8: request bodies shaped to make the body check (104) slow, each as large as Envoy's
@@ -127,11 +127,11 @@ export function outcomeOf(decision: Decision): string {
 export function timeDecisions(body: HostileBody, runs: number): { readonly bestMs: number; readonly worstMs: number; readonly meanMs: number } {
   const input = hostileInput(body.text);
   const now = Date.now();
-  assert.equal(outcomeOf(decide(input, HOSTILE_SNAPSHOT, now)), body.expect, body.name);
+  assert.equal(outcomeOf(decide(input, HOSTILE_SNAPSHOT, now, NO_SUNSET)), body.expect, body.name);
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const started = performance.now();
-    const decision = decide(input, HOSTILE_SNAPSHOT, now);
+    const decision = decide(input, HOSTILE_SNAPSHOT, now, NO_SUNSET);
     times.push(performance.now() - started);
     // Checked on every run: a body that was refused early would be measured as if it were examined.
     assert.equal(outcomeOf(decision), body.expect, body.name);

@@ -27,6 +27,18 @@ export interface Config {
   readonly shutdownGraceSeconds: number;
   /** After SIGTERM, how long to keep answering while reporting NOT_SERVING, before draining. */
   readonly shutdownDelaySeconds: number;
+  /** The API-key sunset (issue #11): dates in epoch ms, the guide, and whether to enforce it. */
+  readonly apiKeySunsetAt: number;
+  readonly apiKeyDeprecatedAt: number;
+  readonly apiKeySunsetEnforce: boolean;
+  readonly migrationGuideUrl: string | undefined;
+  /** Remove the Authorization header from allowed requests before they reach the upstream. */
+  readonly stripAuthorization: boolean;
+  readonly denialStatsRetentionDays: number;
+  /** How many sites get their own `site` label on the check metrics; the rest count as "other". */
+  readonly metricsSiteLabelsMax: number;
+  /** The share of allowed checks logged at info, 0..1 (denials are always logged). */
+  readonly logAllowedSampleRate: number;
   /** A larger request body is refused (104) unread; match Envoy's with_request_body.max_request_bytes. */
   readonly maxBodyBytes: number;
 }
@@ -59,6 +71,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (!/^\d+$/.test(value)) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${value}"`);
   const parsed = Number(value);
   if (parsed < min || parsed > max) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got ${value}`);
+  return parsed;
+}
+
+/** A share from 0 to 1, written as a decimal (0.01, not 1% or 1e-2). */
+function fraction(env: Env, name: string, fallback: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  const parsed = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (!(parsed >= 0 && parsed <= 1)) throw new ConfigError(name, `expected a decimal from 0 to 1, such as 0.01, got "${value}"`);
   return parsed;
 }
 
@@ -106,6 +127,41 @@ function clientIpSource(env: Env): ClientIpSource {
   throw new ConfigError('CLIENT_IP_SOURCE', `expected peer, xff or header:<name>, got "${value}"`);
 }
 
+const DEFAULT_SUNSET = '2026-12-31T23:59:59Z';
+// A date-time with an explicit zone: a deadline must not depend on the server's time zone.
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+function instant(env: Env, name: string, fallback: string): number {
+  const value = text(env, name) ?? fallback;
+  const at = INSTANT.test(value) ? Date.parse(value) : NaN;
+  if (Number.isNaN(at)) throw new ConfigError(name, `expected an ISO 8601 date-time with a zone such as ${DEFAULT_SUNSET}, got "${value}"`);
+  return at;
+}
+
+function httpsUrl(env: Env, name: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, `expected an https:// URL such as https://developers.example.com/migrate, got "${value}"`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, `expected an https:// URL, got the scheme "${url.protocol}"`);
+  // It goes into a Link header between < and >, and into error messages: no room for anything else.
+  if (/[\s<>"]/.test(value)) throw new ConfigError(name, 'must not contain spaces, quotes, < or >');
+  return value;
+}
+
+function sunsetDates(env: Env): { apiKeySunsetAt: number; apiKeyDeprecatedAt: number } {
+  const apiKeySunsetAt = instant(env, 'APIKEY_SUNSET_AT', DEFAULT_SUNSET);
+  const apiKeyDeprecatedAt = instant(env, 'APIKEY_DEPRECATED_AT', text(env, 'APIKEY_SUNSET_AT') ?? DEFAULT_SUNSET);
+  if (apiKeyDeprecatedAt > apiKeySunsetAt) {
+    throw new ConfigError('APIKEY_DEPRECATED_AT', 'must not be later than APIKEY_SUNSET_AT: RFC 9745 does not let the sunset precede the deprecation');
+  }
+  return { apiKeySunsetAt, apiKeyDeprecatedAt };
+}
+
 /** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
@@ -130,6 +186,13 @@ export function loadConfig(env: Env = process.env): Config {
     lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 10, 1, 3_600),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3_600),
     shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 0, 3_600),
+    ...sunsetDates(env),
+    apiKeySunsetEnforce: boolean(env, 'APIKEY_SUNSET_ENFORCE', false),
+    migrationGuideUrl: httpsUrl(env, 'MIGRATION_GUIDE_URL'),
+    stripAuthorization: boolean(env, 'STRIP_AUTHORIZATION', false),
+    denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 30, 1, 3_650),
+    metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
+    logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
   });
 }

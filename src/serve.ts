@@ -1,16 +1,32 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from './config.js';
+import { parseClientIp } from './decision/client-ip.js';
 import { decide } from './decision/decide.js';
+import { sunsetNotice } from './envoy/check-response.js';
 import { startGrpcServer } from './envoy/grpc-server.js';
 import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
 import { createLogger, type Logger } from './observe/logger.js';
-import { CredentialCache } from './store/credential-cache.js';
+import { ServiceMetrics, type SnapshotGauges } from './observe/metrics.js';
+import { CredentialCache, databaseTimeoutMs } from './store/credential-cache.js';
 import { connectionPool, openDatabase } from './store/database.js';
+import { DenialStatsRecorder } from './store/denial-stats-recorder.js';
 import { LastUsedRecorder } from './store/last-used-recorder.js';
 import { migrate } from './store/migrate.js';
 
 const READINESS_POLL_MS = 1_000;
+/** Distinct (site, error, client address) refusal groups a replica holds between two flushes. */
+const DENIAL_GROUPS_MAX = 10_000;
+
+/** The credential cache seen through the metrics' narrow interface. */
+function cacheGauges(cache: CredentialCache): SnapshotGauges {
+  return {
+    status(now) {
+      const status = cache.status(now);
+      return { ageSeconds: status.loaded ? status.staleSeconds : null, sites: status.sites, activeKeys: status.activeKeys, listening: status.listening };
+    },
+  };
+}
 
 /** Resolves on the first SIGTERM or SIGINT: the orchestrator's request to drain and stop. */
 function stopRequested(logger: Logger): Promise<string> {
@@ -43,7 +59,12 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       const applied = await migrate(database.url, logger);
       logger.info({ applied }, applied.length ? 'database migrated' : 'database schema is up to date');
     }
-    const pool = connectionPool(database.url, { applicationName: 'sitekey-authz', max: 4, logger });
+    const pool = connectionPool(database.url, {
+      applicationName: 'sitekey-authz',
+      max: 4,
+      logger,
+      timeoutMs: databaseTimeoutMs(config.snapshotMaxStalenessSeconds),
+    });
     closers.push(() => pool.end());
 
     const cache = new CredentialCache({
@@ -54,18 +75,49 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       logger,
     });
     closers.push(() => cache.stop());
-    const lastUsed = new LastUsedRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger });
-    closers.push(() => lastUsed.stop());
 
     const readiness = () => {
       const status = cache.status(Date.now());
       return { ready: status.ready && !shuttingDown, detail: { shuttingDown, snapshot: status } };
     };
-    const http = await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness });
-    closers.push(() => http.close());
-    logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz)');
+    const metrics = new ServiceMetrics({
+      siteLabelsMax: config.metricsSiteLabelsMax,
+      snapshot: cacheGauges(cache),
+      apiKeySunsetAt: config.apiKeySunsetAt,
+      pool,
+      ready: () => readiness().ready,
+    });
+    cache.onSync((event) => metrics.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds }));
+    cache.onSyncFailure((event) => metrics.onSync({ kind: event.kind, ok: false, durationSeconds: 0 }));
+    cache.onNotificationReceived(() => metrics.onNotification());
+    const lastUsed = new LastUsedRecorder({
+      pool,
+      flushSeconds: config.lastUsedFlushSeconds,
+      logger,
+      onFlush: (outcome) => metrics.onLastUsedFlush(outcome),
+    });
+    closers.push(() => lastUsed.stop());
+    const refusals = new DenialStatsRecorder({
+      pool,
+      flushSeconds: config.lastUsedFlushSeconds,
+      retentionDays: config.denialStatsRetentionDays,
+      maxGroups: DENIAL_GROUPS_MAX,
+      logger,
+    });
+    closers.push(() => refusals.stop());
 
-    const logDecision = createDecisionLog(logger);
+    const http = await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness, metrics });
+    closers.push(() => http.close());
+    logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
+
+    const logDecision = createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate });
+    const sunset = { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl };
+    const allowedResponse = sunsetNotice({
+      deprecatedAt: config.apiKeyDeprecatedAt,
+      sunsetAt: config.apiKeySunsetAt,
+      guideUrl: config.migrationGuideUrl,
+      stripAuthorization: config.stripAuthorization,
+    });
     const grpc = await startGrpcServer({
       bindAddress: config.bindAddress,
       port: config.grpcPort,
@@ -74,15 +126,26 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
         clientIpSource: config.clientIpSource,
         maxBodyBytes: config.maxBodyBytes,
         logger,
+        allowedResponse,
         authorize: (input) => {
           const now = Date.now();
           const snapshot = cache.snapshot(now);
-          return snapshot && decide(input, snapshot, now);
+          return snapshot && decide(input, snapshot, now, sunset);
         },
         onDecision: (event) => {
+          metrics.observeCheck(event);
           logDecision(event);
-          if (event.decision.outcome === 'allow') lastUsed.record(event.decision.keyId, Date.now());
+          const now = Date.now();
+          // Refusals of sites we know, by client address (strangers' 108 and 101 are not counted).
+          const clientIp = () => parseClientIp(event.clientIp)?.address ?? 'unknown';
+          if (event.outcome === 'allowed') {
+            lastUsed.record(event.keyId, now);
+            if (event.rehearsalBrownoutId !== undefined) refusals.record(event.siteId, 105, clientIp(), true, now);
+          } else if (event.siteKnown && event.siteId !== undefined) {
+            refusals.record(event.siteId, event.errorId, clientIp(), false, now);
+          }
         },
+        onFailure: (event) => metrics.observeUndecided(event),
       },
     });
     closers.push(() => grpc.shutdown(config.shutdownGraceSeconds * 1000));

@@ -17,6 +17,14 @@ describe('loadConfig', () => {
     assert.equal(config.lastUsedFlushSeconds, 10);
     assert.equal(config.shutdownGraceSeconds, 20);
     assert.equal(config.shutdownDelaySeconds, 0, 'make run stops at once on Ctrl-C');
+    assert.equal(config.apiKeySunsetAt, Date.parse('2026-12-31T23:59:59Z'), 'the spec retires API keys by the end of 2026');
+    assert.equal(config.apiKeyDeprecatedAt, config.apiKeySunsetAt);
+    assert.equal(config.apiKeySunsetEnforce, false, 'enforcement only when asked');
+    assert.equal(config.migrationGuideUrl, undefined);
+    assert.equal(config.stripAuthorization, false);
+    assert.equal(config.denialStatsRetentionDays, 30);
+    assert.equal(config.metricsSiteLabelsMax, 1000);
+    assert.equal(config.logAllowedSampleRate, 0, 'allowed checks are not logged unless asked');
     assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in the README");
     assert.ok(Object.isFrozen(config));
   });
@@ -32,6 +40,15 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads the sunset settings; the deprecation date follows the sunset unless set', () => {
+    const config = loadConfig({ APIKEY_SUNSET_AT: '2027-03-31T00:00:00+02:00', MIGRATION_GUIDE_URL: 'https://developers.example.com/tokens' });
+    assert.equal(config.apiKeySunsetAt, Date.parse('2027-03-30T22:00:00Z'));
+    assert.equal(config.apiKeyDeprecatedAt, config.apiKeySunsetAt);
+    assert.equal(config.migrationGuideUrl, 'https://developers.example.com/tokens');
+    const earlier = loadConfig({ APIKEY_DEPRECATED_AT: '2026-06-01T00:00:00Z' });
+    assert.equal(earlier.apiKeyDeprecatedAt, Date.parse('2026-06-01T00:00:00Z'));
+  });
+
   it('reads every client IP source', () => {
     assert.deepEqual(loadConfig({ CLIENT_IP_SOURCE: 'xff' }).clientIpSource, { kind: 'xff', trustedHops: 0 });
     assert.deepEqual(loadConfig({ CLIENT_IP_SOURCE: 'xff', XFF_TRUSTED_HOPS: '2' }).clientIpSource, { kind: 'xff', trustedHops: 2 });
@@ -39,6 +56,14 @@ describe('loadConfig', () => {
       kind: 'header',
       name: 'x-envoy-external-address',
     });
+  });
+
+  it('reads the site label cap and the share of allowed checks to log', () => {
+    assert.equal(loadConfig({ METRICS_SITE_LABELS_MAX: '0' }).metricsSiteLabelsMax, 0);
+    assert.equal(loadConfig({ METRICS_SITE_LABELS_MAX: '25000' }).metricsSiteLabelsMax, 25000);
+    for (const [text, rate] of [['0', 0], ['1', 1], ['0.01', 0.01], ['1.0', 1], [' 0.5 ', 0.5]] as const) {
+      assert.equal(loadConfig({ LOG_ALLOWED_SAMPLE_RATE: text }).logAllowedSampleRate, rate, text);
+    }
   });
 
   it('reads the largest request body to check', () => {
@@ -63,11 +88,30 @@ describe('loadConfig', () => {
     [{ XFF_TRUSTED_HOPS: '1' }, 'XFF_TRUSTED_HOPS', /only read with CLIENT_IP_SOURCE=xff, not peer/],
     [{ CLIENT_IP_SOURCE: 'header:x-envoy-external-address', XFF_TRUSTED_HOPS: '1' }, 'XFF_TRUSTED_HOPS', /only read with CLIENT_IP_SOURCE=xff/],
     [{ MIGRATE_ON_START: 'maybe' }, 'MIGRATE_ON_START', /true or false/],
+    [{ APIKEY_SUNSET_AT: '2026-12-31' }, 'APIKEY_SUNSET_AT', /date-time with a zone/],
+    [{ APIKEY_SUNSET_AT: '2026-12-31T23:59:59' }, 'APIKEY_SUNSET_AT', /date-time with a zone/],
+    [{ APIKEY_SUNSET_AT: '2026-13-31T00:00:00Z' }, 'APIKEY_SUNSET_AT', /date-time/],
+    [{ APIKEY_DEPRECATED_AT: '2027-01-01T00:00:00Z' }, 'APIKEY_DEPRECATED_AT', /not be later than APIKEY_SUNSET_AT/],
+    [{ APIKEY_SUNSET_ENFORCE: 'soon' }, 'APIKEY_SUNSET_ENFORCE', /true or false/],
+    [{ STRIP_AUTHORIZATION: 'strip' }, 'STRIP_AUTHORIZATION', /true or false/],
+    [{ MIGRATION_GUIDE_URL: 'docs/migrate' }, 'MIGRATION_GUIDE_URL', /https:\/\/ URL/],
+    [{ MIGRATION_GUIDE_URL: 'ftp://example.com/migrate' }, 'MIGRATION_GUIDE_URL', /scheme "ftp:"/],
+    [{ MIGRATION_GUIDE_URL: 'https://example.com/a>b' }, 'MIGRATION_GUIDE_URL', /< or >/],
+    [{ DENIAL_STATS_RETENTION_DAYS: '0' }, 'DENIAL_STATS_RETENTION_DAYS', /from 1/],
     [{ SNAPSHOT_REFRESH_SECONDS: '0' }, 'SNAPSHOT_REFRESH_SECONDS', /from 1/],
     [{ SNAPSHOT_MAX_STALENESS_SECONDS: '1h' }, 'SNAPSHOT_MAX_STALENESS_SECONDS', /whole number/],
     [{ LAST_USED_FLUSH_SECONDS: '0' }, 'LAST_USED_FLUSH_SECONDS', /from 1/],
     [{ SHUTDOWN_GRACE_SECONDS: 'soon' }, 'SHUTDOWN_GRACE_SECONDS', /whole number/],
     [{ SHUTDOWN_DELAY_SECONDS: '5s' }, 'SHUTDOWN_DELAY_SECONDS', /whole number/],
+    [{ METRICS_SITE_LABELS_MAX: 'all' }, 'METRICS_SITE_LABELS_MAX', /whole number from 0 to 100000/],
+    [{ METRICS_SITE_LABELS_MAX: '1000000' }, 'METRICS_SITE_LABELS_MAX', /100000/],
+    [{ METRICS_SITE_LABELS_MAX: '-1' }, 'METRICS_SITE_LABELS_MAX', /whole number/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '1.5' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal from 0 to 1/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '-0.1' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal from 0 to 1/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '10%' }, 'LOG_ALLOWED_SAMPLE_RATE', /such as 0.01, got "10%"/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '1e-2' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: 'NaN' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
+    [{ LOG_ALLOWED_SAMPLE_RATE: '.5' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
     [{ MAX_BODY_BYTES: '1MiB' }, 'MAX_BODY_BYTES', /whole number from 1024 to 67108864/],
     [{ MAX_BODY_BYTES: '1e6' }, 'MAX_BODY_BYTES', /whole number/],
     [{ MAX_BODY_BYTES: '-1' }, 'MAX_BODY_BYTES', /whole number/],

@@ -1,4 +1,4 @@
-import { canonicalApiKey } from '../decision/api-key.js';
+import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
 import { parseAllowlistEntry, type AllowlistEntry } from '../store/allowlist-entry.js';
@@ -13,8 +13,11 @@ export class UsageError extends Error {
 
 const EXAMPLE_KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
 const KEY_ID = /^[1-9][0-9]{0,18}$/;
-// Control characters would garble `site list` and `key list` in a terminal.
-const CONTROL = /[\u0000-\u001f\u007f]/;
+// Control characters (C0, DEL and C1) would garble `site list` and `key list` in a terminal.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+// Invisible direction marks, embeddings, overrides and isolates make text display other than it
+// reads ("Trojan Source", CVE-2021-42574); right-to-left letters display correctly without them.
+const DIRECTION_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 // A calendar date (midnight UTC), or a date and time with Z or an offset: no guessing at a time zone.
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))?$/;
 
@@ -52,23 +55,52 @@ function isCalendarDate(text: string): boolean {
   return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth;
 }
 
+/** An ISO 8601 date (midnight UTC) or date-time with a zone, for `--<option>`. */
+export function instantOption(option: string, text: string): Date {
+  const at = ISO_INSTANT.test(text) && isCalendarDate(text) ? new Date(text.length === 10 ? `${text}T00:00:00Z` : text) : undefined;
+  if (at === undefined || Number.isNaN(at.getTime())) {
+    throw new UsageError(`--${option} "${text}" is not an ISO 8601 date or time with a zone; try --${option} 2027-01-31 or --${option} 2027-01-31T12:00:00Z`);
+  }
+  return at;
+}
+
 /** `--expires`: an ISO 8601 date or date-time with zone, in the future. */
 export function expiresOption(text: string | undefined, now: number): Date | undefined {
   if (text === undefined) return undefined;
-  const at = ISO_INSTANT.test(text) && isCalendarDate(text) ? new Date(text.length === 10 ? `${text}T00:00:00Z` : text) : undefined;
-  if (at === undefined || Number.isNaN(at.getTime())) {
-    throw new UsageError(`--expires "${text}" is not an ISO 8601 date or time with a zone; try --expires 2027-01-31 or --expires 2027-01-31T12:00:00Z`);
-  }
+  const at = instantOption('expires', text);
   if (at.getTime() <= now) throw new UsageError(`--expires ${text} is in the past; a key must expire after it is issued`);
   return at;
 }
 
-/** `--name`, `--note`, `--actor`: short, printable text. */
+/** `--since N`: a whole number of days or hours, at least 1 and at most `max`. */
+export function countOption(option: string, text: string | undefined, unit: string, fallback: number, max: number): number {
+  if (text === undefined) return fallback;
+  if (!/^[1-9][0-9]*$/.test(text) || Number(text) > max) {
+    throw new UsageError(`--${option} "${text}" is not a number of ${unit} from 1 to ${max}; try --${option} ${fallback}`);
+  }
+  return Number(text);
+}
+
+/**
+ * `--name`, `--note`, `--actor`: short, printable text, measured in characters (code points), with every
+ * UUID in it masked, since a note such as "replaces <key>" would otherwise store and show a full key.
+ */
 export function textOption(option: string, text: string | undefined, maxLength: number, fallback = ''): string {
   if (text === undefined) return fallback;
-  if (CONTROL.test(text)) throw new UsageError(`--${option} must not contain control characters such as newlines or tabs`);
-  if (text.length > maxLength) throw new UsageError(`--${option} is ${text.length} characters long; keep it to ${maxLength}`);
-  return text;
+  if (CONTROL.test(text)) {
+    throw new UsageError(`--${option} must not contain control characters such as newlines or tabs; type it on one line, with spaces`);
+  }
+  const direction = DIRECTION_CONTROL.exec(text)?.[0];
+  if (direction !== undefined) {
+    const codePoint = `U+${(direction.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+    throw new UsageError(
+      `--${option} must not contain the invisible direction control ${codePoint}, which makes text display other than it reads; ` +
+        'type the text without it (right-to-left letters need none)',
+    );
+  }
+  const length = [...text].length;
+  if (length > maxLength) throw new UsageError(`--${option} is ${length} characters long; keep it to ${maxLength}`);
+  return maskApiKeysIn(text);
 }
 
 /** `key import` reads the key from standard input so that it never lands in shell history. */

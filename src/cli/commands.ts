@@ -1,6 +1,8 @@
 import type { Config } from '../config.js';
+import { IPV4_MAPPED } from '../decision/client-ip.js';
 import type { Logger } from '../observe/logger.js';
 import type { CredentialAdmin, KeySummary } from '../store/credential-admin.js';
+import { coversIpv4Mapped } from '../store/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import {
@@ -12,6 +14,7 @@ import {
   textOption,
 } from './arguments.js';
 import { shortTime, table, type CommandOutput } from './output.js';
+import { SUNSET_COMMANDS } from './sunset-commands.js';
 
 export interface CommandContext {
   readonly config: Config;
@@ -25,7 +28,7 @@ export interface CommandContext {
 
 export interface CommandLine {
   readonly positionals: readonly string[];
-  readonly options: Readonly<Record<string, string | boolean | undefined>>;
+  readonly options: Readonly<Record<string, string | boolean | string[] | undefined>>;
 }
 
 export interface Command {
@@ -35,7 +38,7 @@ export interface Command {
   readonly synopsis: string;
   readonly summary: string;
   /** The command's own options, beside the global --json, --actor and --help. */
-  readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean' }>>;
+  readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly multiple?: boolean }>>;
   /** How many positional arguments it takes: [min, max]. */
   readonly arity: readonly [number, number];
   /** Resolves to what to print, or to undefined once `serve` has stopped. */
@@ -261,6 +264,7 @@ export const COMMANDS: readonly Command[] = [
       const entries = allowlistArguments(line.positionals.slice(1));
       const result = await withAdmin((admin) => admin.allowNetworks(siteId, entries));
       const everyone = entries.filter((entry) => entry.prefix === 0).map((entry) => entry.cidr);
+      const ipv6ForIpv4 = entries.filter(coversIpv4Mapped).map((entry) => entry.cidr);
       const lines = [
         ...(result.added.length > 0 ? [`site ${siteId} now allows ${result.added.join(', ')}`] : []),
         ...(result.alreadyAllowed.length > 0 ? [`already allowed: ${result.alreadyAllowed.join(', ')}`] : []),
@@ -268,8 +272,14 @@ export const COMMANDS: readonly Command[] = [
       return {
         text: lines.join('\n'),
         json: { siteId, ...result },
-        // The decision sees an IPv4 client also as ::ffff:a.b.c.d, so ::/0 admits IPv4 clients too.
-        warnings: everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'address, IPv4 included' : 'IPv4 address'}: the allowlist no longer restricts site ${siteId}`),
+        warnings: [
+          ...everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+          ...ipv6ForIpv4.map(
+            (cidr) =>
+              `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
+              `To admit them, run \`sitekey-authz ip allow ${siteId} <IPv4 network>\`, e.g. 203.0.113.0/24`,
+          ),
+        ],
       };
     },
   },
@@ -311,4 +321,5 @@ export const COMMANDS: readonly Command[] = [
       };
     },
   },
+  ...SUNSET_COMMANDS,
 ];

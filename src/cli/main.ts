@@ -59,7 +59,7 @@ function unknownCommand(words: readonly string[]): UsageError {
 interface Invocation {
   readonly command: Command | undefined;
   readonly positionals: string[];
-  readonly options: Record<string, string | boolean | undefined>;
+  readonly options: Record<string, string | boolean | string[] | undefined>;
 }
 
 /** The command is the first words of the line; global flags may come before it. */
@@ -91,7 +91,7 @@ function parseCommandLine(argv: readonly string[]): Invocation {
     }
     throw error;
   }
-  return { command, positionals: parsed.positionals, options: parsed.values as Record<string, string | boolean | undefined> };
+  return { command, positionals: parsed.positionals, options: parsed.values as Record<string, string | boolean | string[] | undefined> };
 }
 
 function checkArity(command: Command, positionals: readonly string[]): void {

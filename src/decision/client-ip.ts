@@ -6,6 +6,13 @@ export interface ClientIp {
   readonly family: 'ipv4' | 'ipv6';
 }
 
+/**
+ * The IPv4-mapped IPv6 addresses, ::ffff:0:0/96 (RFC 4291 §2.5.5.2): the last 32 bits are an IPv4
+ * address, so ::ffff:a.b.c.d is the client a.b.c.d and the network ::ffff:a.b.c.d/n is a.b.c.d/(n − 96).
+ */
+export const IPV4_MAPPED = { network: '::ffff:0:0', prefix: 96 } as const;
+
+// An address in IPV4_MAPPED as the URL parser writes it: the IPv4 address in two hex groups.
 const MAPPED_IPV4 = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/;
 
 function canonicalIpv6(text: string): string | undefined {
@@ -35,4 +42,25 @@ export function parseClientIp(text: string | undefined): ClientIp | undefined {
     return { address: `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`, family: 'ipv4' };
   }
   return { address: canonical, family: 'ipv6' };
+}
+
+/** An allowlist network in the family the decision checks clients of: `ipv4` networks admit IPv4 clients only. */
+export interface AllowlistNetwork {
+  readonly address: string;
+  readonly family: ClientIp['family'];
+  readonly prefix: number;
+}
+
+/**
+ * The network `address/prefix` as the allowlist holds it: an IPv4-mapped network is the IPv4 network it
+ * maps, like the client addresses in it. Undefined when the address is not one, or when a mapped address
+ * has a prefix shorter than IPV4_MAPPED's and so reaches beyond the mapped range.
+ */
+export function allowlistNetwork(address: string, prefix: number): AllowlistNetwork | undefined {
+  const ip = parseClientIp(address);
+  if (ip === undefined) return undefined;
+  const mapped = ip.family === 'ipv4' && address.includes(':');
+  if (!mapped) return { address: ip.address, family: ip.family, prefix };
+  if (prefix < IPV4_MAPPED.prefix) return undefined;
+  return { address: ip.address, family: 'ipv4', prefix: prefix - IPV4_MAPPED.prefix };
 }

@@ -1,23 +1,24 @@
-import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { BodyRule, Denial, ErrorId } from './types.js';
 
 /**
- * Every error a partner can see, in one table (spec, Errors). The HTTP status goes to the partner in
- * Envoy's DeniedHttpResponse; the gRPC code goes to Envoy in CheckResponse.status.
+ * The gRPC status codes a denial carries to Envoy (google.rpc.Code), named here so that the
+ * decision depends on no transport library.
  */
-interface CatalogueEntry {
+export const GrpcCode = Object.freeze({ OK: 0, PERMISSION_DENIED: 7, UNAUTHENTICATED: 16 } as const);
+export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
+
+type DenialOf<K extends ErrorId> = Extract<Denial, { errorId: K }>;
+
+/**
+ * One error a partner can see: its stable code, the HTTP status the partner gets in Envoy's
+ * DeniedHttpResponse, the gRPC code Envoy gets in CheckResponse.status, and the message.
+ */
+interface CatalogueEntry<K extends ErrorId> {
   readonly code: string;
   readonly httpStatus: number;
-  readonly grpcStatus: GrpcStatus;
+  readonly grpcStatus: GrpcCode;
+  readonly message: (denial: DenialOf<K>) => string;
 }
-
-export const ERROR_CATALOGUE: Readonly<Record<ErrorId, CatalogueEntry>> = Object.freeze({
-  108: { code: 'HEADER_INVALID', httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED },
-  101: { code: 'SITE_INVALID', httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED },
-  103: { code: 'IP_NOT_WHITELISTED', httpStatus: 403, grpcStatus: GrpcStatus.PERMISSION_DENIED },
-  102: { code: 'API_KEY_INVALID', httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED },
-  104: { code: 'BODY_CREDENTIALS_INVALID', httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED },
-});
 
 /** A rule's message; the one rule whose message names a limit takes it. */
 type BodyRuleMessages = { readonly [R in BodyRule]: R extends 'body-too-large' ? (maxBodyBytes: number) => string : string };
@@ -40,20 +41,49 @@ const BODY_RULE_MESSAGES: BodyRuleMessages = Object.freeze({
   'apikey-mismatch': 'Request body apikey does not match the API key in the Authorization header',
 });
 
+function bodyRuleMessage(denial: DenialOf<104>): string {
+  return denial.rule === 'body-too-large' ? BODY_RULE_MESSAGES[denial.rule](denial.maxBodyBytes) : BODY_RULE_MESSAGES[denial.rule];
+}
+
+const day = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
+const instant = (epochMs: number): string => new Date(epochMs).toISOString().replace('.000Z', 'Z');
+
+/** Spec, Versioning: the message says what is happening, until when, and where to go instead. */
+function sunsetMessage(denial: DenialOf<105>): string {
+  const guide = denial.guideUrl === undefined ? '' : `; migration guide: ${denial.guideUrl}`;
+  if (denial.reason === 'retired') return `API key authentication has been retired; use token-based authentication${guide}`;
+  const until = denial.brownout === undefined ? '' : ` until ${instant(denial.brownout.until)}`;
+  return (
+    `API key authentication is switched off${until} for a scheduled brownout ahead of its retirement on ${day(denial.sunsetAt)}; ` +
+    `migrate to token-based authentication${guide}`
+  );
+}
+
+/** Every error a partner can see, in one table (spec, Errors), in the order decide() checks them. */
+export const ERROR_CATALOGUE: { readonly [K in ErrorId]: CatalogueEntry<K> } = Object.freeze({
+  108: {
+    code: 'HEADER_INVALID',
+    httpStatus: 401,
+    grpcStatus: GrpcCode.UNAUTHENTICATED,
+    message: () => 'Site ID or API key is invalid or missing in the header',
+  },
+  101: { code: 'SITE_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: (denial) => `Site ID ${denial.siteId} is invalid` },
+  103: {
+    code: 'IP_NOT_WHITELISTED',
+    httpStatus: 403,
+    grpcStatus: GrpcCode.PERMISSION_DENIED,
+    message: (denial) => `IP address ${denial.clientIp} is not whitelisted for site ID ${denial.siteId}`,
+  },
+  102: { code: 'API_KEY_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: (denial) => `API key ${denial.maskedKey} is invalid` },
+  104: { code: 'BODY_CREDENTIALS_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: bodyRuleMessage },
+  105: { code: 'API_KEY_AUTH_RETIRED', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: sunsetMessage },
+});
+
 /** The partner-facing message of a denial; never contains a full key. */
 export function denialMessage(denial: Denial): string {
-  switch (denial.errorId) {
-    case 108:
-      return 'Site ID or API key is invalid or missing in the header';
-    case 101:
-      return `Site ID ${denial.siteId} is invalid`;
-    case 103:
-      return `IP address ${denial.clientIp} is not whitelisted for site ID ${denial.siteId}`;
-    case 102:
-      return `API key ${denial.maskedKey} is invalid`;
-    case 104:
-      return denial.rule === 'body-too-large' ? BODY_RULE_MESSAGES[denial.rule](denial.maxBodyBytes) : BODY_RULE_MESSAGES[denial.rule];
-  }
+  // The entry is the one for denial.errorId, so it takes this denial (TypeScript cannot pair them).
+  const entry = ERROR_CATALOGUE[denial.errorId] as CatalogueEntry<ErrorId>;
+  return entry.message(denial as never);
 }
 
 /** The exact JSON body the spec prescribes: {"error":{"id":N,"message":"..."}}. */

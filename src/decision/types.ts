@@ -1,5 +1,3 @@
-import type { BlockList } from 'node:net';
-
 /** A site identifier in canonical form: positive decimal, no sign, no leading zero, within bigint. */
 export type SiteId = string;
 /** An API key in canonical form: a lower-case 8-4-4-4-12 hex UUID. */
@@ -15,19 +13,57 @@ export interface KeyCredential {
   readonly expiresAt: number | null;
 }
 
+/** The networks a site's clients must come from. */
+export interface Allowlist {
+  /**
+   * Whether the address is inside one of the networks of its own family: an IPv4 client matches IPv4
+   * networks only, never an IPv6 network that covers ::ffff:0:0/96, as a single BlockList would match it.
+   */
+  check(address: string, family: 'ipv4' | 'ipv6'): boolean;
+}
+
 export interface SiteCredentials {
   readonly siteId: SiteId;
   readonly enabled: boolean;
+  /** Epoch ms until which the site may keep using API keys through brownouts and the sunset; null: no grace. */
+  readonly graceUntil: number | null;
   /** Active (not revoked) keys of the site, by hash. Expiry is checked at decision time. */
   readonly keysByHash: ReadonlyMap<KeyHash, KeyCredential>;
   /** The site's allowlist. Empty admits nobody: whitelisting is mandatory (spec, Authentication 6). */
-  readonly allowlist: BlockList;
+  readonly allowlist: Allowlist;
+}
+
+/** A scheduled refusal of API-key requests ahead of the sunset, as GitHub ran them (issue #11). */
+export interface Brownout {
+  readonly id: string;
+  /** Epoch ms; refused from `from` (inclusive) until `until` (exclusive). */
+  readonly from: number;
+  readonly until: number;
+  /** The sites it covers; null: every site. */
+  readonly siteIds: ReadonlySet<SiteId> | null;
+  /** Refuses nobody: only counts and logs who would have been refused. */
+  readonly dryRun: boolean;
 }
 
 /** Everything the decision needs to know about stored credentials: plain, immutable data. */
 export interface CredentialSnapshot {
   site(siteId: SiteId): SiteCredentials | undefined;
+  /** Brownouts not cancelled, in any order. */
+  readonly brownouts: readonly Brownout[];
 }
+
+/** When API-key authentication ends, from configuration (issue #11). */
+export interface SunsetPolicy {
+  /** Epoch ms of the retirement (APIKEY_SUNSET_AT). */
+  readonly sunsetAt: number;
+  /** Refuse valid credentials once sunsetAt has passed (APIKEY_SUNSET_ENFORCE). */
+  readonly enforce: boolean;
+  /** Where partners learn to migrate (MIGRATION_GUIDE_URL). */
+  readonly guideUrl: string | undefined;
+}
+
+/** Why valid credentials were refused with 105. */
+export type SunsetReason = 'brownout' | 'retired';
 
 /** The request body as the proxy delivered it. */
 export type BodyView =
@@ -85,10 +121,27 @@ export type Denial =
   | { readonly errorId: 101; readonly siteId: SiteId; readonly maskedKey: string }
   | { readonly errorId: 103; readonly siteId: SiteId; readonly clientIp: string; readonly maskedKey: string }
   | { readonly errorId: 102; readonly siteId: SiteId; readonly maskedKey: string }
-  | ({ readonly errorId: 104; readonly siteId: SiteId; readonly keyId: KeyId; readonly maskedKey: string } & BodyRefusal);
+  | ({ readonly errorId: 104; readonly siteId: SiteId; readonly keyId: KeyId; readonly maskedKey: string } & BodyRefusal)
+  | {
+      readonly errorId: 105;
+      readonly siteId: SiteId;
+      readonly keyId: KeyId;
+      readonly maskedKey: string;
+      readonly reason: SunsetReason;
+      /** The brownout's id and end (epoch ms), for a brownout. */
+      readonly brownout?: { readonly id: string; readonly until: number };
+      readonly sunsetAt: number;
+      readonly guideUrl: string | undefined;
+    };
 
 export type ErrorId = Denial['errorId'];
 
 export type Decision =
-  | { readonly outcome: 'allow'; readonly siteId: SiteId; readonly keyId: KeyId }
+  | {
+      readonly outcome: 'allow';
+      readonly siteId: SiteId;
+      readonly keyId: KeyId;
+      /** A dry-run brownout would have refused this request: counted and logged, not refused. */
+      readonly rehearsal?: { readonly brownoutId: string };
+    }
   | { readonly outcome: 'deny'; readonly denial: Denial };

@@ -1,33 +1,19 @@
 import { status as GrpcStatus, type handleUnaryCall, type ServerErrorResponse } from '@grpc/grpc-js';
 import type { CheckInput, Decision } from '../decision/types.js';
+import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
-import { toCheckResponse } from './check-response.js';
+import { toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckRequestMessage, CheckResponseMessage } from './messages.js';
-import { viewCheckRequest, type RequestSummary, type RequestViewOptions } from './request-view.js';
-
-/** A decision that was made and sent to Envoy; observers (logs, metrics) read it, never change it. */
-export interface DecisionEvent {
-  readonly requestId: string | undefined;
-  readonly request: RequestSummary;
-  readonly input: CheckInput;
-  readonly decision: Decision;
-  /** From receiving the CheckRequest to having the CheckResponse ready. */
-  readonly durationSeconds: number;
-}
-
-/** A check that got no decision: Envoy's failure_mode_allow / status_on_error take over. */
-export interface CheckFailureEvent {
-  readonly requestId: string | undefined;
-  /** unavailable: no credential data to decide on; internal: an unexpected error. */
-  readonly reason: 'unavailable' | 'internal';
-  readonly durationSeconds: number;
-}
+import { viewCheckRequest, type RequestViewOptions } from './request-view.js';
 
 export interface AuthorizationServiceDeps extends RequestViewOptions {
   /** The decision on current credential data; undefined when there is none to decide on yet. */
   readonly authorize: (input: CheckInput) => Decision | undefined;
-  readonly onDecision?: (event: DecisionEvent) => void;
-  readonly onFailure?: (event: CheckFailureEvent) => void;
+  /** What allowed responses carry besides x-site-id (sunset headers, removed credentials). */
+  readonly allowedResponse?: AllowedResponsePolicy;
+  /** Observers of each decision: they get the key-free event, never the request as received. */
+  readonly onDecision?: (event: CheckEvent) => void;
+  readonly onFailure?: (event: UndecidedCheckEvent) => void;
   readonly logger: Logger;
 }
 
@@ -62,40 +48,43 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     }
   }
 
+  /** The answer to one CheckRequest, made without side effects; the caller sends it and tells observers. */
+  type Answer =
+    | { readonly response: CheckResponseMessage; readonly event: CheckEvent }
+    | { readonly failure: UndecidedCheckEvent['reason']; readonly requestId: string | undefined };
+
+  function answer(request: CheckRequestMessage, started: bigint): Answer {
+    let requestId: string | undefined;
+    try {
+      const view = viewCheckRequest(request, deps);
+      requestId = view.requestId;
+      const decision = deps.authorize(view.input);
+      if (decision === undefined) return { failure: 'unavailable', requestId };
+      return { response: toCheckResponse(decision, deps.allowedResponse), event: checkEvent(view, decision, secondsSince(started)) };
+    } catch (error) {
+      logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');
+      return { failure: 'internal', requestId };
+    }
+  }
+
   return {
     Check(call, callback) {
       const started = process.hrtime.bigint();
-      let requestId: string | undefined;
-      let decided: DecisionEvent | undefined;
-      let failure: CheckFailureEvent['reason'] | undefined;
-      let response: CheckResponseMessage | undefined;
-      try {
-        const view = viewCheckRequest(call.request, deps);
-        requestId = view.requestId;
-        const decision = deps.authorize(view.input);
-        if (decision === undefined) {
-          failure = 'unavailable';
-        } else {
-          response = toCheckResponse(decision);
-          decided = { requestId, request: view.request, input: view.input, decision, durationSeconds: secondsSince(started) };
-        }
-      } catch (error) {
-        failure = 'internal';
-        logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');
+      const result = answer(call.request, started);
+      if ('response' in result) {
+        callback(null, result.response);
+        notify(deps.onDecision, result.event, result.event.requestId);
+        return;
       }
-
-      if (response !== undefined) {
-        callback(null, response);
-      } else if (failure === 'unavailable') {
+      const { failure, requestId } = result;
+      if (failure === 'unavailable') {
         // Logged at debug: while data is missing every check lands here; the store logs why once.
         logger.debug({ requestId }, 'check answered UNAVAILABLE: no credential data loaded, or too stale');
         callback(rpcError(GrpcStatus.UNAVAILABLE, 'no credential data loaded, or it is too stale to trust; see /readyz'));
       } else {
         callback(rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide'));
       }
-
-      if (decided !== undefined) notify(deps.onDecision, decided, requestId);
-      else notify(deps.onFailure, { requestId, reason: failure ?? 'internal', durationSeconds: secondsSince(started) }, requestId);
+      notify(deps.onFailure, { requestId, reason: failure, durationSeconds: secondsSince(started) }, requestId);
     },
   };
 }

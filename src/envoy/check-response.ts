@@ -1,5 +1,4 @@
-import { status as GrpcStatus } from '@grpc/grpc-js';
-import { denialBody, ERROR_CATALOGUE } from '../decision/error-catalogue.js';
+import { denialBody, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
 import type { Decision } from '../decision/types.js';
 import { HeaderAppendAction, type CheckResponseMessage, type HeaderValueOptionMessage } from './messages.js';
 
@@ -15,20 +14,54 @@ function overwrite(key: string, value: string): HeaderValueOptionMessage {
   return { header: { key, value }, append_action: HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD };
 }
 
+/** What every allowed response carries besides the decision's own headers, fixed by configuration. */
+export interface AllowedResponsePolicy {
+  /** Headers for the partner's response: Deprecation, Sunset, Link (issue #11). */
+  readonly responseHeaders: readonly HeaderValueOptionMessage[];
+  /** Request headers the upstream must not see, e.g. authorization (STRIP_AUTHORIZATION). */
+  readonly removeHeaders: readonly string[];
+}
+
+export const PLAIN_ALLOWED_RESPONSE: AllowedResponsePolicy = Object.freeze({ responseHeaders: [], removeHeaders: [] });
+
+/**
+ * RFC 9745 `Deprecation: @<unix seconds>`, RFC 8594 `Sunset: <IMF-fixdate>`, and with a guide the
+ * `Link` relations both define. Link is appended, since the upstream may send Link headers of its own.
+ */
+export function sunsetNotice(options: {
+  readonly deprecatedAt: number;
+  readonly sunsetAt: number;
+  readonly guideUrl: string | undefined;
+  readonly stripAuthorization: boolean;
+}): AllowedResponsePolicy {
+  const link = (rel: string): HeaderValueOptionMessage => ({
+    header: { key: 'link', value: `<${options.guideUrl}>; rel="${rel}"` },
+    append_action: HeaderAppendAction.APPEND_IF_EXISTS_OR_ADD,
+  });
+  return Object.freeze({
+    responseHeaders: [
+      overwrite('deprecation', `@${Math.floor(options.deprecatedAt / 1000)}`),
+      overwrite('sunset', new Date(options.sunsetAt).toUTCString()),
+      ...(options.guideUrl === undefined ? [] : [link('deprecation'), link('sunset')]),
+    ],
+    removeHeaders: options.stripAuthorization ? ['authorization'] : [],
+  });
+}
+
 /**
  * The CheckResponse Envoy acts on. Allow: status OK, x-site-id for the upstream, and the site and key
  * ids as dynamic metadata for Envoy's access logs and rate limits. Deny: the catalogue's gRPC code
  * and short code in `status`, and the HTTP status, JSON content type and spec body that Envoy sends
  * to the client.
  */
-export function toCheckResponse(decision: Decision): CheckResponseMessage {
+export function toCheckResponse(decision: Decision, allowed: AllowedResponsePolicy = PLAIN_ALLOWED_RESPONSE): CheckResponseMessage {
   if (decision.outcome === 'allow') {
     return {
-      status: { code: GrpcStatus.OK, message: '' },
+      status: { code: GrpcCode.OK, message: '' },
       ok_response: {
         headers: [overwrite(SITE_ID_HEADER, decision.siteId)],
-        headers_to_remove: [],
-        response_headers_to_add: [],
+        headers_to_remove: allowed.removeHeaders,
+        response_headers_to_add: allowed.responseHeaders,
       },
       dynamic_metadata: {
         fields: {

@@ -1,5 +1,6 @@
 import type { ClientIpSource } from '../config.js';
 import type { BodyCredentialsPolicy, BodyView, CheckInput } from '../decision/types.js';
+import { clipForLog } from '../observe/log-text.js';
 import type { CheckRequestMessage, HeaderValueMessage, HttpRequestMessage } from './messages.js';
 
 /** What a log line may say about the request: no headers, no query string, no body. */
@@ -31,8 +32,6 @@ type RequestHeaders = ReadonlyMap<string, string>;
 // Bytes that are not UTF-8 are refused, not replaced: a replaced body could still parse as JSON.
 // The BOM is kept so that `raw_body` and `body` yield the same text for the same bytes.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-// A log correlation id, not data: a client-sent x-request-id can be of any length.
-const MAX_LOGGED_TEXT = 256;
 
 function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -53,10 +52,6 @@ function nonEmptyBytes(value: unknown): Uint8Array | undefined {
 /** HTTP optional whitespace (RFC 9110 §5.6.3) only: other Unicode spaces are part of the value. */
 function trimOws(text: string): string {
   return text.replace(/^[ \t]+|[ \t]+$/g, '');
-}
-
-function forLog(text: string | undefined): string | undefined {
-  return text !== undefined && text.length > MAX_LOGGED_TEXT ? text.slice(0, MAX_LOGGED_TEXT) : text;
 }
 
 /**
@@ -193,11 +188,11 @@ export function viewCheckRequest(request: CheckRequestMessage | null | undefined
       bodyPartial: partial,
       bodyCredentials: bodyCredentialsPolicy(checkRequest),
     },
-    requestId: forLog(nonEmptyText(headers.get('x-request-id')) ?? nonEmptyText(http?.id)),
+    requestId: clipForLog(nonEmptyText(headers.get('x-request-id')) ?? nonEmptyText(http?.id)),
     request: {
-      method: forLog(nonEmptyText(http?.method)),
-      host: forLog(nonEmptyText(http?.host)),
-      path: forLog(path?.split('?', 1)[0]),
+      method: clipForLog(nonEmptyText(http?.method)),
+      host: clipForLog(nonEmptyText(http?.host)),
+      path: clipForLog(path?.split('?', 1)[0]),
     },
   };
 }

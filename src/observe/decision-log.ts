@@ -1,42 +1,82 @@
 import { ERROR_CATALOGUE } from '../decision/error-catalogue.js';
-import type { DecisionEvent } from '../envoy/authorization-service.js';
+import type { HeaderRule } from '../decision/types.js';
+import type { CheckEvent, DeniedCheckEvent } from './check-event.js';
 import type { Logger } from './logger.js';
-
-// Values from a CheckRequest are hostile: never let one blow up a log line.
-const MAX_LOGGED_CHARS = 128;
-const clip = (value: string | undefined): string | undefined =>
-  value === undefined || value.length <= MAX_LOGGED_CHARS ? value : `${value.slice(0, MAX_LOGGED_CHARS)}…`;
 
 const HINT_INTERVAL_MS = 60_000;
 
+// 108 answers every header fault with one message (spec, Errors 108); support needs to know which.
+const HEADER_RULE_IN_WORDS: Readonly<Record<HeaderRule, string>> = Object.freeze({
+  'header-missing': 'the Authorization header is missing or empty',
+  'header-malformed': 'the Authorization header is not exactly <site id>:<API key>',
+  'site-id-invalid': 'the site id in the Authorization header is not a positive whole number within bigint',
+  'api-key-invalid': 'the API key in the Authorization header is not a UUID',
+});
+
+/** Why the check was refused, in words for the person reading the log. */
+function reasonInWords(event: DeniedCheckEvent): string {
+  switch (event.errorId) {
+    case 108:
+      return HEADER_RULE_IN_WORDS[event.rule as HeaderRule];
+    case 101:
+      return `site ${event.siteId} is not a registered site, or it is disabled`;
+    case 103:
+      return `client IP ${event.clientIp ?? '(none)'} is not on site ${event.siteId}'s allowlist`;
+    case 102:
+      return `API key ${event.maskedKey} is not an active key of site ${event.siteId} (unknown, revoked or expired)`;
+    case 104:
+    case 105:
+      return event.errorMessage;
+  }
+}
+
+/** What a line says of any check, allowed or denied. */
+function checkFields(event: CheckEvent) {
+  return {
+    requestId: event.requestId,
+    siteId: event.siteId,
+    keyId: event.keyId,
+    maskedKey: event.maskedKey,
+    clientIp: event.clientIp,
+    durationSeconds: event.durationSeconds,
+    bodyBytes: event.bodyBytes,
+  };
+}
+
+export interface DecisionLogOptions {
+  /** LOG_ALLOWED_SAMPLE_RATE: the share of allowed checks logged at info, 0..1. */
+  readonly allowedSampleRate: number;
+  readonly random?: () => number;
+  readonly now?: () => number;
+}
+
 /**
- * One log line per denial (site, masked key, source IP, error id, x-request-id), allows at debug.
- * Reads the decision only; never the Authorization header or a key.
+ * One JSON line per denial (request id, site, masked key, key id, client IP, error id, rule in words,
+ * duration) and a sample of allows. It reads the key-free CheckEvent only, so it cannot log the
+ * Authorization header, a full key or the body.
  */
-export function createDecisionLog(logger: Logger, now: () => number = Date.now): (event: DecisionEvent) => void {
+export function createDecisionLog(logger: Logger, options: DecisionLogOptions): (event: CheckEvent) => void {
+  const { allowedSampleRate, random = Math.random, now = Date.now } = options;
   let lastBodyHintAt = -Infinity;
-  return ({ requestId, input, decision, durationSeconds }) => {
-    const common = { requestId: clip(requestId), sourceIp: clip(input.clientAddress), durationSeconds };
-    if (decision.outcome === 'allow') {
-      logger.debug({ ...common, event: 'check.allowed', siteId: decision.siteId, keyId: decision.keyId }, 'check allowed');
+  return (event) => {
+    if (event.outcome === 'allowed') {
+      if (event.rehearsalBrownoutId !== undefined) {
+        logger.info(
+          { ...checkFields(event), event: 'check.rehearsed', brownoutId: event.rehearsalBrownoutId },
+          'check allowed; a dry-run brownout would have refused it (105)',
+        );
+        return;
+      }
+      // random() < 0 never holds, so the default rate 0 logs no allow at info.
+      if (random() < allowedSampleRate) logger.info({ ...checkFields(event), event: 'check.allowed', sampleRate: allowedSampleRate }, 'check allowed');
+      else if (logger.isLevelEnabled('debug')) logger.debug({ ...checkFields(event), event: 'check.allowed' }, 'check allowed');
       return;
     }
-    const { denial } = decision;
     logger.info(
-      {
-        ...common,
-        event: 'check.denied',
-        errorId: denial.errorId,
-        code: ERROR_CATALOGUE[denial.errorId].code,
-        ...('siteId' in denial ? { siteId: denial.siteId } : {}),
-        ...('maskedKey' in denial ? { maskedKey: denial.maskedKey } : {}),
-        ...('keyId' in denial ? { keyId: denial.keyId } : {}),
-        ...('clientIp' in denial ? { sourceIp: denial.clientIp } : {}),
-        ...('rule' in denial ? { rule: denial.rule } : {}),
-      },
+      { ...checkFields(event), event: 'check.denied', errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) },
       'check denied',
     );
-    if (denial.errorId === 104 && denial.rule === 'body-not-forwarded' && now() - lastBodyHintAt >= HINT_INTERVAL_MS) {
+    if (event.rule === 'body-not-forwarded' && now() - lastBodyHintAt >= HINT_INTERVAL_MS) {
       lastBodyHintAt = now();
       logger.warn(
         { event: 'hint.with_request_body' },

@@ -7,19 +7,26 @@ export interface Readiness {
   readonly detail: Record<string, unknown>;
 }
 
+/** The Prometheus exposition served on /metrics. */
+export interface MetricsExposition {
+  readonly contentType: string;
+  scrape(): Promise<string>;
+}
+
 export interface HttpEndpoints {
   readonly port: number;
   close(): Promise<void>;
 }
 
 /**
- * Operator endpoints on METRICS_PORT: /healthz (the process is alive) and /readyz (it can decide
- * checks: credentials loaded and fresh, not shutting down).
+ * Operator endpoints on METRICS_PORT: /healthz (the process is alive), /readyz (it can decide
+ * checks: credentials loaded and fresh, not shutting down) and /metrics (Prometheus).
  */
 export async function startHttpEndpoints(options: {
   readonly bindAddress: string;
   readonly port: number;
   readonly readiness: () => Readiness;
+  readonly metrics?: MetricsExposition;
 }): Promise<HttpEndpoints> {
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
@@ -33,7 +40,18 @@ export async function startHttpEndpoints(options: {
       const { ready, detail } = options.readiness();
       return reply(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', ...detail });
     }
-    return reply(404, { error: 'not found; try /healthz or /readyz' });
+    if (path === '/metrics' && options.metrics !== undefined) {
+      const { metrics } = options;
+      metrics.scrape().then(
+        (text) => {
+          response.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
+          response.end(text);
+        },
+        () => reply(500, { error: 'collecting metrics failed' }),
+      );
+      return;
+    }
+    return reply(404, { error: 'not found; try /healthz, /readyz or /metrics' });
   });
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);

@@ -1,4 +1,4 @@
-import { parseClientIp } from '../decision/client-ip.js';
+import { allowlistNetwork, IPV4_MAPPED, parseClientIp } from '../decision/client-ip.js';
 
 /** One allowlist network in canonical form, as PostgreSQL's cidr type stores it. */
 export interface AllowlistEntry {
@@ -14,7 +14,6 @@ export type ParsedAllowlistEntry =
   | { readonly ok: false; readonly reason: string };
 
 const BITS = { ipv4: 32, ipv6: 128 } as const;
-const MAPPED_PREFIX_BITS = 96;
 
 function addressBits(address: string, family: 'ipv4' | 'ipv6'): bigint {
   if (family === 'ipv4') return address.split('.').reduce((bits, octet) => (bits << 8n) | BigInt(octet), 0n);
@@ -43,31 +42,39 @@ export function parseAllowlistEntry(text: string): ParsedAllowlistEntry {
   const slash = text.indexOf('/');
   const addressText = slash < 0 ? text : text.slice(0, slash);
   const prefixText = slash < 0 ? undefined : text.slice(slash + 1);
-  const ip = parseClientIp(addressText);
-  if (ip === undefined) {
+  if (parseClientIp(addressText) === undefined) {
     return { ok: false, reason: `"${text}" is not an IP address or CIDR; expected e.g. 203.0.113.0/24, 203.0.113.7 or 2001:db8::/32` };
   }
-  const mapped = ip.family === 'ipv4' && addressText.includes(':');
-  const written = mapped ? BITS.ipv6 : BITS[ip.family];
+  const written = addressText.includes(':') ? BITS.ipv6 : BITS.ipv4;
   if (prefixText !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(prefixText)) {
     return { ok: false, reason: `"${text}" has the prefix length "${prefixText}"; expected a whole number from 0 to ${written}` };
   }
-  let prefix = prefixText === undefined ? written : Number(prefixText);
-  if (prefix > written) {
-    return { ok: false, reason: `"${text}" has the prefix length ${prefix}; it is at most ${written} for this address` };
+  const writtenPrefix = prefixText === undefined ? written : Number(prefixText);
+  if (writtenPrefix > written) {
+    return { ok: false, reason: `"${text}" has the prefix length ${writtenPrefix}; it is at most ${written} for this address` };
   }
-  if (mapped) {
-    if (prefix < MAPPED_PREFIX_BITS) {
-      return { ok: false, reason: `"${text}" reaches beyond the IPv4-mapped range ::ffff:0:0/96; use a prefix of 96 or more, or write the IPv4 network` };
-    }
-    prefix -= MAPPED_PREFIX_BITS;
+  const network = allowlistNetwork(addressText, writtenPrefix);
+  if (network === undefined) {
+    const range = `${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}`;
+    return { ok: false, reason: `"${text}" reaches beyond the IPv4-mapped range ${range}; use a prefix of ${IPV4_MAPPED.prefix} or more, or write the IPv4 network` };
   }
-  const width = BigInt(BITS[ip.family]);
+  const { family, prefix } = network;
+  const width = BigInt(BITS[family]);
   const hostMask = (1n << (width - BigInt(prefix))) - 1n;
-  const bits = addressBits(ip.address, ip.family);
+  const bits = addressBits(network.address, family);
   if ((bits & hostMask) !== 0n) {
-    const network = `${bitsToAddress(bits & ~hostMask, ip.family)}/${prefix}`;
-    return { ok: false, reason: `"${text}" has bits set after the prefix; did you mean ${network}, or the single address ${ip.address}?` };
+    const meant = `${bitsToAddress(bits & ~hostMask, family)}/${prefix}`;
+    return { ok: false, reason: `"${text}" has bits set after the prefix; did you mean ${meant}, or the single address ${network.address}?` };
   }
-  return { ok: true, entry: { family: ip.family, network: ip.address, prefix, cidr: `${ip.address}/${prefix}` } };
+  return { ok: true, entry: { family, network: network.address, prefix, cidr: `${network.address}/${prefix}` } };
+}
+
+/**
+ * Whether an IPv6 entry contains the IPv4-mapped range ::ffff:0:0/96 (e.g. ::/80). It admits no IPv4
+ * client all the same: the decision checks IPv4 clients, mapped ones included, against IPv4 entries only.
+ */
+export function coversIpv4Mapped(entry: AllowlistEntry): boolean {
+  if (entry.family !== 'ipv6' || entry.prefix > IPV4_MAPPED.prefix) return false;
+  const hostBits = BigInt(BITS.ipv6 - entry.prefix);
+  return addressBits(entry.network, 'ipv6') >> hostBits === addressBits(IPV4_MAPPED.network, 'ipv6') >> hostBits;
 }

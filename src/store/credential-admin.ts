@@ -2,26 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { hashApiKey, lastFive, maskApiKey } from '../decision/api-key.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
+import { AdminTransactions } from './admin-transactions.js';
 import type { AllowlistEntry } from './allowlist-entry.js';
+import { SunsetAdmin } from './sunset-admin.js';
 
-/** Why an administrative change was refused; the message says what to type instead. */
-export type AdminErrorCode =
-  | 'SITE_EXISTS'
-  | 'SITE_NOT_FOUND'
-  | 'KEY_NOT_FOUND'
-  | 'KEY_DUPLICATE'
-  | 'CIDR_NOT_ON_ALLOWLIST'
-  | 'SCHEMA_MISSING';
-
-export class AdminError extends Error {
-  constructor(
-    readonly code: AdminErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'AdminError';
-  }
-}
+export { AdminError, type AdminErrorCode } from './admin-transactions.js';
+import { AdminError, siteNotFound } from './admin-transactions.js';
 
 export interface SiteSummary {
   readonly siteId: SiteId;
@@ -84,7 +70,6 @@ interface SiteRow {
   allowlist_entries: string;
 }
 
-const UNDEFINED_TABLE = '42P01';
 const UNIQUE_VIOLATION = '23505';
 
 const KEY_COLUMNS = `id::text, site_id::text, last_five, created_at, expires_at, revoked_at, last_used_at, note,
@@ -123,9 +108,6 @@ function siteSummary(row: SiteRow): SiteSummary {
   };
 }
 
-const siteNotFound = (siteId: SiteId) =>
-  new AdminError('SITE_NOT_FOUND', `site ${siteId} does not exist; add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``);
-
 /**
  * Every administrative change to sites, keys and allowlists (issue #3, CLI): each runs in one
  * transaction together with its audit_log row, so no change is ever made unrecorded. Keys are
@@ -133,11 +115,18 @@ const siteNotFound = (siteId: SiteId) =>
  * every running replica.
  */
 export class CredentialAdmin {
+  private readonly transactions: AdminTransactions;
+  /** Grace, brownouts and the reports of the API-key sunset (issue #11). */
+  readonly sunset: SunsetAdmin;
+
   constructor(
-    private readonly pool: pg.Pool,
+    pool: pg.Pool,
     /** Who makes the changes: the OS user or --actor. */
-    private readonly actor: string,
-  ) {}
+    actor: string,
+  ) {
+    this.transactions = new AdminTransactions(pool, actor);
+    this.sunset = new SunsetAdmin(this.transactions);
+  }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {
     return this.change(async (sql) => {
@@ -198,7 +187,7 @@ export class CredentialAdmin {
   async listKeys(siteId: SiteId): Promise<KeySummary[]> {
     return this.withClient(async (sql) => {
       await this.site(sql, siteId);
-      const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY id`, [siteId]);
+      const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY api_keys.id`, [siteId]);
       return rows.map(keySummary);
     });
   }
@@ -291,43 +280,16 @@ export class CredentialAdmin {
     return rows[0];
   }
 
-  private async audit(sql: pg.ClientBase, action: string, siteId: SiteId, details: Record<string, unknown>): Promise<void> {
-    await sql.query('INSERT INTO audit_log (actor, action, site_id, details) VALUES ($1, $2, $3, $4)', [
-      this.actor,
-      action,
-      siteId,
-      JSON.stringify(details),
-    ]);
+  private audit(sql: pg.ClientBase, action: string, siteId: SiteId, details: Record<string, unknown>): Promise<void> {
+    return this.transactions.audit(sql, action, siteId, details);
   }
 
-  private async withClient<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
-    const sql = await this.pool.connect();
-    try {
-      return await work(sql);
-    } catch (error) {
-      throw schemaHint(error);
-    } finally {
-      sql.release();
-    }
+  private withClient<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
+    return this.transactions.read(work);
   }
 
   private change<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
-    return this.withClient(async (sql) => {
-      await sql.query('BEGIN');
-      try {
-        const result = await work(sql);
-        await sql.query('COMMIT');
-        return result;
-      } catch (error) {
-        await sql.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
-    });
+    return this.transactions.change(work);
   }
 }
 
-/** A database without our tables gets a message that says how to create them. */
-function schemaHint(error: unknown): unknown {
-  if ((error as { code?: string }).code !== UNDEFINED_TABLE) return error;
-  return new AdminError('SCHEMA_MISSING', 'the database has no sitekey-authz tables yet; create them with `sitekey-authz migrate`');
-}

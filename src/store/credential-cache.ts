@@ -1,22 +1,22 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CredentialSnapshot, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
-import { loadAllSites, loadSites, type SiteTable } from './snapshot-loader.js';
+import { RateLimit } from '../observe/rate-limit.js';
+import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
+import { loadAllSites, loadBrownouts, loadSites } from './snapshot-loader.js';
+import { SiteTable } from './site-table.js';
 
-/** The channel the triggers of migration 002 notify; the payload is a site id, or '*' for all. */
-export const CREDENTIALS_CHANNEL = 'sitekey_credentials';
-export const LISTEN_APPLICATION_NAME = 'sitekey-authz-listen';
+export { CREDENTIALS_CHANNEL, LISTEN_APPLICATION_NAME } from './listen-session.js';
 
 export interface CredentialCacheOptions {
-  /** For the snapshot queries. */
+  /** For the snapshot queries; its connections should carry databaseTimeoutMs (see connectionPool). */
   readonly pool: pg.Pool;
   /** A session connection for LISTEN: a transaction-mode pooler (PgBouncer) cannot hold one. */
   readonly listenUrl: string;
   /** A full resync this often, behind LISTEN/NOTIFY. */
   readonly refreshSeconds: number;
-  /** Past this long without a confirmed-fresh snapshot, refuse to decide (0: never). */
+  /** Past this long since the last successful full load began, refuse to decide (0: never). */
   readonly maxStalenessSeconds: number;
   readonly logger: Logger;
 }
@@ -27,9 +27,14 @@ export interface CacheStatus {
   readonly ready: boolean;
   readonly listening: boolean;
   readonly sites: number;
+  readonly activeKeys: number;
+  /** When the last full load that succeeded began: every change committed before it is in the snapshot. */
   readonly lastSyncAt: string | null;
-  /** How long the snapshot has gone unconfirmed: 0 while the LISTEN connection is up and synced. */
+  /** Seconds since lastSyncAt on this process's clock, whatever the connections do: what readiness is judged on. */
   readonly staleSeconds: number;
+  readonly maxStalenessSeconds: number;
+  /** Sites notified as changed whose reload has not succeeded yet. */
+  readonly pendingSites: number;
 }
 
 export interface SyncEvent {
@@ -38,67 +43,97 @@ export interface SyncEvent {
   readonly durationSeconds: number;
 }
 
-const BACKOFF_MIN_MS = 100;
-const BACKOFF_MAX_MS = 5_000;
+export interface SyncFailureEvent {
+  readonly kind: 'full' | 'sites';
+  readonly error: unknown;
+}
+
 const RELOAD_RETRY_MS = 1_000;
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
+const TICK_MAX_MS = 1_000;
+const UNDEFINED_TABLE = '42P01';
 
-class SiteTableSnapshot implements CredentialSnapshot {
-  constructor(private readonly table: SiteTable) {}
-  site(siteId: SiteId) {
-    return this.table.get(siteId);
-  }
+/**
+ * The bound on every database wait of the service: connecting, each query, each lock. A third of
+ * the staleness limit, so that a load that hangs fails, and is retried, well before the snapshot
+ * it would have renewed is too old (issue #8).
+ */
+export function databaseTimeoutMs(maxStalenessSeconds: number): number {
+  if (maxStalenessSeconds === 0) return 30_000;
+  return Math.min(30_000, Math.max(500, (maxStalenessSeconds * 1000) / 3));
 }
 
 /**
- * The in-memory credential snapshot a check reads (issue #4): loaded whole at start, kept fresh by
- * LISTEN/NOTIFY one site at a time, resynced whole after every reconnect and every refreshSeconds.
+ * The in-memory credential snapshot a check reads: loaded whole at start, kept current by
+ * LISTEN/NOTIFY one site at a time, reloaded whole after every reconnect, every refreshSeconds, and
+ * whenever a third of the staleness limit has passed without a successful full load.
  *
- * A check runs to completion without yielding, so replacing one site's entry, or swapping in a whole
- * new table, is atomic for every check: none ever sees half of a site or half of a resync.
+ * Its age is the time since the last successful full load began, on this process's own clock: a
+ * lock that never comes, a query that never returns or a frozen server leave the age growing until
+ * checks answer UNAVAILABLE, whatever state the connections are in (issue #8). Per-site reloads do
+ * not wait behind a full load, so a revocation's reload is not stuck behind one that hangs; SiteTable
+ * keeps whichever read is newer.
  */
 export class CredentialCache {
-  private table: SiteTable | undefined;
-  private snapshotView: CredentialSnapshot | undefined;
-  private lastSyncAt: number | undefined;
-  /** When the snapshot stopped being confirmed fresh (the LISTEN connection was lost); undefined while fresh. */
-  private staleSince: number | undefined = Date.now();
-  private listener: pg.Client | undefined;
-  private readonly pendingSites = new Set<SiteId>();
-  private reloadScheduled = false;
-  /** Syncs run one at a time, so an older read can never overwrite a newer one. */
-  private syncQueue: Promise<unknown> = Promise.resolve();
-  private refreshTimer: NodeJS.Timeout | undefined;
+  private readonly table = new SiteTable();
+  private readonly session: ListenSession;
+  private loaded = false;
+  private lastFullLoadStartedAt: number | undefined;
   private stopped = false;
-  private connecting: Promise<void> | undefined;
-  private lastOutageLogAt = 0;
-  private lastIgnoredLogAt = -Infinity;
-  /** A full resync queued behind the running sync and not started yet. */
-  private queuedFullSync: Promise<void> | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+
+  /** The running full load, and whether another must follow it (a change may have missed it). */
+  private fullLoad: Promise<void> | undefined;
+  private fullLoadOwed = false;
+  /** Sites named by notifications since the running reload took its batch. */
+  private readonly pendingSites = new Set<SiteId>();
+  private siteReload: Promise<void> | undefined;
+  private siteReloadRetryAt = 0;
+
+  private readonly outageLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
+  private readonly ignoredLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly syncListeners: Array<(event: SyncEvent) => void> = [];
+  private readonly failureListeners: Array<(event: SyncFailureEvent) => void> = [];
+  private readonly notificationListeners: Array<(event: undefined) => void> = [];
+  private resolveStarted: () => void = () => undefined;
+  /** Settles start(): on the first successful load, or on stop(). */
+  private readonly started = new Promise<void>((resolveStarted) => (this.resolveStarted = resolveStarted));
 
-  constructor(private readonly options: CredentialCacheOptions) {}
+  constructor(private readonly options: CredentialCacheOptions) {
+    this.session = new ListenSession({
+      url: options.listenUrl,
+      timeoutMs: databaseTimeoutMs(options.maxStalenessSeconds),
+      // LISTEN first, then load: a change committed in between is both loaded and notified.
+      onListening: () => this.requestFullLoad(),
+      onNotification: (payload) => this.onNotification(payload),
+      onLost: (error) => this.logOutage('LISTEN connection lost; reconnecting', error),
+    });
+  }
 
-  /** Resolves once the first snapshot is loaded; retries with backoff until then (or until stop()). */
+  /** Resolves once the first snapshot is loaded; keeps retrying until then (or until stop()). */
   async start(): Promise<void> {
-    this.refreshTimer = setInterval(() => void this.refresh(), this.options.refreshSeconds * 1000);
-    this.refreshTimer.unref();
-    await this.connect();
+    this.every(this.options.refreshSeconds * 1000, () => this.requestFullLoad());
+    this.every(this.tickMs(), () => this.keepCurrent());
+    this.session.start();
+    await this.started;
   }
 
   /** The snapshot to decide on, or undefined when none is loaded or it is too stale to trust. */
   snapshot(now: number): CredentialSnapshot | undefined {
-    return this.isFresh(now) ? this.snapshotView : undefined;
+    return this.isFresh(now) ? this.table : undefined;
   }
 
   status(now: number): CacheStatus {
     return {
-      loaded: this.table !== undefined,
-      ready: this.table !== undefined && this.isFresh(now),
-      listening: this.listener !== undefined,
-      sites: this.table?.size ?? 0,
-      lastSyncAt: this.lastSyncAt === undefined ? null : new Date(this.lastSyncAt).toISOString(),
-      staleSeconds: this.staleSince === undefined ? 0 : Math.max(0, (now - this.staleSince) / 1000),
+      loaded: this.loaded,
+      ready: this.isFresh(now),
+      listening: this.session.listening,
+      sites: this.table.size,
+      activeKeys: this.table.activeKeys,
+      lastSyncAt: this.lastFullLoadStartedAt === undefined ? null : new Date(this.lastFullLoadStartedAt).toISOString(),
+      staleSeconds: this.ageSeconds(now) ?? 0,
+      maxStalenessSeconds: this.options.maxStalenessSeconds,
+      pendingSites: this.pendingSites.size,
     };
   }
 
@@ -107,123 +142,107 @@ export class CredentialCache {
     this.syncListeners.push(listener);
   }
 
+  /** Observers of every failed sync. */
+  onSyncFailure(listener: (event: SyncFailureEvent) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  /** Observers of every notification received on the channel, acted on or not. */
+  onNotificationReceived(listener: () => void): void {
+    this.notificationListeners.push(listener);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.refreshTimer);
-    const listener = this.listener;
-    this.listener = undefined;
-    await listener?.end().catch(() => undefined);
-    await this.syncQueue.catch(() => undefined);
+    this.resolveStarted();
+    for (const timer of this.timers) clearInterval(timer);
+    await this.session.stop();
+    await Promise.allSettled([this.fullLoad, this.siteReload]);
+  }
+
+  private every(ms: number, work: () => void): void {
+    const timer = setInterval(work, ms);
+    timer.unref();
+    this.timers.push(timer);
+  }
+
+  private ageSeconds(now: number): number | undefined {
+    return this.lastFullLoadStartedAt === undefined ? undefined : Math.max(0, now - this.lastFullLoadStartedAt) / 1000;
   }
 
   private isFresh(now: number): boolean {
+    if (!this.loaded) return false;
     const limit = this.options.maxStalenessSeconds;
-    return this.staleSince === undefined || limit === 0 || now - this.staleSince <= limit * 1000;
+    return limit === 0 || (this.ageSeconds(now) ?? Infinity) <= limit;
   }
 
-  private serialized<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.syncQueue.then(work, work);
-    this.syncQueue = next.catch(() => undefined);
-    return next;
+  private tickMs(): number {
+    const limitMs = this.options.maxStalenessSeconds * 1000;
+    return limitMs === 0 ? TICK_MAX_MS : Math.max(100, Math.min(TICK_MAX_MS, limitMs / 6));
   }
 
-  private emitSync(event: SyncEvent): void {
-    for (const listener of this.syncListeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.options.logger.warn({ err: error }, 'a credential sync observer failed');
-      }
+  /** Retries what failed, and renews the snapshot before a third of the staleness limit has passed. */
+  private keepCurrent(): void {
+    if (this.stopped) return;
+    if (this.pendingSites.size > 0 && Date.now() >= this.siteReloadRetryAt) this.reloadPendingSites();
+    const limit = this.options.maxStalenessSeconds;
+    const age = this.ageSeconds(Date.now());
+    const dueByAge = limit > 0 && (age === undefined || age >= limit / 3);
+    if (this.fullLoad === undefined && (this.fullLoadOwed || dueByAge)) this.requestFullLoad();
+  }
+
+  /** A full load now, or right after the running one: a change may have committed after it began. */
+  private requestFullLoad(): void {
+    if (this.stopped) return;
+    if (this.fullLoad !== undefined) {
+      this.fullLoadOwed = true;
+      return;
     }
-  }
-
-  private fullSync(): Promise<void> {
-    return this.serialized(async () => {
-      // From here on a change is not certain to be in this load: a new request queues another.
-      this.queuedFullSync = undefined;
-      const started = performance.now();
-      const table = await loadAllSites(this.options.pool);
-      this.table = table;
-      this.snapshotView = new SiteTableSnapshot(table);
-      this.lastSyncAt = Date.now();
-      const durationSeconds = (performance.now() - started) / 1000;
-      this.options.logger.debug({ sites: table.size, durationSeconds }, 'credential snapshot loaded');
-      this.emitSync({ kind: 'full', sites: table.size, durationSeconds });
+    this.fullLoadOwed = false;
+    this.fullLoad = this.loadAll().finally(() => {
+      this.fullLoad = undefined;
+      if (this.fullLoadOwed && !this.stopped) this.requestFullLoad();
     });
   }
 
-  /** (Re)connects the LISTEN session with backoff, then resyncs fully: notifications were lost meanwhile. */
-  private connect(): Promise<void> {
-    this.connecting ??= this.connectUntilSynced().finally(() => (this.connecting = undefined));
-    return this.connecting;
-  }
-
-  private async connectUntilSynced(): Promise<void> {
-    let backoff = BACKOFF_MIN_MS;
-    while (!this.stopped) {
-      const client = new pg.Client({
-        connectionString: this.options.listenUrl,
-        application_name: LISTEN_APPLICATION_NAME,
-        keepAlive: true,
-        keepAliveInitialDelayMillis: 10_000,
-        connectionTimeoutMillis: 5_000,
-      });
-      client.on('notification', (message) => this.onNotification(message.payload));
-      client.on('error', (error) => this.onListenerLost(client, error));
-      client.on('end', () => this.onListenerLost(client));
-      try {
-        await client.connect();
-        await client.query(`LISTEN ${CREDENTIALS_CHANNEL}`);
-        // LISTEN first, then load: a change committed in between is both loaded and notified.
-        this.listener = client;
-        this.pendingSites.clear();
-        await this.fullSync();
-        const wasStale = this.staleSince;
-        this.staleSince = undefined;
-        if (wasStale !== undefined && this.lastOutageLogAt > 0) {
-          this.options.logger.info({ sites: this.table?.size }, 'credential database reachable again; snapshot resynced');
-        }
-        this.lastOutageLogAt = 0;
-        return;
-      } catch (error) {
-        if (this.listener === client) this.listener = undefined;
-        client.removeAllListeners('end');
-        await client.end().catch(() => undefined);
-        this.logOutage(error);
-        await sleep(backoff * (0.5 + Math.random() / 2));
-        backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
-      }
+  private async loadAll(): Promise<void> {
+    const startedAt = Date.now();
+    const order = performance.now();
+    try {
+      const [loaded, brownouts] = await Promise.all([loadAllSites(this.options.pool), loadBrownouts(this.options.pool)]);
+      this.table.replaceAll(loaded, brownouts, order);
+      this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
+      this.loaded = true;
+      this.resolveStarted();
+      this.synced({ kind: 'full', sites: loaded.size, durationSeconds: (performance.now() - order) / 1000 });
+    } catch (error) {
+      // Not owed at once: the tick tries again, while the snapshot ages.
+      this.failed({ kind: 'full', error });
     }
   }
 
-  private logOutage(error: unknown): void {
-    const now = Date.now();
-    if (now - this.lastOutageLogAt < OUTAGE_LOG_INTERVAL_MS) return;
-    this.lastOutageLogAt = now;
-    const status = this.status(now);
-    this.options.logger.warn(
-      {
-        err: error instanceof Error ? { message: error.message } : String(error),
-        loaded: status.loaded,
-        staleSeconds: Math.round(status.staleSeconds),
-        lastSyncAt: status.lastSyncAt,
-        ready: status.ready,
-      },
-      !status.loaded
-        ? 'credential database unreachable; no snapshot yet, checks answer UNAVAILABLE'
-        : status.ready
-          ? 'credential database unreachable; deciding from the last snapshot until SNAPSHOT_MAX_STALENESS_SECONDS'
-          : 'credential database unreachable; the last snapshot is too stale, checks answer UNAVAILABLE',
-    );
+  private reloadPendingSites(): void {
+    if (this.siteReload !== undefined || this.stopped || !this.loaded || this.pendingSites.size === 0) return;
+    const siteIds = [...this.pendingSites];
+    this.pendingSites.clear();
+    this.siteReload = this.reloadSites(siteIds).finally(() => {
+      this.siteReload = undefined;
+      // Notifications that came in meanwhile go next, unless this reload just failed.
+      if (Date.now() >= this.siteReloadRetryAt) this.reloadPendingSites();
+    });
   }
 
-  private onListenerLost(client: pg.Client, error?: Error): void {
-    if (this.listener !== client) return;
-    this.listener = undefined;
-    this.staleSince ??= Date.now();
-    this.options.logger.warn({ err: error ? { message: error.message } : undefined }, 'LISTEN connection lost; reconnecting');
-    void client.end().catch(() => undefined);
-    if (!this.stopped) void this.connect();
+  private async reloadSites(siteIds: SiteId[]): Promise<void> {
+    const order = performance.now();
+    try {
+      const loaded = await loadSites(this.options.pool, siteIds);
+      this.table.replaceSites(siteIds, loaded, order);
+      this.synced({ kind: 'sites', sites: siteIds.length, durationSeconds: (performance.now() - order) / 1000 });
+    } catch (error) {
+      for (const siteId of siteIds) this.pendingSites.add(siteId);
+      this.siteReloadRetryAt = Date.now() + RELOAD_RETRY_MS;
+      this.failed({ kind: 'sites', error });
+    }
   }
 
   /**
@@ -233,70 +252,71 @@ export class CredentialCache {
    * end. The periodic resync is the safety net for whatever was meant.
    */
   private onNotification(payload: string | undefined): void {
+    this.notify(this.notificationListeners, undefined);
     if (payload === '*') {
-      void this.requestFullSync().catch((error: unknown) => this.options.logger.warn({ err: error }, 'full resync after a notification failed'));
+      this.requestFullLoad();
       return;
     }
     const siteId = payload === undefined ? undefined : canonicalSiteId(payload);
     if (siteId === undefined) {
-      const now = Date.now();
-      if (now - this.lastIgnoredLogAt >= OUTAGE_LOG_INTERVAL_MS) {
-        this.lastIgnoredLogAt = now;
+      if (this.ignoredLog.open()) {
         this.options.logger.warn({ payload: payload?.slice(0, 64) }, `ignoring a notification on ${CREDENTIALS_CHANNEL} that names no site`);
       }
       return;
     }
     this.pendingSites.add(siteId);
-    this.scheduleReload(0);
+    // The notifications of one transaction arrive together: one reload for the lot.
+    queueMicrotask(() => this.reloadPendingSites());
   }
 
-  /** A full resync, merged with one already waiting its turn: a burst of requests loads once more, not once each. */
-  private requestFullSync(): Promise<void> {
-    this.queuedFullSync ??= this.fullSync();
-    return this.queuedFullSync;
-  }
-
-  /** Coalesces a burst of notifications into one reload of the sites they named. */
-  private scheduleReload(delayMs: number): void {
-    if (this.reloadScheduled) return;
-    this.reloadScheduled = true;
-    setTimeout(() => {
-      this.reloadScheduled = false;
-      void this.reloadPending();
-    }, delayMs).unref();
-  }
-
-  private reloadPending(): Promise<void> {
-    return this.serialized(async () => {
-      if (this.pendingSites.size === 0 || this.table === undefined) return;
-      const siteIds = [...this.pendingSites];
-      this.pendingSites.clear();
-      const started = performance.now();
-      try {
-        const loaded = await loadSites(this.options.pool, siteIds);
-        for (const siteId of siteIds) {
-          const site = loaded.get(siteId);
-          if (site) this.table.set(siteId, site);
-          else this.table.delete(siteId);
-        }
-        this.emitSync({ kind: 'sites', sites: siteIds.length, durationSeconds: (performance.now() - started) / 1000 });
-      } catch (error) {
-        for (const siteId of siteIds) this.pendingSites.add(siteId);
-        this.options.logger.warn({ err: error, sites: siteIds.length }, 'reloading changed sites failed; retrying');
-        this.scheduleReload(RELOAD_RETRY_MS);
-      }
-    });
-  }
-
-  /** The safety-net resync; a failure means the database is in trouble, so the LISTEN session is recycled too. */
-  private async refresh(): Promise<void> {
-    if (this.stopped || this.listener === undefined) return;
-    try {
-      await this.requestFullSync();
-    } catch (error) {
-      this.options.logger.warn({ err: error }, 'periodic credential resync failed');
-      const listener = this.listener;
-      if (listener) this.onListenerLost(listener, error instanceof Error ? error : undefined);
+  private synced(event: SyncEvent): void {
+    if (this.outageLog.opened) {
+      this.outageLog.reset();
+      this.options.logger.info({ kind: event.kind, sites: this.table.size }, 'credential database answering again; snapshot synced');
     }
+    this.options.logger.debug(event, 'credential snapshot synced');
+    this.notify(this.syncListeners, event);
+  }
+
+  private failed(event: SyncFailureEvent): void {
+    this.logOutage(event.kind === 'full' ? 'loading the credential snapshot failed' : 'reloading changed sites failed', event.error);
+    this.notify(this.failureListeners, event);
+  }
+
+  private notify<E>(listeners: ReadonlyArray<(event: E) => void>, event: E): void {
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.options.logger.warn({ err: error }, 'a credential sync observer failed');
+      }
+    }
+  }
+
+  /** One line per OUTAGE_LOG_INTERVAL_MS while the database misbehaves, saying what checks get meanwhile. */
+  private logOutage(what: string, error: unknown): void {
+    if (this.stopped || !this.outageLog.open()) return;
+    const status = this.status(Date.now());
+    const code = (error as { code?: unknown } | null)?.code;
+    const consequence = !status.loaded
+      ? 'no snapshot yet, checks answer UNAVAILABLE'
+      : status.ready
+        ? 'deciding from the last snapshot until SNAPSHOT_MAX_STALENESS_SECONDS'
+        : 'the snapshot is too stale, checks answer UNAVAILABLE';
+    const cause =
+      code === UNDEFINED_TABLE
+        ? 'the database answers but has no sitekey-authz tables: run `sitekey-authz migrate`, or set MIGRATE_ON_START=true'
+        : 'credential database unreachable or not answering';
+    this.options.logger.warn(
+      {
+        err: error instanceof Error ? { message: error.message, code } : String(error),
+        loaded: status.loaded,
+        ready: status.ready,
+        staleSeconds: Math.round(status.staleSeconds),
+        lastSyncAt: status.lastSyncAt,
+        pendingSites: status.pendingSites,
+      },
+      `${what}: ${cause}; ${consequence}`,
+    );
   }
 }

@@ -9,13 +9,27 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 /**
  * A pool on the database, with the connect time-out, named in pg_stat_activity. An idle connection
  * the server drops must not crash the process: it is logged, and the next query reports the failure.
+ * With `timeoutMs`, every wait on the server is bounded by it: connecting, each statement and lock
+ * (enforced by PostgreSQL) and each round trip (enforced here, for a server that does not answer at all).
  */
-export function connectionPool(url: string, options: { readonly applicationName: string; readonly max: number; readonly logger: Logger }): pg.Pool {
+export function connectionPool(
+  url: string,
+  options: { readonly applicationName: string; readonly max: number; readonly logger: Logger; readonly timeoutMs?: number },
+): pg.Pool {
+  const timeoutMs = options.timeoutMs;
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max,
     application_name: options.applicationName,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: timeoutMs ?? CONNECT_TIMEOUT_MS,
+    ...(timeoutMs === undefined
+      ? {}
+      : {
+          statement_timeout: timeoutMs,
+          lock_timeout: timeoutMs,
+          idle_in_transaction_session_timeout: timeoutMs,
+          query_timeout: timeoutMs,
+        }),
   });
   pool.on('error', (error) => options.logger.warn({ err: error }, 'idle PostgreSQL connection failed'));
   return pool;

@@ -10,6 +10,8 @@ export interface LastUsedRecorderOptions {
   readonly pool: StatementRunner;
   readonly flushSeconds: number;
   readonly logger: Logger;
+  /** Told after each write (metrics): whether it succeeded. */
+  readonly onFlush?: (outcome: { readonly ok: boolean; readonly keys: number }) => void;
 }
 
 // One statement per flush, whatever the number of keys; GREATEST keeps a newer time another replica wrote.
@@ -52,11 +54,18 @@ export class LastUsedRecorder {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
+    let ok = true;
     try {
       await this.options.pool.query(FLUSH, [[...batch.keys()], [...batch.values()].map((at) => new Date(at))]);
     } catch (error) {
+      ok = false;
       for (const [keyId, at] of batch) this.record(keyId, at);
       this.options.logger.warn({ err: error, keys: batch.size }, 'writing key last-used times failed; keeping them for the next flush');
+    }
+    try {
+      this.options.onFlush?.({ ok, keys: batch.size });
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'a last-used flush observer failed');
     }
   }
 }

@@ -1,7 +1,7 @@
 import { BlockList } from 'node:net';
 import type pg from 'pg';
-import { parseClientIp } from '../decision/client-ip.js';
-import type { KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
+import { allowlistNetwork } from '../decision/client-ip.js';
+import type { Allowlist, Brownout, KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
 export type SiteTable = Map<SiteId, SiteCredentials>;
@@ -9,6 +9,7 @@ export type SiteTable = Map<SiteId, SiteCredentials>;
 interface SiteRow {
   id: string;
   enabled: boolean;
+  grace_until_ms: number | null;
 }
 interface KeyRow {
   site_id: string;
@@ -23,20 +24,24 @@ interface AllowlistRow {
 }
 
 // bigint columns are read as text so that no site id near 2^63 loses digits.
-const SITES = 'SELECT id::text AS id, enabled FROM sites';
+const SITES = 'SELECT id::text AS id, enabled, (extract(epoch FROM apikey_grace_until) * 1000)::float8 AS grace_until_ms FROM sites';
 const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256, 'hex') AS hash,
                      (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at_ms
                 FROM api_keys WHERE revoked_at IS NULL`;
 const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, masklen(cidr) AS prefix FROM allowlist_entries';
 
-function addEntry(allowlist: BlockList, network: string, prefix: number): void {
-  const ip = parseClientIp(network);
-  if (ip === undefined) return;
-  // An IPv4-mapped IPv6 network (::ffff:a.b.c.d/96 and longer) holds IPv4 clients, which the
-  // decision checks as IPv4, so it is kept as the IPv4 network it maps.
-  const mapped = ip.family === 'ipv4' && network.includes(':');
-  if (mapped && prefix < 96) return;
-  allowlist.addSubnet(ip.address, mapped ? prefix - 96 : prefix, ip.family);
+/**
+ * A site's allowlist from its entries (network and prefix as PostgreSQL's host() and masklen() give
+ * them), as the decision reads it: IPv4 networks, an IPv4-mapped one included, admit IPv4 clients
+ * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
+ */
+export function buildAllowlist(entries: Iterable<Pick<AllowlistRow, 'network' | 'prefix'>>): Allowlist {
+  const byFamily = { ipv4: new BlockList(), ipv6: new BlockList() };
+  for (const entry of entries) {
+    const network = allowlistNetwork(entry.network, entry.prefix);
+    if (network !== undefined) byFamily[network.family].addSubnet(network.address, network.prefix, network.family);
+  }
+  return { check: (address, family) => byFamily[family].check(address, family) };
 }
 
 function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[]): SiteTable {
@@ -46,19 +51,20 @@ function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[])
     if (siteKeys === undefined) keysBySite.set(key.site_id, (siteKeys = new Map()));
     siteKeys.set(key.hash, { keyId: key.id, expiresAt: key.expires_at_ms });
   }
-  const listsBySite = new Map<SiteId, BlockList>();
+  const entriesBySite = new Map<SiteId, AllowlistRow[]>();
   for (const entry of allowlist) {
-    let list = listsBySite.get(entry.site_id);
-    if (list === undefined) listsBySite.set(entry.site_id, (list = new BlockList()));
-    addEntry(list, entry.network, entry.prefix);
+    let entries = entriesBySite.get(entry.site_id);
+    if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
+    entries.push(entry);
   }
   const table: SiteTable = new Map();
   for (const site of sites) {
     table.set(site.id, {
       siteId: site.id,
       enabled: site.enabled,
+      graceUntil: site.grace_until_ms,
       keysByHash: keysBySite.get(site.id) ?? new Map(),
-      allowlist: listsBySite.get(site.id) ?? new BlockList(),
+      allowlist: buildAllowlist(entriesBySite.get(site.id) ?? []),
     });
   }
   return table;
@@ -69,6 +75,7 @@ type SiteFilter = (column: string) => string;
 
 async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
   const client = await pool.connect();
+  let rows: [SiteRow[], KeyRow[], AllowlistRow[]];
   try {
     // One snapshot of the three tables, so a key never appears without its site or allowlist.
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -76,13 +83,37 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
     const keys = await client.query<KeyRow>(`${KEYS} AND ${filter('site_id')}`, params);
     const allowlist = await client.query<AllowlistRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
     await client.query('COMMIT');
-    return buildSites(sites.rows, keys.rows, allowlist.rows);
+    rows = [sites.rows, keys.rows, allowlist.rows];
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    // Discarded, not rolled back: after a time-out the connection may still be busy with the query,
+    // and a ROLLBACK would wait behind it. Closing the connection ends the transaction too.
+    client.release(error instanceof Error ? error : true);
     throw error;
-  } finally {
-    client.release();
   }
+  client.release();
+  return buildSites(...rows);
+}
+
+interface BrownoutRow {
+  id: string;
+  from_ms: number;
+  until_ms: number;
+  site_ids: string[] | null;
+  dry_run: boolean;
+}
+
+// Ended and cancelled brownouts decide nothing; one that ends in the past can stay in the table.
+const BROWNOUTS = `SELECT id::text AS id, (extract(epoch FROM starts_at) * 1000)::float8 AS from_ms,
+                          (extract(epoch FROM ends_at) * 1000)::float8 AS until_ms, site_ids::text[] AS site_ids, dry_run
+                     FROM brownouts WHERE cancelled_at IS NULL AND ends_at > now()`;
+
+function toBrownout(row: BrownoutRow): Brownout {
+  return { id: row.id, from: row.from_ms, until: row.until_ms, siteIds: row.site_ids && new Set(row.site_ids), dryRun: row.dry_run };
+}
+
+/** Brownouts not cancelled and not over yet. */
+export async function loadBrownouts(pool: pg.Pool): Promise<Brownout[]> {
+  return (await pool.query<BrownoutRow>(BROWNOUTS)).rows.map(toBrownout);
 }
 
 /** Every site with its active keys and allowlist. */

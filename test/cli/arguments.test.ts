@@ -50,6 +50,15 @@ describe('CLI arguments', () => {
     assert.equal(textOption('name', 'Acme Travel ✈', 20), 'Acme Travel ✈');
     refuses(() => textOption('name', 'Acme\nTravel', 20), /--name must not contain control characters/);
     refuses(() => textOption('note', 'x'.repeat(21), 20), /--note is 21 characters long; keep it to 20/);
+    assert.equal(textOption('name', '\u{1F600}'.repeat(20), 20), '\u{1F600}'.repeat(20));
+    refuses(() => textOption('name', '\u{1F600}'.repeat(21), 20), /--name is 21 characters long; keep it to 20/);
+    assert.equal(textOption('note', `replaces ${KEY} and ${KEY.toLowerCase()}`, 100), 'replaces *****B7C8D and *****b7c8d');
+    assert.equal(textOption('actor', KEY, 40), '*****B7C8D');
+    assert.equal(textOption('name', 'شركة السفر', 20), 'شركة السفر');
+    refuses(() => textOption('name', 'Acme\u0085Travel', 20), /--name must not contain control characters.*on one line/);
+    for (const mark of ['\u061c', '\u200e', '\u200f', '\u202a', '\u202e', '\u2066', '\u2069']) {
+      refuses(() => textOption('note', `exe.${mark}txt`, 20), /--note must not contain the invisible direction control U\+[0-9A-F]{4}.*type the text without it/);
+    }
   });
 
   it('reads one key from standard input, in either case, and never echoes what it refuses', () => {

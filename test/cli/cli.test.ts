@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -127,6 +127,52 @@ describe('sitekey-authz CLI', () => {
       refused(await cli('key', 'issue', '4242'), FAILED, /site 4242 does not exist/);
     });
 
+    it('masks a UUID in a note, a name or an actor before storing it, so no full key is kept or shown', async () => {
+      const secret = randomUUID();
+      const upper = secret.toUpperCase();
+      await cli('site', 'add', '3003', '--name', `Acme ${upper}`, '--actor', `ops ${secret}`);
+      const issued = json<{ keyId: string; note: string }>(await cli('key', 'issue', '3003', '--note', `replaces ${secret}`, '--actor', secret, '--json'));
+      assert.equal(issued.note, `replaces *****${secret.slice(-5)}`);
+      const imported = await runCli(database.url, ['key', 'import', '3003', '--note', `was ${upper}`], '0f0e0d0c-0b0a-4908-8706-050403020101\n');
+      assert.equal(imported.code, 0, imported.stderr);
+      const shown = [
+        (await cli('key', 'list', '3003')).stdout,
+        (await cli('key', 'list', '3003', '--json')).stdout,
+        (await cli('site', 'list')).stdout,
+        (await cli('site', 'list', '--json')).stdout,
+      ].join('\n');
+      assert.match(shown, new RegExp(`replaces \\*{5}${secret.slice(-5)}`));
+      const { rows: notes } = await sql.query('SELECT note FROM api_keys WHERE site_id = 3003 ORDER BY id');
+      assert.deepEqual(notes.map((row) => row.note), [`replaces *****${secret.slice(-5)}`, `was *****${upper.slice(-5)}`]);
+      const stored = JSON.stringify([
+        (await sql.query('SELECT * FROM sites')).rows,
+        (await sql.query('SELECT * FROM api_keys')).rows,
+        (await sql.query('SELECT actor, details FROM audit_log')).rows,
+      ]);
+      for (const [where, text] of [['the output', shown], ['the database', stored]] as const) {
+        assert.ok(!text.toLowerCase().includes(secret), `a full key reached ${where}`);
+      }
+      const actors = (await auditActions('3003')).map((row) => row.actor);
+      assert.deepEqual(actors.slice(0, 2), [`ops *****${secret.slice(-5)}`, `*****${secret.slice(-5)}`]);
+    });
+
+    it('counts names and notes in characters, and refuses direction controls, saying what to type instead', async () => {
+      const emoji = '\u{1F600}'.repeat(200);
+      const added = json<{ name: string }>(await cli('site', 'add', '3004', '--name', emoji, '--json'));
+      assert.equal(added.name, emoji);
+      assert.equal((await sql.query('SELECT name FROM sites WHERE id = 3004')).rows[0]?.name, emoji);
+      refused(await cli('site', 'add', '3005', '--name', `${emoji}x`), USAGE, /--name is 201 characters long; keep it to 200/);
+      const note = '\u{1F511}'.repeat(500);
+      assert.equal((await cli('key', 'issue', '3004', '--note', note)).code, 0);
+      refused(await cli('key', 'issue', '3004', '--note', `${note}!`), USAGE, /--note is 501 characters long; keep it to 500/);
+      for (const [option, mark] of [['--name', '\u202e'], ['--note', '\u2066'], ['--actor', '\u200f'], ['--name', '\u061c']] as const) {
+        const args = option === '--note' ? ['key', 'issue', '3004'] : ['site', 'add', '3005'];
+        refused(await cli(...args, option, `Acme ${mark}Travel`), USAGE, new RegExp(`${option} must not contain the invisible direction control U\\+${mark.codePointAt(0)?.toString(16).toUpperCase().padStart(4, '0')}.*type`));
+      }
+      refused(await cli('site', 'add', '3005', '--name', 'Acme\u0085Travel'), USAGE, /--name must not contain control characters/);
+      assert.equal((await sql.query('SELECT 1 FROM sites WHERE id = 3005')).rows.length, 0);
+    });
+
     it('imports a key from standard input, in canonical form, and refuses it twice', async () => {
       const key = 'ABCDEF01-2345-4678-9ABC-DEF012345678';
       const imported = await runCli(database.url, ['key', 'import', '3001', '--note', 'legacy'], `${key}\n`);
@@ -220,7 +266,21 @@ describe('sitekey-authz CLI', () => {
       const result = await cli('ip', 'allow', '5002', '0.0.0.0/0', '::/0');
       assert.equal(result.code, 0);
       assert.match(result.stderr, /warning: 0\.0\.0\.0\/0 admits every IPv4 address/);
-      assert.match(result.stderr, /warning: ::\/0 admits every address, IPv4 included/);
+      assert.match(result.stderr, /warning: ::\/0 admits every IPv6 address/);
+    });
+
+    it('warns that an IPv6 entry covering ::ffff:0:0/96 admits no IPv4 client, and what to type instead', async () => {
+      await cli('site', 'add', '5004');
+      const result = await cli('ip', 'allow', '5004', '::/80', '::fffe:0:0/95', '2001:db8::/32', '::/0', '::ffff:0:0/96');
+      assert.equal(result.code, 0, result.stderr);
+      for (const cidr of ['::/80', '::fffe:0:0/95', '::/0']) {
+        const warning = new RegExp(`^warning: ${cidr.replaceAll('/', '\\/')} does not admit IPv4 clients.*IPv4 clients match IPv4 entries only.*sitekey-authz ip allow 5004 <IPv4 network>`, 'm');
+        assert.match(result.stderr, warning);
+      }
+      assert.doesNotMatch(result.stderr, /2001:db8::\/32/);
+      // The IPv4-mapped range itself is the IPv4 network it maps, as it always was.
+      assert.match(result.stdout, /0\.0\.0\.0\/0/);
+      assert.match(result.stderr, /warning: 0\.0\.0\.0\/0 admits every IPv4 address/);
     });
 
     it('lists the allowlist, and says what an empty one means', async () => {
@@ -288,7 +348,7 @@ describe('sitekey-authz against a database it cannot use', () => {
       assert.match(before.stderr, /the database has no sitekey-authz tables yet; create them with `sitekey-authz migrate`/);
       const migrated = await runCli(database.url, ['migrate']);
       assert.equal(migrated.code, 0, migrated.stderr);
-      assert.match(migrated.stdout, /applied 2 migration\(s\): 001_initial-schema, 002_notify-credential-changes/);
+      assert.match(migrated.stdout, /applied 3 migration\(s\): 001_initial-schema, 002_notify-credential-changes, 003_apikey-sunset/);
       assert.match((await runCli(database.url, ['migrate'])).stdout, /the database schema is up to date/);
       assert.equal((await runCli(database.url, ['site', 'list'])).code, 0);
     } finally {

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { decide } from '../../src/decision/decide.js';
 import { denialBody, denialMessage, ERROR_CATALOGUE } from '../../src/decision/error-catalogue.js';
 import type { BodyView, CheckInput, Decision } from '../../src/decision/types.js';
-import { snapshotOf } from '../support/snapshot.js';
+import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const KEY = '3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b';
@@ -14,6 +14,7 @@ const OTHER_SITE_KEY = '0badc0de-1111-4222-8333-444455556666';
 const MAX_SITE = '9223372036854775807';
 const MAX_SITE_KEY = 'ffffffff-ffff-4fff-bfff-ffffffffffff';
 const UNKNOWN_KEY = '00000000-0000-4000-8000-00000000abcd';
+const IPV6_ONLY_KEY = '6a6b6c6d-0000-4000-8000-000000000006';
 
 const snapshot = snapshotOf([
   {
@@ -29,6 +30,8 @@ const snapshot = snapshotOf([
   { siteId: '1002', enabled: false, cidrs: ['0.0.0.0/0'], keys: [{ key: KEY.replace('3f2b', '3f2c'), keyId: '21' }] },
   { siteId: '1003', cidrs: [], keys: [{ key: KEY.replace('3f2b', '3f2d'), keyId: '31' }] },
   { siteId: '2002', cidrs: ['198.51.100.0/24'], keys: [{ key: OTHER_SITE_KEY, keyId: '41' }] },
+  // IPv6 networks that each contain the IPv4-mapped range ::ffff:0:0/96, and nothing else.
+  { siteId: '1004', cidrs: ['::/8', '::/80', '::/0', '::fffe:0:0/95'], keys: [{ key: IPV6_ONLY_KEY, keyId: '61' }] },
   { siteId: MAX_SITE, cidrs: ['0.0.0.0/0'], keys: [{ key: MAX_SITE_KEY, keyId: '51' }] },
 ]);
 
@@ -168,6 +171,20 @@ const ipCases: Case[] = [
     message: 'IP address 198.51.100.7 is not whitelisted for site ID 1001',
   },
   { name: 'a 1 MiB client address', input: input({ clientAddress: '1'.repeat(1 << 20) }), expect: 103 },
+  ...['203.0.113.7', '::ffff:203.0.113.7', '::ffff:cb00:7107'].map(
+    (clientAddress): Case => ({
+      name: `IPv4 client ${clientAddress} is not admitted by IPv6 entries that cover ::ffff:0:0/96`,
+      input: input({ authorization: `1004:${IPV6_ONLY_KEY}`, clientAddress, body: credentials(1004, IPV6_ONLY_KEY) }),
+      expect: 103,
+      message: 'IP address 203.0.113.7 is not whitelisted for site ID 1004',
+    }),
+  ),
+  {
+    name: 'IPv6 client inside IPv6 entries that cover ::ffff:0:0/96',
+    input: input({ authorization: `1004:${IPV6_ONLY_KEY}`, clientAddress: '2001:db8::7', body: credentials(1004, IPV6_ONLY_KEY) }),
+    expect: 'allow',
+    keyId: '61',
+  },
 ];
 
 const keyCases: Case[] = [
@@ -339,7 +356,7 @@ describe('decide', () => {
     describe(title, () => {
       for (const c of cases) {
         it(`${c.name} → ${c.expect}${c.rule ? ` (${c.rule})` : ''}`, () => {
-          const decision = decide(c.input, snapshot, NOW);
+          const decision = decide(c.input, snapshot, NOW, NO_SUNSET);
           assert.equal(describeOutcome(decision), String(c.expect));
           if (decision.outcome === 'allow') {
             assert.equal(decision.siteId, c.input.authorization?.split(':')[0]);
@@ -361,8 +378,8 @@ describe('decide', () => {
 
   it('refuses a key from the instant it expires, with no notification needed', () => {
     const request = input({ authorization: `1001:${EXPIRING_KEY}`, body: credentials(1001, EXPIRING_KEY) });
-    assert.equal(describeOutcome(decide(request, snapshot, NOW + 59_999)), 'allow');
-    assert.equal(describeOutcome(decide(request, snapshot, NOW + 60_000)), '102');
+    assert.equal(describeOutcome(decide(request, snapshot, NOW + 59_999, NO_SUNSET)), 'allow');
+    assert.equal(describeOutcome(decide(request, snapshot, NOW + 60_000, NO_SUNSET)), '102');
   });
 
   it('maps every error to the HTTP status and gRPC code the catalogue declares', () => {
@@ -373,6 +390,7 @@ describe('decide', () => {
         ['102', 401, 16],
         ['103', 403, 7],
         ['104', 401, 16],
+        ['105', 401, 16],
         ['108', 401, 16],
       ],
     );

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import { denialMessage } from '../../src/decision/error-catalogue.js';
 import { viewCheckRequest } from '../../src/envoy/request-view.js';
+import { NO_SUNSET } from '../support/snapshot.js';
 
 // `make bench` measures these against a 100 ms target; here the bounds are loose, for a loaded machine.
 const ABSOLUTE_LIMIT_MS = 1_000;
@@ -37,7 +38,7 @@ describe('a body over MAX_BODY_BYTES', () => {
       },
     };
     const { input } = viewCheckRequest(request, { clientIpSource: { kind: 'peer' }, maxBodyBytes });
-    return decide(input, HOSTILE_SNAPSHOT, Date.now());
+    return decide(input, HOSTILE_SNAPSHOT, Date.now(), NO_SUNSET);
   };
   const credentials = `{"siteid":${HOSTILE_SITE_ID},"apikey":"${HOSTILE_KEY}","padding":"`;
   const padded = (bytes: number): string => `${credentials}${'x'.repeat(bytes - credentials.length - 2)}"}`;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Decision, Denial } from '../../src/decision/types.js';
-import { toCheckResponse } from '../../src/envoy/check-response.js';
+import { sunsetNotice, toCheckResponse } from '../../src/envoy/check-response.js';
 import { HeaderAppendAction } from '../../src/envoy/messages.js';
 
 const JSON_CONTENT_TYPE = {
@@ -89,4 +89,47 @@ describe('toCheckResponse', () => {
       });
     });
   }
+});
+
+describe('sunset notice on allowed responses (issue #11)', () => {
+  const notice = sunsetNotice({
+    deprecatedAt: Date.parse('2026-11-01T00:00:00Z'),
+    sunsetAt: Date.parse('2026-12-31T23:59:59Z'),
+    guideUrl: 'https://developers.example.com/tokens',
+    stripAuthorization: true,
+  });
+
+  it('adds Deprecation (RFC 9745), Sunset (RFC 8594) and the two Link relations to the partner response', () => {
+    const response = toCheckResponse({ outcome: 'allow', siteId: '1001', keyId: '42' }, notice);
+    assert.ok('ok_response' in response);
+    const headers = response.ok_response.response_headers_to_add.map((option) => [option.header.key, option.header.value, option.append_action]);
+    assert.deepEqual(headers, [
+      ['deprecation', '@1793491200', HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD],
+      ['sunset', 'Thu, 31 Dec 2026 23:59:59 GMT', HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD],
+      ['link', '<https://developers.example.com/tokens>; rel="deprecation"', HeaderAppendAction.APPEND_IF_EXISTS_OR_ADD],
+      ['link', '<https://developers.example.com/tokens>; rel="sunset"', HeaderAppendAction.APPEND_IF_EXISTS_OR_ADD],
+    ]);
+    assert.deepEqual(response.ok_response.headers_to_remove, ['authorization']);
+    assert.deepEqual(response.ok_response.headers.map((option) => option.header.key), ['x-site-id'], 'the upstream still learns the site');
+  });
+
+  it('sends no Link without a guide, and keeps the Authorization header unless asked', () => {
+    const plain = sunsetNotice({ deprecatedAt: 0, sunsetAt: 0, guideUrl: undefined, stripAuthorization: false });
+    assert.deepEqual(plain.responseHeaders.map((option) => option.header.key), ['deprecation', 'sunset']);
+    assert.deepEqual(plain.removeHeaders, []);
+  });
+
+  it('leaves denials without the notice', () => {
+    const response = toCheckResponse({ outcome: 'deny', denial: { errorId: 102, siteId: '1001', maskedKey: '*****a6b' } }, notice);
+    assert.ok('denied_response' in response);
+    assert.deepEqual(response.denied_response.headers.map((option) => option.header.key), ['content-type']);
+  });
+});
+
+describe('the catalogue\'s own gRPC code names', () => {
+  it('are the numbers of google.rpc.Code as grpc-js knows them', async () => {
+    const { status } = await import('@grpc/grpc-js');
+    const { GrpcCode } = await import('../../src/decision/error-catalogue.js');
+    assert.deepEqual(GrpcCode, { OK: status.OK, PERMISSION_DENIED: status.PERMISSION_DENIED, UNAUTHENTICATED: status.UNAUTHENTICATED });
+  });
 });

@@ -7,7 +7,7 @@ import { decide } from '../../src/decision/decide.js';
 import type { Decision } from '../../src/decision/types.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
 import { createLogger } from '../../src/observe/logger.js';
-import { snapshotOf } from '../support/snapshot.js';
+import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const SEND_CHECK = fileURLToPath(new URL('../../src/client/send-check.js', import.meta.url));
 const KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
@@ -41,7 +41,7 @@ describe('send-check, the client script, against a real server', () => {
       authorization: {
         clientIpSource: { kind: 'peer' },
         maxBodyBytes: loadConfig({}).maxBodyBytes,
-        authorize: (input): Decision | undefined => (dataLoaded ? decide(input, SNAPSHOT, Date.now()) : undefined),
+        authorize: (input): Decision | undefined => (dataLoaded ? decide(input, SNAPSHOT, Date.now(), NO_SUNSET) : undefined),
         logger: createLogger('silent'),
       },
     });

@@ -4,12 +4,12 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import type { CheckInput, CredentialSnapshot, Decision } from '../../src/decision/types.js';
-import type { DecisionEvent } from '../../src/envoy/authorization-service.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
+import type { CheckEvent } from '../../src/observe/check-event.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { authorizationClient, check, checkRequest, verdict, type UpstreamCheckResponse } from '../support/envoy-client.js';
 import { healthClient, healthOf, type HealthClient } from '../support/health-client.js';
-import { snapshotOf } from '../support/snapshot.js';
+import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const KEY = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
 const NOW = Date.parse('2026-06-01T00:00:00Z');
@@ -35,7 +35,7 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
   /** What `authorize` does for the next call: decide on the snapshot, have no data, or crash. */
   let mode: 'decide' | 'no-data' | 'crash' = 'decide';
   let observerThrows = false;
-  const events: DecisionEvent[] = [];
+  const events: CheckEvent[] = [];
   let server: AuthzGrpcServer;
   let client: CheckClient;
   let health: HealthClient;
@@ -44,7 +44,7 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
     if (mode === 'no-data') return undefined;
     if (mode === 'crash') throw new Error('simulated bug');
     const snapshot: CredentialSnapshot = SNAPSHOT;
-    return decide(input, snapshot, NOW);
+    return decide(input, snapshot, NOW, NO_SUNSET);
   };
 
   before(async () => {
@@ -135,7 +135,7 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
     assert.equal(verdict(response), 'allow');
     assert.equal(events.length, 1);
     assert.equal(events[0]?.requestId, 'req-observed');
-    assert.equal(events[0]?.decision.outcome, 'allow');
+    assert.equal(events[0]?.outcome, 'allowed');
     assert.ok((events[0]?.durationSeconds ?? -1) >= 0);
   });
 
@@ -155,7 +155,7 @@ describe('ext_authz gRPC server shutdown', () => {
       bindAddress: '127.0.0.1',
       port: 0,
       logger: createLogger('silent'),
-      authorization: { clientIpSource: { kind: 'peer' }, maxBodyBytes: loadConfig({}).maxBodyBytes, authorize: (input) => decide(input, SNAPSHOT, NOW), logger: createLogger('silent') },
+      authorization: { clientIpSource: { kind: 'peer' }, maxBodyBytes: loadConfig({}).maxBodyBytes, authorize: (input) => decide(input, SNAPSHOT, NOW, NO_SUNSET), logger: createLogger('silent') },
     });
     server.setServing(true);
     const client = authorizationClient(`127.0.0.1:${server.port}`);

@@ -96,7 +96,7 @@ describe('sitekey-authz serve, end to end', () => {
     assert.ok(denial, 'no log line for the denial');
     assert.equal(denial.errorId, 103);
     assert.equal(denial.siteId, '1001');
-    assert.equal(denial.sourceIp, '192.0.2.44');
+    assert.equal(denial.clientIp, '192.0.2.44');
     assert.equal(denial.maskedKey, `*****${key.slice(-5)}`);
     assert.ok(!service.output().includes(key), 'a full key reached the log');
     assert.ok(!service.output().toLowerCase().includes('"authorization"'), 'the Authorization header reached the log');

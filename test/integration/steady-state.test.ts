@@ -17,8 +17,9 @@ describe('steady state', () => {
   let observer: pg.Client;
 
   async function transactions(): Promise<number> {
-    // Backends report their counters with a delay (PostgreSQL 15+: at most once a second when idle).
-    await sleep(1_500);
+    // Backends report their counters with a delay: PostgreSQL 15+ flushes them at most once a second
+    // at a transaction's end, and an idle backend's leftovers only after 10 s (PGSTAT_IDLE_INTERVAL).
+    await sleep(11_000);
     await observer.query('SELECT pg_stat_clear_snapshot()');
     const { rows } = await observer.query<{ n: string }>(
       'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseAllowlistEntry } from '../../src/store/allowlist-entry.js';
+import { coversIpv4Mapped, parseAllowlistEntry } from '../../src/store/allowlist-entry.js';
 
 describe('parseAllowlistEntry', () => {
   const accepted: Array<[string, string]> = [
@@ -51,6 +51,30 @@ describe('parseAllowlistEntry', () => {
       const parsed = parseAllowlistEntry(text);
       assert.equal(parsed.ok, false);
       assert.match(parsed.ok ? '' : parsed.reason, reason);
+    });
+  }
+});
+
+describe('coversIpv4Mapped', () => {
+  const table: Array<[string, boolean]> = [
+    ['::/0', true],
+    ['::/8', true],
+    ['::/80', true],
+    ['::8000:0:0/81', true],
+    ['::fffe:0:0/95', true],
+    ['::/81', false],
+    ['::ffff:0:0:0/96', false],
+    ['2001:db8::/32', false],
+    ['64:ff9b::/96', false],
+    ['::1', false],
+    ['::ffff:0.0.0.0/96', false],
+    ['0.0.0.0/0', false],
+  ];
+  for (const [text, covers] of table) {
+    it(`${covers ? 'finds' : 'does not find'} ::ffff:0:0/96 inside ${text}`, () => {
+      const parsed = parseAllowlistEntry(text);
+      assert.ok(parsed.ok, parsed.ok ? '' : parsed.reason);
+      assert.equal(coversIpv4Mapped(parsed.entry), covers);
     });
   }
 });

@@ -23,14 +23,14 @@ describe('credential cache', () => {
   const pools: pg.Pool[] = [];
   const caches: CredentialCache[] = [];
 
-  function newCache(refreshSeconds = 3_600, PoolClass: typeof pg.Pool = pg.Pool): CredentialCache {
+  function newCache(refreshSeconds = 3_600, PoolClass: typeof pg.Pool = pg.Pool, options: { maxStalenessSeconds?: number; listenUrl?: string } = {}): CredentialCache {
     const pool = new PoolClass({ connectionString: database.url, max: 2 });
     pools.push(pool);
     const cache = new CredentialCache({
       pool,
-      listenUrl: database.url,
+      listenUrl: options.listenUrl ?? database.url,
       refreshSeconds,
-      maxStalenessSeconds: 900,
+      maxStalenessSeconds: options.maxStalenessSeconds ?? 900,
       logger: createLogger('silent'),
     });
     caches.push(cache);
@@ -163,6 +163,85 @@ describe('credential cache', () => {
     await sql.query('UPDATE sites SET name = $1 WHERE id = 1001', ['renamed']);
     await sleep(300);
     assert.equal(reloads, 0, 'a name change needs no reload');
+    // The same wait sees a change that does need one: the count above could have moved.
+    await sql.query('UPDATE sites SET enabled = false WHERE id = 1001');
+    await sleep(300);
+    assert.equal(reloads, 1, 'disabling the site reloads it');
+    await timeUntil([cache], (s) => s?.site('1001')?.enabled === true, () => sql.query('UPDATE sites SET enabled = true WHERE id = 1001'));
+  });
+
+  it('with SNAPSHOT_MAX_STALENESS_SECONDS=0 never judges the snapshot too old; with a limit it does', async () => {
+    const unlimited = newCache(3_600, pg.Pool, { maxStalenessSeconds: 0 });
+    const limited = newCache(3_600, pg.Pool, { maxStalenessSeconds: 900 });
+    await Promise.all([unlimited.start(), limited.start()]);
+    const inTenYears = Date.now() + 10 * 365 * 86_400_000;
+    assert.ok(unlimited.snapshot(inTenYears));
+    assert.equal(unlimited.status(inTenYears).ready, true);
+    assert.equal(limited.snapshot(inTenYears), undefined);
+    assert.equal(limited.status(Date.now() + 901_000).ready, false);
+    assert.equal(limited.status(Date.now()).ready, true);
+  });
+
+  it('reloads in full after a TRUNCATE, whose notification names no site', async () => {
+    const cache = newCache();
+    let fullLoads = 0;
+    cache.onSync((event) => (fullLoads += event.kind === 'full' ? 1 : 0));
+    await cache.start();
+    fullLoads = 0;
+    await sql.query("INSERT INTO allowlist_entries VALUES (1001, '192.0.2.0/24')");
+    await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('192.0.2.9', 'ipv4') === true, async () => {});
+    const elapsed = await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('203.0.113.1', 'ipv4') === false, () => sql.query('TRUNCATE allowlist_entries'));
+    assert.ok(elapsed < BOUND_MS, `the TRUNCATE took ${Math.round(elapsed)} ms`);
+    assert.ok(fullLoads >= 1, 'a full load followed');
+    await sql.query("INSERT INTO allowlist_entries VALUES (1001, '203.0.113.0/24')");
+    await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('203.0.113.1', 'ipv4') === true, async () => {});
+  });
+
+  it('retries a per-site reload that failed, and reports the failure', async () => {
+    let failConnects = 0;
+    class FailingPool extends pg.Pool {
+      override connect(): Promise<pg.PoolClient>;
+      override connect(callback: Parameters<pg.Pool['connect']>[0]): void;
+      override connect(callback?: Parameters<pg.Pool['connect']>[0]): Promise<pg.PoolClient> | void {
+        if (callback) return super.connect(callback);
+        if (failConnects > 0) {
+          failConnects--;
+          return Promise.reject(new Error('planted connection failure'));
+        }
+        return super.connect();
+      }
+    }
+    const cache = newCache(3_600, FailingPool);
+    const failures: string[] = [];
+    cache.onSyncFailure((event) => failures.push(event.kind));
+    await cache.start();
+    failConnects = 1;
+    const elapsed = await timeUntil([cache], (s) => s?.site('1001')?.enabled === false, () => sql.query('UPDATE sites SET enabled = false WHERE id = 1001'));
+    assert.deepEqual(failures, ['sites']);
+    assert.ok(elapsed >= 900, `the change arrived after ${Math.round(elapsed)} ms, before the retry`);
+    assert.equal(cache.status(Date.now()).pendingSites, 0);
+    await timeUntil([cache], (s) => s?.site('1001')?.enabled === true, () => sql.query('UPDATE sites SET enabled = true WHERE id = 1001'));
+  });
+
+  it('listens on the connection DATABASE_LISTEN_URL names, not on the pool', async () => {
+    const role = `listener_${process.pid}`;
+    await sql.query(`CREATE ROLE ${role} LOGIN PASSWORD 'listen-secret'`);
+    try {
+      const listenUrl = new URL(database.url);
+      listenUrl.username = role;
+      listenUrl.password = 'listen-secret';
+      const cache = newCache(3_600, pg.Pool, { listenUrl: listenUrl.toString() });
+      await cache.start();
+      const { rows } = await sql.query<{ usename: string; query: string }>(
+        'SELECT usename, query FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() AND usename = $2',
+        [LISTEN_APPLICATION_NAME, role],
+      );
+      assert.equal(rows.length, 1, 'one LISTEN session, as the listen role');
+      assert.match(rows[0]?.query ?? '', /^LISTEN sitekey_credentials/);
+      await cache.stop();
+    } finally {
+      await sql.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+    }
   });
 
   async function insertKey(site: string, key: string) {

@@ -98,4 +98,29 @@ describe('last-used recorder', () => {
     assert.equal((await lastUsed()).get(keyIds[3] ?? ''), at);
     await recorder.stop();
   });
+
+  it('tells its observer of each write and whether it failed, and survives an observer that throws', async () => {
+    const outcomes: Array<{ ok: boolean; keys: number }> = [];
+    const recorder = new LastUsedRecorder({
+      pool: runner,
+      flushSeconds: 3_600,
+      logger: createLogger('silent'),
+      onFlush: (outcome) => {
+        outcomes.push(outcome);
+        throw new Error('observer bug');
+      },
+    });
+    await recorder.flush();
+    assert.deepEqual(outcomes, [], 'a flush with nothing to write is not a write');
+    recorder.record(keyIds[4] ?? '', Date.parse('2026-11-22T14:00:00Z'));
+    recorder.record(keyIds[5] ?? '', Date.parse('2026-11-22T14:00:00Z'));
+    runner.failNext = true;
+    await recorder.flush();
+    await recorder.flush();
+    assert.deepEqual(outcomes, [
+      { ok: false, keys: 2 },
+      { ok: true, keys: 2 },
+    ]);
+    await recorder.stop();
+  });
 });

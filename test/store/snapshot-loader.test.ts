@@ -2,15 +2,28 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { hashApiKey } from '../../src/decision/api-key.js';
-import { loadAllSites, loadSites } from '../../src/store/snapshot-loader.js';
+import { decide } from '../../src/decision/decide.js';
+import { loadAllSites, loadSites, type SiteTable } from '../../src/store/snapshot-loader.js';
 import { insertSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { NO_SUNSET } from '../support/snapshot.js';
 
 const ACTIVE = '11111111-1111-4111-8111-111111111111';
 const SECOND = '22222222-2222-4222-8222-222222222222';
 const REVOKED = '33333333-3333-4333-8333-333333333333';
 const EXPIRING = '44444444-4444-4444-8444-444444444444';
 const BIG_SITE = '9223372036854775807';
+
+/** Whether the loaded snapshot, as the decision reads it, lets a client of the site past the allowlist (103). */
+function passesAllowlist(sites: SiteTable, siteId: string, clientAddress: string): boolean {
+  const decision = decide(
+    { authorization: `${siteId}:${ACTIVE}`, clientAddress, body: { kind: 'empty', lengthDeclared: false }, bodyPartial: false, bodyCredentials: 'optional' },
+    { site: (id) => sites.get(id), brownouts: [] },
+    Date.now(),
+    NO_SUNSET,
+  );
+  return decision.outcome === 'allow' || decision.denial.errorId !== 103;
+}
 
 describe('snapshot loader', () => {
   let database: TestDatabase;
@@ -27,6 +40,10 @@ describe('snapshot loader', () => {
     });
     await insertSite(pool, { id: '1002', enabled: false, keys: [{ key: '55555555-5555-4555-8555-555555555555' }] });
     await insertSite(pool, { id: BIG_SITE, cidrs: [] });
+    // Written with plain SQL, as the CLI never stores them: IPv6 networks that contain ::ffff:0:0/96 ...
+    await insertSite(pool, { id: '1003', cidrs: ['::/8', '::/80', '::/0', '::fffe:0:0/95'] });
+    // ... and the IPv4-mapped range itself, which is the IPv4 network 0.0.0.0/0, as `ip allow` stores it.
+    await insertSite(pool, { id: '1004', cidrs: ['::ffff:0:0/96'] });
   });
 
   after(async () => {
@@ -36,7 +53,7 @@ describe('snapshot loader', () => {
 
   it('loads every site with its active keys by hash, expiry and allowlist', async () => {
     const sites = await loadAllSites(pool);
-    assert.deepEqual([...sites.keys()].sort(), ['1001', '1002', BIG_SITE]);
+    assert.deepEqual([...sites.keys()].sort(), ['1001', '1002', '1003', '1004', BIG_SITE]);
     const site = sites.get('1001');
     assert.ok(site);
     assert.equal(site.enabled, true);
@@ -60,6 +77,25 @@ describe('snapshot loader', () => {
       ['192.0.2.2', 'ipv4', false],
     ];
     for (const [address, family, expected] of table) assert.equal(allowlist.check(address, family), expected, address);
+  });
+
+  it('checks IPv4 clients against IPv4 entries only, however the rows are stored', async () => {
+    const sites = await loadAllSites(pool);
+    const table: Array<[string, string, boolean]> = [
+      ['1003', '203.0.113.7', false],
+      ['1003', '::ffff:203.0.113.7', false],
+      ['1003', '0.0.0.1', false],
+      ['1003', '2001:db8::1', true],
+      ['1003', '::1', true],
+      ['1004', '203.0.113.7', true],
+      ['1004', '::ffff:203.0.113.7', true],
+      ['1004', '2001:db8::1', false],
+      ['1001', '::ffff:198.51.100.77', true],
+      ['1001', '::ffff:203.0.113.200', true],
+    ];
+    for (const [siteId, address, expected] of table) {
+      assert.equal(passesAllowlist(sites, siteId, address), expected, `${address} at site ${siteId}`);
+    }
   });
 
   it('keeps a disabled site, an empty allowlist and a site id at the top of bigint', async () => {

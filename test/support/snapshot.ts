@@ -1,28 +1,33 @@
-import { BlockList } from 'node:net';
 import { hashApiKey } from '../../src/decision/api-key.js';
-import type { CredentialSnapshot, KeyCredential, SiteCredentials } from '../../src/decision/types.js';
+import type { Brownout, CredentialSnapshot, KeyCredential, SiteCredentials, SunsetPolicy } from '../../src/decision/types.js';
+import { buildAllowlist } from '../../src/store/snapshot-loader.js';
 
 export interface SiteFixture {
   readonly siteId: string;
   readonly enabled?: boolean;
+  readonly graceUntil?: number;
   readonly keys?: ReadonlyArray<{ readonly key: string; readonly keyId: string; readonly expiresAt?: number | null }>;
   readonly cidrs?: readonly string[];
 }
 
 /** An in-memory snapshot for decision and transport tests: the same plain data the store loads. */
-export function snapshotOf(sites: readonly SiteFixture[]): CredentialSnapshot {
+/** API keys with no sunset enforced: what every test that is not about the sunset decides under. */
+export const NO_SUNSET: SunsetPolicy = Object.freeze({ sunsetAt: Date.parse('2026-12-31T23:59:59Z'), enforce: false, guideUrl: undefined });
+
+export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Brownout[] = []): CredentialSnapshot {
   const bySite = new Map<string, SiteCredentials>();
   for (const fixture of sites) {
-    const allowlist = new BlockList();
-    for (const cidr of fixture.cidrs ?? []) {
-      const [network = '', prefix = ''] = cidr.split('/');
-      const family = network.includes(':') ? 'ipv6' : 'ipv4';
-      allowlist.addSubnet(network, Number(prefix), family);
-    }
+    // Built as the loader builds it from PostgreSQL's rows, so decision tests cover the real allowlist.
+    const allowlist = buildAllowlist(
+      (fixture.cidrs ?? []).map((cidr) => {
+        const [network = '', prefix = ''] = cidr.split('/');
+        return { network, prefix: Number(prefix) };
+      }),
+    );
     const keysByHash = new Map<string, KeyCredential>(
       (fixture.keys ?? []).map((k) => [hashApiKey(k.key.toLowerCase()), { keyId: k.keyId, expiresAt: k.expiresAt ?? null }]),
     );
-    bySite.set(fixture.siteId, { siteId: fixture.siteId, enabled: fixture.enabled ?? true, keysByHash, allowlist });
+    bySite.set(fixture.siteId, { siteId: fixture.siteId, enabled: fixture.enabled ?? true, graceUntil: fixture.graceUntil ?? null, keysByHash, allowlist });
   }
-  return { site: (siteId) => bySite.get(siteId) };
+  return { site: (siteId) => bySite.get(siteId), brownouts };
 }

@@ -1,0 +1,129 @@
+import { denialMessage } from '../decision/error-catalogue.js';
+import type { BodyRule, CheckInput, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason } from '../decision/types.js';
+import { clipForLog } from './log-text.js';
+
+/** What every check event says, allowed or denied. */
+interface CheckEventFacts {
+  /** The canonical site id from the header; undefined when the header did not parse (108). */
+  readonly siteId: SiteId | undefined;
+  /**
+   * The site is in the credential snapshot and enabled: the check got past 101. Only then is the
+   * site id one we registered and not one a client made up.
+   */
+  readonly siteKnown: boolean;
+  readonly keyId: KeyId | undefined;
+  /** `*****` and the last five characters of the submitted key (spec, Errors 102); not for allows. */
+  readonly maskedKey: string | undefined;
+  /** The client address as read by CLIENT_IP_SOURCE, clipped. */
+  readonly clientIp: string | undefined;
+  /** `x-request-id` (or Envoy's request id), clipped: to match Envoy's access log. */
+  readonly requestId: string | undefined;
+  /** Size in bytes of the body Envoy forwarded; undefined when it was not UTF-8 text. */
+  readonly bodyBytes: number | undefined;
+  /** From receiving the CheckRequest to having the CheckResponse ready. */
+  readonly durationSeconds: number;
+}
+
+export interface AllowedCheckEvent extends CheckEventFacts {
+  readonly outcome: 'allowed';
+  readonly siteId: SiteId;
+  readonly keyId: KeyId;
+  /** A dry-run brownout would have refused it (105): its id (issue #11). */
+  readonly rehearsalBrownoutId: string | undefined;
+  readonly sunsetReason: undefined;
+  readonly errorId: undefined;
+  readonly rule: undefined;
+  readonly errorMessage: undefined;
+}
+
+export interface DeniedCheckEvent extends CheckEventFacts {
+  readonly outcome: 'denied';
+  readonly rehearsalBrownoutId: undefined;
+  /** Why valid credentials were refused with 105. */
+  readonly sunsetReason: SunsetReason | undefined;
+  readonly errorId: ErrorId;
+  /** Which rule refused the header (108) or the body (104). */
+  readonly rule: HeaderRule | BodyRule | undefined;
+  /** The message the partner received; it quotes the key masked only. */
+  readonly errorMessage: string;
+}
+
+/**
+ * What observers (metrics, decision logs) learn of one decided check: ids, the masked key and the
+ * client address, never the request as received. Without the Authorization header or the body in
+ * hand, no observer can log a key, even by mistake.
+ */
+export type CheckEvent = AllowedCheckEvent | DeniedCheckEvent;
+
+/** A check that got no decision: Envoy's failure_mode_allow / status_on_error take over. */
+export interface UndecidedCheckEvent {
+  readonly requestId: string | undefined;
+  /** unavailable: no credential data to decide on; internal: an unexpected error. */
+  readonly reason: 'unavailable' | 'internal';
+  readonly durationSeconds: number;
+}
+
+/** The parts of a viewed request that an event is built from (the request view has them). */
+export interface ViewedRequest {
+  readonly requestId: string | undefined;
+  readonly input: CheckInput;
+}
+
+function bodyBytes(input: CheckInput): number | undefined {
+  switch (input.body.kind) {
+    case 'empty':
+      return 0;
+    case 'text':
+      return Buffer.byteLength(input.body.text, 'utf8');
+    case 'not-utf8':
+      return undefined;
+    case 'too-large':
+      return input.body.bytes;
+  }
+}
+
+/**
+ * The one place an event is made from a decision; everything an observer may see passes here. It
+ * runs on every check, so it builds plain literals (an object spread costs microseconds here).
+ */
+export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number): CheckEvent {
+  const requestId = clipForLog(request.requestId);
+  const clientIp = clipForLog(request.input.clientAddress);
+  const size = bodyBytes(request.input);
+  if (decision.outcome === 'allow') {
+    return {
+      outcome: 'allowed',
+      errorId: undefined,
+      rule: undefined,
+      errorMessage: undefined,
+      siteId: decision.siteId,
+      siteKnown: true,
+      keyId: decision.keyId,
+      rehearsalBrownoutId: decision.rehearsal?.brownoutId,
+      sunsetReason: undefined,
+      maskedKey: undefined,
+      clientIp,
+      requestId,
+      bodyBytes: size,
+      durationSeconds,
+    };
+  }
+  const { denial } = decision;
+  return {
+    outcome: 'denied',
+    errorId: denial.errorId,
+    rule: 'rule' in denial ? denial.rule : undefined,
+    errorMessage: denialMessage(denial),
+    siteId: 'siteId' in denial ? denial.siteId : undefined,
+    // 101 is "unknown or disabled": the id may be anything a client sent.
+    siteKnown: denial.errorId !== 101 && denial.errorId !== 108,
+    rehearsalBrownoutId: undefined,
+    sunsetReason: denial.errorId === 105 ? denial.reason : undefined,
+    keyId: 'keyId' in denial ? denial.keyId : undefined,
+    maskedKey: 'maskedKey' in denial ? denial.maskedKey : undefined,
+    clientIp,
+    requestId,
+    bodyBytes: size,
+    durationSeconds,
+  };
+}

@@ -1,0 +1,319 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { SiteId } from '../decision/types.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
+
+/** The credential snapshot as the metrics see it: read at each scrape. */
+export interface SnapshotStatus {
+  /** Seconds since the last successful sync; null before the first. */
+  readonly ageSeconds: number | null;
+  readonly sites: number;
+  /** Keys in the snapshot that are neither revoked nor expired. */
+  readonly activeKeys: number;
+  /** The LISTEN connection that carries change notifications is up. */
+  readonly listening: boolean;
+}
+
+export interface SnapshotGauges {
+  status(now: number): SnapshotStatus;
+}
+
+/** What pg.Pool exposes about its connections. */
+export interface PoolCounts {
+  readonly totalCount: number;
+  readonly idleCount: number;
+  readonly waitingCount: number;
+}
+
+/** One sync of the credential snapshot: a full reload, or a reload of the sites a notification named. */
+export interface SyncOutcome {
+  readonly kind: 'full' | 'sites';
+  readonly ok: boolean;
+  readonly durationSeconds: number;
+}
+
+export interface ServiceMetricsOptions {
+  /** METRICS_SITE_LABELS_MAX: how many sites get a series of their own. */
+  readonly siteLabelsMax: number;
+  readonly snapshot: SnapshotGauges;
+  readonly pool: PoolCounts;
+  /** The service would answer checks now (what /readyz says). */
+  readonly ready: () => boolean;
+  readonly now?: () => number;
+  readonly version?: string;
+  /** APIKEY_SUNSET_AT, epoch ms: exported so that alerts can compare traffic with it. */
+  readonly apiKeySunsetAt: number;
+}
+
+/** The `site` label value of every site beyond the cap, every unknown id, and checks without a site. */
+export const OTHER_SITE = 'other';
+
+// A check takes microseconds when it is all in memory; Envoy gives up at its timeout (200 ms by
+// default, README "Envoy"): buckets from 25 µs to 250 ms resolve both ends.
+const CHECK_DURATION_BUCKETS = [
+  0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+];
+// A per-site reload takes milliseconds; a full load of 100,000 sites takes seconds (bench/RESULTS.md).
+const SYNC_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30];
+// prom-client's gauges of the same name without "_total" carry the same count by type; promtool
+// rejects "_total" on a gauge.
+const DEFAULT_METRICS_PROMTOOL_REJECTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: unknown };
+  return typeof manifest.version === 'string' ? manifest.version : 'unknown';
+}
+
+/**
+ * Which sites get a `site` label: only those the check proved to be in the snapshot, at most `max`
+ * of them, first come first labelled. A value that a client wrote (an unknown id, an IP, a path)
+ * never becomes a label, so no request can add a series.
+ */
+class SiteLabels {
+  private readonly labelled = new Set<SiteId>();
+  constructor(private readonly max: number) {}
+
+  of(event: CheckEvent): string {
+    const { siteId } = event;
+    if (siteId === undefined || !event.siteKnown) return OTHER_SITE;
+    if (this.labelled.has(siteId)) return siteId;
+    if (this.labelled.size >= this.max) return OTHER_SITE;
+    this.labelled.add(siteId);
+    return siteId;
+  }
+}
+
+/**
+ * Every metric the service exposes on /metrics, declared once, in its own registry (tests make
+ * several). Observers feed it events; gauges of state are read at scrape time.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly siteLabels: SiteLabels;
+  private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
+  private readonly checkDuration: Histogram<'outcome'>;
+  private readonly undecided: Counter<'reason'>;
+  private readonly syncs: Counter<'kind'>;
+  private readonly syncFailures: Counter<'kind'>;
+  private readonly syncDuration: Histogram<'kind'>;
+  private readonly notifications: Counter;
+  private readonly apiKeyRequests: Counter;
+  private readonly sunsetRefusals: Counter;
+  private readonly brownoutRehearsals: Counter;
+  private readonly lastUsedFlushes: Counter;
+  private readonly lastUsedFlushFailures: Counter;
+
+  constructor(options: ServiceMetricsOptions) {
+    const registers = [this.registry];
+    const now = options.now ?? Date.now;
+    const startedAt = now();
+    this.siteLabels = new SiteLabels(options.siteLabelsMax);
+
+    collectDefaultMetrics({ register: this.registry });
+    for (const name of DEFAULT_METRICS_PROMTOOL_REJECTS) this.registry.removeSingleMetric(name);
+
+    new Gauge({
+      name: 'sitekey_authz_build_info',
+      help: 'Always 1; the labels name the running version of sitekey-authz and of Node.js.',
+      labelNames: ['version', 'node_version'],
+      registers,
+    }).set({ version: options.version ?? packageVersion(), node_version: process.versions.node }, 1);
+
+    this.checks = new Counter({
+      name: 'sitekey_authz_checks_total',
+      help: 'Checks decided, by outcome (allowed, denied), error id of a denial, and site (only sites in the snapshot, up to METRICS_SITE_LABELS_MAX; else "other").',
+      labelNames: ['outcome', 'error_id', 'site'],
+      registers,
+    });
+    // Issue #11: who still authenticates with API keys, and what the sunset refuses.
+    this.apiKeyRequests = new Counter({
+      name: 'sitekey_authz_apikey_requests_total',
+      help: 'Requests authenticated with a valid API key and let through, by site (same label rules as sitekey_authz_checks_total): the traffic the sunset will stop.',
+      labelNames: ['site'],
+      registers,
+    });
+    this.sunsetRefusals = new Counter({
+      name: 'sitekey_authz_apikey_sunset_refusals_total',
+      help: 'Requests with valid API-key credentials refused with error 105, by reason: brownout or retired.',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of ['brownout', 'retired']) this.sunsetRefusals.inc({ reason }, 0);
+    this.brownoutRehearsals = new Counter({
+      name: 'sitekey_authz_apikey_brownout_rehearsals_total',
+      help: 'Requests a dry-run brownout would have refused with error 105, let through.',
+      registers,
+    });
+    new Gauge({
+      name: 'sitekey_authz_apikey_sunset_timestamp_seconds',
+      help: 'When API-key authentication retires (APIKEY_SUNSET_AT), in Unix seconds.',
+      registers,
+    }).set(options.apiKeySunsetAt / 1000);
+    this.checkDuration = new Histogram({
+      name: 'sitekey_authz_check_duration_seconds',
+      help: 'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
+      labelNames: ['outcome'],
+      buckets: CHECK_DURATION_BUCKETS,
+      registers,
+    });
+    this.undecided = new Counter({
+      name: 'sitekey_authz_checks_undecided_total',
+      help: 'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of ['unavailable', 'internal']) this.undecided.inc({ reason }, 0);
+
+    new Gauge({
+      name: 'sitekey_authz_ready',
+      help: '1 while the service answers checks (credential snapshot loaded and fresh, not shutting down), else 0.',
+      registers,
+      collect() {
+        this.set(options.ready() ? 1 : 0);
+      },
+    });
+    const snapshotStatus = (): SnapshotStatus => options.snapshot.status(now());
+    new Gauge({
+      name: 'sitekey_authz_snapshot_age_seconds',
+      help: 'Seconds since the credential snapshot was last synced successfully (since start-up, before the first sync).',
+      registers,
+      collect() {
+        const { ageSeconds } = snapshotStatus();
+        this.set(ageSeconds ?? (now() - startedAt) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'sitekey_authz_snapshot_sites',
+      help: 'Sites in the credential snapshot, enabled or not.',
+      registers,
+      collect() {
+        this.set(snapshotStatus().sites);
+      },
+    });
+    new Gauge({
+      name: 'sitekey_authz_snapshot_active_keys',
+      help: 'API keys in the credential snapshot that are neither revoked nor expired.',
+      registers,
+      collect() {
+        this.set(snapshotStatus().activeKeys);
+      },
+    });
+    new Gauge({
+      name: 'sitekey_authz_listen_connected',
+      help: '1 while the LISTEN connection that carries credential change notifications is up, else 0.',
+      registers,
+      collect() {
+        this.set(snapshotStatus().listening ? 1 : 0);
+      },
+    });
+
+    this.syncs = new Counter({
+      name: 'sitekey_authz_snapshot_syncs_total',
+      help: 'Credential snapshot syncs attempted: kind full (every site) or sites (those a notification named).',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.syncFailures = new Counter({
+      name: 'sitekey_authz_snapshot_sync_failures_total',
+      help: 'Credential snapshot syncs that failed, by kind (full, sites); the last snapshot stays in use.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.syncDuration = new Histogram({
+      name: 'sitekey_authz_snapshot_sync_duration_seconds',
+      help: 'Time a successful credential snapshot sync took, by kind (full, sites).',
+      labelNames: ['kind'],
+      buckets: SYNC_DURATION_BUCKETS,
+      registers,
+    });
+    for (const kind of ['full', 'sites']) {
+      this.syncs.inc({ kind }, 0);
+      this.syncFailures.inc({ kind }, 0);
+    }
+    this.notifications = new Counter({
+      name: 'sitekey_authz_notifications_total',
+      help: 'Credential change notifications received on the LISTEN connection.',
+      registers,
+    });
+
+    new Gauge({
+      name: 'sitekey_authz_db_pool_connections',
+      help: 'Connections open in the database pool, busy or idle.',
+      registers,
+      collect() {
+        this.set(options.pool.totalCount);
+      },
+    });
+    new Gauge({
+      name: 'sitekey_authz_db_pool_idle_connections',
+      help: 'Open connections in the database pool that are idle.',
+      registers,
+      collect() {
+        this.set(options.pool.idleCount);
+      },
+    });
+    new Gauge({
+      name: 'sitekey_authz_db_pool_waiting_queries',
+      help: 'Queries waiting for a free connection from the database pool.',
+      registers,
+      collect() {
+        this.set(options.pool.waitingCount);
+      },
+    });
+
+    this.lastUsedFlushes = new Counter({
+      name: 'sitekey_authz_last_used_flushes_total',
+      help: 'Writes of key last-used times to the database (one statement each), failed ones included.',
+      registers,
+    });
+    this.lastUsedFlushFailures = new Counter({
+      name: 'sitekey_authz_last_used_flush_failures_total',
+      help: 'Writes of key last-used times that failed; the times are kept for the next write.',
+      registers,
+    });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The text exposition format, for /metrics. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  observeCheck(event: CheckEvent): void {
+    const site = this.siteLabels.of(event);
+    if (event.outcome === 'allowed') {
+      this.checks.inc({ outcome: 'allowed', site });
+      this.apiKeyRequests.inc({ site });
+      if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
+    } else {
+      this.checks.inc({ outcome: 'denied', error_id: String(event.errorId), site });
+      if (event.sunsetReason !== undefined) this.sunsetRefusals.inc({ reason: event.sunsetReason });
+    }
+    this.checkDuration.observe({ outcome: event.outcome }, event.durationSeconds);
+  }
+
+  observeUndecided(event: UndecidedCheckEvent): void {
+    this.undecided.inc({ reason: event.reason });
+    this.checkDuration.observe({ outcome: event.reason }, event.durationSeconds);
+  }
+
+  onSync(outcome: SyncOutcome): void {
+    this.syncs.inc({ kind: outcome.kind });
+    if (outcome.ok) this.syncDuration.observe({ kind: outcome.kind }, outcome.durationSeconds);
+    else this.syncFailures.inc({ kind: outcome.kind });
+  }
+
+  onNotification(): void {
+    this.notifications.inc();
+  }
+
+  onLastUsedFlush(outcome: { readonly ok: boolean }): void {
+    this.lastUsedFlushes.inc();
+    if (!outcome.ok) this.lastUsedFlushFailures.inc();
+  }
+}

@@ -1,0 +1,65 @@
+import type { Brownout, CredentialSnapshot, SiteCredentials, SiteId } from '../decision/types.js';
+
+/**
+ * The sites a check reads, replaced whole by a full load or one site at a time by a reload. Loads
+ * may finish out of order (a per-site reload does not wait behind a full load), so each write says
+ * when its read began and a read older than what is held is dropped: a slow full load never undoes
+ * a revocation that a later per-site reload brought in.
+ *
+ * A check runs to completion without yielding, and entries are replaced, never changed: a check sees
+ * each site either before or after a reload, never half of one.
+ */
+export class SiteTable implements CredentialSnapshot {
+  private sites = new Map<SiteId, SiteCredentials>();
+  private brownoutList: readonly Brownout[] = [];
+  private fullLoadStartedAt = -Infinity;
+  /** Sites reloaded on their own after the last full load started, and when each reload started. */
+  private readonly reloadStartedAt = new Map<SiteId, number>();
+
+  site(siteId: SiteId): SiteCredentials | undefined {
+    return this.sites.get(siteId);
+  }
+
+  /** Brownouts change only with a full load: their notification asks for one. */
+  get brownouts(): readonly Brownout[] {
+    return this.brownoutList;
+  }
+
+  get size(): number {
+    return this.sites.size;
+  }
+
+  /** Active keys across all sites. */
+  get activeKeys(): number {
+    let keys = 0;
+    for (const site of this.sites.values()) keys += site.keysByHash.size;
+    return keys;
+  }
+
+  replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number): void {
+    if (startedAt <= this.fullLoadStartedAt) return;
+    this.brownoutList = brownouts;
+    for (const [siteId, reloadedAt] of this.reloadStartedAt) {
+      if (reloadedAt <= startedAt) {
+        this.reloadStartedAt.delete(siteId);
+        continue;
+      }
+      const newer = this.sites.get(siteId);
+      if (newer) loaded.set(siteId, newer);
+      else loaded.delete(siteId);
+    }
+    this.sites = loaded;
+    this.fullLoadStartedAt = startedAt;
+  }
+
+  /** `loaded` holds the named sites that still exist; a named site missing from it was deleted. */
+  replaceSites(siteIds: readonly SiteId[], loaded: ReadonlyMap<SiteId, SiteCredentials>, startedAt: number): void {
+    for (const siteId of siteIds) {
+      if (startedAt <= Math.max(this.fullLoadStartedAt, this.reloadStartedAt.get(siteId) ?? -Infinity)) continue;
+      const site = loaded.get(siteId);
+      if (site) this.sites.set(siteId, site);
+      else this.sites.delete(siteId);
+      this.reloadStartedAt.set(siteId, startedAt);
+    }
+  }
+}

@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Writable } from 'node:stream';
+import { loadConfig } from '../../src/config.js';
+import type { LogLevel } from '../../src/config.js';
+import { decide } from '../../src/decision/decide.js';
+import type { CheckRequestMessage } from '../../src/envoy/messages.js';
+import { viewCheckRequest } from '../../src/envoy/request-view.js';
+import { checkEvent, type CheckEvent } from '../../src/observe/check-event.js';
+import { createDecisionLog, type DecisionLogOptions } from '../../src/observe/decision-log.js';
+import { MAX_LOGGED_CHARS } from '../../src/observe/log-text.js';
+import { createLogger } from '../../src/observe/logger.js';
+import { checkRequest, type CheckArguments } from '../support/envoy-client.js';
+import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
+
+const KEY = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
+const NOW = Date.parse('2026-06-01T00:00:00Z');
+const SNAPSHOT = snapshotOf([
+  { siteId: '1001', keys: [{ key: KEY, keyId: '11' }], cidrs: ['203.0.113.0/24'] },
+  { siteId: '1002', enabled: false, keys: [{ key: KEY, keyId: '12' }], cidrs: ['203.0.113.0/24'] },
+]);
+const BODY = JSON.stringify({ siteid: 1001, apikey: KEY });
+
+/** A decision log writing JSON lines into an array, and a way to feed it a request as the service would. */
+function decisionLog(options: Partial<DecisionLogOptions> & { level?: LogLevel } = {}) {
+  const lines: Array<Record<string, unknown>> = [];
+  let raw = '';
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      raw += chunk.toString();
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const log = createDecisionLog(createLogger(options.level ?? 'info', sink), { allowedSampleRate: 0, ...options });
+  const event = (args: CheckArguments): CheckEvent => {
+    const view = viewCheckRequest(checkRequest({ body: BODY, ...args }) as CheckRequestMessage, {
+      clientIpSource: { kind: 'peer' },
+      maxBodyBytes: loadConfig({}).maxBodyBytes,
+    });
+    return checkEvent(view, decide(view.input, SNAPSHOT, NOW, NO_SUNSET), 0.000031);
+  };
+  return { lines, raw: () => raw, log, check: (args: CheckArguments) => log(event(args)) };
+}
+
+describe('decision log', () => {
+  const denials: Array<{ name: string; args: CheckArguments; expect: Record<string, unknown> }> = [
+    {
+      name: '108 says which header rule failed',
+      args: { authorization: `1001;${KEY}` },
+      expect: {
+        errorId: 108,
+        code: 'HEADER_INVALID',
+        rule: 'header-malformed',
+        reason: 'the Authorization header is not exactly <site id>:<API key>',
+        siteId: undefined,
+        maskedKey: undefined,
+        keyId: undefined,
+      },
+    },
+    {
+      name: '108 for a missing header',
+      args: {},
+      expect: { errorId: 108, rule: 'header-missing', reason: 'the Authorization header is missing or empty' },
+    },
+    {
+      name: '101 names the site asked for and the masked key',
+      args: { authorization: `1002:${KEY}` },
+      expect: {
+        errorId: 101,
+        code: 'SITE_INVALID',
+        siteId: '1002',
+        maskedKey: '*****d4e5f',
+        keyId: undefined,
+        rule: undefined,
+        reason: 'site 1002 is not a registered site, or it is disabled',
+      },
+    },
+    {
+      name: '103 names the client IP the service saw',
+      args: { authorization: `1001:${KEY}`, ip: '198.51.100.9' },
+      expect: {
+        errorId: 103,
+        code: 'IP_NOT_WHITELISTED',
+        siteId: '1001',
+        clientIp: '198.51.100.9',
+        maskedKey: '*****d4e5f',
+        reason: "client IP 198.51.100.9 is not on site 1001's allowlist",
+      },
+    },
+    {
+      name: '102 names the masked key refused',
+      args: { authorization: '1001:00000000-0000-4000-8000-0000000fedcb', body: JSON.stringify({ siteid: 1001, apikey: '00000000-0000-4000-8000-0000000fedcb' }) },
+      expect: {
+        errorId: 102,
+        code: 'API_KEY_INVALID',
+        siteId: '1001',
+        maskedKey: '*****fedcb',
+        keyId: undefined,
+        reason: 'API key *****fedcb is not an active key of site 1001 (unknown, revoked or expired)',
+      },
+    },
+    {
+      name: '104 names the body rule and the key that passed',
+      args: { authorization: `1001:${KEY}`, body: JSON.stringify({ siteid: 1001, apikey: KEY, extra: { apikey: 1 }, ApiKey: KEY }) },
+      expect: {
+        errorId: 104,
+        code: 'BODY_CREDENTIALS_INVALID',
+        siteId: '1001',
+        keyId: '11',
+        maskedKey: '*****d4e5f',
+        rule: 'apikey-duplicate',
+        reason: 'Request body has more than one apikey',
+      },
+    },
+  ];
+  for (const c of denials) {
+    it(`writes one line per denial: ${c.name}`, () => {
+      const log = decisionLog();
+      log.check({ headers: { 'x-request-id': 'req-7' }, ...c.args });
+      assert.equal(log.lines.length, 1);
+      const line = log.lines[0] ?? {};
+      assert.equal(line.event, 'check.denied');
+      assert.equal(line.msg, 'check denied');
+      assert.equal(line.level, 30, 'at info');
+      assert.equal(line.requestId, 'req-7');
+      assert.equal(line.durationSeconds, 0.000031);
+      const picked = Object.fromEntries(Object.keys(c.expect).map((name) => [name, line[name]]));
+      assert.deepEqual(picked, c.expect);
+      assert.ok(!log.raw().includes(KEY), 'the full key reached the log');
+      assert.ok(!log.raw().toLowerCase().includes('authorization"'), 'an Authorization header reached the log');
+      assert.ok(!log.raw().includes('"siteid"'), 'the body reached the log');
+    });
+  }
+
+  it('clips hostile values', () => {
+    const log = decisionLog();
+    log.check({ authorization: `1001:${KEY}`, ip: '198.51.100.9', headers: { 'x-request-id': `x${'y'.repeat(100_000)}` } });
+    assert.equal((log.lines[0]?.requestId as string).length, MAX_LOGGED_CHARS);
+  });
+
+  it('logs no allowed check at the default sample rate 0, and every one at 1', () => {
+    const none = decisionLog({ allowedSampleRate: 0 });
+    for (let i = 0; i < 100; i++) none.check({ authorization: `1001:${KEY}` });
+    assert.equal(none.lines.length, 0);
+    const all = decisionLog({ allowedSampleRate: 1 });
+    all.check({ authorization: `1001:${KEY}`, headers: { 'x-request-id': 'req-ok' } });
+    assert.equal(all.lines.length, 1);
+    const line = all.lines[0] ?? {};
+    assert.deepEqual(
+      [line.event, line.level, line.requestId, line.siteId, line.keyId, line.clientIp, line.sampleRate],
+      ['check.allowed', 30, 'req-ok', '1001', '11', '203.0.113.7', 1],
+    );
+    assert.ok(!all.raw().includes(KEY));
+  });
+
+  it('samples allowed checks at the configured rate', () => {
+    let draw = 0;
+    // Draws 0.00, 0.01, …, 0.99: exactly a quarter fall below 0.25.
+    const log = decisionLog({ allowedSampleRate: 0.25, random: () => (draw++ % 100) / 100 });
+    for (let i = 0; i < 400; i++) log.check({ authorization: `1001:${KEY}` });
+    assert.equal(log.lines.length, 100);
+  });
+
+  it('still logs every allowed check at debug', () => {
+    const log = decisionLog({ level: 'debug' });
+    for (let i = 0; i < 3; i++) log.check({ authorization: `1001:${KEY}` });
+    assert.deepEqual(log.lines.map((line) => [line.event, line.level]), Array(3).fill(['check.allowed', 20]));
+  });
+
+  it('hints at most once a minute that Envoy sends no body', () => {
+    let now = 0;
+    const log = decisionLog({ now: () => now });
+    const bodyless = { authorization: `1001:${KEY}`, body: '', headers: { 'content-length': '42' } };
+    log.check(bodyless);
+    log.check(bodyless);
+    now = 61_000;
+    log.check(bodyless);
+    const hints = log.lines.filter((line) => line.event === 'hint.with_request_body');
+    assert.equal(hints.length, 2);
+    assert.match(String(hints[0]?.msg), /with_request_body/);
+    assert.equal(log.lines.filter((line) => line.rule === 'body-not-forwarded').length, 3);
+  });
+});
