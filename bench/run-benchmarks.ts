@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
  * `make bench`: every benchmark in its own process (a clean heap, and --expose-gc for memory
  * figures), one after another so they do not compete for the machine's two cores.
  */
-const BENCHMARKS = ['decide.js', 'snapshot-load.js'];
+const BENCHMARKS = ['decide.js', 'hostile-bodies.js', 'snapshot-load.js'];
 
 let failed = false;
 for (const file of BENCHMARKS) {

@@ -39,6 +39,8 @@ export interface Config {
   readonly metricsSiteLabelsMax: number;
   /** The share of allowed checks logged at info, 0..1 (denials are always logged). */
   readonly logAllowedSampleRate: number;
+  /** A larger request body is refused (104) unread; match Envoy's with_request_body.max_request_bytes. */
+  readonly maxBodyBytes: number;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -191,5 +193,6 @@ export function loadConfig(env: Env = process.env): Config {
     denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 30, 1, 3_650),
     metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
     logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
+    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
   });
 }

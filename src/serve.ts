@@ -118,6 +118,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       logger,
       authorization: {
         clientIpSource: config.clientIpSource,
+        maxBodyBytes: config.maxBodyBytes,
         logger,
         allowedResponse,
         authorize: (input) => {

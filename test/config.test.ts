@@ -25,6 +25,7 @@ describe('loadConfig', () => {
     assert.equal(config.denialStatsRetentionDays, 30);
     assert.equal(config.metricsSiteLabelsMax, 1000);
     assert.equal(config.logAllowedSampleRate, 0, 'allowed checks are not logged unless asked');
+    assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in the README");
     assert.ok(Object.isFrozen(config));
   });
 
@@ -63,6 +64,11 @@ describe('loadConfig', () => {
     for (const [text, rate] of [['0', 0], ['1', 1], ['0.01', 0.01], ['1.0', 1], [' 0.5 ', 0.5]] as const) {
       assert.equal(loadConfig({ LOG_ALLOWED_SAMPLE_RATE: text }).logAllowedSampleRate, rate, text);
     }
+  });
+
+  it('reads the largest request body to check', () => {
+    assert.equal(loadConfig({ MAX_BODY_BYTES: '65536' }).maxBodyBytes, 65_536);
+    assert.equal(loadConfig({ MAX_BODY_BYTES: ' 8388608 ' }).maxBodyBytes, 8_388_608);
   });
 
   const refused: Array<[Record<string, string>, string, RegExp]> = [
@@ -106,6 +112,11 @@ describe('loadConfig', () => {
     [{ LOG_ALLOWED_SAMPLE_RATE: '1e-2' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
     [{ LOG_ALLOWED_SAMPLE_RATE: 'NaN' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
     [{ LOG_ALLOWED_SAMPLE_RATE: '.5' }, 'LOG_ALLOWED_SAMPLE_RATE', /decimal/],
+    [{ MAX_BODY_BYTES: '1MiB' }, 'MAX_BODY_BYTES', /whole number from 1024 to 67108864/],
+    [{ MAX_BODY_BYTES: '1e6' }, 'MAX_BODY_BYTES', /whole number/],
+    [{ MAX_BODY_BYTES: '-1' }, 'MAX_BODY_BYTES', /whole number/],
+    [{ MAX_BODY_BYTES: '0' }, 'MAX_BODY_BYTES', /from 1024/],
+    [{ MAX_BODY_BYTES: '67108865' }, 'MAX_BODY_BYTES', /to 67108864/],
   ];
   for (const [env, variable, reason] of refused) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable} and why`, () => {

@@ -163,7 +163,7 @@ function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 
  */
 export async function runExplain({ config, now, readStdin, withPool }: CommandContext, line: CommandLine): Promise<CommandOutput> {
   const { request, notes } = await requestFromOptions(line, readStdin);
-  const { input } = viewCheckRequest(request, config.clientIpSource);
+  const { input } = viewCheckRequest(request, config);
   // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
   const header = parseAuthorization(input.authorization);
   const { sunset, allowedResponse } = checkPolicies(config);

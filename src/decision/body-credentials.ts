@@ -1,79 +1,18 @@
-import type { ApiKey, BodyCredentialsPolicy, BodyRule, BodyView, SiteId } from './types.js';
+import { CREDENTIAL_FIELDS, credentialFieldReader, isExactly, type CredentialField } from './credential-field.js';
+import { scanJson } from './json-scan.js';
+import type { ApiKey, BodyCredentialsPolicy, BodyRefusal, BodyView, SiteId } from './types.js';
 
-interface Member {
-  readonly name: string;
-  /** The member's value exactly as written, so a number is compared digit for digit. */
-  readonly raw: string;
+/** What the body says about one credential field: how many members fold to it, and the first. */
+interface FieldMembers {
+  count: number;
+  nameStart: number;
+  nameEnd: number;
+  /** The first member's value exactly as written, so a number is compared digit for digit. */
+  valueStart: number;
+  valueEnd: number;
 }
 
-function skipWhitespace(text: string, at: number): number {
-  let i = at;
-  while (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r') i++;
-  return i;
-}
-
-/** `at` is an opening quote; returns the index after the closing one. */
-function endOfString(text: string, at: number): number {
-  let i = at + 1;
-  while (text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
-  return i + 1;
-}
-
-function endOfValue(text: string, at: number): number {
-  const first = text[at];
-  if (first === '"') return endOfString(text, at);
-  if (first === '{' || first === '[') {
-    let depth = 0;
-    let i = at;
-    do {
-      const c = text[i];
-      if (c === '"') {
-        i = endOfString(text, i);
-        continue;
-      }
-      if (c === '{' || c === '[') depth++;
-      else if (c === '}' || c === ']') depth--;
-      i++;
-    } while (depth > 0);
-    return i;
-  }
-  let i = at;
-  while (i < text.length && !',}] \t\n\r'.includes(text[i] ?? '')) i++;
-  return i;
-}
-
-/**
- * The top-level members of a JSON object, duplicates kept. JSON.parse keeps only the last of a
- * repeated name while other parsers keep the first, so duplicates must be seen before parsing hides them.
- * Precondition: `text` is valid JSON whose top-level value is an object.
- */
-function topLevelMembers(text: string): Member[] {
-  const members: Member[] = [];
-  let i = skipWhitespace(text, 0) + 1;
-  for (;;) {
-    i = skipWhitespace(text, i);
-    if (text[i] === '}') return members;
-    if (text[i] === ',') {
-      i++;
-      continue;
-    }
-    const nameEnd = endOfString(text, i);
-    const name = JSON.parse(text.slice(i, nameEnd)) as string;
-    const valueStart = skipWhitespace(text, skipWhitespace(text, nameEnd) + 1);
-    const valueEnd = endOfValue(text, valueStart);
-    members.push({ name, raw: text.slice(valueStart, valueEnd) });
-    i = valueEnd;
-  }
-}
-
-function parsesAsObject(text: string): boolean | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value);
-  } catch {
-    return undefined;
-  }
-}
+const noMembers = (): FieldMembers => ({ count: 0, nameStart: 0, nameEnd: 0, valueStart: 0, valueEnd: 0 });
 
 /** A JSON number or string holding exactly the canonical decimal of the header's site id. */
 function siteIdMatches(raw: string, siteId: SiteId): boolean {
@@ -86,63 +25,55 @@ function apiKeyMatches(raw: string, apiKey: ApiKey): boolean {
   return (JSON.parse(raw) as string).toLowerCase() === apiKey;
 }
 
-type CredentialField = 'siteid' | 'apikey';
-const CREDENTIAL_FIELDS: readonly CredentialField[] = ['siteid', 'apikey'];
-
-const ASCII = /^[\x00-\x7f]*$/;
-const COMBINING_MARK = /\p{M}/gu;
-
 /**
- * A name as a case-insensitive parser sees it. Go's encoding/json, for one, matches field names by
- * Unicode case folding, so `ſiteid` (U+017F) and `apiKey` (Kelvin sign) read as siteid and
- * apikey: upper- then lower-casing folds those, NFKD the compatibility forms, and dropping combining
- * marks the dotted `İ` that a Turkish-locale lower-casing turns into `i`. Being stricter than any
- * one parser only ever denies a body that holds two spellings of a credential field.
+ * The first member an upstream parser might take for `field` must be `field` itself, and hold the
+ * header's value. Names are compared case-insensitively because an upstream that ignores case
+ * would read `SiteID` as `siteid`.
  */
-function folded(name: string): string {
-  if (ASCII.test(name)) return name.toLowerCase();
-  return name.normalize('NFKD').replace(COMBINING_MARK, '').toUpperCase().toLowerCase();
-}
-
-/**
- * The members that an upstream parser might take for `field`. Names are compared case-insensitively
- * because an upstream that ignores case would read `SiteID` as `siteid`.
- */
-function membersNamed(members: readonly Member[], field: CredentialField): Member[] {
-  return members.filter((member) => folded(member.name) === field);
-}
-
-function fieldRule(members: readonly Member[], field: CredentialField, matches: (raw: string) => boolean): BodyRule | undefined {
-  const member = membersNamed(members, field)[0];
-  if (member === undefined || member.name !== field) return `${field}-missing`;
-  return matches(member.raw) ? undefined : `${field}-mismatch`;
+function fieldRefusal(text: string, field: CredentialField, members: FieldMembers, matches: (raw: string) => boolean): BodyRefusal | undefined {
+  if (members.count === 0 || !isExactly(text, members.nameStart, members.nameEnd, field)) return { rule: `${field}-missing` };
+  return matches(text.slice(members.valueStart, members.valueEnd)) ? undefined : { rule: `${field}-mismatch` };
 }
 
 /**
  * Spec, Authentication 4: the body's siteid and apikey must equal the header's. Returns the rule a
- * request breaks (error 104), or undefined when the body credentials are acceptable.
+ * request breaks (error 104), or undefined when the body credentials are acceptable. The body is
+ * read in one pass that builds nothing but the few members that may be credentials.
  */
 export function bodyCredentialsRule(
   body: BodyView,
   bodyPartial: boolean,
   policy: BodyCredentialsPolicy,
   expected: { readonly siteId: SiteId; readonly apiKey: ApiKey },
-): BodyRule | undefined {
-  if (bodyPartial) return 'body-partial';
-  if (body.kind === 'not-utf8') return 'body-not-utf8';
+): BodyRefusal | undefined {
+  if (bodyPartial) return { rule: 'body-partial' };
+  if (body.kind === 'too-large') return { rule: 'body-too-large', maxBodyBytes: body.maxBytes };
+  if (body.kind === 'not-utf8') return { rule: 'body-not-utf8' };
   if (body.kind === 'empty') {
-    if (body.lengthDeclared) return 'body-not-forwarded';
-    return policy === 'optional' ? undefined : 'body-missing';
+    if (body.lengthDeclared) return { rule: 'body-not-forwarded' };
+    return policy === 'optional' ? undefined : { rule: 'body-missing' };
   }
-  const isObject = parsesAsObject(body.text);
-  if (isObject === undefined) return 'body-not-json';
-  if (!isObject) return 'body-not-object';
-  const members = topLevelMembers(body.text);
+  const { text } = body;
+  const found: Record<CredentialField, FieldMembers> = { siteid: noMembers(), apikey: noMembers() };
+  const fieldOf = credentialFieldReader(text);
+  const shape = scanJson(text, (nameStart, nameEnd, valueStart, valueEnd) => {
+    const field = fieldOf(nameStart, nameEnd);
+    if (field === undefined) return;
+    const members = found[field];
+    if (members.count++ === 0) {
+      members.nameStart = nameStart;
+      members.nameEnd = nameEnd;
+      members.valueStart = valueStart;
+      members.valueEnd = valueEnd;
+    }
+  });
+  if (shape === 'invalid') return { rule: 'body-not-json' };
+  if (shape === 'not-object') return { rule: 'body-not-object' };
   // Repeats first: a parser-differential attack must be named as such whatever else is wrong.
-  const repeated = CREDENTIAL_FIELDS.find((field) => membersNamed(members, field).length > 1);
-  if (repeated) return `${repeated}-duplicate`;
+  const repeated = CREDENTIAL_FIELDS.find((field) => found[field].count > 1);
+  if (repeated) return { rule: `${repeated}-duplicate` };
   return (
-    fieldRule(members, 'siteid', (raw) => siteIdMatches(raw, expected.siteId)) ??
-    fieldRule(members, 'apikey', (raw) => apiKeyMatches(raw, expected.apiKey))
+    fieldRefusal(text, 'siteid', found.siteid, (raw) => siteIdMatches(raw, expected.siteId)) ??
+    fieldRefusal(text, 'apikey', found.apikey, (raw) => apiKeyMatches(raw, expected.apiKey))
   );
 }

@@ -38,8 +38,8 @@ export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: num
     return deny({ errorId: 102, siteId, maskedKey });
   }
 
-  const rule = bodyCredentialsRule(input.body, input.bodyPartial, input.bodyCredentials, { siteId, apiKey });
-  if (rule !== undefined) return deny({ errorId: 104, siteId, keyId: key.keyId, maskedKey, rule });
+  const bodyRefusal = bodyCredentialsRule(input.body, input.bodyPartial, input.bodyCredentials, { siteId, apiKey });
+  if (bodyRefusal !== undefined) return deny({ errorId: 104, siteId, keyId: key.keyId, maskedKey, ...bodyRefusal });
 
   const refusal = sunsetRefusal(site, snapshot.brownouts, sunset, now);
   if (refusal?.kind === 'refuse') {

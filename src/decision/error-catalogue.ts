@@ -20,11 +20,16 @@ interface CatalogueEntry<K extends ErrorId> {
   readonly message: (denial: DenialOf<K>) => string;
 }
 
-const BODY_RULE_MESSAGES: Readonly<Record<BodyRule, string>> = Object.freeze({
+/** A rule's message; the one rule whose message names a limit takes it. */
+type BodyRuleMessages = { readonly [R in BodyRule]: R extends 'body-too-large' ? (maxBodyBytes: number) => string : string };
+
+const BODY_RULE_MESSAGES: BodyRuleMessages = Object.freeze({
   'body-missing': 'Request body is missing: it must be a JSON object carrying siteid and apikey',
   'body-not-forwarded':
     'Request body did not reach the authorization service, so siteid and apikey cannot be verified',
   'body-partial': 'Request body was truncated before authorization, so siteid and apikey cannot be verified',
+  'body-too-large': (maxBodyBytes: number) =>
+    `Request body is larger than the authorization service accepts (${maxBodyBytes} bytes), so siteid and apikey cannot be verified`,
   'body-not-utf8': 'Request body is not valid UTF-8',
   'body-not-json': 'Request body is not valid JSON',
   'body-not-object': 'Request body must be a JSON object carrying siteid and apikey',
@@ -35,6 +40,10 @@ const BODY_RULE_MESSAGES: Readonly<Record<BodyRule, string>> = Object.freeze({
   'apikey-duplicate': 'Request body has more than one apikey',
   'apikey-mismatch': 'Request body apikey does not match the API key in the Authorization header',
 });
+
+function bodyRuleMessage(denial: DenialOf<104>): string {
+  return denial.rule === 'body-too-large' ? BODY_RULE_MESSAGES[denial.rule](denial.maxBodyBytes) : BODY_RULE_MESSAGES[denial.rule];
+}
 
 const day = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
 const instant = (epochMs: number): string => new Date(epochMs).toISOString().replace('.000Z', 'Z');
@@ -66,7 +75,7 @@ export const ERROR_CATALOGUE: { readonly [K in ErrorId]: CatalogueEntry<K> } = O
     message: (denial) => `IP address ${denial.clientIp} is not whitelisted for site ID ${denial.siteId}`,
   },
   102: { code: 'API_KEY_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: (denial) => `API key ${denial.maskedKey} is invalid` },
-  104: { code: 'BODY_CREDENTIALS_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: (denial) => BODY_RULE_MESSAGES[denial.rule] },
+  104: { code: 'BODY_CREDENTIALS_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: bodyRuleMessage },
   105: { code: 'API_KEY_AUTH_RETIRED', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: sunsetMessage },
 });
 

@@ -69,7 +69,9 @@ export type SunsetReason = 'brownout' | 'retired';
 export type BodyView =
   | { readonly kind: 'empty'; readonly lengthDeclared: boolean }
   | { readonly kind: 'text'; readonly text: string }
-  | { readonly kind: 'not-utf8' };
+  | { readonly kind: 'not-utf8' }
+  /** Larger than MAX_BODY_BYTES: neither decoded nor parsed. */
+  | { readonly kind: 'too-large'; readonly bytes: number; readonly maxBytes: number };
 
 /** Whether a route requires body credentials, from Envoy's per-route context_extensions. */
 export type BodyCredentialsPolicy = 'required' | 'optional';
@@ -98,6 +100,7 @@ export type BodyRule =
   | 'body-missing'
   | 'body-not-forwarded'
   | 'body-partial'
+  | 'body-too-large'
   | 'body-not-utf8'
   | 'body-not-json'
   | 'body-not-object'
@@ -108,12 +111,17 @@ export type BodyRule =
   | 'apikey-duplicate'
   | 'apikey-mismatch';
 
+/** A broken body rule with what its message needs: the limit, for a body that is too large. */
+export type BodyRefusal =
+  | { readonly rule: Exclude<BodyRule, 'body-too-large'> }
+  | { readonly rule: 'body-too-large'; readonly maxBodyBytes: number };
+
 export type Denial =
   | { readonly errorId: 108; readonly rule: HeaderRule }
   | { readonly errorId: 101; readonly siteId: SiteId; readonly maskedKey: string }
   | { readonly errorId: 103; readonly siteId: SiteId; readonly clientIp: string; readonly maskedKey: string }
   | { readonly errorId: 102; readonly siteId: SiteId; readonly maskedKey: string }
-  | { readonly errorId: 104; readonly siteId: SiteId; readonly keyId: KeyId; readonly maskedKey: string; readonly rule: BodyRule }
+  | ({ readonly errorId: 104; readonly siteId: SiteId; readonly keyId: KeyId; readonly maskedKey: string } & BodyRefusal)
   | {
       readonly errorId: 105;
       readonly siteId: SiteId;

@@ -1,14 +1,12 @@
 import { status as GrpcStatus, type handleUnaryCall, type ServerErrorResponse } from '@grpc/grpc-js';
-import type { ClientIpSource } from '../config.js';
 import type { CheckInput, Decision } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
 import { toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckRequestMessage, CheckResponseMessage } from './messages.js';
-import { viewCheckRequest } from './request-view.js';
+import { viewCheckRequest, type RequestViewOptions } from './request-view.js';
 
-export interface AuthorizationServiceDeps {
-  readonly clientIpSource: ClientIpSource;
+export interface AuthorizationServiceDeps extends RequestViewOptions {
   /** The decision on current credential data; undefined when there is none to decide on yet. */
   readonly authorize: (input: CheckInput) => Decision | undefined;
   /** What allowed responses carry besides x-site-id (sunset headers, removed credentials). */
@@ -58,7 +56,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
   function answer(request: CheckRequestMessage, started: bigint): Answer {
     let requestId: string | undefined;
     try {
-      const view = viewCheckRequest(request, deps.clientIpSource);
+      const view = viewCheckRequest(request, deps);
       requestId = view.requestId;
       const decision = deps.authorize(view.input);
       if (decision === undefined) return { failure: 'unavailable', requestId };

@@ -11,6 +11,13 @@ export interface RequestSummary {
   readonly path: string | undefined;
 }
 
+/** What the service was configured to read from a CheckRequest. */
+export interface RequestViewOptions {
+  readonly clientIpSource: ClientIpSource;
+  /** MAX_BODY_BYTES: a larger body is refused unread. */
+  readonly maxBodyBytes: number;
+}
+
 /** A CheckRequest reduced to the plain facts the decision and the logs read. */
 export interface CheckRequestView {
   readonly input: CheckInput;
@@ -100,10 +107,14 @@ function lengthDeclared(http: HttpRequestMessage | undefined, headers: RequestHe
   return contentLength || sized || chunked;
 }
 
-/** The body from raw_body (Envoy's pack_as_bytes) when present, else from body (text). */
-function bodyView(http: HttpRequestMessage | undefined, headers: RequestHeaders): BodyView {
+/**
+ * The body from raw_body (Envoy's pack_as_bytes) when present, else from body (text). One larger
+ * than maxBytes is neither decoded nor parsed: its size is all that is known of it.
+ */
+function bodyView(http: HttpRequestMessage | undefined, headers: RequestHeaders, maxBytes: number): BodyView {
   const raw = nonEmptyBytes(http?.raw_body);
   if (raw !== undefined) {
+    if (raw.length > maxBytes) return { kind: 'too-large', bytes: raw.length, maxBytes };
     try {
       return { kind: 'text', text: UTF8.decode(raw) };
     } catch {
@@ -111,7 +122,15 @@ function bodyView(http: HttpRequestMessage | undefined, headers: RequestHeaders)
     }
   }
   const text = nonEmptyText(http?.body);
-  if (text !== undefined) return { kind: 'text', text };
+  if (text !== undefined) {
+    // Its size as Envoy received it, in UTF-8. A UTF-16 unit takes at most 3 bytes, so a text that
+    // cannot be too large is not measured.
+    if (text.length * 3 > maxBytes) {
+      const bytes = Buffer.byteLength(text, 'utf8');
+      if (bytes > maxBytes) return { kind: 'too-large', bytes, maxBytes };
+    }
+    return { kind: 'text', text };
+  }
   return { kind: 'empty', lengthDeclared: lengthDeclared(http, headers) };
 }
 
@@ -155,7 +174,7 @@ function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCr
  * Turns a decoded CheckRequest into the decision's input. Pure, and total: a field that is missing,
  * null or of the wrong type reads as absent, so a malformed request is denied, never thrown on.
  */
-export function viewCheckRequest(request: CheckRequestMessage | null | undefined, clientIpSource: ClientIpSource): CheckRequestView {
+export function viewCheckRequest(request: CheckRequestMessage | null | undefined, options: RequestViewOptions): CheckRequestView {
   const checkRequest = isRecord(request) ? request : undefined;
   const http = record(record(record(checkRequest?.attributes)?.['request'])?.['http']) as HttpRequestMessage | undefined;
   const headers = requestHeaders(http);
@@ -164,8 +183,8 @@ export function viewCheckRequest(request: CheckRequestMessage | null | undefined
   return {
     input: {
       authorization: headers.get('authorization'),
-      clientAddress: clientAddress(checkRequest, headers, clientIpSource),
-      body: bodyView(http, headers),
+      clientAddress: clientAddress(checkRequest, headers, options.clientIpSource),
+      body: bodyView(http, headers, options.maxBodyBytes),
       bodyPartial: partial,
       bodyCredentials: bodyCredentialsPolicy(checkRequest),
     },

@@ -77,6 +77,8 @@ function bodyBytes(input: CheckInput): number | undefined {
       return Buffer.byteLength(input.body.text, 'utf8');
     case 'not-utf8':
       return undefined;
+    case 'too-large':
+      return input.body.bytes;
   }
 }
 

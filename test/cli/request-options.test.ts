@@ -10,7 +10,7 @@ const KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
 const line = (options: CommandLine['options']): CommandLine => ({ positionals: [], options });
 const noStdin = async () => '';
 const build = (options: CommandLine['options']) => requestFromOptions(line(options), noStdin);
-const viewOf = (request: CheckRequestMessage) => viewCheckRequest(request, { kind: 'peer' });
+const viewOf = (request: CheckRequestMessage) => viewCheckRequest(request, { clientIpSource: { kind: 'peer' }, maxBodyBytes: 1_048_576 });
 
 describe('--header NAME=VALUE or NAME:VALUE', () => {
   const cases: ReadonlyArray<readonly [string, readonly [string, string]]> = [
@@ -69,7 +69,7 @@ describe('the CheckRequest built from request options, as the request view reads
     for (const modes of [{}, { 'raw-headers': true }, { 'raw-body': true }, { 'raw-headers': true, 'raw-body': true }]) {
       const { request } = await build({ authorization: `1001:${KEY}`, ip: '203.0.113.7', body: '{"a":1}', ...modes });
       for (const source of [{ kind: 'peer' }, { kind: 'xff', trustedHops: 0 }, { kind: 'header', name: 'x-envoy-external-address' }] as const) {
-        const { input } = viewCheckRequest(request, source);
+        const { input } = viewCheckRequest(request, { clientIpSource: source, maxBodyBytes: 1_048_576 });
         assert.equal(input.authorization, `1001:${KEY}`, JSON.stringify(modes));
         assert.equal(input.clientAddress, '203.0.113.7', `${JSON.stringify(modes)} ${source.kind}`);
         assert.deepEqual(input.body, { kind: 'text', text: '{"a":1}' }, JSON.stringify(modes));
@@ -85,7 +85,7 @@ describe('the CheckRequest built from request options, as the request view reads
     const headers = request.attributes?.request?.http?.headers ?? {};
     assert.equal(headers['x-forwarded-for'], '198.51.100.1,203.0.113.7');
     assert.equal(headers['x-extra'], '1');
-    assert.equal(viewCheckRequest(request, { kind: 'xff', trustedHops: 0 }).input.clientAddress, '203.0.113.7');
+    assert.equal(viewCheckRequest(request, { clientIpSource: { kind: 'xff', trustedHops: 0 }, maxBodyBytes: 1_048_576 }).input.clientAddress, '203.0.113.7');
   });
 
   it('passes --context as context_extensions, keys keeping their case', async () => {

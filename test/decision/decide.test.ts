@@ -229,6 +229,7 @@ const body = (name: string, view: BodyView, rule: string | 'allow', overrides: P
 });
 
 const deeplyNested = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+const tooLarge: BodyView = { kind: 'too-large', bytes: 1_048_577, maxBytes: 1_048_576 };
 const bodyCases: Case[] = [
   body('numeric siteid', credentials(1001, KEY), 'allow'),
   body('string siteid', credentials('1001', KEY), 'allow'),
@@ -250,6 +251,16 @@ const bodyCases: Case[] = [
     bodyCredentials: 'optional',
   }),
   body('body marked partial by Envoy', credentials(1001, KEY), 'body-partial', { bodyPartial: true }),
+  {
+    name: 'body larger than MAX_BODY_BYTES',
+    input: input({ body: tooLarge }),
+    expect: 104,
+    rule: 'body-too-large',
+    message: 'Request body is larger than the authorization service accepts (1048576 bytes), so siteid and apikey cannot be verified',
+  },
+  body('body larger than MAX_BODY_BYTES on a route where body credentials are optional', tooLarge, 'body-too-large', {
+    bodyCredentials: 'optional',
+  }),
   body('body that is not UTF-8', { kind: 'not-utf8' }, 'body-not-utf8'),
   body('form-encoded body', text(`siteid=1001&apikey=${KEY}`), 'body-not-json'),
   body('whitespace-only body', text('   '), 'body-not-json'),
@@ -286,6 +297,13 @@ const bodyCases: Case[] = [
   body('apikey twice, once in full-width letters', text(`{"siteid":1001,"apikey":"${KEY}","\uff41\uff50\uff49\uff4b\uff45\uff59":"x"}`), 'apikey-duplicate'),
   body('siteid twice, once with dotted capital I', text(`{"siteid":1001,"apikey":"${KEY}","s\u0130te\u0130d":9}`), 'siteid-duplicate'),
   body('only a long-s siteid, which is not the field itself', text(`{"\u017fiteid":1001,"apikey":"${KEY}"}`), 'siteid-missing'),
+  body('siteid twice, once after an astral combining mark written as escapes', text(`{"siteid":1001,"apikey":"${KEY}","\\ud834\\udd65siteid":2}`), 'siteid-duplicate'),
+  body('siteid twice, once with a half-width voiced sound mark', text(`{"siteid":1001,"apikey":"${KEY}","siteid\uff9e":2}`), 'siteid-duplicate'),
+  body('apikey twice, once in mathematical bold letters', text(`{"siteid":1001,"apikey":"${KEY}","\u{1d41a}\u{1d429}\u{1d422}\u{1d424}\u{1d41e}\u{1d432}":"x"}`), 'apikey-duplicate'),
+  body('a name that only spells siteid inside a string value', text(`{"note":"\\"siteid\\":2,","siteid":1001,"apikey":"${KEY}"}`), 'allow'),
+  body('valid credentials followed by an unfinished member', text(`{"siteid":1001,"apikey":"${KEY}","more":`), 'body-not-json'),
+  body('valid credentials and a trailing comma', text(`{"siteid":1001,"apikey":"${KEY}",}`), 'body-not-json'),
+  body('a repeated siteid in a body that is not JSON is named as not JSON', text(`{"siteid":1001,"siteid":1001,"apikey":"${KEY}"`), 'body-not-json'),
   body('a repeat is named even when the other field is wrong', text(`{"siteid":1,"apikey":"${KEY}","apikey":"x"}`), 'apikey-duplicate'),
   {
     name: 'body siteid of the largest bigint compared digit for digit',
@@ -308,6 +326,10 @@ const precedenceCases: Case[] = [
     expect: 103,
   },
   { name: '102 before 104', input: input({ authorization: `1001:${UNKNOWN_KEY}`, body: { kind: 'not-utf8' } }), expect: 102 },
+  { name: '108 before a body that is too large', input: input({ authorization: undefined, body: tooLarge }), expect: 108 },
+  { name: '101 before a body that is too large', input: input({ authorization: `4242:${KEY}`, body: tooLarge }), expect: 101 },
+  { name: '103 before a body that is too large', input: input({ clientAddress: '192.0.2.1', body: tooLarge }), expect: 103 },
+  { name: '102 before a body that is too large', input: input({ authorization: `1001:${UNKNOWN_KEY}`, body: tooLarge }), expect: 102 },
   { name: 'allowed', input: input(), expect: 'allow', keyId: '11' },
 ];
 

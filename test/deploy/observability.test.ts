@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import { createAuthorizationService } from '../../src/envoy/authorization-service.js';
 import type { CheckRequestMessage, CheckResponseMessage } from '../../src/envoy/messages.js';
@@ -43,6 +44,7 @@ async function namesTheServiceExposes(): Promise<Set<string>> {
   let available = true;
   const service = createAuthorizationService({
     clientIpSource: { kind: 'peer' },
+    maxBodyBytes: loadConfig({}).maxBodyBytes,
     authorize: (input) => (available ? decide(input, snapshot, Date.now(), NO_SUNSET) : undefined),
     onDecision: (event) => metrics.observeCheck(event),
     onFailure: (event) => metrics.observeUndecided(event),

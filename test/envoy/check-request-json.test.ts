@@ -65,7 +65,7 @@ describe("a CheckRequest in Envoy's JSON form (proto3 JSON mapping)", () => {
     const snake = decoded(SNAKE);
     assert.deepEqual(camel.request, snake.request);
     assert.deepEqual(camel.ignoredFields, []);
-    const { input, requestId } = viewCheckRequest(camel.request, { kind: 'peer' });
+    const { input, requestId } = viewCheckRequest(camel.request, { clientIpSource: { kind: 'peer' }, maxBodyBytes: 1_048_576 });
     assert.equal(input.authorization, `1001:${KEY}`);
     assert.equal(input.clientAddress, '203.0.113.7');
     assert.deepEqual(input.body, { kind: 'text', text: BODY });

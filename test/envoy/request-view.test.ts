@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ClientIpSource } from '../../src/config.js';
+import { loadConfig, type ClientIpSource } from '../../src/config.js';
 import type { CheckInput } from '../../src/decision/types.js';
 import type { CheckRequestMessage, HttpRequestMessage } from '../../src/envoy/messages.js';
-import { viewCheckRequest } from '../../src/envoy/request-view.js';
+import { viewCheckRequest, type RequestViewOptions } from '../../src/envoy/request-view.js';
 
 const PEER: ClientIpSource = { kind: 'peer' };
+const MAX_BODY_BYTES = loadConfig({}).maxBodyBytes;
+const options = (clientIpSource: ClientIpSource = PEER, maxBodyBytes = MAX_BODY_BYTES): RequestViewOptions => ({ clientIpSource, maxBodyBytes });
 const xff = (trustedHops: number): ClientIpSource => ({ kind: 'xff', trustedHops });
 const header = (name: string): ClientIpSource => ({ kind: 'header', name });
 
@@ -26,6 +28,7 @@ interface Case {
   readonly name: string;
   readonly request: unknown;
   readonly source?: ClientIpSource;
+  readonly maxBodyBytes?: number;
   readonly expect: Partial<CheckInput> & { readonly requestId?: string | undefined };
 }
 
@@ -127,6 +130,35 @@ const cases: readonly Case[] = [
     name: 'keeps a byte-order mark in raw_body, as body would',
     request: checkRequest({ raw_body: Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]) }),
     expect: { body: { kind: 'text', text: '\ufeff{}' } },
+  },
+  {
+    name: 'refuses raw_body larger than the limit by its size, without decoding it',
+    request: checkRequest({ raw_body: Buffer.from([0x7b, ...Buffer.alloc(1024, 0xff)]) }),
+    maxBodyBytes: 1024,
+    expect: { body: { kind: 'too-large', bytes: 1025, maxBytes: 1024 } },
+  },
+  {
+    name: 'reads raw_body exactly as large as the limit',
+    request: checkRequest({ raw_body: Buffer.from(`"${'x'.repeat(1022)}"`) }),
+    maxBodyBytes: 1024,
+    expect: { body: { kind: 'text', text: `"${'x'.repeat(1022)}"` } },
+  },
+  {
+    name: 'measures body (text) in UTF-8 bytes, as Envoy received it',
+    request: checkRequest({ body: 'é'.repeat(513) }),
+    maxBodyBytes: 1024,
+    expect: { body: { kind: 'too-large', bytes: 1026, maxBytes: 1024 } },
+  },
+  {
+    name: 'reads body (text) of exactly the limit in UTF-8 bytes',
+    request: checkRequest({ body: 'é'.repeat(512) }),
+    maxBodyBytes: 1024,
+    expect: { body: { kind: 'text', text: 'é'.repeat(512) } },
+  },
+  {
+    name: 'refuses body (text) over the default limit of 1 MiB',
+    request: checkRequest({ body: `{"siteid":1001,"padding":"${'x'.repeat(1 << 20)}"}` }),
+    expect: { body: { kind: 'too-large', bytes: (1 << 20) + 28, maxBytes: 1 << 20 } },
   },
   {
     name: 'reads an empty body without a declared length as empty',
@@ -320,7 +352,7 @@ const cases: readonly Case[] = [
 describe('viewCheckRequest', () => {
   for (const c of cases) {
     it(c.name, () => {
-      const view = viewCheckRequest(c.request as CheckRequestMessage, c.source ?? PEER);
+      const view = viewCheckRequest(c.request as CheckRequestMessage, options(c.source, c.maxBodyBytes));
       const actual: Record<string, unknown> = { ...view.input, requestId: view.requestId };
       for (const [field, expected] of Object.entries(c.expect)) {
         assert.deepEqual(actual[field], expected, field);
@@ -329,12 +361,12 @@ describe('viewCheckRequest', () => {
   }
 
   it('summarises method, host and path without the query string', () => {
-    const view = viewCheckRequest(checkRequest({ method: 'POST', host: 'api.example.com', path: '/v1/orders?apikey=secret' }), PEER);
+    const view = viewCheckRequest(checkRequest({ method: 'POST', host: 'api.example.com', path: '/v1/orders?apikey=secret' }), options());
     assert.deepEqual(view.request, { method: 'POST', host: 'api.example.com', path: '/v1/orders' });
   });
 
   it('clips a long request id so it cannot flood a log line', () => {
-    const view = viewCheckRequest(checkRequest({ headers: { 'x-request-id': 'r'.repeat(10_000) } }), PEER);
+    const view = viewCheckRequest(checkRequest({ headers: { 'x-request-id': 'r'.repeat(10_000) } }), options());
     assert.equal(view.requestId?.length, 256);
   });
 });

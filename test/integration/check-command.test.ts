@@ -26,6 +26,7 @@ describe('sitekey-authz check, against a real server', () => {
       logger: createLogger('silent'),
       authorization: {
         clientIpSource: { kind: 'peer' },
+        maxBodyBytes: 1_048_576,
         authorize: (input): Decision | undefined => (dataLoaded ? decide(input, SNAPSHOT, Date.now(), NO_SUNSET) : undefined),
         logger: createLogger('silent'),
       },

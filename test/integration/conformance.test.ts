@@ -2,6 +2,7 @@ import type { MethodDefinition } from '@grpc/grpc-js';
 import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import type { Decision, Denial } from '../../src/decision/types.js';
 import { toCheckResponse } from '../../src/envoy/check-response.js';
 import type { CheckRequestMessage } from '../../src/envoy/messages.js';
@@ -18,6 +19,7 @@ const upstream = loadSync(AUTHORIZATION_PROTO_FILE, { ...PROTO_LOADER_OPTIONS, e
 const ours = loadSync(AUTHORIZATION_PROTO_FILE, { ...PROTO_LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
 const upstreamCheck = (upstream[AUTHORIZATION_SERVICE_NAME] as Record<string, MethodDefinition<object, object>>)['Check']!;
 const ourCheck = AUTHORIZATION_SERVICE.Check;
+const MAX_BODY_BYTES = loadConfig({}).maxBodyBytes;
 
 // ---- Descriptors: a small index over proto-loader's DescriptorProto objects. ----
 
@@ -205,7 +207,7 @@ describe('a CheckRequest encoded with Envoy upstream protos decodes with ours', 
   });
 
   it('reads the same check input the decision gets', () => {
-    const view = viewCheckRequest(decoded, { kind: 'peer' });
+    const view = viewCheckRequest(decoded, { clientIpSource: { kind: 'peer' }, maxBodyBytes: MAX_BODY_BYTES });
     assert.deepEqual(view.input, {
       authorization: rawAuthorization.toString('latin1'),
       clientAddress: '203.0.113.7',
@@ -214,17 +216,17 @@ describe('a CheckRequest encoded with Envoy upstream protos decodes with ours', 
       bodyCredentials: 'optional',
     });
     assert.equal(view.requestId, 'f3b6e1c2-req');
-    assert.equal(viewCheckRequest(decoded, { kind: 'xff', trustedHops: 1 }).input.clientAddress, '192.0.2.1');
+    assert.equal(viewCheckRequest(decoded, { clientIpSource: { kind: 'xff', trustedHops: 1 }, maxBodyBytes: MAX_BODY_BYTES }).input.clientAddress, '192.0.2.1');
   });
 
   it('reads a pipe peer as having no client address', () => {
     const pipe = upstreamToOurs({ attributes: { source: { address: { pipe: { path: '/run/envoy.sock', mode: 0o600 } } } } });
     assert.equal(pipe.attributes?.source?.address?.pipe?.path, '/run/envoy.sock');
-    assert.equal(viewCheckRequest(pipe, { kind: 'peer' }).input.clientAddress, undefined);
+    assert.equal(viewCheckRequest(pipe, { clientIpSource: { kind: 'peer' }, maxBodyBytes: MAX_BODY_BYTES }).input.clientAddress, undefined);
   });
 
   it('reads an empty CheckRequest as an empty input', () => {
-    const view = viewCheckRequest(upstreamToOurs({}), { kind: 'peer' });
+    const view = viewCheckRequest(upstreamToOurs({}), { clientIpSource: { kind: 'peer' }, maxBodyBytes: MAX_BODY_BYTES });
     assert.deepEqual(view.input, {
       authorization: undefined,
       clientAddress: undefined,

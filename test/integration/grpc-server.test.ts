@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import type { CheckInput, CredentialSnapshot, Decision } from '../../src/decision/types.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
@@ -53,6 +54,7 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
       logger: createLogger('silent'),
       authorization: {
         clientIpSource: { kind: 'peer' },
+        maxBodyBytes: loadConfig({}).maxBodyBytes,
         authorize,
         onDecision: (event) => {
           events.push(event);
@@ -139,7 +141,9 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
 
   it('accepts a CheckRequest carrying a 1 MiB body', async () => {
     mode = 'decide';
-    const body = JSON.stringify({ siteid: 1001, apikey: KEY, padding: 'x'.repeat(1024 * 1024) });
+    const credentials = JSON.stringify({ siteid: 1001, apikey: KEY, padding: '' });
+    // As large as MAX_BODY_BYTES (by default 1 MiB) lets through.
+    const body = JSON.stringify({ siteid: 1001, apikey: KEY, padding: 'x'.repeat(1024 * 1024 - credentials.length) });
     const response = await rawCheck(client, checkRequest({ authorization: `1001:${KEY}`, body, ip: '2001:db8::1' }));
     assert.equal(verdict(response), 'allow');
   });
@@ -151,7 +155,7 @@ describe('ext_authz gRPC server shutdown', () => {
       bindAddress: '127.0.0.1',
       port: 0,
       logger: createLogger('silent'),
-      authorization: { clientIpSource: { kind: 'peer' }, authorize: (input) => decide(input, SNAPSHOT, NOW, NO_SUNSET), logger: createLogger('silent') },
+      authorization: { clientIpSource: { kind: 'peer' }, maxBodyBytes: loadConfig({}).maxBodyBytes, authorize: (input) => decide(input, SNAPSHOT, NOW, NO_SUNSET), logger: createLogger('silent') },
     });
     server.setServing(true);
     const client = authorizationClient(`127.0.0.1:${server.port}`);

@@ -25,7 +25,7 @@ describe('sitekey-authz serve, end to end', () => {
     assert.equal(issued.code, 0, issued.stderr);
     key = (JSON.parse(issued.stdout) as { apiKey: string }).apiKey;
     // A flush interval longer than the test: last-used times can then only come from the SIGTERM flush.
-    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', LAST_USED_FLUSH_SECONDS: '3600' });
+    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', LAST_USED_FLUSH_SECONDS: '3600', MAX_BODY_BYTES: '4096' });
     client = authorizationClient(service.grpcTarget);
   });
 
@@ -66,6 +66,13 @@ describe('sitekey-authz serve, end to end', () => {
         http: 'Unauthorized',
         grpc: 16,
         message: 'Request body siteid does not match the site ID in the Authorization header',
+      },
+      {
+        args: { authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key, note: 'x'.repeat(4096) }) },
+        id: 104,
+        http: 'Unauthorized',
+        grpc: 16,
+        message: 'Request body is larger than the authorization service accepts (4096 bytes), so siteid and apikey cannot be verified',
       },
     ];
     for (const c of cases) {

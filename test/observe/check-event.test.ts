@@ -2,7 +2,7 @@ import type { ServerUnaryCall } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { ClientIpSource } from '../../src/config.js';
+import { loadConfig, type ClientIpSource } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import { createAuthorizationService } from '../../src/envoy/authorization-service.js';
 import type { CheckRequestMessage, CheckResponseMessage } from '../../src/envoy/messages.js';
@@ -39,6 +39,7 @@ function observedEvents(request: unknown, snapshot: ReturnType<typeof snapshotOf
   const events: unknown[] = [];
   const service = createAuthorizationService({
     clientIpSource: { kind: 'peer' },
+    maxBodyBytes: loadConfig({}).maxBodyBytes,
     authorize: (input) => decide(input, snapshot, NOW, NO_SUNSET),
     onDecision: (event) => events.push(event),
     onFailure: (event) => events.push(event),
@@ -130,7 +131,10 @@ describe('the event observers are handed', () => {
   ];
   for (const c of fields) {
     it(`is built from the decision and the request view: ${c.name}`, () => {
-      const view = viewCheckRequest(checkRequest(c.args) as CheckRequestMessage, c.source ?? { kind: 'peer' });
+      const view = viewCheckRequest(checkRequest(c.args) as CheckRequestMessage, {
+        clientIpSource: c.source ?? { kind: 'peer' },
+        maxBodyBytes: loadConfig({}).maxBodyBytes,
+      });
       const event = checkEvent(view, decide(view.input, site, NOW, NO_SUNSET), 0.000042);
       const picked = Object.fromEntries(Object.keys(c.expect).map((name) => [name, (event as unknown as Record<string, unknown>)[name]]));
       assert.deepEqual(picked, c.expect);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Writable } from 'node:stream';
+import { loadConfig } from '../../src/config.js';
 import type { LogLevel } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import type { CheckRequestMessage } from '../../src/envoy/messages.js';
@@ -33,7 +34,10 @@ function decisionLog(options: Partial<DecisionLogOptions> & { level?: LogLevel }
   });
   const log = createDecisionLog(createLogger(options.level ?? 'info', sink), { allowedSampleRate: 0, ...options });
   const event = (args: CheckArguments): CheckEvent => {
-    const view = viewCheckRequest(checkRequest({ body: BODY, ...args }) as CheckRequestMessage, { kind: 'peer' });
+    const view = viewCheckRequest(checkRequest({ body: BODY, ...args }) as CheckRequestMessage, {
+      clientIpSource: { kind: 'peer' },
+      maxBodyBytes: loadConfig({}).maxBodyBytes,
+    });
     return checkEvent(view, decide(view.input, SNAPSHOT, NOW, NO_SUNSET), 0.000031);
   };
   return { lines, raw: () => raw, log, check: (args: CheckArguments) => log(event(args)) };

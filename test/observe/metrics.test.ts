@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomInt, randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import type { CredentialSnapshot } from '../../src/decision/types.js';
 import type { CheckRequestMessage } from '../../src/envoy/messages.js';
@@ -49,7 +50,8 @@ function fixture(options: Partial<ServiceMetricsOptions> = {}): Fixture {
     scrape,
     check(args, snapshot = SNAPSHOT) {
       const view = viewCheckRequest(checkRequest({ authorization: `1001:${KEY}`, body: JSON.stringify({ siteid: 1001, apikey: KEY }), ...args }) as CheckRequestMessage, {
-        kind: 'peer',
+        clientIpSource: { kind: 'peer' },
+        maxBodyBytes: loadConfig({}).maxBodyBytes,
       });
       metrics.observeCheck(checkEvent(view, decide(view.input, snapshot, NOW, NO_SUNSET), 0.00004));
     },
