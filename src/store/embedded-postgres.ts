@@ -223,7 +223,7 @@ async function passwordFor(dataDir: string): Promise<string> {
   const file = join(dataDir, 'postgres-password');
   if (!existsSync(file)) {
     // Written aside and linked into place: a racing process reads a whole password, never half of one.
-    const mine = `${file}.${process.pid}`;
+    const mine = `${file}.${randomBytes(6).toString('hex')}`;
     await writeFile(mine, `${randomBytes(18).toString('base64url')}\n`, { mode: 0o600 });
     try {
       await link(mine, file).catch((error: NodeJS.ErrnoException) => {
