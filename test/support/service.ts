@@ -15,8 +15,11 @@ export interface RunningService {
   stop(): Promise<number | null>;
 }
 
-/** Starts `sitekey-authz serve` as a real child process and waits until /readyz answers 200. */
-export async function startService(env: Record<string, string>): Promise<RunningService> {
+/**
+ * Starts `sitekey-authz serve` as a real child process and waits until /readyz answers 200.
+ * `detached` gives it its own process group, which a test can signal as a terminal's Ctrl-C does.
+ */
+export async function startService(env: Record<string, string>, options: { readonly detached?: boolean } = {}): Promise<RunningService> {
   const grpcPort = await freePort();
   const httpPort = await freePort();
   const child = spawn(process.execPath, [CLI, 'serve'], {
@@ -29,6 +32,7 @@ export async function startService(env: Record<string, string>): Promise<Running
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
