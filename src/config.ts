@@ -27,6 +27,10 @@ export interface Config {
   readonly shutdownGraceSeconds: number;
   /** After SIGTERM, how long to keep answering while reporting NOT_SERVING, before draining. */
   readonly shutdownDelaySeconds: number;
+  /** The largest request body Envoy forwards (its with_request_body.max_request_bytes). */
+  readonly maxBodyBytes: number;
+  /** Connections the gRPC port holds at once; lowered at start-up to fit the open-file limit. */
+  readonly grpcMaxConnections: number;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -128,5 +132,7 @@ export function loadConfig(env: Env = process.env): Config {
     lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 10, 1, 3_600),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3_600),
     shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 0, 3_600),
+    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1, 64 * 1_048_576),
+    grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
   });
 }

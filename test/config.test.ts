@@ -17,6 +17,8 @@ describe('loadConfig', () => {
     assert.equal(config.lastUsedFlushSeconds, 10);
     assert.equal(config.shutdownGraceSeconds, 20);
     assert.equal(config.shutdownDelaySeconds, 0, 'make run stops at once on Ctrl-C');
+    assert.equal(config.maxBodyBytes, 1_048_576, 'Envoy max_request_bytes in the README');
+    assert.equal(config.grpcMaxConnections, 1_024);
     assert.ok(Object.isFrozen(config));
   });
 
@@ -29,6 +31,12 @@ describe('loadConfig', () => {
       loadConfig({ DATABASE_URL: url, DATABASE_LISTEN_URL: 'postgresql://authz:secret@db-direct/authz' }).databaseListenUrl,
       'postgresql://authz:secret@db-direct/authz',
     );
+  });
+
+  it('reads the body and connection limits', () => {
+    const config = loadConfig({ MAX_BODY_BYTES: '65536', GRPC_MAX_CONNECTIONS: '64' });
+    assert.equal(config.maxBodyBytes, 65_536);
+    assert.equal(config.grpcMaxConnections, 64);
   });
 
   it('reads every client IP source', () => {
@@ -62,6 +70,11 @@ describe('loadConfig', () => {
     [{ LAST_USED_FLUSH_SECONDS: '0' }, 'LAST_USED_FLUSH_SECONDS', /from 1/],
     [{ SHUTDOWN_GRACE_SECONDS: 'soon' }, 'SHUTDOWN_GRACE_SECONDS', /whole number/],
     [{ SHUTDOWN_DELAY_SECONDS: '5s' }, 'SHUTDOWN_DELAY_SECONDS', /whole number/],
+    [{ MAX_BODY_BYTES: '1MiB' }, 'MAX_BODY_BYTES', /whole number/],
+    [{ MAX_BODY_BYTES: '0' }, 'MAX_BODY_BYTES', /from 1 to 67108864/],
+    [{ MAX_BODY_BYTES: '67108865' }, 'MAX_BODY_BYTES', /67108864/],
+    [{ GRPC_MAX_CONNECTIONS: '0' }, 'GRPC_MAX_CONNECTIONS', /from 1 to 1000000/],
+    [{ GRPC_MAX_CONNECTIONS: 'many' }, 'GRPC_MAX_CONNECTIONS', /whole number/],
   ];
   for (const [env, variable, reason] of refused) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable} and why`, () => {
