@@ -2,12 +2,15 @@ import { execFile } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import type { Decision } from '../../src/decision/types.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { snapshotOf } from '../support/snapshot.js';
 
+/** The production defaults of MAX_BODY_BYTES and GRPC_MAX_CONNECTIONS. */
+const DEFAULTS = loadConfig({});
 const SEND_CHECK = fileURLToPath(new URL('../../src/client/send-check.js', import.meta.url));
 const KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
 const SNAPSHOT = snapshotOf([{ siteId: '1001', keys: [{ key: KEY, keyId: '5' }], cidrs: ['203.0.113.0/24'] }]);
@@ -36,6 +39,8 @@ describe('send-check, the client script, against a real server', () => {
     server = await startGrpcServer({
       bindAddress: '127.0.0.1',
       port: 0,
+      maxBodyBytes: DEFAULTS.maxBodyBytes,
+      maxConnections: DEFAULTS.grpcMaxConnections,
       logger: createLogger('silent'),
       authorization: {
         clientIpSource: { kind: 'peer' },
