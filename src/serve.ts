@@ -115,6 +115,8 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     const grpc = await startGrpcServer({
       bindAddress: config.bindAddress,
       port: config.grpcPort,
+      maxBodyBytes: config.maxBodyBytes,
+      maxConnections: config.grpcMaxConnections,
       logger,
       authorization: {
         clientIpSource: config.clientIpSource,

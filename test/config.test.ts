@@ -26,6 +26,7 @@ describe('loadConfig', () => {
     assert.equal(config.metricsSiteLabelsMax, 1000);
     assert.equal(config.logAllowedSampleRate, 0, 'allowed checks are not logged unless asked');
     assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in the README");
+    assert.equal(config.grpcMaxConnections, 1_024);
     assert.ok(Object.isFrozen(config));
   });
 
@@ -47,6 +48,12 @@ describe('loadConfig', () => {
     assert.equal(config.migrationGuideUrl, 'https://developers.example.com/tokens');
     const earlier = loadConfig({ APIKEY_DEPRECATED_AT: '2026-06-01T00:00:00Z' });
     assert.equal(earlier.apiKeyDeprecatedAt, Date.parse('2026-06-01T00:00:00Z'));
+  });
+
+  it('reads the body and connection limits', () => {
+    const config = loadConfig({ MAX_BODY_BYTES: '65536', GRPC_MAX_CONNECTIONS: '64' });
+    assert.equal(config.maxBodyBytes, 65_536);
+    assert.equal(config.grpcMaxConnections, 64);
   });
 
   it('reads every client IP source', () => {
@@ -117,6 +124,8 @@ describe('loadConfig', () => {
     [{ MAX_BODY_BYTES: '-1' }, 'MAX_BODY_BYTES', /whole number/],
     [{ MAX_BODY_BYTES: '0' }, 'MAX_BODY_BYTES', /from 1024/],
     [{ MAX_BODY_BYTES: '67108865' }, 'MAX_BODY_BYTES', /to 67108864/],
+    [{ GRPC_MAX_CONNECTIONS: '0' }, 'GRPC_MAX_CONNECTIONS', /from 1 to 1000000/],
+    [{ GRPC_MAX_CONNECTIONS: 'many' }, 'GRPC_MAX_CONNECTIONS', /whole number/],
   ];
   for (const [env, variable, reason] of refused) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable} and why`, () => {

@@ -1,4 +1,16 @@
-import { Server, ServerCredentials, setLogger as setGrpcLogger, type ChannelOptions } from '@grpc/grpc-js';
+import {
+  Server,
+  ServerCredentials,
+  ServerInterceptingCall,
+  setLogger as setGrpcLogger,
+  status as GrpcStatus,
+  type ServerInterceptingCallInterface,
+  type ServerInterceptor,
+  type ServerOptions,
+} from '@grpc/grpc-js';
+import { readFileSync } from 'node:fs';
+import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { format } from 'node:util';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '../observe/logger.js';
@@ -8,21 +20,153 @@ import { AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_NAME } from './proto.js';
 /** The names grpc.health.v1.Health answers for: the whole server ('') and the ext_authz service. */
 export const HEALTH_SERVICE_NAMES: readonly string[] = ['', AUTHORIZATION_SERVICE_NAME];
 
-const MIB = 1024 * 1024;
+/**
+ * Every limit of the gRPC port, stated once (README, "Limits", names the Envoy setting each must agree
+ * with). Envoy keeps a few long-lived HTTP/2 connections to ext_authz and sends each CheckRequest whole,
+ * at once; a client that comes near these limits is holding resources, not asking for checks.
+ */
+export const GRPC_LIMITS = Object.freeze({
+  /**
+   * A connection that has not sent the HTTP/2 preface and its SETTINGS by then is dropped. Envoy sends
+   * them with the TCP handshake; grpc-js has no such time-out (a silent socket would get a session and
+   * live until the idle time-out), so startGrpcServer enforces it.
+   */
+  handshakeTimeoutMs: 5_000,
+  /**
+   * grpc.max_connection_idle_ms: a connection with no call open for this long is closed (GOAWAY).
+   * Envoy's cluster idle_timeout (common_http_protocol_options, 1 h by default) should be shorter, so
+   * that Envoy, not a GOAWAY racing a new check, ends an idle connection.
+   */
+  idleTimeoutMs: 5 * 60_000,
+  /**
+   * A call whose request (headers, message and end of stream) has not all arrived by then is answered
+   * DEADLINE_EXCEEDED and its stream reset. Envoy's ext_authz `timeout` (0.2 s by default) gave up long
+   * before; grpc-js itself waits for ever unless the client sent grpc-timeout.
+   */
+  requestTimeoutMs: 10_000,
+  /**
+   * grpc.max_concurrent_streams (SETTINGS_MAX_CONCURRENT_STREAMS): calls open at once on one
+   * connection. Envoy honours it, opening another connection or queueing; RFC 9113 §6.5.2 recommends
+   * no less than 100.
+   */
+  maxConcurrentStreams: 100,
+  /**
+   * grpc.max_receive_message_length is MAX_BODY_BYTES plus this: room in a CheckRequest for what is not
+   * the body: headers (Envoy's max_request_headers_kb, 60 KiB by default, with the path a second time in
+   * attributes.request.http.path), addresses, context extensions and metadata.
+   */
+  messageHeadroomBytes: 256 * 1024,
+  /** Pings find a connection whose peer vanished without a FIN; Envoy answers them. */
+  keepaliveTimeMs: 30_000,
+  keepaliveTimeoutMs: 10_000,
+  /** Envoy reconnects now and then, so its load spreads again over replicas started later. */
+  maxConnectionAgeMs: 10 * 60_000,
+  maxConnectionAgeGraceMs: 30_000,
+  /**
+   * When the open-file limit is low, GRPC_MAX_CONNECTIONS is lowered to leave this many descriptors
+   * (or half of them, if more) for /readyz, /metrics, the database and logs: a flood of gRPC
+   * connections must not make the process unable to accept its probes.
+   */
+  reservedFileDescriptors: 128,
+});
+
+export type GrpcLimits = { readonly [Limit in keyof typeof GRPC_LIMITS]: number };
+
+/** The grpc-js server options that carry GRPC_LIMITS (the handshake time-out and the connection cap are ours). */
+export function grpcServerOptions(limits: GrpcLimits, maxBodyBytes: number): ServerOptions {
+  return {
+    'grpc.max_receive_message_length': maxBodyBytes + limits.messageHeadroomBytes,
+    'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
+    'grpc.max_connection_idle_ms': limits.idleTimeoutMs,
+    'grpc.keepalive_time_ms': limits.keepaliveTimeMs,
+    'grpc.keepalive_timeout_ms': limits.keepaliveTimeoutMs,
+    'grpc.max_connection_age_ms': limits.maxConnectionAgeMs,
+    'grpc.max_connection_age_grace_ms': limits.maxConnectionAgeGraceMs,
+    // First, so that it is handed grpc-js's own call (see http2StreamOf).
+    interceptors: [endIncompleteRequests(limits.requestTimeoutMs)],
+  };
+}
+
+/** The soft open-file limit in /proc/self/limits text; undefined when unlimited or not found. */
+export function openFileLimit(procLimits: string): number | undefined {
+  const soft = /^Max open files\s+(\d+)/m.exec(procLimits)?.[1];
+  return soft === undefined ? undefined : Number(soft);
+}
+
+/** GRPC_MAX_CONNECTIONS, lowered if need be so that a full gRPC port leaves descriptors for everything else. */
+export function grpcConnectionCap(configured: number, openFiles: number | undefined, reservedFileDescriptors: number): number {
+  if (openFiles === undefined) return configured;
+  const available = Math.max(openFiles - reservedFileDescriptors, Math.floor(openFiles / 2));
+  return Math.max(1, Math.min(configured, available));
+}
+
+function processOpenFileLimit(): number | undefined {
+  try {
+    return openFileLimit(readFileSync('/proc/self/limits', 'utf8'));
+  } catch {
+    return undefined; // not Linux: GRPC_MAX_CONNECTIONS as configured
+  }
+}
+
+/** What a client sends first: the connection preface (24 bytes) and its SETTINGS frame header (9), RFC 9113 §3.4. */
+const CLIENT_PREFACE_BYTES = 24 + 9;
+
+/** Destroys the socket unless the client has sent its HTTP/2 preface and SETTINGS within timeoutMs. */
+function dropUnlessHandshakeWithin(socket: Socket, timeoutMs: number): void {
+  const timer = setTimeout(() => {
+    // Timers run before I/O in an event-loop turn: after a stall, let the preface that may be waiting be read first.
+    setImmediate(() => {
+      if (socket.bytesRead < CLIENT_PREFACE_BYTES) socket.destroy();
+    });
+  }, timeoutMs);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
 
 /**
- * Server options, stated once. A CheckRequest carries the body Envoy buffered (max_request_bytes,
- * often 1 MiB) plus headers, so 8 MiB leaves room. Envoy keeps long-lived HTTP/2 connections to
- * ext_authz: pings find a connection whose peer vanished, and a maximum connection age makes Envoy
- * reconnect now and then, so its load spreads again over replicas started later.
+ * grpc-js keeps the HTTP/2 stream of a call private; the first interceptor is handed grpc-js's own call,
+ * which holds it. undefined if a grpc-js version stops doing so (test/integration/connection-limits
+ * then fails): calls are still answered, but their streams stay half-open until the client ends them.
  */
-export const GRPC_SERVER_OPTIONS: Readonly<ChannelOptions> = Object.freeze({
-  'grpc.max_receive_message_length': 8 * MIB,
-  'grpc.keepalive_time_ms': 30_000,
-  'grpc.keepalive_timeout_ms': 10_000,
-  'grpc.max_connection_age_ms': 10 * 60_000,
-  'grpc.max_connection_age_grace_ms': 30_000,
-});
+function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream | undefined {
+  const stream = (call as { stream?: Partial<ServerHttp2Stream> }).stream;
+  return typeof stream?.close === 'function' && typeof stream.respond === 'function' ? (stream as ServerHttp2Stream) : undefined;
+}
+
+/**
+ * Ends a call whose request has not all arrived within timeoutMs with DEADLINE_EXCEEDED. And whenever a
+ * call ends before its request did (this time-out, grpc-timeout, a message over the size limit), resets
+ * its stream: grpc-js sends the status but leaves the stream half-open until the client ends it, so a
+ * client that never does would keep it, and its place under max_concurrent_streams, for the life of the
+ * connection. RFC 9113 §8.1 lets a server that sent a complete response reset with NO_ERROR.
+ */
+function endIncompleteRequests(timeoutMs: number): ServerInterceptor {
+  return (_method, call) => {
+    const stream = http2StreamOf(call);
+    let requestReceived = false;
+    let timer: NodeJS.Timeout | undefined;
+    const intercepted: ServerInterceptingCall = new ServerInterceptingCall(call, {
+      start: (next) => {
+        timer = setTimeout(() => {
+          intercepted.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request not received within ${timeoutMs} ms` });
+        }, timeoutMs);
+        next({
+          onReceiveHalfClose: (nextHalfClose) => {
+            requestReceived = true;
+            clearTimeout(timer);
+            nextHalfClose();
+          },
+          // grpc-js calls onCancel when a call ends, whether by its status or by the client.
+          onCancel: () => {
+            clearTimeout(timer);
+            if (!requestReceived && stream && !stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+          },
+        });
+      },
+    });
+    return intercepted;
+  };
+}
 
 export interface GrpcServerOptions {
   /** An IP address: 0.0.0.0, ::, 127.0.0.1 … */
@@ -31,6 +175,12 @@ export interface GrpcServerOptions {
   readonly port: number;
   readonly authorization: AuthorizationServiceDeps;
   readonly logger: Logger;
+  /** MAX_BODY_BYTES: the largest body Envoy forwards; the message size limit adds room for headers. */
+  readonly maxBodyBytes: number;
+  /** GRPC_MAX_CONNECTIONS: beyond it a new connection is closed at once (lowered to fit the open-file limit). */
+  readonly maxConnections: number;
+  /** Production uses GRPC_LIMITS; tests shorten its time-outs. */
+  readonly limits?: Partial<GrpcLimits>;
 }
 
 export interface AuthzGrpcServer {
@@ -49,21 +199,52 @@ function hostPort(bindAddress: string, port: number): string {
   return bindAddress.includes(':') ? `[${bindAddress}]:${port}` : `${bindAddress}:${port}`;
 }
 
-function bind(server: Server, address: string): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    server.bindAsync(address, ServerCredentials.createInsecure(), (error, port) => {
-      if (error) reject(new Error(`cannot listen for gRPC on ${address}: ${error.message}`, { cause: error }));
-      else resolvePort(port);
+/** At most one warning a minute about connections refused at the cap. */
+const REFUSED_WARNING_INTERVAL_MS = 60_000;
+
+/**
+ * Our own TCP listener, handing each connection to grpc-js (its connection injector): grpc-js's
+ * bindAsync offers neither a cap on connections nor a handshake time-out.
+ */
+async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLimits, maxConnections: number) {
+  const { logger } = options;
+  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  const listener = createTcpServer((socket) => {
+    dropUnlessHandshakeWithin(socket, limits.handshakeTimeoutMs);
+    injector.injectConnection(socket);
+  });
+  // Beyond the cap, node accepts and closes at once.
+  listener.maxConnections = maxConnections;
+  let refusedSinceWarning = 0;
+  let lastWarning = -Infinity;
+  listener.on('drop', () => {
+    refusedSinceWarning += 1;
+    if (performance.now() - lastWarning < REFUSED_WARNING_INTERVAL_MS) return;
+    logger.warn({ refused: refusedSinceWarning, maxConnections }, 'gRPC connections refused: GRPC_MAX_CONNECTIONS are open');
+    lastWarning = performance.now();
+    refusedSinceWarning = 0;
+  });
+  const address = hostPort(options.bindAddress, options.port);
+  await new Promise<void>((resolveListen, reject) => {
+    const refuse = (error: Error) => reject(new Error(`cannot listen for gRPC on ${address}: ${error.message}`, { cause: error }));
+    listener.once('error', refuse);
+    listener.listen(options.port, options.bindAddress, () => {
+      listener.off('error', refuse);
+      resolveListen();
     });
   });
+  // Once listening, an error is a failed accept: worth a line, not an exit.
+  listener.on('error', (error) => logger.warn({ err: error }, 'gRPC listener could not accept a connection'));
+  return listener;
 }
 
 /** Starts the ext_authz gRPC server (Authorization + Health) and resolves once it listens. */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<AuthzGrpcServer> {
   const { logger } = options;
+  const limits: GrpcLimits = { ...GRPC_LIMITS, ...options.limits };
   // grpc-js writes its own plain-text lines to stderr; keep every line of ours JSON.
   setGrpcLogger({ error: (...args: unknown[]) => logger.warn({ source: 'grpc-js' }, format(...args)) });
-  const server = new Server(GRPC_SERVER_OPTIONS);
+  const server = new Server(grpcServerOptions(limits, options.maxBodyBytes));
   // Envoy and probes must not route checks here before credential data is loaded.
   const health = new HealthImplementation(
     Object.fromEntries(HEALTH_SERVICE_NAMES.map((name) => [name, 'NOT_SERVING' satisfies ServingStatus])),
@@ -71,9 +252,20 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
   health.addToServer(server);
   server.addService(AUTHORIZATION_SERVICE, createAuthorizationService(options.authorization));
 
-  const address = hostPort(options.bindAddress, options.port);
-  const port = await bind(server, address);
-  logger.info({ address: hostPort(options.bindAddress, port) }, 'gRPC server listening (ext_authz Check and health)');
+  const openFiles = processOpenFileLimit();
+  const maxConnections = grpcConnectionCap(options.maxConnections, openFiles, limits.reservedFileDescriptors);
+  if (maxConnections < options.maxConnections) {
+    logger.warn(
+      { configured: options.maxConnections, maxConnections, openFileLimit: openFiles },
+      'GRPC_MAX_CONNECTIONS lowered to leave file descriptors for /readyz and the database; raise the open-file limit (ulimit -n) to allow more',
+    );
+  }
+  const listener = await listen(server, options, limits, maxConnections).catch((error: unknown) => {
+    server.forceShutdown();
+    throw error;
+  });
+  const port = (listener.address() as AddressInfo).port;
+  logger.info({ address: hostPort(options.bindAddress, port), maxConnections }, 'gRPC server listening (ext_authz Check and health)');
 
   const setServing = (serving: boolean): void => {
     const status: ServingStatus = serving ? 'SERVING' : 'NOT_SERVING';
@@ -84,6 +276,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
   const shutdown = (graceMs: number): Promise<void> => {
     closed ??= new Promise<void>((resolveClosed) => {
       setServing(false);
+      listener.close();
       const timer = setTimeout(() => {
         logger.warn({ graceMs }, 'gRPC calls still open after the shutdown grace period; closing them');
         server.forceShutdown();

@@ -13,6 +13,26 @@ export interface MetricsExposition {
   scrape(): Promise<string>;
 }
 
+/**
+ * Limits of the operator HTTP server, stated once (README, "Limits"). Its clients are kubelet probes
+ * and a Prometheus scrape: a few small requests, each sent at once. A client that holds a connection
+ * open without finishing its request is cut off, so that the probes always find a free place.
+ */
+export const HTTP_ENDPOINT_LIMITS = Object.freeze({
+  /** The request line and headers must have arrived by then, counted from the connection or the previous request (slow-loris). */
+  headersTimeoutMs: 5_000,
+  /** The whole request, body included. */
+  requestTimeoutMs: 10_000,
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: 5_000,
+  /** How often node looks for requests past the two time-outs above. */
+  connectionsCheckingIntervalMs: 1_000,
+  /** Connections at once; beyond, a new one is closed at once. Probes and scrapes need a handful. */
+  maxConnections: 32,
+});
+
+export type HttpEndpointLimits = { readonly [Limit in keyof typeof HTTP_ENDPOINT_LIMITS]: number };
+
 export interface HttpEndpoints {
   readonly port: number;
   close(): Promise<void>;
@@ -27,8 +47,16 @@ export async function startHttpEndpoints(options: {
   readonly port: number;
   readonly readiness: () => Readiness;
   readonly metrics?: MetricsExposition;
+  /** Production uses HTTP_ENDPOINT_LIMITS; tests shorten its time-outs. */
+  readonly limits?: Partial<HttpEndpointLimits>;
 }): Promise<HttpEndpoints> {
-  const server: Server = createServer((request, response) => {
+  const limits: HttpEndpointLimits = { ...HTTP_ENDPOINT_LIMITS, ...options.limits };
+  const serverOptions = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
+  };
+  const server: Server = createServer(serverOptions, (request, response) => {
     const path = (request.url ?? '/').split('?')[0];
     const reply = (status: number, body: unknown) => {
       response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
@@ -53,6 +81,8 @@ export async function startHttpEndpoints(options: {
     }
     return reply(404, { error: 'not found; try /healthz, /readyz or /metrics' });
   });
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.bindAddress, () => resolveListen());

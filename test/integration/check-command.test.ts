@@ -23,6 +23,8 @@ describe('sitekey-authz check, against a real server', () => {
     server = await startGrpcServer({
       bindAddress: '127.0.0.1',
       port: 0,
+      maxBodyBytes: 1_048_576,
+      maxConnections: 1_024,
       logger: createLogger('silent'),
       authorization: {
         clientIpSource: { kind: 'peer' },

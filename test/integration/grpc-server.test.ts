@@ -11,6 +11,8 @@ import { authorizationClient, check, checkRequest, verdict, type UpstreamCheckRe
 import { healthClient, healthOf, type HealthClient } from '../support/health-client.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
+/** The production defaults of MAX_BODY_BYTES and GRPC_MAX_CONNECTIONS. */
+const DEFAULTS = loadConfig({});
 const KEY = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
 const NOW = Date.parse('2026-06-01T00:00:00Z');
 const SNAPSHOT = snapshotOf([{ siteId: '1001', keys: [{ key: KEY, keyId: '11' }], cidrs: ['203.0.113.0/24', '2001:db8::/32'] }]);
@@ -51,6 +53,8 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
     server = await startGrpcServer({
       bindAddress: '127.0.0.1',
       port: 0,
+      maxBodyBytes: DEFAULTS.maxBodyBytes,
+      maxConnections: DEFAULTS.grpcMaxConnections,
       logger: createLogger('silent'),
       authorization: {
         clientIpSource: { kind: 'peer' },
@@ -154,6 +158,8 @@ describe('ext_authz gRPC server shutdown', () => {
     const server = await startGrpcServer({
       bindAddress: '127.0.0.1',
       port: 0,
+      maxBodyBytes: DEFAULTS.maxBodyBytes,
+      maxConnections: DEFAULTS.grpcMaxConnections,
       logger: createLogger('silent'),
       authorization: { clientIpSource: { kind: 'peer' }, maxBodyBytes: loadConfig({}).maxBodyBytes, authorize: (input) => decide(input, SNAPSHOT, NOW, NO_SUNSET), logger: createLogger('silent') },
     });

@@ -15,14 +15,21 @@ export interface RunningService {
   stop(): Promise<number | null>;
 }
 
-/**
- * Starts `sitekey-authz serve` as a real child process and waits until /readyz answers 200.
- * `detached` gives it its own process group, which a test can signal as a terminal's Ctrl-C does.
- */
-export async function startService(env: Record<string, string>, options: { readonly detached?: boolean } = {}): Promise<RunningService> {
+export interface ServiceOptions {
+  /** RLIMIT_NOFILE (soft and hard) of the service process, set with util-linux's prlimit. */
+  readonly openFileLimit?: number;
+  /** Its own process group, which a test can signal as a terminal's Ctrl-C does. */
+  readonly detached?: boolean;
+}
+
+/** Starts `sitekey-authz serve` as a real child process and waits until /readyz answers 200. */
+export async function startService(env: Record<string, string>, options: ServiceOptions = {}): Promise<RunningService> {
   const grpcPort = await freePort();
   const httpPort = await freePort();
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+  const serve = [process.execPath, CLI, 'serve'];
+  const [command = '', ...args] =
+    options.openFileLimit === undefined ? serve : ['prlimit', `--nofile=${options.openFileLimit}:${options.openFileLimit}`, '--', ...serve];
+  const child = spawn(command, args, {
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'info',
