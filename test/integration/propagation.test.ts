@@ -57,9 +57,9 @@ describe('credential changes reach every replica within one second of their comm
 
   /**
    * Milliseconds from the commit of `change` until every replica answers `expected`. The commit is
-   * the first poll in which `committed` sees the change's effect (so it is late by at most one poll,
-   * which only shortens the figure by a few ms); the replicas are asked from then on, while the CLI
-   * may still be exiting.
+   * the first poll in which `committed` sees the change's effect: late by at most one poll, which
+   * can only shorten the figure by that poll's round trip. The replicas are asked from then on, while
+   * the CLI may still be exiting.
    */
   async function fromCommit(
     args: ReturnType<typeof request>,
@@ -74,8 +74,11 @@ describe('credential changes reach every replica within one second of their comm
       (error: unknown) => (outcome = { failed: error }),
     );
     const launched = performance.now();
-    while (!(await committed())) {
-      if (outcome !== undefined) throw outcome.failed ?? new Error('the change ended without committing anything');
+    for (;;) {
+      // Read before the poll: a change that had ended by then is in the poll's view if it committed.
+      const ended = outcome;
+      if (await committed()) break;
+      if (ended !== undefined) throw ended.failed ?? new Error('the change ended without committing anything');
       assert.ok(performance.now() - launched < COMMIT_WAIT_MS, `the change did not commit within ${COMMIT_WAIT_MS} ms`);
       await sleep(COMMIT_POLL_MS);
     }
