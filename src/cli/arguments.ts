@@ -11,7 +11,13 @@ export class UsageError extends Error {
   }
 }
 
-const EXAMPLE_KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
+// The forms the arguments take, written once for both the refusal and `--help`.
+export const SITE_ID_FORM = 'a positive whole number with no sign, spaces or leading zero, at most 9223372036854775807, e.g. 1001';
+export const KEY_ID_FORM = 'the number in the KEY ID column of `sitekey-authz key list <site>`, e.g. 12';
+export const EXPIRES_FORM = 'an ISO 8601 date or time with a zone';
+export const EXPIRES_EXAMPLES = ['2027-01-31', '2027-01-31T12:00:00Z'] as const;
+// Not a UUID, so the masking of every CLI message (maskApiKeysIn) leaves it readable, and plainly no real key.
+export const API_KEY_FORM = 'a UUID such as xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx';
 const KEY_ID = /^[1-9][0-9]{0,18}$/;
 // Control characters (C0, DEL and C1) would garble `site list` and `key list` in a terminal.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -25,7 +31,7 @@ export function siteIdArgument(text: string): SiteId {
   const siteId = canonicalSiteId(text);
   if (siteId === undefined) {
     throw new UsageError(
-      `"${text}" is not a site id: expected a positive whole number with no sign, spaces or leading zero, at most 9223372036854775807, e.g. 1001`,
+      `"${text}" is not a site id: expected ${SITE_ID_FORM}`,
     );
   }
   return siteId;
@@ -34,7 +40,7 @@ export function siteIdArgument(text: string): SiteId {
 export function keyIdArgument(text: string): KeyId {
   if (!KEY_ID.test(text)) {
     const whatItIs = canonicalApiKey(text) === undefined ? `"${text}" is not a key id` : 'that is an API key, not a key id';
-    throw new UsageError(`${whatItIs}: expected the number in the KEY ID column of \`sitekey-authz key list <site>\`, e.g. 12`);
+    throw new UsageError(`${whatItIs}: expected ${KEY_ID_FORM}`);
   }
   return text;
 }
@@ -67,7 +73,11 @@ export function instantOption(option: string, text: string): Date {
 /** `--expires`: an ISO 8601 date or date-time with zone, in the future. */
 export function expiresOption(text: string | undefined, now: number): Date | undefined {
   if (text === undefined) return undefined;
-  const at = instantOption('expires', text);
+  const at = ISO_INSTANT.test(text) && isCalendarDate(text) ? new Date(text.length === 10 ? `${text}T00:00:00Z` : text) : undefined;
+  if (at === undefined || Number.isNaN(at.getTime())) {
+    const examples = EXPIRES_EXAMPLES.map((example) => `--expires ${example}`).join(' or ');
+    throw new UsageError(`--expires "${text}" is not ${EXPIRES_FORM}; try ${examples}`);
+  }
   if (at.getTime() <= now) throw new UsageError(`--expires ${text} is in the past; a key must expire after it is issued`);
   return at;
 }
@@ -110,7 +120,7 @@ export function importedKeyArgument(input: string): ApiKey {
   if (key === undefined) {
     // The input is never echoed: it may be a real key with a typo.
     throw new UsageError(
-      `standard input must hold exactly one API key, a UUID such as ${EXAMPLE_KEY}; ` +
+      `standard input must hold exactly one API key, ${API_KEY_FORM}; ` +
         `got ${lines.length === 0 ? 'nothing' : lines.length === 1 ? 'a line that is not a UUID' : `${lines.length} lines`}. ` +
         'Try: sitekey-authz key import <site> < key.txt',
     );

@@ -3,15 +3,20 @@ import type { Config } from '../config.js';
 import { IPV4_MAPPED } from '../decision/client-ip.js';
 import type { Logger } from '../observe/logger.js';
 import type { CredentialAdmin, KeySummary } from '../store/credential-admin.js';
-import { coversIpv4Mapped } from '../store/allowlist-entry.js';
+import { ALLOWLIST_ENTRY_FORM, coversIpv4Mapped } from '../store/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
 import { runningEmbeddedUrl } from '../store/embedded-postgres.js';
 import { migrate } from '../store/migrate.js';
 import {
   allowlistArguments,
+  API_KEY_FORM,
+  EXPIRES_EXAMPLES,
+  EXPIRES_FORM,
   expiresOption,
   importedKeyArgument,
+  KEY_ID_FORM,
   keyIdArgument,
+  SITE_ID_FORM,
   siteIdArgument,
   textOption,
 } from './arguments.js';
@@ -48,6 +53,10 @@ export interface Command {
   readonly arity: readonly [number, number];
   /** The exit status when it fails, if not the usual 1 (`check` and `explain`: 2, no verdict; 1 means denied). */
   readonly failureExit?: number;
+  /** For `--help`: each argument and option of the synopsis, with the rule its value must follow. */
+  readonly rules?: Readonly<Record<string, string>>;
+  /** For `--help`: a command line to copy. */
+  readonly example?: string;
   /** Resolves to what to print, or to undefined once `serve` has stopped. */
   run(context: CommandContext, line: CommandLine): Promise<CommandOutput | undefined>;
 }
@@ -74,6 +83,16 @@ function keyRows(keys: readonly KeySummary[]): string[][] {
   ]);
 }
 
+// The rules several commands share, for `--help`; the forms come from the code that checks them.
+const shortText = (maxLength: number) => `at most ${maxLength} characters, no control characters`;
+const SITE_ID_RULE = `the site id: ${SITE_ID_FORM}`;
+const SITE_RULE = { '<site>': SITE_ID_RULE };
+const KEY_RULES = {
+  '--expires ISO': `when the key stops being accepted (default: never): ${EXPIRES_FORM}, in the future; a date alone is midnight UTC, e.g. ${EXPIRES_EXAMPLES.join(' or ')}`,
+  '--note T': `shown in \`key list\`, e.g. who holds the key; ${shortText(MAX_NOTE)}`,
+};
+const ALLOWLIST_RULES = { ...SITE_RULE, '<cidr>...': ALLOWLIST_ENTRY_FORM };
+
 const noAllowlistWarning = (siteId: string) =>
   `site ${siteId} has no allowlist entry yet: every request is refused (103) until you run \`sitekey-authz ip allow ${siteId} <cidr>\``;
 
@@ -85,6 +104,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'run the ext_authz service (configured by environment variables; see the README)',
     options: {},
     arity: [0, 0],
+    example: 'DATABASE_URL=postgres://authz@db.internal/authz sitekey-authz serve',
     run: async ({ config, logger }) => {
       // Loaded here so that the admin commands do not pay for the gRPC and proto start-up.
       const { runServer } = await import('../serve.js');
@@ -98,6 +118,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'apply pending database migrations',
     options: {},
     arity: [0, 0],
+    example: 'DATABASE_URL=postgres://authz@db.internal/authz sitekey-authz migrate',
     run: async ({ config, logger }) => {
       const database = await openDatabase(config, logger, 'command');
       try {
@@ -117,6 +138,11 @@ export const COMMANDS: readonly Command[] = [
     summary: 'register a partner site',
     options: { name: string },
     arity: [1, 1],
+    rules: {
+      '<id>': SITE_ID_RULE,
+      '--name N': `the partner's name, shown in \`site list\`; ${shortText(MAX_NAME)}`,
+    },
+    example: 'sitekey-authz site add 1001 --name "Acme Travel"',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const name = textOption('name', option(line, 'name'), MAX_NAME);
@@ -135,6 +161,8 @@ export const COMMANDS: readonly Command[] = [
     summary: "refuse the site's requests (error 101); its keys and allowlist are kept",
     options: {},
     arity: [1, 1],
+    rules: { '<id>': SITE_ID_RULE },
+    example: 'sitekey-authz site disable 1001',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const { site, changed } = await withAdmin((admin) => admin.setSiteEnabled(siteId, false));
@@ -152,6 +180,8 @@ export const COMMANDS: readonly Command[] = [
     summary: "accept the site's requests again",
     options: {},
     arity: [1, 1],
+    rules: { '<id>': SITE_ID_RULE },
+    example: 'sitekey-authz site enable 1001',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const { site, changed } = await withAdmin((admin) => admin.setSiteEnabled(siteId, true));
@@ -168,6 +198,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'sites with their state, active keys and allowlist size',
     options: {},
     arity: [0, 0],
+    example: 'sitekey-authz site list --json',
     run: async ({ withAdmin }) => {
       const sites = await withAdmin((admin) => admin.listSites());
       const rows = sites.map((site) => [
@@ -190,6 +221,8 @@ export const COMMANDS: readonly Command[] = [
     summary: 'create a key and print it, once',
     options: { expires: string, note: string },
     arity: [1, 1],
+    rules: { ...SITE_RULE, ...KEY_RULES },
+    example: 'sitekey-authz key issue 1001 --expires 2027-01-31 --note "production"',
     run: async ({ withAdmin, now }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const expiresAt = expiresOption(option(line, 'expires'), now);
@@ -215,6 +248,12 @@ export const COMMANDS: readonly Command[] = [
     summary: 'register an existing key read from standard input (never from the command line)',
     options: { expires: string, note: string },
     arity: [1, 1],
+    rules: {
+      ...SITE_RULE,
+      ...KEY_RULES,
+      '< key.txt': `the key on standard input, ${API_KEY_FORM}; never on the command line, where it would stay in shell history (at a terminal it is asked for)`,
+    },
+    example: 'sitekey-authz key import 1001 --note "from the old gateway" < key.txt',
     run: async ({ withAdmin, now, readStdin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const expiresAt = expiresOption(option(line, 'expires'), now);
@@ -230,6 +269,8 @@ export const COMMANDS: readonly Command[] = [
     summary: 'revoke a key; every replica refuses it within a second',
     options: {},
     arity: [2, 2],
+    rules: { ...SITE_RULE, '<key-id>': KEY_ID_FORM },
+    example: 'sitekey-authz key revoke 1001 12',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const keyId = keyIdArgument(positional(line, 1));
@@ -248,6 +289,8 @@ export const COMMANDS: readonly Command[] = [
     summary: 'the keys of a site, masked, with their state and when each was last used',
     options: {},
     arity: [1, 1],
+    rules: SITE_RULE,
+    example: 'sitekey-authz key list 1001',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const keys = await withAdmin((admin) => admin.listKeys(siteId));
@@ -266,6 +309,8 @@ export const COMMANDS: readonly Command[] = [
     summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
     options: {},
     arity: [2, Infinity],
+    rules: ALLOWLIST_RULES,
+    example: 'sitekey-authz ip allow 1001 203.0.113.0/24 198.51.100.7 2001:db8:42::/48',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const entries = allowlistArguments(line.positionals.slice(1));
@@ -296,6 +341,8 @@ export const COMMANDS: readonly Command[] = [
     summary: "remove entries from the site's allowlist (all of them, or none if one is not on it)",
     options: {},
     arity: [2, Infinity],
+    rules: ALLOWLIST_RULES,
+    example: 'sitekey-authz ip revoke 1001 203.0.113.0/24',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const entries = allowlistArguments(line.positionals.slice(1));
@@ -316,6 +363,8 @@ export const COMMANDS: readonly Command[] = [
     summary: "the site's allowlist",
     options: {},
     arity: [1, 1],
+    rules: SITE_RULE,
+    example: 'sitekey-authz ip list 1001',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(positional(line, 0));
       const entries = await withAdmin((admin) => admin.listNetworks(siteId));

@@ -10,6 +10,7 @@ import { connectionPool, openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { textOption, UsageError } from './arguments.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
+import { commandHelp, groupHelp, PROGRAM_HELP, usageLine, versionText } from './help.js';
 import type { CommandOutput } from './output.js';
 
 const EXIT_OK = 0;
@@ -23,24 +24,8 @@ const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
   actor: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
 } as const;
-
-const usageLine = (command: Command) => `sitekey-authz ${command.name}${command.synopsis ? ` ${command.synopsis}` : ''}`;
-
-const HELP = [
-  'Usage: sitekey-authz <command> [arguments] [--json] [--actor NAME]',
-  '',
-  'Commands:',
-  ...COMMANDS.map((command) => `  ${usageLine(command).slice('sitekey-authz '.length)}\n      ${command.summary}`),
-  '',
-  'Global options:',
-  '  --json          machine-readable output on stdout (errors as {"error":{"code","message"}} on stderr)',
-  '  --actor NAME    who makes the change, for the audit log (default: the OS user)',
-  '  --help          this text, or a command\'s usage: sitekey-authz key issue --help',
-  '',
-  'Every command works against DATABASE_URL or, when it is unset, the embedded PostgreSQL in DATA_DIR.',
-  'Exit status: 0 done, 1 refused or failed, 2 bad arguments or configuration.',
-].join('\n');
 
 function findCommand(words: readonly string[]): Command | undefined {
   return COMMANDS.find((command) => command.name === words.slice(0, command.name.split(' ').length).join(' '));
@@ -56,10 +41,22 @@ function unknownCommand(words: readonly string[]): UsageError {
   return new UsageError(`"${words[0]}" is not a command; try one of: ${[...new Set(COMMANDS.map((c) => c.name.split(' ')[0]))].join(', ')} (or --help)`);
 }
 
-interface Invocation {
-  readonly command: Command | undefined;
-  readonly positionals: string[];
-  readonly options: Record<string, string | boolean | string[] | undefined>;
+type Invocation =
+  | { readonly command: Command; readonly positionals: string[]; readonly options: Record<string, string | boolean | string[] | undefined> }
+  /** --help or --version: the text to print, and nothing else is done. */
+  | { readonly command: undefined; readonly text: string };
+
+const asksHelp = (args: readonly string[]) => args.some((arg) => arg === '--help' || arg === '-h');
+const asksVersion = (args: readonly string[]) => args.some((arg) => arg === '--version' || arg === '-V');
+
+/** `--help` for what the words before the first flag name: everything, a group, or one command. */
+function help(words: readonly string[]): Invocation {
+  const firstFlag = words.findIndex((word) => word.startsWith('-'));
+  const named = firstFlag < 0 ? words : words.slice(0, firstFlag);
+  const command = findCommand(named);
+  const text = named.length === 0 ? PROGRAM_HELP : command ? commandHelp(command) : named.length === 1 ? groupHelp(named[0] ?? '') : undefined;
+  if (text === undefined) throw unknownCommand(named);
+  return { command: undefined, text };
 }
 
 /** The command is the first words of the line; global flags may come before it. */
@@ -70,9 +67,9 @@ function parseCommandLine(argv: readonly string[]): Invocation {
   const words = argv.slice(leadingFlags.length);
   const command = findCommand(words);
   if (command === undefined) {
-    if (leadingFlags.some((flag) => flag === '--help' || flag === '-h') || words[0] === 'help') {
-      return { command: undefined, positionals: [], options: { help: true } };
-    }
+    if (words[0] === 'help') return help(words.slice(1));
+    if (asksHelp(argv)) return help(words);
+    if (asksVersion(argv)) return { command: undefined, text: versionText() };
     throw unknownCommand(words);
   }
   const rest = [...leadingFlags, ...words.slice(command.name.split(' ').length)];
@@ -91,6 +88,8 @@ function parseCommandLine(argv: readonly string[]): Invocation {
     }
     throw error;
   }
+  if (parsed.values.help === true) return { command: undefined, text: commandHelp(command) };
+  if (parsed.values.version === true) return { command: undefined, text: versionText() };
   return { command, positionals: parsed.positionals, options: parsed.values as Record<string, string | boolean | string[] | undefined> };
 }
 
@@ -198,11 +197,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   let failureExit: number | undefined;
   try {
-    const { command, positionals, options } = parseCommandLine(argv);
-    if (command === undefined || options.help === true) {
-      process.stdout.write(`${command ? `Usage: ${usageLine(command)}\n  ${command.summary}` : HELP}\n`);
+    const invocation = parseCommandLine(argv);
+    if (invocation.command === undefined) {
+      process.stdout.write(`${invocation.text}\n`);
       return EXIT_OK;
     }
+    const { command, positionals, options } = invocation;
     checkArity(command, positionals);
     const actor = textOption('actor', typeof options.actor === 'string' ? options.actor : undefined, MAX_ACTOR, osUser());
     if (actor.trim() === '') throw new UsageError('--actor must name who makes the change, e.g. --actor alice@example.com');

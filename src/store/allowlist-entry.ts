@@ -13,6 +13,12 @@ export type ParsedAllowlistEntry =
   | { readonly ok: true; readonly entry: AllowlistEntry }
   | { readonly ok: false; readonly reason: string };
 
+const EXAMPLES = 'e.g. 203.0.113.0/24, 203.0.113.7 or 2001:db8::/32';
+/** What an entry looks like, for `--help`; the reasons below name the rule that was broken. */
+export const ALLOWLIST_ENTRY_FORM =
+  `an IPv4 or IPv6 network with no bits set after the prefix, or a single address (a /32 or /128), ${EXAMPLES}; ` +
+  '::ffff:a.b.c.d/n is the IPv4 network it maps. Several entries are separated by spaces';
+
 const BITS = { ipv4: 32, ipv6: 128 } as const;
 
 function addressBits(address: string, family: 'ipv4' | 'ipv6'): bigint {
@@ -39,11 +45,17 @@ function bitsToAddress(bits: bigint, family: 'ipv4' | 'ipv6'): string {
  * requires; the reason then names the network that was probably meant.
  */
 export function parseAllowlistEntry(text: string): ParsedAllowlistEntry {
+  // `ip allow 1001 10.0.0.1,10.0.0.2`: a list written as a spreadsheet or a config file would.
+  const listed = text.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  if (text.includes(',') && listed.length > 0) {
+    return { ok: false, reason: `"${text}" is not an IP address or CIDR; separate entries with spaces, not commas, e.g. ${listed.join(' ')}` };
+  }
   const slash = text.indexOf('/');
   const addressText = slash < 0 ? text : text.slice(0, slash);
   const prefixText = slash < 0 ? undefined : text.slice(slash + 1);
-  if (parseClientIp(addressText) === undefined) {
-    return { ok: false, reason: `"${text}" is not an IP address or CIDR; expected e.g. 203.0.113.0/24, 203.0.113.7 or 2001:db8::/32` };
+  const ip = parseClientIp(addressText);
+  if (ip === undefined) {
+    return { ok: false, reason: `"${text}" is not an IP address or CIDR; expected ${EXAMPLES}` };
   }
   const written = addressText.includes(':') ? BITS.ipv6 : BITS.ipv4;
   if (prefixText !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(prefixText)) {

@@ -174,9 +174,7 @@ export class CredentialAdmin {
       await this.lockSite(sql, siteId);
       const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2`, [keyId, siteId]);
       const before = rows[0];
-      if (before === undefined) {
-        throw new AdminError('KEY_NOT_FOUND', `site ${siteId} has no key with id ${keyId}; see its keys with \`sitekey-authz key list ${siteId}\``);
-      }
+      if (before === undefined) throw await keyNotFound(sql, siteId, keyId);
       if (before.revoked_at !== null) return { key: keySummary(before), changed: false };
       const revoked = await sql.query<KeyRow>(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING ${KEY_COLUMNS}`, [keyId]);
       await this.audit(sql, 'key.revoke', siteId, { keyId, maskedKey: maskApiKey(before.last_five) });
@@ -222,12 +220,7 @@ export class CredentialAdmin {
         const deleted = await sql.query('DELETE FROM allowlist_entries WHERE site_id = $1 AND cidr = $2::cidr', [siteId, cidr]);
         if (deleted.rowCount === 0) missing.push(cidr);
       }
-      if (missing.length > 0) {
-        throw new AdminError(
-          'CIDR_NOT_ON_ALLOWLIST',
-          `not on the allowlist of site ${siteId}: ${missing.join(', ')}; nothing was revoked. See the entries with \`sitekey-authz ip list ${siteId}\``,
-        );
-      }
+      if (missing.length > 0) throw await notOnAllowlist(sql, siteId, missing);
       await this.audit(sql, 'ip.revoke', siteId, { cidrs });
       return { removed: cidrs };
     });
@@ -293,3 +286,42 @@ export class CredentialAdmin {
   }
 }
 
+/** Key ids are global, so an id typed with the wrong site is named with the site it belongs to. */
+async function keyNotFound(sql: pg.ClientBase, siteId: SiteId, keyId: KeyId): Promise<AdminError> {
+  const { rows } = await sql.query<{ site_id: string }>('SELECT site_id::text FROM api_keys WHERE id = $1', [keyId]);
+  const owner = rows[0]?.site_id;
+  return new AdminError(
+    'KEY_NOT_FOUND',
+    owner === undefined
+      ? `site ${siteId} has no key with id ${keyId}; see its keys with \`sitekey-authz key list ${siteId}\``
+      : `key ${keyId} belongs to site ${owner}, not to site ${siteId}; see it with \`sitekey-authz key list ${owner}\``,
+  );
+}
+
+/**
+ * Revoking an address that is not listed itself but lies inside a listed network would leave it
+ * admitted; the message names those networks and the command that removes them.
+ */
+async function notOnAllowlist(sql: pg.ClientBase, siteId: SiteId, missing: readonly string[]): Promise<AdminError> {
+  const absent: string[] = [];
+  const inside: string[] = [];
+  for (const cidr of missing) {
+    const { rows } = await sql.query<{ cidr: string }>(
+      'SELECT cidr::text FROM allowlist_entries WHERE site_id = $1 AND cidr >> $2::cidr ORDER BY masklen(cidr) DESC',
+      [siteId, cidr],
+    );
+    const networks = rows.map((row) => row.cidr);
+    if (networks.length === 0) absent.push(cidr);
+    else {
+      inside.push(
+        `${cidr} is not on the allowlist of site ${siteId}, but it lies inside ${networks.join(' and ')}; ` +
+          `to remove ${networks.length === 1 ? 'the network' : 'those networks'}: sitekey-authz ip revoke ${siteId} ${networks.join(' ')}`,
+      );
+    }
+  }
+  const reasons = [...(absent.length > 0 ? [`not on the allowlist of site ${siteId}: ${absent.join(', ')}`] : []), ...inside];
+  return new AdminError(
+    'CIDR_NOT_ON_ALLOWLIST',
+    `${reasons.join('; ')}; nothing was revoked. See the entries with \`sitekey-authz ip list ${siteId}\``,
+  );
+}

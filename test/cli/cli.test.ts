@@ -8,6 +8,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { COMMANDS } from '../../src/cli/commands.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { CLI, runCli, type CliResult } from '../support/service.js';
@@ -193,6 +195,8 @@ describe('sitekey-authz CLI', () => {
       const result = await runCli(database.url, ['key', 'import', '3001'], typo);
       refused(result, USAGE, /standard input must hold exactly one API key.*Try: sitekey-authz key import <site> < key.txt/);
       assert.ok(!result.stderr.includes(typo));
+      // Its example must survive the masking of keys in every message, and be plainly no real key.
+      assert.match(result.stderr, /a UUID such as xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx;/);
       refused(await runCli(database.url, ['key', 'import', '3001'], ''), USAGE, /got nothing/);
     });
 
@@ -217,7 +221,13 @@ describe('sitekey-authz CLI', () => {
 
     it('revokes a key of the named site only, idempotently, and audits it masked', async () => {
       const key = json<{ apiKey: string; keyId: string }>(await cli('key', 'issue', '3001', '--json'));
-      refused(await cli('key', 'revoke', '3002', key.keyId), FAILED, new RegExp(`site 3002 has no key with id ${key.keyId}; see its keys with \`sitekey-authz key list 3002\``));
+      // Key ids are global: one typed with the wrong site is named with the site it belongs to.
+      refused(
+        await cli('key', 'revoke', '3002', key.keyId),
+        FAILED,
+        new RegExp(`key ${key.keyId} belongs to site 3001, not to site 3002; see it with \`sitekey-authz key list 3001\``),
+      );
+      refused(await cli('key', 'revoke', '3002', '999999'), FAILED, /site 3002 has no key with id 999999; see its keys with `sitekey-authz key list 3002`/);
       const byKey = await cli('key', 'revoke', '3001', key.apiKey, '--json');
       assert.equal(byKey.code, USAGE);
       assert.match(byKey.stderr, /that is an API key, not a key id: expected the number in the KEY ID column/);
@@ -258,6 +268,12 @@ describe('sitekey-authz CLI', () => {
       const { rows } = await sql.query("SELECT 1 FROM allowlist_entries WHERE cidr = '172.16.0.0/12'");
       assert.equal(rows.length, 0);
       refused(await cli('ip', 'allow', '5001'), USAGE, /missing arguments; usage: sitekey-authz ip allow <site> <cidr>\.\.\./);
+      refused(
+        await cli('ip', 'allow', '5001', '10.0.0.1,10.0.0.2'),
+        USAGE,
+        /"10\.0\.0\.1,10\.0\.0\.2" is not an IP address or CIDR; separate entries with spaces, not commas, e\.g\. 10\.0\.0\.1 10\.0\.0\.2 \(nothing/,
+      );
+      refused(await cli('ip', 'revoke', '5001', '10.0.0.0/24,', '10.0.1.0/24'), USAGE, /"10\.0\.0\.0\/24," .*separate entries with spaces, not commas/);
       refused(await cli('ip', 'allow', '4242', '10.0.0.0/8'), FAILED, /site 4242 does not exist/);
     });
 
@@ -308,6 +324,20 @@ describe('sitekey-authz CLI', () => {
       assert.equal(revoked.code, 0, revoked.stderr);
       assert.equal((await sql.query("SELECT 1 FROM allowlist_entries WHERE cidr = '::1.2.3.4/128'")).rows.length, 0);
     });
+
+    it('names the listed networks that hold an address it cannot revoke, and the command that removes them', async () => {
+      await cli('site', 'add', '5044');
+      assert.equal((await cli('ip', 'allow', '5044', '203.0.113.0/24', '10.8.0.0/16', '10.8.1.0/24', '2001:db8:42::/48')).code, 0);
+      const cases: Array<[string, RegExp]> = [
+        ['203.0.113.9', /203\.0\.113\.9\/32 is not on the allowlist of site 5044, but it lies inside 203\.0\.113\.0\/24; to remove the network: sitekey-authz ip revoke 5044 203\.0\.113\.0\/24; nothing was revoked/],
+        ['10.8.1.5', /10\.8\.1\.5\/32 .* lies inside 10\.8\.1\.0\/24 and 10\.8\.0\.0\/16; to remove those networks: sitekey-authz ip revoke 5044 10\.8\.1\.0\/24 10\.8\.0\.0\/16;/],
+        ['2001:db8:42::1', /2001:db8:42::1\/128 .* lies inside 2001:db8:42::\/48; to remove the network: sitekey-authz ip revoke 5044 2001:db8:42::\/48;/],
+      ];
+      for (const [address, message] of cases) refused(await cli('ip', 'revoke', '5044', address), FAILED, message);
+      const both = await cli('ip', 'revoke', '5044', '192.0.2.1', '203.0.113.9');
+      refused(both, FAILED, /not on the allowlist of site 5044: 192\.0\.2\.1\/32; 203\.0\.113\.9\/32 .* lies inside 203\.0\.113\.0\/24;/);
+      assert.equal((await sql.query('SELECT 1 FROM allowlist_entries WHERE site_id = 5044')).rows.length, 4);
+    });
   });
 
   describe('command line', () => {
@@ -324,6 +354,54 @@ describe('sitekey-authz CLI', () => {
       refused(await cli('sites'), USAGE, /"sites" is not a command; try one of: serve, migrate, site, key, ip/);
       refused(await cli(), USAGE, /no command given/);
       assert.match((await cli('key', 'issue', '--help')).stdout, /Usage: sitekey-authz key issue <site> \[--expires ISO\] \[--note T\]/);
+    });
+
+    it('prints its version from package.json for --version and -V', async () => {
+      const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+      for (const flag of ['--version', '-V']) {
+        const result = await cli(flag);
+        assert.deepEqual([result.code, result.stdout, result.stderr], [0, `sitekey-authz ${version}\n`, ''], flag);
+      }
+    });
+
+    it('prints every command of a group, with the rules of their arguments and examples, for <group> --help', async () => {
+      const rules: Record<string, RegExp[]> = {
+        site: [/<id>\n +the site id: a positive whole number with no sign, spaces or leading zero, at most\s+9223372036854775807/, /--name N\n/],
+        key: [/<site>\n +the site id: a positive whole number/, /--expires ISO\n.*2027-01-31 or 2027-01-31T12:00:00Z/s, /<key-id>\n +the number in the KEY ID column/],
+        ip: [/<cidr>\.\.\.\n +an IPv4 or IPv6 network with no bits set after the prefix, or a single address/, /separated by spaces/],
+      };
+      for (const [group, expected] of Object.entries(rules)) {
+        for (const flag of ['--help', '-h']) {
+          const result = await cli(group, flag);
+          assert.equal(result.code, 0, `${group} ${flag}: ${result.stderr}`);
+          for (const command of COMMANDS.filter((candidate) => candidate.name.startsWith(`${group} `))) {
+            assert.ok(result.stdout.includes(`sitekey-authz ${command.name} ${command.synopsis}`.trim()), `${group} ${flag} lacks ${command.name}`);
+          }
+          for (const rule of expected) assert.match(result.stdout, rule, `${group} ${flag}`);
+          assert.match(result.stdout, new RegExp(`Examples:\n {2}sitekey-authz ${group} `), `${group} ${flag}`);
+        }
+      }
+    });
+
+    it('prints a command\'s usage, its rules and an example for <command> --help, for every command', async () => {
+      for (const command of COMMANDS) {
+        const result = await cli(...command.name.split(' '), '--help');
+        assert.equal(result.code, 0, `${command.name}: ${result.stderr}`);
+        assert.ok(result.stdout.startsWith(`Usage: sitekey-authz ${command.name}`), `${command.name} --help:\n${result.stdout}`);
+      }
+      const expected: Array<[string[], RegExp[]]> = [
+        [['key', 'issue'], [/<site>\n +the site id: a positive whole number/, /a date alone is midnight UTC, e\.g\. 2027-01-31 or 2027-01-31T12:00:00Z/, /Example:\n {2}sitekey-authz key issue 1001 --expires 2027-01-31/]],
+        [['key', 'import'], [/< key\.txt\n +the key on standard input, a UUID such as xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx/, /Example:\n {2}sitekey-authz key import 1001 .*< key\.txt/]],
+        [['key', 'revoke'], [/<key-id>\n +the number in the KEY ID column/, /Example:\n {2}sitekey-authz key revoke 1001 12/]],
+        [['ip', 'allow'], [/no bits set after the prefix/, /a single address \(a \/32 or\s+\/128\)/, /Example:\n {2}sitekey-authz ip allow 1001 203\.0\.113\.0\/24/]],
+        [['ip', 'revoke'], [/<cidr>\.\.\.\n/, /Example:\n {2}sitekey-authz ip revoke 1001/]],
+        [['site', 'add'], [/<id>\n +the site id: a positive whole number/, /Example:\n {2}sitekey-authz site add 1001 --name "Acme Travel"/]],
+      ];
+      for (const [words, rules] of expected) {
+        const [result, asHelpCommand] = await Promise.all([cli(...words, '--help'), cli('help', ...words)]);
+        for (const rule of rules) assert.match(result.stdout, rule, words.join(' '));
+        assert.equal(asHelpCommand.stdout, result.stdout, `help ${words.join(' ')}`);
+      }
     });
 
     it('audits changes under the OS user unless --actor says otherwise', async () => {

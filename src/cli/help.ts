@@ -1,0 +1,87 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../paths.js';
+import { COMMANDS, type Command } from './commands.js';
+
+// Long rules are wrapped to fit an ordinary terminal.
+const WIDTH = 100;
+const RULE_INDENT = 6;
+
+export const usageLine = (command: Command) => `sitekey-authz ${command.name}${command.synopsis ? ` ${command.synopsis}` : ''}`;
+
+function wrap(text: string, indent: number): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && indent + line.length + 1 + word.length > WIDTH) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  lines.push(line);
+  return lines.map((part) => `${' '.repeat(indent)}${part}`).join('\n');
+}
+
+/** Each argument or option, then its rule on the lines below it; a rule several commands share is said once. */
+function rules(commands: readonly Command[]): string[] {
+  const said = new Map<string, readonly [string, string]>();
+  for (const command of commands) {
+    for (const [term, rule] of Object.entries(command.rules ?? {})) said.set(`${term}\n${rule}`, [term, rule]);
+  }
+  if (said.size === 0) return [];
+  return ['', 'Arguments and options:', ...[...said.values()].map(([term, rule]) => `  ${term}\n${wrap(rule, RULE_INDENT)}`)];
+}
+
+function examples(commands: readonly Command[]): string[] {
+  const lines = commands.flatMap((command) => (command.example === undefined ? [] : [`  ${command.example}`]));
+  return lines.length === 0 ? [] : ['', lines.length === 1 ? 'Example:' : 'Examples:', ...lines];
+}
+
+const GLOBAL_OPTIONS_LINE = 'Global options: --json, --actor NAME (see `sitekey-authz --help`).';
+
+/** `sitekey-authz key issue --help`: the usage line, what it does, the rules of its arguments, an example. */
+export function commandHelp(command: Command): string {
+  return [`Usage: ${usageLine(command)}`, wrap(command.summary, 2), ...rules([command]), ...examples([command]), '', GLOBAL_OPTIONS_LINE].join('\n');
+}
+
+/** `sitekey-authz key --help`: every command of the group, then the rules they share; undefined if there is no such group. */
+export function groupHelp(group: string): string | undefined {
+  const commands = COMMANDS.filter((command) => command.name.startsWith(`${group} `));
+  if (commands.length === 0) return undefined;
+  return [
+    `Usage: sitekey-authz ${group} <command> [arguments]`,
+    '',
+    'Commands:',
+    ...commands.map((command) => `  ${usageLine(command)}\n${wrap(command.summary, RULE_INDENT)}`),
+    ...rules(commands),
+    ...examples(commands),
+    '',
+    `A command's own help: sitekey-authz ${commands[0]?.name ?? group} --help. ${GLOBAL_OPTIONS_LINE}`,
+  ].join('\n');
+}
+
+/** `sitekey-authz --help`: every command, and the global options. */
+export const PROGRAM_HELP = [
+  'Usage: sitekey-authz <command> [arguments] [--json] [--actor NAME]',
+  '',
+  'Commands:',
+  ...COMMANDS.map((command) => `  ${usageLine(command).slice('sitekey-authz '.length)}\n      ${command.summary}`),
+  '',
+  'Global options:',
+  '  --json          machine-readable output on stdout (errors as {"error":{"code","message"}} on stderr)',
+  '  --actor NAME    who makes the change, for the audit log (default: the OS user)',
+  '  --help, -h      this text; after a group or a command, its commands or its rules and an example:',
+  '                  sitekey-authz key --help, sitekey-authz key issue --help',
+  '  --version, -V   the version of sitekey-authz',
+  '',
+  'Every command works against DATABASE_URL or, when it is unset, the embedded PostgreSQL in DATA_DIR.',
+  'Exit status: 0 done, 1 refused or failed, 2 bad arguments or configuration.',
+].join('\n');
+
+/** `sitekey-authz --version`: the version in package.json. */
+export function versionText(): string {
+  const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+  return `sitekey-authz ${version}`;
+}
