@@ -159,7 +159,14 @@ function endIncompleteRequests(timeoutMs: number): ServerInterceptor {
           // grpc-js calls onCancel when a call ends, whether by its status or by the client.
           onCancel: () => {
             clearTimeout(timer);
-            if (!requestReceived && stream && !stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+            if (requestReceived || stream === undefined || stream.closed) return;
+            // Only after the status has gone out: a reset that overtakes the trailers (as it does
+            // on Node 26) would turn the status into INTERNAL for the client.
+            const reset = () => {
+              if (!stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+            };
+            if (stream.writableFinished) setImmediate(reset);
+            else stream.once('finish', () => setImmediate(reset));
           },
         });
       },
