@@ -31,7 +31,12 @@ export function connectionPool(
           query_timeout: timeoutMs,
         }),
   });
-  pool.on('error', (error) => options.logger.warn({ err: error }, 'idle PostgreSQL connection failed'));
+  pool.on('error', (error) => {
+    // pool.end() resolves before its idle connections have closed: one the server ends meanwhile
+    // (the embedded server stopping right after) is part of shutting down, not a failure.
+    if (pool.ending) options.logger.debug({ err: error }, 'idle PostgreSQL connection closed while shutting down');
+    else options.logger.warn({ err: error }, 'idle PostgreSQL connection failed');
+  });
   return pool;
 }
 
