@@ -1,6 +1,7 @@
 import type { ErrorId, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import type { StatementRunner } from './last-used-recorder.js';
+import { PeriodicFlush } from './periodic-flush.js';
 
 export interface DenialStatsOptions {
   readonly pool: StatementRunner;
@@ -42,12 +43,10 @@ const FLUSH = `WITH expired AS (DELETE FROM denial_stats WHERE hour < now() - ma
 export class DenialStatsRecorder {
   private groups = new Map<string, Group>();
   private overflowed = 0;
-  private readonly timer: NodeJS.Timeout;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly flusher: PeriodicFlush;
 
   constructor(private readonly options: DenialStatsOptions) {
-    this.timer = setInterval(() => void this.flush(), options.flushSeconds * 1000);
-    this.timer.unref();
+    this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
   }
 
   record(siteId: SiteId, errorId: ErrorId, clientIp: string, rehearsal: boolean, at: number): void {
@@ -78,14 +77,12 @@ export class DenialStatsRecorder {
   }
 
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.write());
-    return this.flushing;
+    return this.flusher.flush();
   }
 
   /** The last flush, for SIGTERM. */
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
+  stop(): Promise<void> {
+    return this.flusher.stop();
   }
 
   private async write(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { KeyId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
+import { PeriodicFlush } from './periodic-flush.js';
 
 /** The one thing the recorder needs of a pg.Pool. */
 export interface StatementRunner {
@@ -25,12 +26,10 @@ const FLUSH = `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, 
  */
 export class LastUsedRecorder {
   private pending = new Map<KeyId, number>();
-  private readonly timer: NodeJS.Timeout;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly flusher: PeriodicFlush;
 
   constructor(private readonly options: LastUsedRecorderOptions) {
-    this.timer = setInterval(() => void this.flush(), options.flushSeconds * 1000);
-    this.timer.unref();
+    this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
   }
 
   record(keyId: KeyId, at: number): void {
@@ -40,14 +39,12 @@ export class LastUsedRecorder {
 
   /** Writes what was recorded since the last flush; on failure keeps it for the next one. */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.write());
-    return this.flushing;
+    return this.flusher.flush();
   }
 
   /** The last flush, for SIGTERM. */
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
+  stop(): Promise<void> {
+    return this.flusher.stop();
   }
 
   private async write(): Promise<void> {
