@@ -97,19 +97,25 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `expected true or false, got "${value}"`);
 }
 
-function postgresUrl(env: Env, name: string): string | undefined {
+/**
+ * A URL of one of `schemes`, e.g. `an https://`. The value is never quoted back: a database URL
+ * holds a password.
+ */
+function url(env: Env, name: string, kind: { readonly schemes: readonly string[]; readonly said: string; readonly example: string }): string | undefined {
   const value = text(env, name);
   if (value === undefined) return undefined;
-  let url: URL;
+  let parsed: URL;
   try {
-    url = new URL(value);
+    parsed = new URL(value);
   } catch {
-    throw new ConfigError(name, 'expected a URL such as postgres://user:password@host:5432/database');
+    throw new ConfigError(name, `expected ${kind.said} URL such as ${kind.example}`);
   }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError(name, `expected a postgres:// or postgresql:// URL, got the scheme "${url.protocol}"`);
-  }
+  if (!kind.schemes.includes(parsed.protocol)) throw new ConfigError(name, `expected ${kind.said} URL, got the scheme "${parsed.protocol}"`);
   return value;
+}
+
+function postgresUrl(env: Env, name: string): string | undefined {
+  return url(env, name, { schemes: ['postgres:', 'postgresql:'], said: 'a postgres:// or postgresql://', example: 'postgres://user:password@host:5432/database' });
 }
 
 function clientIpSource(env: Env): ClientIpSource {
@@ -141,17 +147,9 @@ function instant(env: Env, name: string, fallback: string): number {
 }
 
 function httpsUrl(env: Env, name: string): string | undefined {
-  const value = text(env, name);
-  if (value === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new ConfigError(name, `expected an https:// URL such as https://developers.example.com/migrate, got "${value}"`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, `expected an https:// URL, got the scheme "${url.protocol}"`);
+  const value = url(env, name, { schemes: ['https:', 'http:'], said: 'an https://', example: 'https://developers.example.com/migrate' });
   // It goes into a Link header between < and >, and into error messages: no room for anything else.
-  if (/[\s<>"]/.test(value)) throw new ConfigError(name, 'must not contain spaces, quotes, < or >');
+  if (value !== undefined && /[\s<>"]/.test(value)) throw new ConfigError(name, 'must not contain spaces, quotes, < or >');
   return value;
 }
 
