@@ -39,7 +39,7 @@ export interface IssuedKey extends KeySummary {
   readonly apiKey: ApiKey;
 }
 
-export interface AllowlistRow {
+export interface AllowlistEntrySummary {
   readonly cidr: string;
   readonly createdAt: string;
 }
@@ -49,7 +49,7 @@ export interface KeyOptions {
   readonly note: string;
 }
 
-interface KeyRow {
+interface KeySummaryRow {
   id: string;
   site_id: string;
   last_five: string;
@@ -61,7 +61,7 @@ interface KeyRow {
   note: string;
 }
 
-interface SiteRow {
+interface SiteSummaryRow {
   id: string;
   name: string;
   enabled: boolean;
@@ -83,7 +83,7 @@ const SITE_SUMMARY = `SELECT s.id::text, s.name, s.enabled, s.created_at,
 
 const iso = (at: Date | null): string | null => (at === null ? null : at.toISOString());
 
-function keySummary(row: KeyRow): KeySummary {
+function keySummary(row: KeySummaryRow): KeySummary {
   return {
     keyId: row.id,
     siteId: row.site_id,
@@ -97,7 +97,7 @@ function keySummary(row: KeyRow): KeySummary {
   };
 }
 
-function siteSummary(row: SiteRow): SiteSummary {
+function siteSummary(row: SiteSummaryRow): SiteSummary {
   return {
     siteId: row.id,
     name: row.name,
@@ -153,7 +153,7 @@ export class CredentialAdmin {
   }
 
   async listSites(): Promise<SiteSummary[]> {
-    return this.withClient(async (sql) => (await sql.query<SiteRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
+    return this.withClient(async (sql) => (await sql.query<SiteSummaryRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
   }
 
   /** A new random key (UUID v4); the caller shows `apiKey` once, it is not kept anywhere. */
@@ -172,20 +172,20 @@ export class CredentialAdmin {
   async revokeKey(siteId: SiteId, keyId: KeyId): Promise<{ readonly key: KeySummary; readonly changed: boolean }> {
     return this.change(async (sql) => {
       await this.lockSite(sql, siteId);
-      const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2`, [keyId, siteId]);
+      const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2`, [keyId, siteId]);
       const before = rows[0];
       if (before === undefined) throw await keyNotFound(sql, siteId, keyId);
       if (before.revoked_at !== null) return { key: keySummary(before), changed: false };
-      const revoked = await sql.query<KeyRow>(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING ${KEY_COLUMNS}`, [keyId]);
+      const revoked = await sql.query<KeySummaryRow>(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING ${KEY_COLUMNS}`, [keyId]);
       await this.audit(sql, 'key.revoke', siteId, { keyId, maskedKey: maskApiKey(before.last_five) });
-      return { key: keySummary(revoked.rows[0] as KeyRow), changed: true };
+      return { key: keySummary(revoked.rows[0] as KeySummaryRow), changed: true };
     });
   }
 
   async listKeys(siteId: SiteId): Promise<KeySummary[]> {
     return this.withClient(async (sql) => {
       await this.site(sql, siteId);
-      const { rows } = await sql.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY api_keys.id`, [siteId]);
+      const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY api_keys.id`, [siteId]);
       return rows.map(keySummary);
     });
   }
@@ -226,7 +226,7 @@ export class CredentialAdmin {
     });
   }
 
-  async listNetworks(siteId: SiteId): Promise<AllowlistRow[]> {
+  async listNetworks(siteId: SiteId): Promise<AllowlistEntrySummary[]> {
     return this.withClient(async (sql) => {
       await this.site(sql, siteId);
       const { rows } = await sql.query<{ cidr: string; created_at: Date }>(
@@ -240,14 +240,14 @@ export class CredentialAdmin {
   private async storeKey(action: string, siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
     return this.change(async (sql) => {
       await this.lockSite(sql, siteId);
-      let row: KeyRow;
+      let row: KeySummaryRow;
       try {
-        const { rows } = await sql.query<KeyRow>(
+        const { rows } = await sql.query<KeySummaryRow>(
           `INSERT INTO api_keys (site_id, key_sha256, last_five, expires_at, note)
            VALUES ($1, decode($2, 'hex'), $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
           [siteId, hashApiKey(apiKey), lastFive(apiKey), options.expiresAt ?? null, options.note],
         );
-        row = rows[0] as KeyRow;
+        row = rows[0] as KeySummaryRow;
       } catch (error) {
         if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
           throw new AdminError('KEY_DUPLICATE', `this key is already registered; issue a fresh one with \`sitekey-authz key issue ${siteId}\``);
@@ -261,7 +261,7 @@ export class CredentialAdmin {
   }
 
   private async site(sql: pg.ClientBase, siteId: SiteId): Promise<SiteSummary> {
-    const { rows } = await sql.query<SiteRow>(`${SITE_SUMMARY} WHERE s.id = $1`, [siteId]);
+    const { rows } = await sql.query<SiteSummaryRow>(`${SITE_SUMMARY} WHERE s.id = $1`, [siteId]);
     if (rows[0] === undefined) throw siteNotFound(siteId);
     return siteSummary(rows[0]);
   }

@@ -6,18 +6,20 @@ import type { Allowlist, Brownout, KeyCredential, KeyHash, SiteCredentials, Site
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
 export type SiteTable = Map<SiteId, SiteCredentials>;
 
-interface SiteRow {
+/** What the decision needs of a site: whether it may authenticate at all, and its sunset grace. */
+interface SiteCredentialsRow {
   id: string;
   enabled: boolean;
   grace_until_ms: number | null;
 }
-interface KeyRow {
+/** An unrevoked key as the decision matches it: by the hex SHA-256 of the key, never the key. */
+interface ActiveKeyHashRow {
   site_id: string;
   id: string;
   hash: string;
   expires_at_ms: number | null;
 }
-interface AllowlistRow {
+interface AllowlistNetworkRow {
   site_id: string;
   network: string;
   prefix: number;
@@ -35,7 +37,7 @@ const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, maskl
  * them), as the decision reads it: IPv4 networks, an IPv4-mapped one included, admit IPv4 clients
  * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
  */
-export function buildAllowlist(entries: Iterable<Pick<AllowlistRow, 'network' | 'prefix'>>): Allowlist {
+export function buildAllowlist(entries: Iterable<Pick<AllowlistNetworkRow, 'network' | 'prefix'>>): Allowlist {
   const byFamily = { ipv4: new BlockList(), ipv6: new BlockList() };
   for (const entry of entries) {
     const network = allowlistNetwork(entry.network, entry.prefix);
@@ -44,14 +46,14 @@ export function buildAllowlist(entries: Iterable<Pick<AllowlistRow, 'network' | 
   return { check: (address, family) => byFamily[family].check(address, family) };
 }
 
-function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[]): SiteTable {
+function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[]): SiteTable {
   const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
   for (const key of keys) {
     let siteKeys = keysBySite.get(key.site_id);
     if (siteKeys === undefined) keysBySite.set(key.site_id, (siteKeys = new Map()));
     siteKeys.set(key.hash, { keyId: key.id, expiresAt: key.expires_at_ms });
   }
-  const entriesBySite = new Map<SiteId, AllowlistRow[]>();
+  const entriesBySite = new Map<SiteId, AllowlistNetworkRow[]>();
   for (const entry of allowlist) {
     let entries = entriesBySite.get(entry.site_id);
     if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
@@ -75,13 +77,13 @@ type SiteFilter = (column: string) => string;
 
 async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
   const client = await pool.connect();
-  let rows: [SiteRow[], KeyRow[], AllowlistRow[]];
+  let rows: [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[]];
   try {
     // One snapshot of the three tables, so a key never appears without its site or allowlist.
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const sites = await client.query<SiteRow>(`${SITES} WHERE ${filter('id')}`, params);
-    const keys = await client.query<KeyRow>(`${KEYS} AND ${filter('site_id')}`, params);
-    const allowlist = await client.query<AllowlistRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
+    const sites = await client.query<SiteCredentialsRow>(`${SITES} WHERE ${filter('id')}`, params);
+    const keys = await client.query<ActiveKeyHashRow>(`${KEYS} AND ${filter('site_id')}`, params);
+    const allowlist = await client.query<AllowlistNetworkRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
     await client.query('COMMIT');
     rows = [sites.rows, keys.rows, allowlist.rows];
   } catch (error) {
