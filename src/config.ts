@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
 /** Where the client address of a check comes from (README, "Source IP"). */
@@ -43,6 +44,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** Connections the gRPC port holds at once; lowered at start-up to fit the open-file limit. */
   readonly grpcMaxConnections: number;
+  /** Processes that answer checks on the one gRPC port; 1 runs everything in this process. */
+  readonly workers: number;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -135,6 +138,21 @@ function clientIpSource(env: Env): ClientIpSource {
   throw new ConfigError('CLIENT_IP_SOURCE', `expected peer, xff or header:<name>, got "${value}"`);
 }
 
+const WORKERS_MAX = 64;
+
+/**
+ * WORKERS: a count, or `auto` for the CPUs this process may run on (os.availableParallelism, which
+ * may not see a container's CPU quota: in Kubernetes, give the CPU limit as a number).
+ */
+function workers(env: Env): number {
+  const value = text(env, 'WORKERS');
+  if (value?.toLowerCase() === 'auto') return Math.min(availableParallelism(), WORKERS_MAX);
+  if (value === undefined) return 1;
+  const count = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(count >= 1 && count <= WORKERS_MAX)) throw new ConfigError('WORKERS', `expected auto or a whole number from 1 to ${WORKERS_MAX}, got "${value}"`);
+  return count;
+}
+
 const DEFAULT_SUNSET = '2026-12-31T23:59:59Z';
 // A date-time with an explicit zone: a deadline must not depend on the server's time zone.
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
@@ -195,5 +213,6 @@ export function loadConfig(env: Env = process.env): Config {
     logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
     grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
+    workers: workers(env),
   });
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 
@@ -27,6 +28,7 @@ describe('loadConfig', () => {
     assert.equal(config.logAllowedSampleRate, 0, 'allowed checks are not logged unless asked');
     assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in the README");
     assert.equal(config.grpcMaxConnections, 1_024);
+    assert.equal(config.workers, 1, 'one process unless asked');
     assert.ok(Object.isFrozen(config));
   });
 
@@ -54,6 +56,12 @@ describe('loadConfig', () => {
     const config = loadConfig({ MAX_BODY_BYTES: '65536', GRPC_MAX_CONNECTIONS: '64' });
     assert.equal(config.maxBodyBytes, 65_536);
     assert.equal(config.grpcMaxConnections, 64);
+  });
+
+  it('reads WORKERS as a count, or auto for the CPUs this process may run on', () => {
+    assert.equal(loadConfig({ WORKERS: '2' }).workers, 2);
+    assert.equal(loadConfig({ WORKERS: 'AUTO' }).workers, Math.min(availableParallelism(), 64));
+    assert.equal(loadConfig({ WORKERS: '64' }).workers, 64);
   });
 
   it('reads every client IP source', () => {
@@ -126,6 +134,10 @@ describe('loadConfig', () => {
     [{ MAX_BODY_BYTES: '67108865' }, 'MAX_BODY_BYTES', /to 67108864/],
     [{ GRPC_MAX_CONNECTIONS: '0' }, 'GRPC_MAX_CONNECTIONS', /from 1 to 1000000/],
     [{ GRPC_MAX_CONNECTIONS: 'many' }, 'GRPC_MAX_CONNECTIONS', /whole number/],
+    [{ WORKERS: '0' }, 'WORKERS', /auto or a whole number from 1 to 64/],
+    [{ WORKERS: '65' }, 'WORKERS', /from 1 to 64/],
+    [{ WORKERS: 'all' }, 'WORKERS', /expected auto or a whole number/],
+    [{ WORKERS: '-2' }, 'WORKERS', /expected auto or a whole number/],
   ];
   for (const [env, variable, reason] of refused) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable} and why`, () => {

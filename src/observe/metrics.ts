@@ -116,6 +116,7 @@ export class ServiceMetrics {
 
     new Gauge({
       name: 'sitekey_authz_build_info',
+      aggregator: 'first',
       help: 'Always 1; the labels name the running version of sitekey-authz and of Node.js.',
       labelNames: ['version', 'node_version'],
       registers,
@@ -148,6 +149,7 @@ export class ServiceMetrics {
     });
     new Gauge({
       name: 'sitekey_authz_apikey_sunset_timestamp_seconds',
+      aggregator: 'first',
       help: 'When API-key authentication retires (APIKEY_SUNSET_AT), in Unix seconds.',
       registers,
     }).set(options.apiKeySunsetAt / 1000);
@@ -168,6 +170,7 @@ export class ServiceMetrics {
 
     new Gauge({
       name: 'sitekey_authz_ready',
+      aggregator: 'min',
       help: '1 while the service answers checks (credential snapshot loaded and fresh, not shutting down), else 0.',
       registers,
       collect() {
@@ -177,6 +180,7 @@ export class ServiceMetrics {
     const snapshotStatus = (): SnapshotStatus => options.snapshot.status(now());
     new Gauge({
       name: 'sitekey_authz_snapshot_age_seconds',
+      aggregator: 'max',
       help: 'Seconds since the credential snapshot was last synced successfully (since start-up, before the first sync).',
       registers,
       collect() {
@@ -186,6 +190,7 @@ export class ServiceMetrics {
     });
     new Gauge({
       name: 'sitekey_authz_snapshot_sites',
+      aggregator: 'max',
       help: 'Sites in the credential snapshot, enabled or not.',
       registers,
       collect() {
@@ -194,6 +199,7 @@ export class ServiceMetrics {
     });
     new Gauge({
       name: 'sitekey_authz_snapshot_active_keys',
+      aggregator: 'max',
       help: 'API keys in the credential snapshot that are neither revoked nor expired.',
       registers,
       collect() {
@@ -202,6 +208,7 @@ export class ServiceMetrics {
     });
     new Gauge({
       name: 'sitekey_authz_listen_connected',
+      aggregator: 'min',
       help: '1 while the LISTEN connection that carries credential change notifications is up, else 0.',
       registers,
       collect() {

@@ -42,11 +42,12 @@ type CheckClient = grpc.Client & {
   Check(request: unknown, options: grpc.CallOptions, callback: (error: grpc.ServiceError | null, response: UpstreamCheckResponse) => void): void;
 };
 
-export function authorizationClient(target: string): CheckClient {
+/** `grpc.use_local_subchannel_pool: 1` gives the client a connection of its own instead of a shared one. */
+export function authorizationClient(target: string, options: grpc.ChannelOptions = {}): CheckClient {
   const proto = grpc.loadPackageDefinition(upstreamDefinition) as unknown as {
-    envoy: { service: { auth: { v3: { Authorization: new (target: string, credentials: grpc.ChannelCredentials) => CheckClient } } } };
+    envoy: { service: { auth: { v3: { Authorization: new (target: string, credentials: grpc.ChannelCredentials, options: grpc.ChannelOptions) => CheckClient } } } };
   };
-  return new proto.envoy.service.auth.v3.Authorization(target, grpc.credentials.createInsecure());
+  return new proto.envoy.service.auth.v3.Authorization(target, grpc.credentials.createInsecure(), options);
 }
 
 /** The CheckRequest Envoy sends for a partner's POST. */

@@ -1,0 +1,57 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Config } from '../config.js';
+import type { Logger } from '../observe/logger.js';
+import { openDatabase, type Database } from '../store/database.js';
+import { migrate } from '../store/migrate.js';
+import type { CheckService } from './check-service.js';
+
+/**
+ * Resolves on the first SIGTERM or SIGINT (the orchestrator's or a terminal's request to drain and
+ * stop), or on whatever else `also` resolves with: a worker's stop message from its primary.
+ */
+export function stopRequested(logger: Logger, also?: Promise<string>): Promise<string> {
+  return new Promise((resolveStop) => {
+    let stopped = false;
+    const stop = (reason: string) => {
+      if (stopped) return;
+      stopped = true;
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      logger.info({ signal: reason }, 'shutting down: health NOT_SERVING, finishing in-flight checks');
+      resolveStop(reason);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    void also?.then(stop);
+  });
+}
+
+/** DATABASE_URL, or the embedded PostgreSQL in DATA_DIR; migrated first when MIGRATE_ON_START says so. */
+export async function openServeDatabase(config: Config, logger: Logger): Promise<Database> {
+  const database = await openDatabase(config, logger);
+  if (config.migrateOnStart) {
+    try {
+      const applied = await migrate(database.url, logger);
+      logger.info({ applied }, applied.length ? 'database migrated' : 'database schema is up to date');
+    } catch (error) {
+      await database.close();
+      throw error;
+    }
+  }
+  return database;
+}
+
+/**
+ * NOT_SERVING first; checks are still answered for SHUTDOWN_DELAY_SECONDS, while Envoy's health
+ * checks and Kubernetes' endpoints notice (refusing connections before they do would fail partners'
+ * requests through status_on_error); then the gRPC server drains and everything behind it closes.
+ */
+export async function drainChecks(checks: CheckService, config: Config, signal: string, logger: Logger): Promise<void> {
+  checks.beginShutdown();
+  if (config.shutdownDelaySeconds > 0) {
+    logger.info({ signal, delaySeconds: config.shutdownDelaySeconds }, 'NOT_SERVING; still answering checks until the delay ends');
+    await sleep(config.shutdownDelaySeconds * 1000);
+  }
+  logger.info({ signal }, 'stopping');
+  await checks.close();
+}

@@ -1,0 +1,254 @@
+import cluster, { type Worker } from 'node:cluster';
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
+import type { Logger } from '../observe/logger.js';
+import { startCheckService } from './check-service.js';
+import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
+import { Resources } from './resources.js';
+
+/** What the primary and its workers say to each other over the cluster's IPC channel. */
+type PrimaryMessage =
+  | { readonly type: 'sitekey-authz:start'; readonly databaseUrl: string }
+  | { readonly type: 'sitekey-authz:stop'; readonly signal: string };
+type WorkerMessage =
+  | { readonly type: 'sitekey-authz:hello' }
+  | { readonly type: 'sitekey-authz:listening' }
+  | { readonly type: 'sitekey-authz:readiness'; readonly readiness: Readiness };
+
+/** A worker that dies sooner than this after its start is replaced after this pause, not at once. */
+const QUICK_DEATH_MS = 1_000;
+/** Beyond the drain a worker is allowed (delay + grace), how long the primary waits before SIGKILL. */
+const STOP_MARGIN_MS = 10_000;
+
+function isMessage<M extends { readonly type: string }>(message: unknown, type: M['type']): message is M {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
+}
+
+interface WorkerState {
+  readonly worker: Worker;
+  readonly startedAt: number;
+  listening: boolean;
+  readiness: Readiness | undefined;
+}
+
+/**
+ * The primary's workers: forks WORKERS of them, replaces one that dies (counted in
+ * sitekey_authz_workers_replaced_total), and stops them all on request. Node's cluster module hands
+ * the gRPC port's connections to the workers in turn; each worker has its own snapshot and LISTEN
+ * connection, so a credential change reaches every one of them.
+ */
+class WorkerPool {
+  private readonly workers = new Map<number, WorkerState>();
+  private stopping = false;
+  private readonly registry = new Registry();
+  private readonly aggregator = new AggregatorRegistry();
+  private readonly replaced: Counter;
+  private failStart!: (error: Error) => void;
+  private startedCount = 0;
+  private allStarted = false;
+  private resolveStarted!: () => void;
+  /** Resolves once every first-generation worker listens; rejects if one exits before it does. */
+  private readonly started: Promise<void>;
+
+  constructor(
+    private readonly config: Config,
+    private readonly databaseUrl: string,
+    private readonly logger: Logger,
+  ) {
+    this.started = new Promise((resolveStarted, rejectStarted) => {
+      this.resolveStarted = resolveStarted;
+      this.failStart = rejectStarted;
+    });
+    this.replaced = new Counter({
+      name: 'sitekey_authz_workers_replaced_total',
+      help: 'Worker processes that exited unexpectedly and were replaced (WORKERS above 1).',
+      registers: [this.registry],
+    });
+    const pool = this;
+    new Gauge({
+      name: 'sitekey_authz_workers',
+      help: 'Worker processes running, out of WORKERS.',
+      registers: [this.registry],
+      collect() {
+        this.set(pool.workers.size);
+      },
+    });
+    cluster.on('message', (worker, message: unknown) => this.onMessage(worker, message));
+    cluster.on('exit', (worker, code, signal) => this.onExit(worker, code, signal));
+  }
+
+  /** Forks WORKERS workers; `started` says when they all listen. */
+  start(): Promise<void> {
+    for (let i = 0; i < this.config.workers; i++) this.fork();
+    return this.started;
+  }
+
+  private fork(): void {
+    const worker = cluster.fork();
+    this.workers.set(worker.id, { worker, startedAt: Date.now(), listening: false, readiness: undefined });
+  }
+
+  private onMessage(worker: Worker, message: unknown): void {
+    const state = this.workers.get(worker.id);
+    if (state === undefined) return;
+    if (isMessage<WorkerMessage>(message, 'sitekey-authz:hello')) {
+      // A message sent before the worker listens for it would be lost: it asks once it does. The
+      // database URL may hold a password, so it goes over the IPC channel, not into the environment.
+      worker.send({ type: 'sitekey-authz:start', databaseUrl: this.databaseUrl } satisfies PrimaryMessage);
+    } else if (isMessage<WorkerMessage>(message, 'sitekey-authz:listening')) {
+      state.listening = true;
+      if (++this.startedCount === this.config.workers) {
+        this.allStarted = true;
+        this.resolveStarted();
+      }
+    } else if (isMessage<Extract<WorkerMessage, { type: 'sitekey-authz:readiness' }>>(message, 'sitekey-authz:readiness')) {
+      state.readiness = message.readiness;
+    }
+  }
+
+  private onExit(worker: Worker, code: number | null, signal: string | null): void {
+    const state = this.workers.get(worker.id);
+    this.workers.delete(worker.id);
+    if (state === undefined || this.stopping) return;
+    const pid = worker.process.pid;
+    if (!state.listening && !this.allStarted) {
+      // It could not start (a port in use, a bad database URL...): so would its replacement.
+      this.failStart(new Error(`a worker process (pid ${pid}) exited with ${signal ?? `code ${code}`} before it listened; its log lines above say why`));
+      return;
+    }
+    this.replaced.inc();
+    const livedMs = Date.now() - state.startedAt;
+    this.logger.error({ worker: worker.id, pid, code, signal, livedMs }, 'a worker process exited unexpectedly; starting a replacement');
+    const pause = livedMs < QUICK_DEATH_MS ? QUICK_DEATH_MS : 0;
+    setTimeout(() => {
+      if (!this.stopping) this.fork();
+    }, pause).unref();
+  }
+
+  /** Ready when every worker is: each has its snapshot loaded and fresh. */
+  readiness(shuttingDown: boolean): Readiness {
+    const workers = [...this.workers.values()].map((state) => ({
+      worker: state.worker.id,
+      pid: state.worker.process.pid,
+      ready: state.readiness?.ready ?? false,
+      ...state.readiness?.detail,
+    }));
+    const ready = !shuttingDown && workers.length === this.config.workers && workers.every((worker) => worker.ready);
+    return { ready, detail: { shuttingDown, workers } };
+  }
+
+  /** /metrics: every worker's metrics aggregated by prom-client, then the primary's own. */
+  metrics(): MetricsExposition {
+    return {
+      contentType: this.registry.contentType,
+      scrape: async () => `${await this.aggregator.clusterMetrics()}\n${await this.registry.metrics()}`,
+    };
+  }
+
+  /** Asks every worker to drain and waits for them all; one that outlasts its drain is killed. */
+  async stop(signal: string): Promise<void> {
+    this.stopping = true;
+    const exits = [...this.workers.values()].map(
+      ({ worker }) => new Promise<void>((resolveExit) => (worker.isDead() ? resolveExit() : worker.once('exit', () => resolveExit()))),
+    );
+    for (const { worker } of this.workers.values()) {
+      if (worker.isConnected()) worker.send({ type: 'sitekey-authz:stop', signal } satisfies PrimaryMessage);
+    }
+    const limitMs = (this.config.shutdownDelaySeconds + this.config.shutdownGraceSeconds) * 1000 + STOP_MARGIN_MS;
+    const timer = setTimeout(() => {
+      for (const { worker } of this.workers.values()) {
+        this.logger.warn({ worker: worker.id, pid: worker.process.pid }, 'a worker did not stop in time; killing it');
+        worker.process.kill('SIGKILL');
+      }
+    }, limitMs);
+    await Promise.all(exits);
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The primary with WORKERS above 1: the database (embedded or DATABASE_URL, migrated here once), the
+ * operator endpoints with readiness and metrics of all workers, and the workers themselves.
+ */
+export async function runWorkerPool(config: Config, logger: Logger): Promise<void> {
+  const stopping = stopRequested(logger);
+  let shuttingDown = false;
+  const resources = new Resources(logger);
+  try {
+    const database = resources.add(await openServeDatabase(config, logger), (opened) => opened.close());
+    const workers = resources.add(new WorkerPool(config, database.url, logger), (pool) => pool.stop('shutdown'));
+    const http = resources.add(
+      await startHttpEndpoints({
+        bindAddress: config.bindAddress,
+        port: config.metricsPort,
+        readiness: () => workers.readiness(shuttingDown),
+        metrics: workers.metrics(),
+      }),
+      (endpoints) => endpoints.close(),
+    );
+    logger.info({ port: http.port, workers: config.workers }, 'operator endpoints listening (/healthz, /readyz, /metrics); starting workers');
+    const signal = await Promise.race([stopping, workers.start().then(() => stopping)]);
+    shuttingDown = true;
+    await workers.stop(signal);
+  } finally {
+    shuttingDown = true;
+    await resources.close();
+  }
+  logger.info('stopped');
+}
+
+/** Asks the primary for the database URL to use. */
+function startMessage(send: (message: WorkerMessage) => void): Promise<string> {
+  return new Promise((resolveStart) => {
+    const onMessage = (message: unknown) => {
+      if (!isMessage<Extract<PrimaryMessage, { type: 'sitekey-authz:start' }>>(message, 'sitekey-authz:start')) return;
+      process.off('message', onMessage);
+      resolveStart(message.databaseUrl);
+    };
+    process.on('message', onMessage);
+    send({ type: 'sitekey-authz:hello' });
+  });
+}
+
+/** The primary's stop message, or the IPC channel closing because the primary is gone. */
+function primaryStop(): Promise<string> {
+  return new Promise((resolveStop) => {
+    process.on('message', (message: unknown) => {
+      if (isMessage<Extract<PrimaryMessage, { type: 'sitekey-authz:stop' }>>(message, 'sitekey-authz:stop')) resolveStop(message.signal);
+    });
+    process.once('disconnect', () => resolveStop('primary gone'));
+  });
+}
+
+/** A worker: answers checks on the shared gRPC port until the primary (or a signal) says stop. */
+export async function runCheckWorker(config: Config, parentLogger: Logger): Promise<void> {
+  const logger = parentLogger.child({ worker: cluster.worker?.id });
+  const send = (message: WorkerMessage): void => {
+    if (process.connected) process.send?.(message);
+  };
+  const stopping = stopRequested(logger, primaryStop());
+  try {
+    const databaseUrl = await Promise.race([startMessage(send), stopping.then(() => undefined)]);
+    if (databaseUrl === undefined) return;
+    const checks = await startCheckService(config, databaseUrl, logger);
+    try {
+      // prom-client answers the primary's scrape requests with this worker's registry.
+      AggregatorRegistry.setRegistries(checks.metrics.registry);
+      new AggregatorRegistry();
+      send({ type: 'sitekey-authz:listening' });
+      checks.followSnapshot((readiness) => send({ type: 'sitekey-authz:readiness', readiness }));
+      await drainChecks(checks, config, await stopping, logger);
+    } finally {
+      await checks.close();
+    }
+    logger.info('worker stopped');
+  } finally {
+    releasePrimaryChannel();
+  }
+}
+
+/** The IPC channel would keep a worker alive after its work is done. */
+function releasePrimaryChannel(): void {
+  if (process.connected) process.disconnect();
+}

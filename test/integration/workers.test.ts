@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { authorizationClient, check, verdict } from '../support/envoy-client.js';
+import { samples } from '../support/exposition.js';
+import { runCli, startService, type RunningService } from '../support/service.js';
+
+const WORKERS = 2;
+// Enough connections that the cluster's round-robin hands each worker several.
+const CONNECTIONS = 6;
+
+interface WorkerReadiness {
+  readonly worker: number;
+  readonly pid: number;
+  readonly ready: boolean;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** WORKERS=2: several processes answer checks on one port, with one /readyz and one /metrics. */
+describe('serve with WORKERS=2', () => {
+  let database: TestDatabase;
+  let service: RunningService;
+  let key: string;
+
+  const request = () => ({ authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key }) });
+  const readyz = async () => (await (await fetch(`${service.httpBase}/readyz`)).json()) as { status: string; workers: WorkerReadiness[] };
+  const metric = async (name: string) => samples(await (await fetch(`${service.httpBase}/metrics`)).text(), name).get('') ?? 0;
+  /** One check on each of `CONNECTIONS` new connections: the cluster spreads connections, not calls. */
+  const checkOnNewConnections = async () => {
+    const verdicts = [];
+    for (let i = 0; i < CONNECTIONS; i++) {
+      const client = authorizationClient(service.grpcTarget, { 'grpc.use_local_subchannel_pool': 1 });
+      try {
+        verdicts.push(verdict(await check(client, request())));
+      } finally {
+        client.close();
+      }
+    }
+    return verdicts;
+  };
+
+  before(async () => {
+    database = await freshDatabase();
+    for (const args of [['site', 'add', '1001'], ['ip', 'allow', '1001', '203.0.113.0/24']]) assert.equal((await runCli(database.url, args)).code, 0);
+    key = (JSON.parse((await runCli(database.url, ['key', 'issue', '1001', '--json'])).stdout) as { apiKey: string }).apiKey;
+    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', WORKERS: String(WORKERS), LOG_ALLOWED_SAMPLE_RATE: '1' });
+  });
+
+  after(async () => {
+    await service?.stop();
+    await database?.drop();
+  });
+
+  it('is ready only once every worker is, and names each in /readyz', async () => {
+    const { status, workers } = await readyz();
+    assert.equal(status, 'ready');
+    assert.equal(workers.length, WORKERS);
+    assert.ok(workers.every((worker) => worker.ready && worker.pid !== service.process.pid));
+    assert.equal(new Set(workers.map((worker) => worker.pid)).size, WORKERS);
+  });
+
+  it('answers checks from every worker, and /metrics adds up what all of them counted', async () => {
+    const allowedBefore = samples(await (await fetch(`${service.httpBase}/metrics`)).text(), 'sitekey_authz_checks_total');
+    assert.deepEqual(await checkOnNewConnections(), Array(CONNECTIONS).fill('allow'));
+    const answeredBy = new Set(
+      service
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"check.allowed"'))
+        .map((line) => (JSON.parse(line) as { worker?: number }).worker),
+    );
+    assert.equal(answeredBy.size, WORKERS, `allowed checks were logged by workers ${[...answeredBy].join(', ')}`);
+    const exposition = await (await fetch(`${service.httpBase}/metrics`)).text();
+    const allowed = (series: Map<string, number>) => [...series].filter(([labels]) => labels.includes('outcome="allowed"')).reduce((sum, [, value]) => sum + value, 0);
+    assert.equal(allowed(samples(exposition, 'sitekey_authz_checks_total')) - allowed(allowedBefore), CONNECTIONS);
+    assert.equal(samples(exposition, 'sitekey_authz_workers').get(''), WORKERS);
+    assert.equal(samples(exposition, 'sitekey_authz_ready').get(''), 1);
+  });
+
+  it('brings a revoked key to every worker', async () => {
+    const keys = JSON.parse((await runCli(database.url, ['key', 'list', '1001', '--json'])).stdout) as Array<{ keyId: string }>;
+    const keyId = keys[0]?.keyId ?? assert.fail('no key listed');
+    assert.equal((await runCli(database.url, ['key', 'revoke', '1001', keyId])).code, 0);
+    await until('every connection to see the revocation', async () => ((await checkOnNewConnections()).every((answer) => answer === 102) ? true : undefined));
+    // Issue a new key for the tests that follow.
+    key = (JSON.parse((await runCli(database.url, ['key', 'issue', '1001', '--json'])).stdout) as { apiKey: string }).apiKey;
+    await until('every connection to accept the new key', async () => ((await checkOnNewConnections()).every((answer) => answer === 'allow') ? true : undefined));
+  });
+
+  it('replaces a worker that dies, and counts it', async () => {
+    const replacedBefore = await metric('sitekey_authz_workers_replaced_total');
+    const [victim] = (await readyz()).workers;
+    assert.ok(victim);
+    process.kill(victim.pid, 'SIGKILL');
+    const replaced = await until('a replacement worker to be ready', async () => {
+      const { status, workers } = await readyz();
+      return status === 'ready' && workers.length === WORKERS && !workers.some((worker) => worker.pid === victim.pid) ? workers : undefined;
+    });
+    assert.equal(replaced.length, WORKERS);
+    assert.equal(await metric('sitekey_authz_workers_replaced_total'), replacedBefore + 1);
+    assert.deepEqual(await checkOnNewConnections(), Array(CONNECTIONS).fill('allow'));
+  });
+
+  it('drains every worker on SIGTERM and exits 0 with none left', async () => {
+    const pids = (await readyz()).workers.map((worker) => worker.pid);
+    const exited = once(service.process, 'exit');
+    service.process.kill('SIGTERM');
+    const [code] = (await exited) as [number | null];
+    assert.equal(code, 0, service.output());
+    assert.deepEqual(pids.filter(isAlive), []);
+    assert.equal(service.output().split('\n').filter((line) => line.includes('"worker stopped"')).length >= WORKERS, true);
+  });
+});
+
+describe('serve with WORKERS=2 whose workers cannot start', () => {
+  it('stops with the reason instead of replacing them forever', async () => {
+    const database = await freshDatabase();
+    const blocker = (await import('node:net')).createServer();
+    try {
+      await new Promise<void>((resolveListen) => blocker.listen(0, '127.0.0.1', resolveListen));
+      const { port } = blocker.address() as import('node:net').AddressInfo;
+      const started = startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', WORKERS: '2', GRPC_PORT: String(port) });
+      await assert.rejects(started, (error: Error) => {
+        assert.match(error.message, /serve exited with 1/);
+        assert.match(error.message, /before it listened/);
+        assert.match(error.message, /EADDRINUSE|address already in use/i);
+        return true;
+      });
+    } finally {
+      blocker.close();
+      await database.drop();
+    }
+  });
+});
