@@ -1,8 +1,9 @@
 import cluster, { type Worker } from 'node:cluster';
-import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import { AggregatorRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
+import { WorkerPoolMetrics } from '../observe/metrics.js';
 import { startCheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
@@ -41,9 +42,8 @@ interface WorkerState {
 class WorkerPool {
   private readonly workers = new Map<number, WorkerState>();
   private stopping = false;
-  private readonly registry = new Registry();
   private readonly aggregator = new AggregatorRegistry();
-  private readonly replaced: Counter;
+  private readonly ownMetrics = new WorkerPoolMetrics({ running: () => this.workers.size });
   private failStart!: (error: Error) => void;
   private startedCount = 0;
   private allStarted = false;
@@ -59,20 +59,6 @@ class WorkerPool {
     this.started = new Promise((resolveStarted, rejectStarted) => {
       this.resolveStarted = resolveStarted;
       this.failStart = rejectStarted;
-    });
-    this.replaced = new Counter({
-      name: 'sitekey_authz_workers_replaced_total',
-      help: 'Worker processes that exited unexpectedly and were replaced (WORKERS above 1).',
-      registers: [this.registry],
-    });
-    const pool = this;
-    new Gauge({
-      name: 'sitekey_authz_workers',
-      help: 'Worker processes running, out of WORKERS.',
-      registers: [this.registry],
-      collect() {
-        this.set(pool.workers.size);
-      },
     });
     cluster.on('message', (worker, message: unknown) => this.onMessage(worker, message));
     cluster.on('exit', (worker, code, signal) => this.onExit(worker, code, signal));
@@ -117,7 +103,7 @@ class WorkerPool {
       this.failStart(new Error(`a worker process (pid ${pid}) exited with ${signal ?? `code ${code}`} before it listened; its log lines above say why`));
       return;
     }
-    this.replaced.inc();
+    this.ownMetrics.onWorkerReplaced();
     const livedMs = Date.now() - state.startedAt;
     this.logger.error({ worker: worker.id, pid, code, signal, livedMs }, 'a worker process exited unexpectedly; starting a replacement');
     const pause = livedMs < QUICK_DEATH_MS ? QUICK_DEATH_MS : 0;
@@ -141,8 +127,8 @@ class WorkerPool {
   /** /metrics: every worker's metrics aggregated by prom-client, then the primary's own. */
   metrics(): MetricsExposition {
     return {
-      contentType: this.registry.contentType,
-      scrape: async () => `${await this.aggregator.clusterMetrics()}\n${await this.registry.metrics()}`,
+      contentType: this.ownMetrics.registry.contentType,
+      scrape: async () => `${await this.aggregator.clusterMetrics()}\n${await this.ownMetrics.registry.metrics()}`,
     };
   }
 

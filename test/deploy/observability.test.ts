@@ -8,7 +8,7 @@ import { decide } from '../../src/decision/decide.js';
 import { createAuthorizationService } from '../../src/envoy/authorization-service.js';
 import type { CheckRequestMessage, CheckResponseMessage } from '../../src/envoy/messages.js';
 import { createLogger } from '../../src/observe/logger.js';
-import { ServiceMetrics } from '../../src/observe/metrics.js';
+import { ServiceMetrics, WorkerPoolMetrics } from '../../src/observe/metrics.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { checkRequest, type CheckArguments } from '../support/envoy-client.js';
 import { exposedNames } from '../support/exposition.js';
@@ -61,7 +61,9 @@ async function namesTheServiceExposes(): Promise<Set<string>> {
   metrics.onSync({ kind: 'sites', ok: false, durationSeconds: 0.1 });
   metrics.onNotification();
   metrics.onLastUsedFlush({ ok: true });
-  return exposedNames(await metrics.scrape());
+  const workerPool = new WorkerPoolMetrics({ running: () => 2 });
+  workerPool.onWorkerReplaced();
+  return exposedNames(`${await metrics.scrape()}\n${await workerPool.registry.metrics()}`);
 }
 
 function metricNamesIn(text: string): Set<string> {
@@ -128,6 +130,7 @@ describe('dashboard and alert rules (deploy/observability)', () => {
       'SitekeyAuthzSiteRefusalJump',
       'SitekeyAuthzSnapshotStale',
       'SitekeyAuthzSyncFailures',
+      'SitekeyAuthzWorkerReplaced',
     ]);
     for (const [, name, body = ''] of alerts) {
       assert.match(body, /\n {10}summary: /, `${name} has no summary`);
