@@ -197,13 +197,12 @@ function startMessage(send: (message: WorkerMessage) => void): Promise<string> {
   });
 }
 
-/** The primary's stop message, or the IPC channel closing because the primary is gone. */
+/** The primary's stop message. (A worker whose primary is gone is ended at once by Node's cluster module.) */
 function primaryStop(): Promise<string> {
   return new Promise((resolveStop) => {
     process.on('message', (message: unknown) => {
       if (isMessage<Extract<PrimaryMessage, { type: 'sitekey-authz:stop' }>>(message, 'sitekey-authz:stop')) resolveStop(message.signal);
     });
-    process.once('disconnect', () => resolveStop('primary gone'));
   });
 }
 
@@ -234,7 +233,11 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
   }
 }
 
-/** The IPC channel would keep a worker alive after its work is done. */
+/**
+ * The IPC channel would keep a worker alive after its work is done. Through the cluster's own
+ * disconnect, the process then ends when its work does (its last log lines written, its exit code
+ * kept); a bare process.disconnect() makes Node's cluster module exit 0 at once.
+ */
 function releasePrimaryChannel(): void {
-  if (process.connected) process.disconnect();
+  if (process.connected) cluster.worker?.disconnect();
 }
