@@ -142,7 +142,7 @@ describe('serve with WORKERS=2 whose workers cannot start', () => {
       const started = startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', WORKERS: '2', GRPC_PORT: String(port) });
       await assert.rejects(started, (error: Error) => {
         assert.match(error.message, /serve exited with 1/);
-        assert.match(error.message, /before it listened/);
+        assert.match(error.message, /exited with code 1 before it listened/);
         assert.match(error.message, /EADDRINUSE|address already in use/i);
         return true;
       });
