@@ -1,5 +1,3 @@
-import type { ExpectedVerdict } from './check-requests.js';
-
 /** Checks `serve` counted in /metrics, by verdict ('allow' or an error id), and those it could not decide. */
 export interface CheckCounts {
   readonly byVerdict: ReadonlyMap<string, number>;
@@ -41,6 +39,3 @@ export function countsBetween(before: CheckCounts, after: CheckCounts): CheckCou
   return { byVerdict, undecided: after.undecided - before.undecided };
 }
 
-export function verdictKey(expected: ExpectedVerdict): string {
-  return String(expected);
-}

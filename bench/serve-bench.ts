@@ -6,6 +6,7 @@ import { openBenchDatabase, statementsBetween, type BenchDatabase } from './benc
 import { BENCH_SITES, LARGE_BODY_BYTES, seedBenchSites, type BenchCredentials } from './bench-sites.js';
 import { checkCounts, countsBetween, type CheckCounts } from './check-counts.js';
 import { grpcFrame, type BenchRequest } from './check-requests.js';
+import { onInterrupt } from './interrupt.js';
 import { commandLine, h2loadArguments, latencyFromLog, runH2load, type H2loadResult, type LatencySummary, type LoadShape } from './h2load.js';
 import { startNoop, startServe, type BenchServer } from './server-process.js';
 import { assertVerdict } from './verify-once.js';
@@ -184,14 +185,25 @@ export async function openBenchFixture(databaseUrl: string | undefined, log: (li
     await rm(workDir, { recursive: true, force: true });
   };
   let database: BenchDatabase | undefined;
+  const forget = onInterrupt(() => close(database));
   try {
     database = await openBenchDatabase(databaseUrl);
     log(`database: ${database.description}; seeding ${BENCH_SITES.toLocaleString('en')} sites`);
     const credentials = await seedBenchSites(database.url);
     const files = await writeRequestFiles(workDir, credentials);
     const opened = database;
-    return { workDir, database, credentials, files, close: () => close(opened) };
+    return {
+      workDir,
+      database,
+      credentials,
+      files,
+      close: async () => {
+        forget();
+        await close(opened);
+      },
+    };
   } catch (error) {
+    forget();
     await close(database);
     throw error;
   }

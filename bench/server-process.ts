@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freePort } from '../src/store/embedded-postgres.js';
 import { CLI } from '../test/support/service.js';
 import { PROBE_DIR_VARIABLE, type ProbeReport } from './heap-probe.js';
+import { onInterrupt } from './interrupt.js';
 
 const PROBE = pathToFileURL(fileURLToPath(new URL('heap-probe.js', import.meta.url))).href;
 const NOOP = fileURLToPath(new URL('noop-server.js', import.meta.url));
@@ -114,6 +115,13 @@ async function probeTree(directory: string, pids: readonly number[]): Promise<Pr
 function benchServer(name: string, child: ChildProcess, grpcPort: number, metricsUrl: string | undefined, probeDir: string): BenchServer {
   const pid = child.pid!;
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    await exited;
+    clearTimeout(killer);
+  };
+  const forget = onInterrupt(stop);
   return {
     name,
     grpcPort,
@@ -127,10 +135,8 @@ function benchServer(name: string, child: ChildProcess, grpcPort: number, metric
       return { rssBytes: tree.reduce((sum, p) => sum + rssBytes(p), 0), fds: tree.reduce((sum, p) => sum + openFds(p), 0) };
     },
     stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(killer);
+      forget();
+      await stop();
     },
   };
 }
@@ -150,6 +156,8 @@ export interface ServeOptions {
   readonly workDir: string;
   /** More of the environment, e.g. WORKERS or APIKEY_SUNSET_ENFORCE. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Node's own options before the script, e.g. --cpu-prof (which NODE_OPTIONS may not carry). */
+  readonly nodeArguments?: readonly string[];
 }
 
 function probeEnv(probeDir: string): Record<string, string> {
@@ -162,7 +170,7 @@ export async function startServe(options: ServeOptions): Promise<BenchServer> {
   const metricsPort = await freePort();
   const logFile = `${options.workDir}/${options.name.replace(/\W+/g, '-')}.log`;
   const log = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), CLI, 'serve'], {
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'info',
@@ -192,8 +200,13 @@ export async function startServe(options: ServeOptions): Promise<BenchServer> {
 }
 
 /** The no-op Check server (noop-server.ts) in its own process, answering as `serve` would for siteId and keyId. */
-export async function startNoop(options: { readonly workDir: string; readonly siteId: string; readonly keyId: string }): Promise<BenchServer> {
-  const child = spawn(process.execPath, [NOOP, options.siteId, options.keyId], {
+export async function startNoop(options: {
+  readonly workDir: string;
+  readonly siteId: string;
+  readonly keyId: string;
+  readonly nodeArguments?: readonly string[];
+}): Promise<BenchServer> {
+  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), NOOP, options.siteId, options.keyId], {
     env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
