@@ -5,7 +5,7 @@ import { AUTHORIZATION_SERVICE_NAME } from '../src/envoy/proto.js';
 /** How to get h2load where `make bench` cannot install it itself. */
 export const H2LOAD_HOW_TO =
   'h2load (the HTTP/2 load generator of nghttp2) is needed: on Debian or Ubuntu `sudo apt-get install nghttp2-client`, ' +
-  'on Fedora `sudo dnf install nghttp2`, on macOS `brew install nghttp2`; then run `make bench` again';
+  'on Fedora `sudo dnf install nghttp2`, on macOS `brew install nghttp2`; then run it again';
 
 function h2loadVersion(): string | undefined {
   const result = spawnSync('h2load', ['--version'], { encoding: 'utf8' });

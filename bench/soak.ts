@@ -111,7 +111,7 @@ try {
     '```',
     '',
     `**RSS ${flat ? 'flat' : 'not flat'}:** the highest RSS of the last third of the samples (after the first ${settleSeconds} s) is ` +
-      `${(growth * 100).toFixed(1)} % ${growth >= 0 ? 'above' : 'below'} the highest of the first third (flat: at most ${FLAT_GROWTH * 100} % above); ` +
+      `${Math.abs(growth * 100).toFixed(1)} % ${growth >= 0 ? 'above' : 'below'} the highest of the first third (flat: at most ${FLAT_GROWTH * 100} % above); ` +
       `least-squares trend ${((slope * 3600) / MIB).toFixed(1)} MiB per hour.`,
     '',
     `| sampled every ${SAMPLE_EVERY_MS / 1000} s (${samples.length} samples) | first | last | max |`,
