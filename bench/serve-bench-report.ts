@@ -96,6 +96,8 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '|---|---|---|',
     `| one process at ${percent(TARGETS.minShareOfNoop)} or more of the no-op | ${percent(ratio)} | ${yes(ratio >= TARGETS.minShareOfNoop)} |`,
     `| p99 under ${millis(TARGETS.maxP99Micros)} ms at half of saturation (${integer(latency.ratePerSecond)} req/s) | ${millis(p99)} ms | ${yes(p99 < TARGETS.maxP99Micros)} |`,
+    `| not a target: CPU per check, no-op / serve (moved less than throughput by the machine's other load) | ` +
+      `${percent(medianRun('noop').cpuMicrosPerCheck / medianRun('serve').cpuMicrosPerCheck)} | |`,
     `| zero database statements per check | ${statements} statements in ${integer(checks)} checks (${(statements / checks).toFixed(6)} per check; listed below) | ` +
       `${yes(statements * TARGETS.checksPerPeriodicStatement < checks)} |`,
     '',
