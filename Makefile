@@ -2,7 +2,7 @@
 NPM ?= npm
 STAMP := node_modules/.installed-stamp
 
-.PHONY: run test build bench install clean
+.PHONY: run test build bench soak install clean
 
 run: build
 	node dist/src/cli/main.js serve
@@ -10,8 +10,13 @@ run: build
 test: build
 	node dist/test/run-tests.js
 
+# Benchmarks (README, "Benchmarks"): both install h2load (Debian's nghttp2-client) when missing and they can.
+# BENCH_SECONDS, BENCH_ROUNDS, SOAK_SECONDS and SOAK_RATE shorten or fix them; each writes a section of bench/RESULTS.md.
 bench: build
 	node dist/bench/run-benchmarks.js
+
+soak: build
+	node dist/bench/soak.js
 
 build: $(STAMP)
 	npx --no-install tsc -p .

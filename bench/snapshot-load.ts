@@ -6,6 +6,7 @@ import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../src/store/embedded-postgres.js';
 import { migrate } from '../src/store/migrate.js';
 import { loadAllSites } from '../src/store/snapshot-loader.js';
+import { seedFillerSites } from './filler-sites.js';
 
 const SITES = 100_000;
 
@@ -40,14 +41,7 @@ export async function runSnapshotLoadBench(): Promise<void> {
   try {
     await migrate(url.toString());
     const seeded = performance.now();
-    await pool.query(`INSERT INTO sites (id, name) SELECT g, 'site ' || g FROM generate_series(1, ${SITES}) g`);
-    await pool.query(`INSERT INTO api_keys (site_id, key_sha256, last_five)
-                      SELECT g, sha256(convert_to(gen_random_uuid()::text, 'UTF8')), right(md5(random()::text), 5)
-                        FROM generate_series(1, ${SITES}) g, generate_series(1, 2)`);
-    await pool.query(`INSERT INTO allowlist_entries (site_id, cidr)
-                      SELECT g, (CASE n WHEN 3 THEN '2001:db8:' || to_hex(g >> 16) || ':' || to_hex(g & 65535) || '::/64'
-                                       ELSE '10.' || (g >> 8 & 255) || '.' || (g & 255) || '.' || (n * 64) || '/26' END)::cidr
-                        FROM generate_series(1, ${SITES}) g, generate_series(1, 3) n`);
+    await seedFillerSites(pool, SITES);
     console.log(`seeded ${SITES.toLocaleString('en')} sites, ${(2 * SITES).toLocaleString('en')} keys, ` +
       `${(3 * SITES).toLocaleString('en')} CIDRs in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 

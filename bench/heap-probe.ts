@@ -1,0 +1,64 @@
+import { writeFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { GCProfiler } from 'node:v8';
+
+/**
+ * Loaded into a benchmarked server with NODE_OPTIONS=--import, so that the server's code is measured
+ * unchanged. On SIGUSR2 it writes BENCH_PROBE_DIR/<pid>.json: the V8 heap bytes allocated since it
+ * started, and the time spent in GC, from V8's own per-collection statistics (GCProfiler), plus the
+ * process's current memory. Bytes allocated between two reports = used heap now − used heap then +
+ * what every collection in between freed; buffers outside the V8 heap (externalMemory) are not counted.
+ */
+export interface ProbeReport {
+  readonly pid: number;
+  /** Increases with each report, so a reader can tell a fresh one from the last. */
+  readonly sequence: number;
+  readonly allocatedBytes: number;
+  readonly collections: number;
+  readonly gcMicros: number;
+  readonly heapUsedBytes: number;
+  readonly externalBytes: number;
+  readonly rssBytes: number;
+}
+
+export const PROBE_DIR_VARIABLE = 'BENCH_PROBE_DIR';
+
+const directory = process.env[PROBE_DIR_VARIABLE];
+if (directory) {
+  const startUsed = process.memoryUsage().heapUsed;
+  let freed = 0;
+  let collections = 0;
+  let gcMicros = 0;
+  let sequence = 0;
+  let profiler = new GCProfiler();
+  profiler.start();
+  const writeReport = () => {
+    // stop() and start() run without an allocation-triggered collection in between: none is missed.
+    const { statistics } = profiler.stop();
+    profiler = new GCProfiler();
+    profiler.start();
+    for (const gc of statistics) {
+      freed += gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize;
+      gcMicros += gc.cost;
+      collections += 1;
+    }
+    const memory = process.memoryUsage();
+    const report: ProbeReport = {
+      pid: process.pid,
+      sequence,
+      allocatedBytes: memory.heapUsed - startUsed + freed,
+      collections,
+      gcMicros,
+      heapUsedBytes: memory.heapUsed,
+      externalBytes: memory.external,
+      rssBytes: memory.rss,
+    };
+    const file = join(directory, `${process.pid}.json`);
+    writeFileSync(`${file}.tmp`, JSON.stringify(report));
+    renameSync(`${file}.tmp`, file);
+    sequence += 1;
+  };
+  // A first report at once says that this process can be asked (a SIGUSR2 before the handler would kill it).
+  writeReport();
+  process.on('SIGUSR2', writeReport);
+}

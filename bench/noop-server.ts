@@ -1,0 +1,38 @@
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { createServer, type AddressInfo } from 'node:net';
+import { checkPolicies } from '../src/check-policies.js';
+import { loadConfig } from '../src/config.js';
+import { toCheckResponse } from '../src/envoy/check-response.js';
+import { GRPC_LIMITS, grpcServerOptions } from '../src/envoy/grpc-server.js';
+import { AUTHORIZATION_SERVICE } from '../src/envoy/proto.js';
+
+/**
+ * The benchmark's floor: a Check server on the same gRPC stack as `serve` (grpc-js with the same
+ * server options, our proto/ loaded the same way, connections handed to grpc-js by our own TCP
+ * listener as startGrpcServer does) whose Check answers one fixed allowed CheckResponse without
+ * looking at the request. The response is the one `serve` sends for the bench's allowed request
+ * (same policies from the same configuration), so both put the same bytes on the wire.
+ *
+ * Usage: node dist/bench/noop-server.js <site id> <key id>; prints {"port":N} once listening on 127.0.0.1.
+ */
+const [siteId, keyId] = process.argv.slice(2);
+if (!siteId || !keyId) {
+  console.error('usage: noop-server.js <site id> <key id>');
+  process.exit(2);
+}
+const config = loadConfig(process.env);
+const response = toCheckResponse({ outcome: 'allow', siteId, keyId }, checkPolicies(config).allowedResponse);
+
+const server = new Server(grpcServerOptions(GRPC_LIMITS, config.maxBodyBytes));
+server.addService(AUTHORIZATION_SERVICE, {
+  Check: (_call: unknown, callback: (error: null, value: typeof response) => void) => callback(null, response),
+});
+const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+const listener = createServer((socket) => injector.injectConnection(socket));
+listener.listen(0, '127.0.0.1', () => {
+  console.log(JSON.stringify({ port: (listener.address() as AddressInfo).port }));
+});
+process.on('SIGTERM', () => {
+  listener.close();
+  server.forceShutdown();
+});

@@ -1,0 +1,180 @@
+import { LARGE_BODY_BYTES } from './bench-sites.js';
+import { median, type LoadRun, type ServeBenchResults } from './serve-bench.js';
+
+/** Issue 14's targets, for the benchmark and never for a unit test. */
+export const TARGETS = Object.freeze({
+  /** One process's saturation throughput as a share of the no-op's. */
+  minShareOfNoop: 0.9,
+  /** p99 at half of serve's saturation. */
+  maxP99Micros: 1_000,
+  /** Fewer statements than one per this many checks counts as zero per check: what is left is periodic. */
+  checksPerPeriodicStatement: 1_000,
+});
+
+const integer = (value: number) => Math.round(value).toLocaleString('en');
+const micros = (value: number) => value.toFixed(1);
+const millis = (valueMicros: number) => (valueMicros / 1000).toFixed(3);
+const percent = (value: number) => `${(value * 100).toFixed(0)} %`;
+const yes = (met: boolean) => (met ? 'yes' : '**no**');
+
+function share(serve: LoadRun, noop: LoadRun): number {
+  return serve.requestsPerSecond / noop.requestsPerSecond;
+}
+
+function statementsPerCheck(runs: readonly LoadRun[]): { statements: number; checks: number } {
+  return {
+    statements: runs.reduce((total, run) => total + (run.statements?.total ?? 0), 0),
+    checks: runs.reduce((total, run) => total + run.checks, 0),
+  };
+}
+
+function statementTable(runs: readonly LoadRun[]): string[] {
+  const byText = new Map<string, number>();
+  for (const run of runs) {
+    for (const { query, calls } of run.statements?.byText ?? []) {
+      const text = query.replace(/\s+/g, ' ').trim();
+      byText.set(text, (byText.get(text) ?? 0) + calls);
+    }
+  }
+  if (byText.size === 0) return ['None.'];
+  return [
+    '| calls | statement |',
+    '|---|---|',
+    ...[...byText]
+      .sort((a, b) => b[1] - a[1])
+      .map(([text, calls]) => `| ${calls} | \`${(text.length > 110 ? `${text.slice(0, 110)}…` : text).replace(/\|/g, '\\|')}\` |`),
+  ];
+}
+
+function costRow(label: string, run: LoadRun, noop: LoadRun): string {
+  return `| ${label} | ${integer(run.requestsPerSecond)} | ${integer(noop.requestsPerSecond)} | ${percent(share(run, noop))} | ` +
+    `${micros(run.cpuMicrosPerCheck)} / ${micros(noop.cpuMicrosPerCheck)} | ${integer(run.allocatedBytesPerCheck)} / ${integer(noop.allocatedBytesPerCheck)} | ` +
+    `${micros(run.gcMicrosPerCheck)} / ${micros(noop.gcMicrosPerCheck)} |`;
+}
+
+/** The markdown of the serve-beside-no-op figures, for a dated section of bench/RESULTS.md. */
+export function serveBenchReport(results: ServeBenchResults): string[] {
+  const { settings, saturationRounds, latency, denyMix, largeBody, workerRounds } = results;
+  const serveRate = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
+  const noopRate = median(saturationRounds.map((r) => r.noop.requestsPerSecond));
+  const ratio = serveRate / noopRate;
+  const serveRuns = [
+    ...saturationRounds.map((r) => r.serve),
+    latency.serve,
+    denyMix.serve,
+    largeBody.serve,
+    ...workerRounds.flatMap((round) => [...round.byCount.values()]),
+  ];
+  const { statements, checks } = statementsPerCheck(serveRuns);
+  const p99 = latency.serve.latency!.p99Micros;
+  const workerCounts = [...(workerRounds[0]?.byCount.keys() ?? [])];
+  const workerRuns = (count: string) => workerRounds.map((round) => round.byCount.get(count)!);
+  const workersNoop = workerRounds.map((round) => round.noop);
+  const workersImplemented = workerRuns('2').some((run) => run.processes > 1);
+  const medianOf = (runs: readonly LoadRun[], pick: (run: LoadRun) => number) => median(runs.map(pick));
+  const medianRun = (pick: 'serve' | 'noop'): LoadRun => {
+    const runs = saturationRounds.map((r) => r[pick]);
+    return {
+      ...runs[0]!,
+      requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+      cpuMicrosPerCheck: median(runs.map((r) => r.cpuMicrosPerCheck)),
+      allocatedBytesPerCheck: median(runs.map((r) => r.allocatedBytesPerCheck)),
+      gcMicrosPerCheck: median(runs.map((r) => r.gcMicrosPerCheck)),
+    };
+  };
+
+  const latencyRow = (name: string, run: LoadRun) => {
+    const l = run.latency!;
+    return `| ${name} | ${millis(l.p50Micros)} | ${millis(l.p99Micros)} | ${millis(l.p999Micros)} | ${millis(l.maxMicros)} | ${integer(l.requests)} |`;
+  };
+
+  return [
+    `**Headline: one \`serve\` process answers ${percent(ratio)} of the no-op's checks per second** ` +
+      `(${integer(serveRate)} against ${integer(noopRate)} req/s, medians of ${saturationRounds.length} alternating rounds of ${settings.seconds} s).`,
+    '',
+    '| target (issue 14) | measured | met |',
+    '|---|---|---|',
+    `| one process at ${percent(TARGETS.minShareOfNoop)} or more of the no-op | ${percent(ratio)} | ${yes(ratio >= TARGETS.minShareOfNoop)} |`,
+    `| p99 under ${millis(TARGETS.maxP99Micros)} ms at half of saturation (${integer(latency.ratePerSecond)} req/s) | ${millis(p99)} ms | ${yes(p99 < TARGETS.maxP99Micros)} |`,
+    `| not a target: CPU per check, no-op / serve (moved less than throughput by the machine's other load) | ` +
+      `${percent(medianRun('noop').cpuMicrosPerCheck / medianRun('serve').cpuMicrosPerCheck)} | |`,
+    `| zero database statements per check | ${statements} statements in ${integer(checks)} checks (${(statements / checks).toFixed(6)} per check; listed below) | ` +
+      `${yes(statements * TARGETS.checksPerPeriodicStatement < checks)} |`,
+    '',
+    `### Saturation: \`h2load -c4 -m32 -D ${settings.seconds}\`, the allowed request`,
+    '',
+    'Each server warmed up first; rounds alternate which server goes first, so a drift of the machine favours neither.',
+    '',
+    '| round | serve req/s | no-op req/s | serve / no-op |',
+    '|---|---|---|---|',
+    ...saturationRounds.map((r, index) => `| ${index + 1} | ${integer(r.serve.requestsPerSecond)} | ${integer(r.noop.requestsPerSecond)} | ${percent(share(r.serve, r.noop))} |`),
+    `| median | ${integer(serveRate)} | ${integer(noopRate)} | **${percent(ratio)}** |`,
+    '',
+    '### Cost per check, and the mixes',
+    '',
+    'CPU: user + system time of the server\'s processes (`/proc/<pid>/stat`) over the run, per check h2load',
+    'completed. Heap: bytes allocated on the V8 heap per check (from V8\'s per-collection statistics, by',
+    '`bench/heap-probe.ts` loaded into the server with `NODE_OPTIONS=--import`; buffers outside the V8 heap are',
+    'not counted), and the time V8 spent collecting. Figures are "serve / no-op"; the allow-only row is the median',
+    'of the saturation rounds.',
+    '',
+    '| load | serve req/s | no-op req/s | serve / no-op | CPU µs per check | heap bytes allocated per check | GC µs per check |',
+    '|---|---|---|---|---|---|---|',
+    costRow('allow-only (`-c4 -m32`)', medianRun('serve'), medianRun('noop')),
+    costRow(`deny-heavy: ${denyMix.files.join(', ')}, one h2load each (\`-c1 -m16\`)`, denyMix.serve, denyMix.noop),
+    costRow(`${LARGE_BODY_BYTES / 1024} KiB bodies, allowed (\`-c4 -m32\`)`, largeBody.serve, largeBody.noop),
+    '',
+    `In the deny-heavy mix \`serve\` counted, by verdict: ${[...denyMix.serve.counted!.byVerdict].map(([verdict, count]) => `${verdict}: ${integer(count)}`).join(', ')}.`,
+    '',
+    `### Latency at half of serve's saturation: ${integer(latency.ratePerSecond)} req/s (\`h2load -c4 -m32 --rps ${latency.ratePerSecond / 4}\`)`,
+    '',
+    'Each request\'s time from h2load\'s `--log-file` (sent to end of response); nearest-rank percentiles.',
+    '',
+    '| server | p50 ms | p99 ms | p99.9 ms | max ms | requests |',
+    '|---|---|---|---|---|---|',
+    latencyRow('serve', latency.serve),
+    latencyRow('no-op', latency.noop),
+    '',
+    '### Workers',
+    '',
+    `\`serve\` with \`WORKERS=1\` and \`WORKERS=2\`, both started for this, beside the no-op: saturation as above, ` +
+      `${workerRounds.length} rounds, each server taking its turn first.` +
+      (workersImplemented ? '' : ' **This `serve` does not implement `WORKERS` yet** (`WORKERS=2` ran one process), so both columns measure one process.'),
+    '',
+    `| round | ${workerCounts.map((count) => `serve WORKERS=${count} req/s`).join(' | ')} | no-op req/s |`,
+    `|---|${workerCounts.map(() => '---|').join('')}---|`,
+    ...workerRounds.map((round, index) =>
+      `| ${index + 1} | ${workerCounts.map((count) => integer(round.byCount.get(count)!.requestsPerSecond)).join(' | ')} | ${integer(round.noop.requestsPerSecond)} |`),
+    `| median | ${workerCounts.map((count) => `**${integer(medianOf(workerRuns(count), (r) => r.requestsPerSecond))}**`).join(' | ')} | ${integer(medianOf(workersNoop, (r) => r.requestsPerSecond))} |`,
+    `| share of the no-op | ${workerCounts.map((count) => percent(medianOf(workerRuns(count), (r) => r.requestsPerSecond) / medianOf(workersNoop, (r) => r.requestsPerSecond))).join(' | ')} | 100 % |`,
+    `| CPU µs per check (median) | ${workerCounts.map((count) => micros(medianOf(workerRuns(count), (r) => r.cpuMicrosPerCheck))).join(' | ')} | ${micros(medianOf(workersNoop, (r) => r.cpuMicrosPerCheck))} |`,
+    `| processes | ${workerCounts.map((count) => String(Math.max(...workerRuns(count).map((r) => r.processes)))).join(' | ')} | 1 |`,
+    '',
+    `### Database statements during the serve runs (${results.statementSource})`,
+    '',
+    `Every statement \`serve\` issued on its database across all its measured runs (${integer(checks)} checks, ` +
+      `${serveRuns.reduce((total, run) => total + run.seconds, 0)} s of load):`,
+    '',
+    ...statementTable(serveRuns),
+    '',
+    '### How the figures are checked',
+    '',
+    ...results.verification.map((line) => `- ${line}.`),
+    '- After every run: h2load saw an HTTP 200 for every request it completed, and `serve`\'s `/metrics`',
+    '  (`sitekey_authz_checks_total` by verdict) counted exactly the verdict each request file was written for, as many',
+    '  times as h2load was answered (plus at most the streams still in flight when h2load stopped), none undecided.',
+    '',
+    '### Setup and commands',
+    '',
+    `- \`serve\`: \`node dist/src/cli/main.js serve\`, \`LOG_LEVEL=info\` to a file, defaults otherwise, on ${results.databaseDescription}; ` +
+      `${integer(results.sites)} sites (2 keys and 3 CIDRs each; the partner's allowlist holds 127.0.0.1, one other site is in a brownout for 105).`,
+    '- no-op: `node dist/bench/noop-server.js`: grpc-js with `grpcServerOptions(GRPC_LIMITS, …)`, our proto/, our TCP',
+    '  listener, answering the allowed CheckResponse `serve` sends (its bytes compared above).',
+    '- Requests: CheckRequests as Envoy sends them (headers, `raw_body`, source 127.0.0.1), encoded with Envoy\'s',
+    '  upstream protos, with the 5-byte gRPC prefix, in one file each (`$BENCH_DIR` is a temporary directory).',
+    '',
+    '```sh',
+    ...results.commands,
+    '```',
+  ];
+}

@@ -1,0 +1,333 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { openBenchDatabase, statementsBetween, type BenchDatabase } from './bench-database.js';
+import { BENCH_SITES, LARGE_BODY_BYTES, seedBenchSites, type BenchCredentials } from './bench-sites.js';
+import { checkCounts, countsBetween, type CheckCounts } from './check-counts.js';
+import { grpcFrame, type BenchRequest } from './check-requests.js';
+import { onInterrupt } from './interrupt.js';
+import { commandLine, h2loadArguments, latencyFromLog, runH2load, type H2loadResult, type LatencySummary, type LoadShape } from './h2load.js';
+import { startNoop, startServe, type BenchServer } from './server-process.js';
+import { assertVerdict } from './verify-once.js';
+import type { ProbeReport } from './heap-probe.js';
+
+/** How long and how often: BENCH_SECONDS per measured run (10), BENCH_ROUNDS of serve beside the no-op (3). */
+export interface BenchSettings {
+  readonly seconds: number;
+  readonly rounds: number;
+  /** DATABASE_URL: the PostgreSQL server to make the bench's database on; unset: an embedded one. */
+  readonly databaseUrl: string | undefined;
+}
+
+/** h2load's saturation load, as issue 14 measured it: 4 connections, 32 streams each. */
+export const SATURATION = { connections: 4, streams: 32 } as const;
+/** The deny-heavy mix: one h2load per request file, each on one connection. */
+const MIX_PER_FILE = { connections: 1, streams: 16 } as const;
+
+export interface RequestFile {
+  readonly request: BenchRequest;
+  readonly path: string;
+}
+
+/** One measured load on one server: h2load's counts and the server's own costs over exactly that load. */
+export interface LoadRun {
+  readonly server: string;
+  readonly h2load: readonly H2loadResult[];
+  readonly checks: number;
+  readonly requestsPerSecond: number;
+  readonly cpuMicrosPerCheck: number;
+  readonly allocatedBytesPerCheck: number;
+  readonly gcMicrosPerCheck: number;
+  /** serve only: statements its process tree issued on the database during the load. */
+  readonly statements?: { readonly total: number; readonly byText: ReadonlyArray<{ query: string; calls: number }> };
+  /** serve only: what /metrics counted, which must be what h2load was answered. */
+  readonly counted?: CheckCounts;
+  readonly latency?: LatencySummary;
+  /** Processes in the server's tree at the end of the load (more than one with WORKERS). */
+  readonly processes: number;
+  readonly seconds: number;
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+function probeTotals(reports: readonly ProbeReport[]): { allocated: number; gcMicros: number } {
+  return { allocated: sum(reports.map((r) => r.allocatedBytes)), gcMicros: sum(reports.map((r) => r.gcMicros)) };
+}
+
+/**
+ * A server that answered every request: h2load saw no failure, and `serve`'s /metrics counted each
+ * file's verdict exactly for the requests h2load got an answer to, plus at most the streams that were
+ * still in flight when h2load's duration ran out (answered after it stopped listening).
+ */
+function verify(server: BenchServer, files: readonly RequestFile[], results: readonly H2loadResult[], inFlight: number, counted: CheckCounts | undefined): void {
+  for (const result of results) {
+    // h2load counts a status when the response headers arrive, a success when the stream completes:
+    // streams cut off by the end of the duration have the one and not the other.
+    const cutOff = result.status2xx - result.succeeded;
+    if (result.succeeded === 0 || cutOff < 0 || cutOff > inFlight || result.errored > 0 || result.timeout > 0) {
+      throw new Error(`${server.name}: h2load did not get an HTTP 200 for every request it finished: ${JSON.stringify(result)}\n${result.command}`);
+    }
+  }
+  if (counted === undefined) return;
+  if (counted.undecided !== 0) throw new Error(`${server.name} left ${counted.undecided} checks undecided (UNAVAILABLE or INTERNAL) under load`);
+  const expected = new Map<string, number>();
+  files.forEach((file, index) => {
+    const key = String(file.request.expected);
+    expected.set(key, (expected.get(key) ?? 0) + results[index]!.succeeded);
+  });
+  for (const [verdict, count] of counted.byVerdict) {
+    if (!expected.has(verdict)) throw new Error(`${server.name} counted ${count} checks as ${verdict}, which no request of this load should get`);
+  }
+  for (const [verdict, answered] of expected) {
+    const got = counted.byVerdict.get(verdict) ?? 0;
+    if (got < answered || got > answered + inFlight) {
+      throw new Error(`${server.name} counted ${got} checks as ${verdict}, h2load was answered ${answered} (at most ${inFlight} more may have been in flight)`);
+    }
+  }
+}
+
+/**
+ * One load on one server, with the server's CPU, heap allocation, database statements and /metrics
+ * counts read just before and just after it; `whileRunning` (the soak's sampler) runs beside the load.
+ */
+export async function measure(
+  server: BenchServer,
+  files: readonly RequestFile[],
+  shape: LoadShape,
+  database: BenchDatabase,
+  whileRunning?: (load: Promise<unknown>) => Promise<void>,
+): Promise<LoadRun> {
+  const isServe = server.metricsUrl !== undefined;
+  const countsBefore = isServe ? await checkCounts(server.metricsUrl!) : undefined;
+  const statementsBefore = isServe ? await database.statements() : undefined;
+  const probeBefore = probeTotals(await server.probe());
+  const cpuBefore = server.cpuSeconds();
+  const load = Promise.all(
+    files.map((file, index) =>
+      runH2load(h2loadArguments(server.grpcPort, file.path, { ...shape, ...(shape.logFile ? { logFile: `${shape.logFile}.${index}` } : {}) })),
+    ),
+  );
+  const [results] = await Promise.all([load, whileRunning?.(load)]);
+  // Streams in flight when h2load stopped are still answered: let them finish before reading the counters.
+  await sleep(250);
+  const cpuAfter = server.cpuSeconds();
+  const probeAfter = probeTotals(await server.probe());
+  const statementsAfter = isServe ? await database.statements() : undefined;
+  const counted = isServe ? countsBetween(countsBefore!, await checkCounts(server.metricsUrl!)) : undefined;
+  verify(server, files, results, files.length * shape.connections * shape.streams, counted);
+  const checks = sum(results.map((r) => r.succeeded));
+  const statements = statementsBefore && statementsAfter ? statementsBetween(statementsBefore, statementsAfter) : undefined;
+  return {
+    server: server.name,
+    processes: server.pids().length,
+    seconds: shape.seconds,
+    h2load: results,
+    checks,
+    requestsPerSecond: sum(results.map((r) => r.requestsPerSecond)),
+    cpuMicrosPerCheck: ((cpuAfter - cpuBefore) * 1e6) / checks,
+    allocatedBytesPerCheck: (probeAfter.allocated - probeBefore.allocated) / checks,
+    gcMicrosPerCheck: (probeAfter.gcMicros - probeBefore.gcMicros) / checks,
+    ...(statements ? { statements: { total: sum(statements.map((s) => s.calls)), byText: statements } } : {}),
+    ...(counted ? { counted } : {}),
+    ...(shape.logFile ? { latency: latencyFromLog(`${shape.logFile}.0`) } : {}),
+  };
+}
+
+export interface ServeBenchResults {
+  readonly settings: BenchSettings;
+  readonly databaseDescription: string;
+  readonly statementSource: string;
+  readonly sites: number;
+  readonly verification: readonly string[];
+  readonly saturationRounds: ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
+  readonly latency: { readonly ratePerSecond: number; readonly serve: LoadRun; readonly noop: LoadRun };
+  readonly denyMix: { readonly serve: LoadRun; readonly noop: LoadRun; readonly files: readonly string[] };
+  readonly largeBody: { readonly serve: LoadRun; readonly noop: LoadRun };
+  /** Saturation of serve with WORKERS=1 and =2 (by that value) and of the no-op, alternating rounds. */
+  readonly workerRounds: ReadonlyArray<{ readonly byCount: ReadonlyMap<string, LoadRun>; readonly noop: LoadRun }>;
+  /** The h2load command lines, with the bench's ports and paths. */
+  readonly commands: readonly string[];
+}
+
+async function writeRequestFiles(workDir: string, credentials: BenchCredentials): Promise<Map<string, RequestFile>> {
+  const { allow, allowLargeBody, denials } = credentials.requests;
+  const files = new Map<string, RequestFile>();
+  for (const request of [allow, allowLargeBody, ...denials]) {
+    const path = join(workDir, `${request.name}.grpc`);
+    await writeFile(path, grpcFrame(request.message));
+    files.set(request.name, { request, path });
+  }
+  return files;
+}
+
+/** What every h2load run of the bench stands on: a seeded database and the request files, in a temporary directory. */
+export interface BenchFixture {
+  readonly workDir: string;
+  readonly database: BenchDatabase;
+  readonly credentials: BenchCredentials;
+  readonly files: ReadonlyMap<string, RequestFile>;
+  close(log: (line: string) => void): Promise<void>;
+}
+
+export async function openBenchFixture(databaseUrl: string | undefined, log: (line: string) => void): Promise<BenchFixture> {
+  const workDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-bench-'));
+  const close = async (database?: BenchDatabase) => {
+    await database?.close().catch((error: unknown) => log(`closing the bench database failed: ${String(error)}`));
+    await rm(workDir, { recursive: true, force: true });
+  };
+  let database: BenchDatabase | undefined;
+  const forget = onInterrupt(() => close(database));
+  try {
+    database = await openBenchDatabase(databaseUrl);
+    log(`database: ${database.description}; seeding ${BENCH_SITES.toLocaleString('en')} sites`);
+    const credentials = await seedBenchSites(database.url);
+    const files = await writeRequestFiles(workDir, credentials);
+    const opened = database;
+    return {
+      workDir,
+      database,
+      credentials,
+      files,
+      close: async () => {
+        forget();
+        await close(opened);
+      },
+    };
+  } catch (error) {
+    forget();
+    await close(database);
+    throw error;
+  }
+}
+
+/** An unmeasured load first: JIT compilation, connection set-up and caches filling are not what a run measures. */
+export async function warmUp(server: BenchServer, files: readonly RequestFile[], shape: LoadShape): Promise<void> {
+  await Promise.all(files.map((file) => runH2load(h2loadArguments(server.grpcPort, file.path, shape))));
+}
+
+/**
+ * Issue 14's benchmark: a real `serve` (embedded PostgreSQL, BENCH_SITES sites, LOG_LEVEL=info) beside
+ * the no-op Check server on the same gRPC stack, both under h2load, each in its own process.
+ */
+export async function runServeBench(settings: BenchSettings, log: (line: string) => void): Promise<ServeBenchResults> {
+  const { seconds, rounds } = settings;
+  const warmSeconds = Math.max(1, Math.round(seconds * 0.3));
+  const fixture = await openBenchFixture(settings.databaseUrl, log);
+  const { workDir, database, credentials, files } = fixture;
+  const running: BenchServer[] = [];
+  const commands: string[] = [];
+  const remember = (server: BenchServer, files: readonly RequestFile[], shape: LoadShape) => {
+    for (const file of files) commands.push(commandLine('h2load', h2loadArguments(server.grpcPort, file.path, shape)));
+  };
+  try {
+    const file = (name: string) => files.get(name)!;
+    const allow = [file('allow')];
+
+    const serve = await startServe({ name: 'serve', databaseUrl: database.url, workDir });
+    running.push(serve);
+    const noop = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId });
+    running.push(noop);
+
+    // Each request's exact bytes once through a real gRPC client: the verdict h2load cannot see.
+    const verification: string[] = [];
+    for (const { request } of files.values()) await assertVerdict('serve', serve.grpcPort, request);
+    verification.push(`serve: ${[...files.values()].map(({ request }) => `${request.name} → ${request.expected}`).join(', ')}`);
+    for (const request of [credentials.requests.allow, credentials.requests.allowLargeBody]) {
+      const [ours, floor] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict('no-op', noop.grpcPort, request)];
+      if (!ours.bytes.equals(floor.bytes)) throw new Error(`the no-op's CheckResponse to ${request.name} differs from serve's: the comparison would not be like for like`);
+      verification.push(`${request.name}: serve and the no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
+    }
+
+    const saturation: LoadShape = { ...SATURATION, seconds };
+    const warm = (server: BenchServer, load: readonly RequestFile[], shape: LoadShape) => warmUp(server, load, { ...shape, seconds: warmSeconds });
+
+    log(`saturation: ${rounds} rounds of ${seconds} s each, serve and no-op alternating`);
+    await warm(serve, allow, saturation);
+    await warm(noop, allow, saturation);
+    const saturationRounds: Array<{ serve: LoadRun; noop: LoadRun }> = [];
+    for (let round = 0; round < rounds; round++) {
+      // Alternate which goes first, so that a drift of the machine's load favours neither.
+      const order = round % 2 === 0 ? [serve, noop] : [noop, serve];
+      const runs = new Map<BenchServer, LoadRun>();
+      for (const server of order) runs.set(server, await measure(server, allow, saturation, database));
+      saturationRounds.push({ serve: runs.get(serve)!, noop: runs.get(noop)! });
+      log(`  round ${round + 1}: serve ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, no-op ${runs.get(noop)!.requestsPerSecond.toFixed(0)} req/s`);
+    }
+    remember(serve, allow, saturation);
+
+    const serveSaturation = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
+    const ratePerConnection = Math.max(1, Math.round(serveSaturation / 2 / SATURATION.connections));
+    const halfRate: LoadShape = { ...SATURATION, seconds, ratePerConnection };
+    log(`latency at half of serve's saturation: ${ratePerConnection * SATURATION.connections} req/s`);
+    const latencyServe = await measure(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log') }, database);
+    const latencyNoop = await measure(noop, allow, { ...halfRate, logFile: join(workDir, 'latency-noop.log') }, database);
+    remember(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log.0') });
+
+    log('deny-heavy mix: the allowed request beside one per error id, one h2load each');
+    const mix = [file('allow'), ...credentials.requests.denials.map((request) => file(request.name))];
+    const mixShape: LoadShape = { ...MIX_PER_FILE, seconds };
+    await warm(serve, mix, mixShape);
+    const denyServe = await measure(serve, mix, mixShape, database);
+    await warm(noop, mix, mixShape);
+    const denyNoop = await measure(noop, mix, mixShape, database);
+    remember(serve, mix, mixShape);
+
+    log(`${LARGE_BODY_BYTES / 1024} KiB bodies`);
+    const large = [file('allow-64k')];
+    await warm(serve, large, saturation);
+    const largeServe = await measure(serve, large, saturation, database);
+    await warm(noop, large, saturation);
+    const largeNoop = await measure(noop, large, saturation, database);
+    remember(serve, large, saturation);
+
+    await serve.stop();
+    running.splice(running.indexOf(serve), 1);
+    log(`workers: serve with WORKERS=1 and WORKERS=2 beside the no-op, ${rounds} rounds`);
+    const byWorkers = new Map<string, BenchServer>();
+    for (const count of ['1', '2']) {
+      const server = await startServe({ name: `serve WORKERS=${count}`, databaseUrl: database.url, workDir, env: { WORKERS: count } });
+      running.push(server);
+      byWorkers.set(count, server);
+      await assertVerdict(server.name, server.grpcPort, credentials.requests.allow);
+      await warm(server, allow, saturation);
+    }
+    const workerRounds: Array<{ readonly byCount: ReadonlyMap<string, LoadRun>; readonly noop: LoadRun }> = [];
+    const contenders = [...byWorkers.values(), noop];
+    for (let round = 0; round < rounds; round++) {
+      const runs = new Map<BenchServer, LoadRun>();
+      // Each takes its turn first.
+      for (let turn = 0; turn < contenders.length; turn++) {
+        const server = contenders[(round + turn) % contenders.length]!;
+        runs.set(server, await measure(server, allow, saturation, database));
+      }
+      workerRounds.push({ byCount: new Map([...byWorkers].map(([count, server]) => [count, runs.get(server)!])), noop: runs.get(noop)! });
+    }
+    remember(byWorkers.get('2')!, allow, saturation);
+
+    return {
+      settings,
+      databaseDescription: database.description,
+      statementSource: database.statementSource,
+      sites: BENCH_SITES,
+      verification,
+      saturationRounds,
+      latency: { ratePerSecond: ratePerConnection * SATURATION.connections, serve: latencyServe, noop: latencyNoop },
+      denyMix: { serve: denyServe, noop: denyNoop, files: mix.map((f) => f.request.name) },
+      largeBody: { serve: largeServe, noop: largeNoop },
+      workerRounds,
+      commands: commands.map((command) => command.replaceAll(workDir, '$BENCH_DIR')),
+    };
+  } finally {
+    for (const server of running.reverse()) await server.stop().catch(() => undefined);
+    await fixture.close(log);
+  }
+}
