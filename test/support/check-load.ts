@@ -1,0 +1,79 @@
+import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { authorizationClient, checkRequest, verdict, type CheckArguments } from './envoy-client.js';
+
+/** One Check as its caller saw it: when it was sent and answered (performance.now()), and the answer. */
+export interface CallRecord {
+  readonly startedMs: number;
+  readonly endedMs: number;
+  /** 'allow', the error id of a denial, or the gRPC status name of a failed RPC with its details. */
+  readonly outcome: 'allow' | number | string;
+}
+
+export interface CheckLoad {
+  /** Every call answered so far, in the order answered. */
+  readonly calls: readonly CallRecord[];
+  /** Resolves once `count` calls in all have been answered; fails after `withinMs`. */
+  answered(count: number, withinMs: number): Promise<void>;
+  /** Starts no new call, and resolves with every call once those in flight are answered. */
+  stop(): Promise<readonly CallRecord[]>;
+}
+
+type Client = ReturnType<typeof authorizationClient>;
+
+function describeFailure(error: ServiceError): string {
+  return `${GrpcStatus[error.code] ?? error.code}: ${error.details}`;
+}
+
+/** One Check with the request's own deadline; never rejects: a failure is an outcome. */
+export function timedCheck(client: Client, args: CheckArguments, deadlineMs = 10_000): Promise<CallRecord> {
+  const request = checkRequest(args);
+  const startedMs = performance.now();
+  return new Promise((resolveCall) =>
+    client.Check(request, { deadline: Date.now() + deadlineMs }, (error, response) => {
+      const endedMs = performance.now();
+      let outcome: CallRecord['outcome'];
+      try {
+        outcome = error ? describeFailure(error) : verdict(response);
+      } catch (unreadable) {
+        outcome = `unreadable response: ${String(unreadable)}`;
+      }
+      resolveCall({ startedMs, endedMs, outcome });
+    }),
+  );
+}
+
+/**
+ * `concurrency` callers on one client, each sending its next check as soon as the last is answered,
+ * as Envoy's workers do on their long-lived connection under steady traffic.
+ */
+export function startCheckLoad(client: Client, args: CheckArguments, concurrency: number): CheckLoad {
+  const calls: CallRecord[] = [];
+  let stopping = false;
+  const callers = Array.from({ length: concurrency }, async () => {
+    while (!stopping) calls.push(await timedCheck(client, args));
+  });
+  const everyone = Promise.all(callers);
+  return {
+    calls,
+    async answered(count, withinMs) {
+      const deadline = performance.now() + withinMs;
+      while (calls.length < count) {
+        if (performance.now() > deadline) throw new Error(`only ${calls.length} of ${count} checks answered within ${withinMs} ms`);
+        await sleep(10);
+      }
+    },
+    async stop() {
+      stopping = true;
+      await everyone;
+      return calls;
+    },
+  };
+}
+
+/** Outcomes other than the expected one, counted by outcome: empty when every call got it. */
+export function unexpectedOutcomes(calls: readonly CallRecord[], expected: CallRecord['outcome']): Map<CallRecord['outcome'], number> {
+  const counts = new Map<CallRecord['outcome'], number>();
+  for (const call of calls) if (call.outcome !== expected) counts.set(call.outcome, (counts.get(call.outcome) ?? 0) + 1);
+  return counts;
+}
