@@ -25,9 +25,13 @@ function describeFailure(error: ServiceError): string {
   return `${GrpcStatus[error.code] ?? error.code}: ${error.details}`;
 }
 
-/** One Check with the request's own deadline; never rejects: a failure is an outcome. */
+/** One Check of Envoy's usual shape (see checkRequest); never rejects: a failure is an outcome. */
 export function timedCheck(client: Client, args: CheckArguments, deadlineMs = 10_000): Promise<CallRecord> {
-  const request = checkRequest(args);
+  return timedRequest(client, checkRequest(args), deadlineMs);
+}
+
+/** One Check of any CheckRequest (as JS for Envoy's upstream protos); never rejects: a failure is an outcome. */
+export function timedRequest(client: Client, request: unknown, deadlineMs = 10_000): Promise<CallRecord> {
   const startedMs = performance.now();
   return new Promise((resolveCall) =>
     client.Check(request, { deadline: Date.now() + deadlineMs }, (error, response) => {
