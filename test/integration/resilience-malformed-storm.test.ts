@@ -3,15 +3,18 @@ import assert from 'node:assert/strict';
 import { constants as http2Constants } from 'node:http2';
 import { connect as tcpConnect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { GRPC_LIMITS } from '../../src/envoy/grpc-server.js';
 import { startCheckLoad, timedRequest, unexpectedOutcomes, type CallRecord } from '../support/check-load.js';
+import { insertSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, checkRequest } from '../support/envoy-client.js';
 import { samples } from '../support/exposition.js';
 import { healthClient, healthOf } from '../support/health-client.js';
 import { callEnd, grpcFrame, h2session, h2sessionWithSocket, openCheckStream, rawCall } from '../support/raw-grpc.js';
-import { runCli, startService, type RunningService } from '../support/service.js';
+import { startService, type RunningService } from '../support/service.js';
 
+const KEY = 'c4a1f7e2-5b3d-4e8a-9f06-1d2c3b4a5e6f';
 const MAX_BODY_BYTES = 64 * 1024;
 const MESSAGE_LIMIT = MAX_BODY_BYTES + GRPC_LIMITS.messageHeadroomBytes;
 /**
@@ -37,12 +40,13 @@ function answerOf(outcome: CallRecord['outcome']): Answer | string {
 describe('a storm of malformed and oversized requests', () => {
   let database: TestDatabase;
   let service: RunningService;
-  let key: string;
 
   before(async () => {
     database = await freshDatabase();
-    for (const args of [['site', 'add', '1001'], ['ip', 'allow', '1001', '203.0.113.0/24']]) assert.equal((await runCli(database.url, args)).code, 0);
-    key = (JSON.parse((await runCli(database.url, ['key', 'issue', '1001', '--json'])).stdout) as { apiKey: string }).apiKey;
+    const sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+    await insertSite(sql, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
+    await sql.end();
     service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', MAX_BODY_BYTES: String(MAX_BODY_BYTES), LOG_LEVEL: 'warn' });
   });
 
@@ -52,8 +56,8 @@ describe('a storm of malformed and oversized requests', () => {
   });
 
   it('answers each storm request as it should, and every well-formed check alongside within the budget', async (t) => {
-    const body = JSON.stringify({ siteid: 1001, apikey: key });
-    const wellFormed = { authorization: `1001:${key}`, body };
+    const body = JSON.stringify({ siteid: 1001, apikey: KEY });
+    const wellFormed = { authorization: `1001:${KEY}`, body };
     /** A CheckRequest as Envoy would send for the well-formed request, with `change` applied to its http request. */
     const hostile = (change: (http: Record<string, unknown>, attributes: Record<string, unknown>) => void) => {
       const request = checkRequest(wellFormed) as { attributes: Record<string, unknown> & { request: { http: Record<string, unknown> } } };
@@ -67,15 +71,15 @@ describe('a storm of malformed and oversized requests', () => {
     const checks: Array<[string, unknown, Answer]> = [
       ['5,000 extra headers', withHeaders(Object.fromEntries(many(5_000, (i) => [`x-junk-${i}`, 'v']))), 'allow'],
       ['a 60 KiB Authorization', withHeaders({ authorization: `1001:${'f'.repeat(60 * 1024)}` }), 108],
-      ['an Authorization with NUL', withHeaders({ authorization: `1001:${key}\u0000` }), 108],
-      ['a site id beyond bigint', withHeaders({ authorization: `99999999999999999999999:${key}` }), 108],
-      ['an unknown site', withHeaders({ authorization: `4242:${key}` }), 101],
+      ['an Authorization with NUL', withHeaders({ authorization: `1001:${KEY}\u0000` }), 108],
+      ['a site id beyond bigint', withHeaders({ authorization: `99999999999999999999999:${KEY}` }), 108],
+      ['an unknown site', withHeaders({ authorization: `4242:${KEY}` }), 101],
       ['a client address that is no IP', hostile((_, a) => (a['source'] = { address: { socket_address: { address: 'not-an-ip' } } })), 103],
       ['a 60 KiB client address', hostile((_, a) => (a['source'] = { address: { socket_address: { address: '1'.repeat(60 * 1024) } } })), 103],
       ['a wrong key', withHeaders({ authorization: `1001:00000000-0000-4000-8000-000000000000` }), 102],
       ['a body that is not UTF-8', hostile((http) => ((http['body'] = ''), (http['raw_body'] = Buffer.from([0x7b, 0xff, 0xfe, 0x7d])))), 104],
       ['a body nested 30,000 deep', hostile((http) => (http['body'] = `${'['.repeat(30_000)}${']'.repeat(30_000)}`)), 104],
-      ['a body with 5,000 siteid members', hostile((http) => (http['body'] = `{${many(5_000, () => '"siteid":1001').join(',')},"apikey":"${key}"}`)), 104],
+      ['a body with 5,000 siteid members', hostile((http) => (http['body'] = `{${many(5_000, () => '"siteid":1001').join(',')},"apikey":"${KEY}"}`)), 104],
       ['a body Envoy marked partial', withHeaders({ 'x-envoy-auth-partial-body': 'true' }), 104],
       ['an empty body declared 2^63-1 bytes long', hostile((http) => ((http['body'] = ''), (http['size'] = '9223372036854775807'))), 104],
       ['5,000 raw header values of non-ASCII bytes', hostile((http) => (http['header_map'] = { headers: many(5_000, (i) => ({ key: `x-raw-${i}`, raw_value: Buffer.from([0xc3, 0x28, 0xff]) })) })), 'allow'],

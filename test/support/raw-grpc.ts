@@ -35,10 +35,12 @@ export function openCheckStream(session: ClientHttp2Session, headers: Record<str
   return stream;
 }
 
-/** How a hand-made call ended: the grpc-status the server sent (if any) and the stream's RST_STREAM code. */
+/** How a hand-made call ended: the grpc-status the server sent (if any), the stream's RST_STREAM code, what it sent. */
 export interface RawCallEnd {
   readonly grpcStatus: number | undefined;
   readonly rstCode: number | undefined;
+  /** The response's DATA, length prefixes included. */
+  readonly data: Buffer;
 }
 
 export function callEnd(stream: ClientHttp2Stream): Promise<RawCallEnd> {
@@ -48,8 +50,16 @@ export function callEnd(stream: ClientHttp2Stream): Promise<RawCallEnd> {
   };
   stream.on('response', readStatus);
   stream.on('trailers', readStatus);
-  stream.resume();
-  return new Promise((resolveEnd) => stream.on('close', () => resolveEnd({ grpcStatus, rstCode: stream.rstCode })));
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  return new Promise((resolveEnd) => stream.on('close', () => resolveEnd({ grpcStatus, rstCode: stream.rstCode, data: Buffer.concat(chunks) })));
+}
+
+/** The message of a response that holds exactly one. */
+export function onlyMessage(data: Buffer): Buffer {
+  const length = data.length >= 5 ? data.readUInt32BE(1) : -1;
+  if (length !== data.length - 5) throw new Error(`expected one gRPC message, got ${data.length} bytes of DATA`);
+  return data.subarray(5);
 }
 
 /** A whole call: `body` then END_STREAM, and how the server ended it. */
@@ -58,4 +68,10 @@ export function rawCall(session: ClientHttp2Session, body: Uint8Array, headers: 
   const ended = callEnd(stream);
   stream.end(body);
   return ended;
+}
+
+/** Resolves once the server has acknowledged a PING: it has read every frame sent before it. */
+export async function serverHasRead(session: ClientHttp2Session): Promise<void> {
+  if (session.connecting) await new Promise((connected) => session.once('connect', connected));
+  await new Promise<void>((acknowledged, reject) => session.ping((error) => (error ? reject(error) : acknowledged())));
 }
