@@ -10,6 +10,7 @@ import { authorizationClient, checkRequest, encodeCheckRequest } from '../suppor
 import { eventually } from '../support/eventually.js';
 import { samples } from '../support/exposition.js';
 import { callEnd, grpcFrame, h2session, openCheckStream, serverHasRead } from '../support/raw-grpc.js';
+import { operatorGet } from '../support/operator-http.js';
 import { startService, type RunningService } from '../support/service.js';
 
 const KEY = '9e2d4c6b-8a1f-4d3e-b5c7-0f1e2d3c4b5a';
@@ -69,7 +70,7 @@ describe(`${ABANDONED_CALLS} abandoned calls and ${IDLE_CONNECTIONS} idle connec
     const status = await readFile(`/proc/${pid}/status`, 'utf8');
     const rssKiB = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]);
     const fds = (await readdir(`/proc/${pid}/fd`)).length;
-    const exposition = await (await fetch(`${service.httpBase}/metrics`)).text();
+    const exposition = (await operatorGet(`${service.httpBase}/metrics`)).body;
     const timers = samples(exposition, 'nodejs_active_resources').get('{type="Timeout"}') ?? 0;
     return { fds, rssMiB: rssKiB / 1024, timers };
   };

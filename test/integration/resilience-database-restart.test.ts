@@ -12,6 +12,7 @@ import { insertSite } from '../support/credentials.js';
 import { authorizationClient } from '../support/envoy-client.js';
 import { eventually } from '../support/eventually.js';
 import { samples } from '../support/exposition.js';
+import { operatorGet } from '../support/operator-http.js';
 import { startService, type RunningService } from '../support/service.js';
 
 const KEY = '5d0c7a21-9e4b-4f3a-8c6d-2b1e0f9a8d71';
@@ -42,11 +43,11 @@ describe('checks under load while PostgreSQL stops and restarts', () => {
 
   const request = (key: string) => ({ authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key }) });
   const readyz = async () => {
-    const response = await fetch(`${service?.httpBase}/readyz`);
-    return { code: response.status, body: (await response.json()) as ReadyzBody };
+    const response = await operatorGet(`${service?.httpBase}/readyz`);
+    return { code: response.status, body: JSON.parse(response.body) as ReadyzBody };
   };
   const counter = async (name: string) => {
-    const exposition = await (await fetch(`${service?.httpBase}/metrics`)).text();
+    const exposition = (await operatorGet(`${service?.httpBase}/metrics`)).body;
     return [...samples(exposition, name).values()].reduce((sum, value) => sum + value, 0);
   };
 

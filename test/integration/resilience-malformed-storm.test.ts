@@ -12,6 +12,7 @@ import { authorizationClient, checkRequest } from '../support/envoy-client.js';
 import { samples } from '../support/exposition.js';
 import { healthClient, healthOf } from '../support/health-client.js';
 import { callEnd, grpcFrame, h2session, h2sessionWithSocket, openCheckStream, rawCall } from '../support/raw-grpc.js';
+import { operatorGet } from '../support/operator-http.js';
 import { startService, type RunningService } from '../support/service.js';
 
 const KEY = 'c4a1f7e2-5b3d-4e8a-9f06-1d2c3b4a5e6f';
@@ -167,10 +168,10 @@ describe('a storm of malformed and oversized requests', () => {
     }
 
     // Still ready, still deciding, and no storm request reached the handler's INTERNAL path.
-    assert.equal((await fetch(`${service.httpBase}/readyz`)).status, 200);
+    assert.equal((await operatorGet(`${service.httpBase}/readyz`)).status, 200);
     assert.equal(await healthOf(health, 'envoy.service.auth.v3.Authorization'), 'SERVING');
     assert.equal(answerOf((await timedRequest(envoy, checkRequest(wellFormed))).outcome), 'allow');
-    const exposition = await (await fetch(`${service.httpBase}/metrics`)).text();
+    const exposition = (await operatorGet(`${service.httpBase}/metrics`)).body;
     assert.deepEqual([...samples(exposition, 'sitekey_authz_checks_undecided_total').values()].filter((n) => n > 0), []);
     assert.doesNotMatch(service.output(), /check failed with an unexpected error/);
     assert.equal(service.process.exitCode, null);
