@@ -106,7 +106,10 @@ describe(`${ABANDONED_CALLS} abandoned calls and ${IDLE_CONNECTIONS} idle connec
       }
     }
 
-    /** `count` Checks from a gRPC client that gives up before the answer: a deadline already past when sent. */
+    /**
+     * `count` Checks from Envoy's gRPC client whose deadline has passed as they are sent: some never
+     * leave the client, the rest reach serve with a grpc-timeout of 0 and are reset by the client.
+     */
     async function cancelledByClient(count: number): Promise<void> {
       const results = await Promise.all(Array.from({ length: count }, () => timedCheck(envoy, wellFormed, 0)));
       const answered = results.filter((result) => result.outcome === 'allow').length;

@@ -74,22 +74,21 @@ describe('a SIGTERM under load', () => {
     const wellFormed = { authorization: `1001:${KEY}`, body: JSON.stringify({ siteid: 1001, apikey: KEY }) };
     const envoy = authorizationClient(service.grpcTarget);
     const health = healthClient(service.grpcTarget);
-    // Calls whose headers and first half of their message have arrived, the rest still to come: in
-    // flight at SIGTERM, and still when the drain begins.
     const session = h2session(service.grpcTarget);
     const message = grpcFrame(encodeCheckRequest(checkRequest(wellFormed)));
     const half = Math.floor(message.length / 2);
-    const halfSent = Array.from({ length: HALF_SENT_CALLS }, () => {
-      const stream = openCheckStream(session);
-      const ended = callEnd(stream);
-      stream.write(message.subarray(0, half));
-      return { stream, ended };
-    });
-    await serverHasRead(session);
-
     const load = startCheckLoad(envoy, wellFormed, CONCURRENCY);
     try {
       await load.answered(200, 10_000);
+      // Calls whose headers and first half of their message have arrived, the rest still to come: in
+      // flight at SIGTERM, and still when the drain begins (well within GRPC_LIMITS.requestTimeoutMs).
+      const halfSent = Array.from({ length: HALF_SENT_CALLS }, () => {
+        const stream = openCheckStream(session);
+        const ended = callEnd(stream);
+        stream.write(message.subarray(0, half));
+        return { stream, ended };
+      });
+      await serverHasRead(session);
       const exited = once(service.process, 'exit');
       const signalledAt = performance.now();
       service.process.kill('SIGTERM');

@@ -1,5 +1,8 @@
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { authorizationClient, checkRequest, verdict, type CheckArguments } from './envoy-client.js';
 
 /** One Check as its caller saw it: when it was sent and answered (performance.now()), and the answer. */
@@ -49,17 +52,8 @@ export function timedRequest(client: Client, request: unknown, deadlineMs = 10_0
   );
 }
 
-/**
- * `concurrency` callers on one client, each sending its next check as soon as the last is answered,
- * as Envoy's workers do on their long-lived connection under steady traffic.
- */
-export function startCheckLoad(client: Client, args: CheckArguments, concurrency: number): CheckLoad {
-  const calls: CallRecord[] = [];
-  let stopping = false;
-  const callers = Array.from({ length: concurrency }, async () => {
-    while (!stopping) calls.push(await timedCheck(client, args));
-  });
-  const everyone = Promise.all(callers);
+/** A load over `calls`, which its callers fill in, stopped by `stopCallers`. */
+function checkLoad(calls: CallRecord[], stopCallers: () => Promise<void>): CheckLoad {
   const answeredWithin = async (count: number, withinMs: number) => {
     const deadline = performance.now() + withinMs;
     while (calls.length < count) {
@@ -75,11 +69,59 @@ export function startCheckLoad(client: Client, args: CheckArguments, concurrency
       if (!(await answeredWithin(count, withinMs))) throw new Error(`only ${calls.length} of ${count} checks answered within ${withinMs} ms`);
     },
     async stop() {
-      stopping = true;
-      await everyone;
+      await stopCallers();
       return calls;
     },
   };
+}
+
+/**
+ * `concurrency` callers on one client, each sending its next check as soon as the last is answered,
+ * as Envoy's workers do on their long-lived connection under steady traffic.
+ */
+export function startCheckLoad(client: Client, args: CheckArguments, concurrency: number, onCall?: (call: CallRecord) => void): CheckLoad {
+  const calls: CallRecord[] = [];
+  let stopping = false;
+  const callers = Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (!stopping) {
+        const call = await timedCheck(client, args);
+        calls.push(call);
+        onCall?.(call);
+      }
+    }),
+  );
+  return checkLoad(calls, async () => {
+    stopping = true;
+    await callers;
+  });
+}
+
+const CALLER_SCRIPT = fileURLToPath(new URL('./check-caller.js', import.meta.url));
+
+/**
+ * startCheckLoad in a process of its own, as Envoy is: what the test process does meanwhile (a storm
+ * it sends, connections it opens) does not delay these callers' answers, nor their measurement.
+ */
+export function startCheckLoadInChild(target: string, args: CheckArguments, concurrency: number): CheckLoad {
+  const calls: CallRecord[] = [];
+  const child = spawn(process.execPath, [CALLER_SCRIPT, target, JSON.stringify(args), String(concurrency)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  // 'close', not 'exit': every line it wrote has been read by then.
+  const exited = new Promise<number | null>((resolveExit) => child.on('close', (code) => resolveExit(code)));
+  // The child's times are on the wall clock's scale (timeOrigin + now); put them on ours.
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const call = JSON.parse(line) as CallRecord;
+    calls.push({ ...call, startedMs: call.startedMs - performance.timeOrigin, endedMs: call.endedMs - performance.timeOrigin });
+  });
+  let stopped: Promise<void> | undefined;
+  return checkLoad(calls, () => {
+    stopped ??= (async () => {
+      child.stdin.end();
+      const code = await exited;
+      if (code !== 0) throw new Error(`the check callers' process exited with ${code}`);
+    })();
+    return stopped;
+  });
 }
 
 /** Outcomes other than the expected one, counted by outcome: empty when every call got it. */
