@@ -89,7 +89,8 @@ describe('checks under load while PostgreSQL stops and restarts', () => {
 
   it('answers every check with an allow throughout, and hears changes again once PostgreSQL is back', async (t) => {
     if (unavailable !== undefined || service === undefined || client === undefined) return t.skip(unavailable);
-    const load: CheckLoad = startCheckLoad(client, request(KEY), CONCURRENCY);
+    const envoy = client;
+    const load: CheckLoad = startCheckLoad(envoy, request(KEY), CONCURRENCY);
     try {
       await load.answered(100, 10_000);
       const failedSyncsBefore = await counter('sitekey_authz_snapshot_sync_failures_total');
@@ -118,7 +119,7 @@ describe('checks under load while PostgreSQL stops and restarts', () => {
       await sql.query(`INSERT INTO api_keys (site_id, key_sha256, last_five) VALUES (1001, decode($1, 'hex'), $2)`, [hashApiKey(LATER_KEY), LATER_KEY.slice(-5)]);
       await sql.end();
       await eventually('the notification of the new key', () => counter('sitekey_authz_notifications_total'), (n) => n > notificationsBefore, 10_000);
-      await eventually('the key added after the restart allowed', async () => (await timedCheck(client!, request(LATER_KEY))).outcome, (o) => o === 'allow', 10_000);
+      await eventually('the key added after the restart allowed', async () => (await timedCheck(envoy, request(LATER_KEY))).outcome, (o) => o === 'allow', 10_000);
 
       const calls = await load.stop();
       const duringOutage = calls.filter((call) => call.startedMs >= stoppedAt && call.endedMs <= restartedAt).length;
