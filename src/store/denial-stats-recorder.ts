@@ -1,7 +1,7 @@
 import type { ErrorId, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import type { StatementRunner } from './last-used-recorder.js';
-import { PeriodicFlush } from './periodic-flush.js';
+import { FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
 
 export interface DenialStatsOptions {
   readonly pool: StatementRunner;
@@ -44,9 +44,11 @@ export class DenialStatsRecorder {
   private groups = new Map<string, Group>();
   private overflowed = 0;
   private readonly flusher: PeriodicFlush;
+  private readonly failures: FlushFailureLog;
 
   constructor(private readonly options: DenialStatsOptions) {
     this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
+    this.failures = new FlushFailureLog(options.logger, 'refusal counts');
   }
 
   record(siteId: SiteId, errorId: ErrorId, clientIp: string, rehearsal: boolean, at: number): void {
@@ -105,10 +107,11 @@ export class DenialStatsRecorder {
         batch.map((group) => new Date(group.lastSeen)),
         this.options.retentionDays,
       ]);
+      this.failures.succeeded();
     } catch (error) {
       // Kept for the next flush, as long as they fit: a database down for long must not grow it.
       for (const group of batch) this.add(group);
-      this.options.logger.warn({ err: error, groups: batch.length }, 'writing refusal counts failed; keeping them for the next flush');
+      this.failures.failed(error, { groups: batch.length });
     }
   }
 }

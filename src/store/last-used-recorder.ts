@@ -1,6 +1,6 @@
 import type { KeyId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
-import { PeriodicFlush } from './periodic-flush.js';
+import { FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
 
 /** The one thing the recorder needs of a pg.Pool. */
 export interface StatementRunner {
@@ -27,9 +27,11 @@ const FLUSH = `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, 
 export class LastUsedRecorder {
   private pending = new Map<KeyId, number>();
   private readonly flusher: PeriodicFlush;
+  private readonly failures: FlushFailureLog;
 
   constructor(private readonly options: LastUsedRecorderOptions) {
     this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
+    this.failures = new FlushFailureLog(options.logger, 'key last-used times');
   }
 
   record(keyId: KeyId, at: number): void {
@@ -54,10 +56,11 @@ export class LastUsedRecorder {
     let ok = true;
     try {
       await this.options.pool.query(FLUSH, [[...batch.keys()], [...batch.values()].map((at) => new Date(at))]);
+      this.failures.succeeded();
     } catch (error) {
       ok = false;
       for (const [keyId, at] of batch) this.record(keyId, at);
-      this.options.logger.warn({ err: error, keys: batch.size }, 'writing key last-used times failed; keeping them for the next flush');
+      this.failures.failed(error, { keys: batch.size });
     }
     try {
       this.options.onFlush?.({ ok, keys: batch.size });

@@ -1,3 +1,6 @@
+import type { Logger } from '../observe/logger.js';
+import { RateLimit } from '../observe/rate-limit.js';
+
 /**
  * Runs a batch write every so often, one at a time, and once more on stop (SIGTERM): what the
  * recorders that keep the request path off the database (last-used times, refusal counts) share.
@@ -24,5 +27,39 @@ export class PeriodicFlush {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.flush();
+  }
+}
+
+/** While the database stays down, a failed write is logged once a minute, not at every flush. */
+const FAILURE_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * The log of a recorder's failed writes: the first failure at once, then at most one line a minute
+ * (with how many were not logged), and one line when writing works again.
+ */
+export class FlushFailureLog {
+  private readonly gate = new RateLimit(FAILURE_LOG_INTERVAL_MS);
+  private notLogged = 0;
+
+  constructor(
+    private readonly logger: Logger,
+    /** What the recorder writes, e.g. "key last-used times". */
+    private readonly what: string,
+  ) {}
+
+  failed(error: unknown, fields: Record<string, unknown>): void {
+    if (!this.gate.open()) {
+      this.notLogged++;
+      return;
+    }
+    this.logger.warn({ err: error, ...fields, failuresNotLogged: this.notLogged }, `writing ${this.what} failed; keeping them for the next flush`);
+    this.notLogged = 0;
+  }
+
+  succeeded(): void {
+    if (!this.gate.opened) return;
+    this.gate.reset();
+    this.notLogged = 0;
+    this.logger.info(`writing ${this.what} works again`);
   }
 }

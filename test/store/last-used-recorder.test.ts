@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { createLogger } from '../../src/observe/logger.js';
@@ -77,6 +78,28 @@ describe('last-used recorder', () => {
     await recorder.flush();
     assert.equal((await lastUsed()).get(keyIds[1] ?? ''), at);
     await recorder.stop();
+  });
+
+  it('logs a failing database once, not at every flush, and says when writing works again', async () => {
+    const messages: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) messages.push((JSON.parse(line) as { msg: string }).msg);
+        done();
+      },
+    });
+    const recorder = new LastUsedRecorder({ pool: runner, flushSeconds: 3_600, logger: createLogger('info', sink) });
+    const at = Date.parse('2026-11-22T11:30:00Z');
+    recorder.record(keyIds[1] ?? '', at);
+    for (let flush = 0; flush < 5; flush++) {
+      runner.failNext = true;
+      await recorder.flush();
+    }
+    await recorder.flush();
+    await recorder.stop();
+    await new Promise((resolveWrites) => setImmediate(resolveWrites));
+    assert.deepEqual(messages, ['writing key last-used times failed; keeping them for the next flush', 'writing key last-used times works again']);
+    assert.equal((await lastUsed()).get(keyIds[1] ?? ''), at);
   });
 
   it('flushes on stop, as SIGTERM does, and sends nothing when nothing was recorded', async () => {
