@@ -181,6 +181,36 @@ describe('credential cache', () => {
     assert.equal(limited.status(Date.now()).ready, true);
   });
 
+  it('stops handing out its snapshot once full loads have failed for longer than the staleness limit, and recovers', async () => {
+    let failing = false;
+    class UnreachablePool extends pg.Pool {
+      override connect(): Promise<pg.PoolClient>;
+      override connect(callback: Parameters<pg.Pool['connect']>[0]): void;
+      override connect(callback?: Parameters<pg.Pool['connect']>[0]): Promise<pg.PoolClient> | void {
+        if (callback) return super.connect(callback);
+        return failing ? Promise.reject(new Error('planted: database unreachable')) : super.connect();
+      }
+    }
+    const cache = newCache(3_600, UnreachablePool, { maxStalenessSeconds: 1 });
+    let failures = 0;
+    cache.onSyncFailure(() => (failures += 1));
+    await cache.start();
+    assert.ok(cache.snapshot(Date.now()));
+    failing = true;
+    const started = performance.now();
+    while (cache.snapshot(Date.now()) !== undefined) {
+      assert.ok(performance.now() - started < 10_000, 'the snapshot was still handed out 10 s after loads began to fail');
+      await sleep(20);
+    }
+    const status = cache.status(Date.now());
+    assert.equal(status.ready, false);
+    assert.ok(status.staleSeconds > 1, `judged stale at ${status.staleSeconds} s`);
+    assert.ok(failures >= 1, 'full loads were retried (and failed) meanwhile');
+    failing = false;
+    await timeUntil([cache], (s) => s !== undefined, async () => {});
+    assert.equal(cache.status(Date.now()).ready, true);
+  });
+
   it('reloads in full after a TRUNCATE, whose notification names no site', async () => {
     const cache = newCache();
     let fullLoads = 0;
