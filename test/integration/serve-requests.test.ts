@@ -138,6 +138,12 @@ describe('sitekey-authz serve answers what reaches it through Envoy', () => {
       assert.equal(await answer(client, { ...credentials(upper, { siteid: 1001, apikey: key }), ip: ALLOWED_IP }), 'allow');
     });
 
+    it('refuses a second siteid or apikey that differs only in letter case (104), as an upstream that ignores case would read it', async () => {
+      const twice = (body: string): CheckArguments => ({ authorization: `1001:${key}`, body, ip: ALLOWED_IP });
+      assert.deepEqual(await answer(client, twice(`{"siteid":1001,"apikey":"${key}","SiteID":1002}`)), [104, 'Request body has more than one siteid']);
+      assert.deepEqual(await answer(client, twice(`{"APIKEY":"${UNKNOWN_KEY}","siteid":1001,"apikey":"${key}"}`)), [104, 'Request body has more than one apikey']);
+    });
+
     it('records no last use for a valid key whose checks were denied', async () => {
       assert.deepEqual(await answer(client, { ...credentials(refusedKey), ip: OUTSIDE_IP }), [103, `IP address ${OUTSIDE_IP} is not whitelisted for site ID 1001`]);
       assert.deepEqual(await answer(client, { ...credentials(refusedKey, { siteid: 1001, apikey: key }), ip: ALLOWED_IP }), [
