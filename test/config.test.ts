@@ -148,10 +148,24 @@ describe('loadConfig', () => {
     });
   }
 
-  it('never puts a database password in its error messages', () => {
-    assert.throws(
-      () => loadConfig({ DATABASE_URL: 'mysql://authz:hunter2@db/authz' }),
-      (error: unknown) => error instanceof Error && !error.message.includes('hunter2'),
-    );
-  });
+  const withPassword: Array<[Record<string, string>, string, RegExp]> = [
+    [{ DATABASE_URL: 'mysql://authz:hunter2@db/authz' }, 'DATABASE_URL', /^DATABASE_URL: expected a postgres:\/\/ or postgresql:\/\/ URL, got the scheme "mysql:"$/],
+    [{ DATABASE_URL: 'authz:hunter2@db:5432' }, 'DATABASE_URL', /^DATABASE_URL: expected a postgres:\/\/ or postgresql:\/\/ URL/],
+    [{ DATABASE_URL: 'postgres://authz:hunter2@db [5432]/authz' }, 'DATABASE_URL', /^DATABASE_URL: expected a postgres:\/\/ or postgresql:\/\/ URL such as/],
+    [{ DATABASE_LISTEN_URL: 'http://authz:hunter2@db/authz' }, 'DATABASE_LISTEN_URL', /^DATABASE_LISTEN_URL: expected a postgres:\/\/ or postgresql:\/\/ URL, got the scheme "http:"$/],
+  ];
+  for (const [env, variable, reason] of withPassword) {
+    it(`refuses ${Object.keys(env)[0]} of the wrong form naming the variable and why, never quoting the password`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, `a ConfigError, not ${String(error)}`);
+          assert.equal(error.variable, variable);
+          assert.match(error.message, reason);
+          assert.ok(!error.message.includes('hunter2'), error.message);
+          return true;
+        },
+      );
+    });
+  }
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decide } from '../../src/decision/decide.js';
 import { denialBody, denialMessage, ERROR_CATALOGUE } from '../../src/decision/error-catalogue.js';
-import type { BodyView, CheckInput, Decision } from '../../src/decision/types.js';
+import type { BodyView, CheckInput, Decision, SunsetPolicy } from '../../src/decision/types.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -347,11 +347,6 @@ const tables: Record<string, Case[]> = {
 };
 
 describe('decide', () => {
-  it('has at least 60 malformed or hostile inputs in its tables', () => {
-    const hostile = Object.values(tables).flat().filter((c) => c.expect !== 'allow');
-    assert.ok(hostile.length >= 60, `only ${hostile.length} denial cases`);
-  });
-
   for (const [title, cases] of Object.entries(tables)) {
     describe(title, () => {
       for (const c of cases) {
@@ -382,17 +377,32 @@ describe('decide', () => {
     assert.equal(describeOutcome(decide(request, snapshot, NOW + 60_000, NO_SUNSET)), '102');
   });
 
-  it('maps every error to the HTTP status and gRPC code the catalogue declares', () => {
-    assert.deepEqual(
-      Object.entries(ERROR_CATALOGUE).map(([id, entry]) => [id, entry.httpStatus, entry.grpcStatus]),
-      [
-        ['101', 401, 16],
-        ['102', 401, 16],
-        ['103', 403, 7],
-        ['104', 401, 16],
-        ['105', 401, 16],
-        ['108', 401, 16],
-      ],
-    );
-  });
+  // What the partner and Envoy get for each error id, written out here: the messages of 108, 101 and
+  // 102 are the spec's (Errors); the HTTP statuses and gRPC codes, which the spec leaves open, are
+  // the README's table.
+  const answers: ReadonlyArray<{ readonly input: CheckInput; readonly sunset?: SunsetPolicy; readonly expected: readonly [number, number, string] }> = [
+    { input: input({ authorization: undefined }), expected: [401, 16, '{"error":{"id":108,"message":"Site ID or API key is invalid or missing in the header"}}'] },
+    { input: input({ authorization: `4242:${KEY}` }), expected: [401, 16, '{"error":{"id":101,"message":"Site ID 4242 is invalid"}}'] },
+    { input: input({ clientAddress: '198.51.100.7' }), expected: [403, 7, '{"error":{"id":103,"message":"IP address 198.51.100.7 is not whitelisted for site ID 1001"}}'] },
+    { input: input({ authorization: `1001:${UNKNOWN_KEY}` }), expected: [401, 16, '{"error":{"id":102,"message":"API key *****0abcd is invalid"}}'] },
+    {
+      input: input({ body: credentials(1002, KEY) }),
+      expected: [401, 16, '{"error":{"id":104,"message":"Request body siteid does not match the site ID in the Authorization header"}}'],
+    },
+    {
+      input: input(),
+      sunset: { sunsetAt: NOW - 1, enforce: true, guideUrl: undefined },
+      expected: [401, 16, '{"error":{"id":105,"message":"API key authentication has been retired; use token-based authentication"}}'],
+    },
+  ];
+  for (const { input: request, sunset, expected } of answers) {
+    const id = (JSON.parse(expected[2]) as { error: { id: number } }).error.id;
+    it(`answers ${id} with HTTP ${expected[0]}, gRPC code ${expected[1]} and the body ${expected[2]}`, () => {
+      const decision = decide(request, snapshot, NOW, sunset ?? NO_SUNSET);
+      assert.equal(decision.outcome, 'deny');
+      if (decision.outcome !== 'deny') return;
+      const entry = ERROR_CATALOGUE[decision.denial.errorId];
+      assert.deepEqual([entry.httpStatus, entry.grpcStatus, denialBody(decision.denial)], expected);
+    });
+  }
 });

@@ -2,12 +2,27 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Decision, Denial } from '../../src/decision/types.js';
 import { sunsetNotice, toCheckResponse } from '../../src/envoy/check-response.js';
-import { HeaderAppendAction } from '../../src/envoy/messages.js';
+import { HeaderAppendAction, type CheckResponseMessage } from '../../src/envoy/messages.js';
+import { AUTHORIZATION_SERVICE } from '../../src/envoy/proto.js';
+import { upstreamCheckMethod } from '../support/envoy-client.js';
 
 const JSON_CONTENT_TYPE = {
   header: { key: 'content-type', value: 'application/json' },
   append_action: HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD,
 };
+
+interface EnvoyHeaderValueOption {
+  readonly header: { readonly key: string; readonly value: string };
+  readonly append: { readonly value: boolean } | null;
+  readonly append_action: string;
+}
+
+/** The bytes the service puts on the wire for a response, decoded with Envoy's own upstream protos. */
+function sentAsEnvoyReadsIt(response: CheckResponseMessage): { readonly ok_response?: { readonly headers: readonly EnvoyHeaderValueOption[] } } {
+  return upstreamCheckMethod.responseDeserialize(AUTHORIZATION_SERVICE.Check.responseSerialize(response)) as {
+    readonly ok_response?: { readonly headers: readonly EnvoyHeaderValueOption[] };
+  };
+}
 
 interface DenialCase {
   readonly name: string;
@@ -75,10 +90,14 @@ describe('toCheckResponse', () => {
     });
   });
 
-  it('never sets the deprecated append field, so Envoy applies append_action', () => {
-    const response = toCheckResponse({ outcome: 'allow', siteId: '1001', keyId: '42' });
-    assert.ok('ok_response' in response);
-    for (const option of response.ok_response.headers) assert.ok(!('append' in option));
+  it('sends x-site-id with append unset and append_action OVERWRITE_IF_EXISTS_OR_ADD, as Envoy decodes the bytes', () => {
+    const options = sentAsEnvoyReadsIt(toCheckResponse({ outcome: 'allow', siteId: '1001', keyId: '42' })).ok_response?.headers ?? [];
+    assert.deepEqual(
+      options.map((option) => [option.header.key, option.header.value, option.append, option.append_action]),
+      // append (a deprecated BoolValue) decodes as null only when it is absent from the wire: a false
+      // one would decode as { value: false }, and Envoy would then ignore append_action.
+      [['x-site-id', '1001', null, 'OVERWRITE_IF_EXISTS_OR_ADD']],
+    );
   });
 
   for (const c of denials) {

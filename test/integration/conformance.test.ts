@@ -1,15 +1,19 @@
+import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/grpc-js';
 import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import { checkPolicies } from '../../src/check-policies.js';
 import { loadConfig } from '../../src/config.js';
-import type { Decision, Denial } from '../../src/decision/types.js';
-import { toCheckResponse } from '../../src/envoy/check-response.js';
+import { decide } from '../../src/decision/decide.js';
+import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
 import type { CheckRequestMessage } from '../../src/envoy/messages.js';
 import { AUTHORIZATION_PROTO_FILE, AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_NAME, PROTO_LOADER_OPTIONS } from '../../src/envoy/proto.js';
 import { viewCheckRequest } from '../../src/envoy/request-view.js';
 import { PROTO_DIR } from '../../src/paths.js';
-import { UPSTREAM_INCLUDE_DIRS } from '../support/envoy-client.js';
+import { createLogger } from '../../src/observe/logger.js';
+import { checkRequest, UPSTREAM_INCLUDE_DIRS, type CheckArguments } from '../support/envoy-client.js';
+import { snapshotOf } from '../support/snapshot.js';
 
 /**
  * Our proto/ against Envoy's full upstream definitions (from @grpc/grpc-js-xds/deps): the same names
@@ -237,81 +241,158 @@ describe('a CheckRequest encoded with Envoy upstream protos decodes with ours', 
   });
 });
 
-// ---- Responses: we encode, upstream decodes. ----
+// ---- Responses: the bytes our server sends, as Envoy's upstream protos decode them. ----
 
-interface UpstreamHeaderOption {
-  readonly header: { readonly key: string; readonly value: string; readonly raw_value: Buffer };
-  readonly append: { readonly value: boolean } | null;
-  readonly append_action: string;
-  readonly keep_empty_value: boolean;
-}
-interface UpstreamCheckResponse {
-  readonly status: { readonly code: number; readonly message: string; readonly details: readonly unknown[] };
-  readonly http_response?: 'ok_response' | 'denied_response';
-  readonly ok_response?: {
-    readonly headers: readonly UpstreamHeaderOption[];
-    readonly headers_to_remove: readonly string[];
-    readonly response_headers_to_add: readonly UpstreamHeaderOption[];
-    readonly dynamic_metadata: unknown;
-  };
-  readonly denied_response?: {
-    readonly status: { readonly code: string };
-    readonly headers: readonly UpstreamHeaderOption[];
-    readonly body: string;
-  };
-  readonly dynamic_metadata: { readonly fields: Readonly<Record<string, { readonly stringValue?: string; readonly kind?: string }>> } | null;
-}
+const RESPONSE_KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
+const MAX_SITE = '9223372036854775807';
+const NOW = Date.parse('2026-06-01T00:00:00Z');
+const GUIDE = 'https://developers.example.com/tokens';
+const responseSnapshot = snapshotOf(
+  [
+    { siteId: MAX_SITE, keys: [{ key: RESPONSE_KEY, keyId: '12' }], cidrs: ['203.0.113.0/24', '2001:db8::/48'] },
+    { siteId: '1005', keys: [{ key: RESPONSE_KEY, keyId: '15' }], cidrs: ['203.0.113.0/24'] },
+  ],
+  [{ id: '3', from: NOW - 3_600_000, until: NOW + 3_600_000, siteIds: new Set(['1005']), dryRun: false }],
+);
+// As serve builds them: Deprecation, Sunset and the guide's Link on allowed responses, Authorization stripped.
+const responsePolicies = checkPolicies(
+  loadConfig({ APIKEY_DEPRECATED_AT: '2026-11-01T00:00:00Z', MIGRATION_GUIDE_URL: GUIDE, STRIP_AUTHORIZATION: 'true' }),
+);
 
-function oursToUpstream(decision: Decision): UpstreamCheckResponse {
-  return upstreamCheck.responseDeserialize(ourCheck.responseSerialize(toCheckResponse(decision))) as UpstreamCheckResponse;
-}
+/** The empty fields proto3 decodes with defaults: true, written out so that each expected message is whole. */
+const option = (key: string, value: string, appendAction: string) => ({
+  header: { key, value, raw_value: Buffer.alloc(0) },
+  append: null,
+  append_action: appendAction,
+  keep_empty_value: false,
+});
+const denied = (grpc: number, code: string, http: string, body: string) => ({
+  status: { details: [], code: grpc, message: code },
+  dynamic_metadata: null,
+  denied_response: { headers: [option('content-type', 'application/json', 'OVERWRITE_IF_EXISTS_OR_ADD')], status: { code: http }, body },
+  http_response: 'denied_response',
+});
 
-const denials: readonly { readonly denial: Denial; readonly grpc: number; readonly http: string }[] = [
-  { denial: { errorId: 108, rule: 'header-malformed' }, grpc: 16, http: 'Unauthorized' },
-  { denial: { errorId: 101, siteId: '4242', maskedKey: '*****fedcb' }, grpc: 16, http: 'Unauthorized' },
-  { denial: { errorId: 103, siteId: '1001', clientIp: '2001:db8::9', maskedKey: '*****fedcb' }, grpc: 7, http: 'Forbidden' },
-  { denial: { errorId: 102, siteId: '1001', maskedKey: '*****fedcb' }, grpc: 16, http: 'Unauthorized' },
-  { denial: { errorId: 104, siteId: '1001', keyId: '7', maskedKey: '*****fedcb', rule: 'apikey-duplicate' }, grpc: 16, http: 'Unauthorized' },
-];
+describe('the CheckResponse bytes the gRPC server sends, decoded with Envoy upstream protos', () => {
+  let server: AuthzGrpcServer;
+  let client: grpc.Client;
 
-describe('a CheckResponse encoded with our protos decodes with Envoy upstream protos', () => {
-  it('allow: status 0, x-site-id with OVERWRITE_IF_EXISTS_OR_ADD and no append, dynamic metadata', () => {
-    const response = oursToUpstream({ outcome: 'allow', siteId: '9223372036854775807', keyId: '12' });
-    assert.deepEqual(response.status, { code: 0, message: '', details: [] });
-    assert.equal(response.http_response, 'ok_response');
-    const headers = response.ok_response?.headers ?? [];
-    assert.equal(headers.length, 1);
-    assert.deepEqual(headers[0]?.header, { key: 'x-site-id', value: '9223372036854775807', raw_value: Buffer.alloc(0) });
-    assert.equal(headers[0]?.append_action, 'OVERWRITE_IF_EXISTS_OR_ADD');
-    assert.equal(headers[0]?.append, null, 'append must stay unset so Envoy applies append_action');
-    assert.deepEqual(response.ok_response?.headers_to_remove, []);
-    assert.deepEqual(response.ok_response?.response_headers_to_add, []);
-    assert.equal(response.ok_response?.dynamic_metadata, null, 'the deprecated OkHttpResponse.dynamic_metadata stays unset');
-    assert.deepEqual(response.dynamic_metadata, {
-      fields: { site_id: { stringValue: '9223372036854775807', kind: 'stringValue' }, key_id: { stringValue: '12', kind: 'stringValue' } },
+  before(async () => {
+    server = await startGrpcServer({
+      bindAddress: '127.0.0.1',
+      port: 0,
+      maxBodyBytes: MAX_BODY_BYTES,
+      maxConnections: 16,
+      logger: createLogger('silent'),
+      authorization: {
+        clientIpSource: { kind: 'peer' },
+        maxBodyBytes: MAX_BODY_BYTES,
+        allowedResponse: responsePolicies.allowedResponse,
+        authorize: (input) => decide(input, responseSnapshot, NOW, responsePolicies.sunset),
+        logger: createLogger('silent'),
+      },
+    });
+    client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+  });
+
+  after(async () => {
+    client?.close();
+    await server?.shutdown(1_000);
+  });
+
+  /** One Check as Envoy encodes it; the answer's bytes as they came off the socket, then decoded by Envoy's protos. */
+  function sent(args: CheckArguments): Promise<unknown> {
+    return new Promise((resolveResponse, reject) =>
+      client.makeUnaryRequest(
+        upstreamCheck.path,
+        (request: object) => upstreamCheck.requestSerialize(request),
+        (bytes: Buffer) => bytes,
+        checkRequest(args) as object,
+        { deadline: Date.now() + 5_000 },
+        (error: grpc.ServiceError | null, bytes?: Buffer) => (error || bytes === undefined ? reject(error) : resolveResponse(upstreamCheck.responseDeserialize(bytes))),
+      ),
+    );
+  }
+  const credentials = (siteId: string, key = RESPONSE_KEY) => ({ authorization: `${siteId}:${key}`, body: `{"siteid":${siteId},"apikey":"${key}"}` });
+
+  it('allow: status 0, x-site-id overwriting, the sunset headers, Authorization removed, site and key ids as metadata', async () => {
+    assert.deepEqual(await sent(credentials(MAX_SITE)), {
+      status: { details: [], code: 0, message: '' },
+      dynamic_metadata: {
+        fields: {
+          site_id: { stringValue: '9223372036854775807', kind: 'stringValue' },
+          key_id: { stringValue: '12', kind: 'stringValue' },
+        },
+      },
+      ok_response: {
+        // append stays unset (null) so that Envoy applies append_action.
+        headers: [option('x-site-id', '9223372036854775807', 'OVERWRITE_IF_EXISTS_OR_ADD')],
+        headers_to_remove: ['authorization'],
+        response_headers_to_add: [
+          option('deprecation', '@1793491200', 'OVERWRITE_IF_EXISTS_OR_ADD'),
+          option('sunset', 'Thu, 31 Dec 2026 23:59:59 GMT', 'OVERWRITE_IF_EXISTS_OR_ADD'),
+          option('link', '<https://developers.example.com/tokens>; rel="deprecation"', 'APPEND_IF_EXISTS_OR_ADD'),
+          option('link', '<https://developers.example.com/tokens>; rel="sunset"', 'APPEND_IF_EXISTS_OR_ADD'),
+        ],
+        query_parameters_to_set: [],
+        query_parameters_to_remove: [],
+        // The deprecated OkHttpResponse.dynamic_metadata stays unset.
+        dynamic_metadata: null,
+      },
+      http_response: 'ok_response',
     });
   });
 
-  for (const { denial, grpc, http } of denials) {
-    it(`deny ${denial.errorId}: status ${grpc}, HTTP ${http}, JSON content type and the exact body`, () => {
-      const decision: Decision = { outcome: 'deny', denial };
-      const response = oursToUpstream(decision);
-      const sent = toCheckResponse(decision);
-      assert.ok('denied_response' in sent);
-      assert.equal(response.status.code, grpc);
-      assert.equal(response.status.message, sent.status.message);
-      assert.equal(response.http_response, 'denied_response');
-      assert.equal(response.denied_response?.status.code, http);
-      assert.deepEqual(
-        response.denied_response?.headers.map((h) => [h.header.key, h.header.value, h.append_action, h.append]),
-        [['content-type', 'application/json', 'OVERWRITE_IF_EXISTS_OR_ADD', null]],
-      );
-      assert.equal(response.denied_response?.body, sent.denied_response.body);
-      assert.equal((JSON.parse(response.denied_response?.body ?? '{}') as { error: { id: number } }).error.id, denial.errorId);
-      assert.equal(response.dynamic_metadata, null);
+  const denials: ReadonlyArray<{ readonly name: string; readonly args: CheckArguments; readonly expected: unknown }> = [
+    {
+      name: '108: UNAUTHENTICATED, HTTP 401',
+      args: { authorization: `${MAX_SITE};${RESPONSE_KEY}` },
+      expected: denied(16, 'HEADER_INVALID', 'Unauthorized', '{"error":{"id":108,"message":"Site ID or API key is invalid or missing in the header"}}'),
+    },
+    {
+      name: '101: UNAUTHENTICATED, HTTP 401',
+      args: credentials('4242'),
+      expected: denied(16, 'SITE_INVALID', 'Unauthorized', '{"error":{"id":101,"message":"Site ID 4242 is invalid"}}'),
+    },
+    {
+      name: '103: PERMISSION_DENIED, HTTP 403',
+      args: { ...credentials(MAX_SITE), ip: '2001:db9::9' },
+      expected: denied(
+        7,
+        'IP_NOT_WHITELISTED',
+        'Forbidden',
+        '{"error":{"id":103,"message":"IP address 2001:db9::9 is not whitelisted for site ID 9223372036854775807"}}',
+      ),
+    },
+    {
+      name: '102: UNAUTHENTICATED, HTTP 401, the key masked',
+      args: credentials(MAX_SITE, '00000000-0000-4000-8000-0000000fedcb'),
+      expected: denied(16, 'API_KEY_INVALID', 'Unauthorized', '{"error":{"id":102,"message":"API key *****fedcb is invalid"}}'),
+    },
+    {
+      name: '104: UNAUTHENTICATED, HTTP 401, the rule named',
+      args: { ...credentials(MAX_SITE), body: `{"siteid":${MAX_SITE},"apikey":"${RESPONSE_KEY}","ApiKey":"x"}` },
+      expected: denied(16, 'BODY_CREDENTIALS_INVALID', 'Unauthorized', '{"error":{"id":104,"message":"Request body has more than one apikey"}}'),
+    },
+    {
+      name: '105: UNAUTHENTICATED, HTTP 401, the brownout and the guide named',
+      args: credentials('1005'),
+      expected: denied(
+        16,
+        'API_KEY_AUTH_RETIRED',
+        'Unauthorized',
+        '{"error":{"id":105,"message":"API key authentication is switched off until 2026-06-01T01:00:00Z for a scheduled brownout ahead of its retirement on 2026-12-31; migrate to token-based authentication; migration guide: https://developers.example.com/tokens"}}',
+      ),
+    },
+  ];
+  for (const { name, args, expected } of denials) {
+    it(`deny ${name}, JSON content type and the exact body, no metadata`, async () => {
+      assert.deepEqual(await sent(args), expected);
     });
   }
+});
 
+describe('a CheckResponse from Envoy upstream protos decodes with ours', () => {
   it('a response Envoy could send back decodes with ours (the client script reads it)', () => {
     const upstreamResponse = {
       status: { code: 16, message: 'HEADER_INVALID' },

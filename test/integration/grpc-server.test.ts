@@ -77,8 +77,20 @@ describe('ext_authz gRPC server on a real socket, called with Envoy upstream pro
     await server?.shutdown(1_000);
   });
 
-  it('binds a real port when asked for port 0', () => {
-    assert.ok(server.port > 0);
+  it('answers Check and Health on the port it reports when asked for port 0', async () => {
+    // Clients of their own, made from nothing but the reported port.
+    const onPort = authorizationClient(`127.0.0.1:${server.port}`);
+    const healthOnPort = healthClient(`127.0.0.1:${server.port}`);
+    try {
+      mode = 'decide';
+      const response = await check(onPort, { authorization: `1001:${KEY}`, body: BODY, ip: '203.0.113.7' });
+      assert.equal(verdict(response), 'allow');
+      assert.equal(response.ok_response?.headers[0]?.header.value, '1001');
+      assert.equal(await healthOf(healthOnPort, ''), 'NOT_SERVING', 'health answers, and starts NOT_SERVING');
+    } finally {
+      onPort.close();
+      healthOnPort.close();
+    }
   });
 
   it('reports NOT_SERVING for the server and the Authorization service until setServing(true)', async () => {

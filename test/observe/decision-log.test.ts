@@ -15,10 +15,15 @@ import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const KEY = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
 const NOW = Date.parse('2026-06-01T00:00:00Z');
-const SNAPSHOT = snapshotOf([
-  { siteId: '1001', keys: [{ key: KEY, keyId: '11' }], cidrs: ['203.0.113.0/24'] },
-  { siteId: '1002', enabled: false, keys: [{ key: KEY, keyId: '12' }], cidrs: ['203.0.113.0/24'] },
-]);
+const SNAPSHOT = snapshotOf(
+  [
+    { siteId: '1001', keys: [{ key: KEY, keyId: '11' }], cidrs: ['203.0.113.0/24'] },
+    { siteId: '1002', enabled: false, keys: [{ key: KEY, keyId: '12' }], cidrs: ['203.0.113.0/24'] },
+    { siteId: '1005', keys: [{ key: KEY, keyId: '15' }], cidrs: ['203.0.113.0/24'] },
+  ],
+  // A brownout of site 1005 alone, so that its valid credentials get 105.
+  [{ id: '4', from: NOW - 60_000, until: NOW + 3_600_000, siteIds: new Set(['1005']), dryRun: false }],
+);
 const BODY = JSON.stringify({ siteid: 1001, apikey: KEY });
 
 /** A decision log writing JSON lines into an array, and a way to feed it a request as the service would. */
@@ -130,6 +135,90 @@ describe('decision log', () => {
       assert.ok(!log.raw().includes(KEY), 'the full key reached the log');
       assert.ok(!log.raw().toLowerCase().includes('authorization"'), 'an Authorization header reached the log');
       assert.ok(!log.raw().includes('"siteid"'), 'the body reached the log');
+    });
+  }
+
+  // Every field of each denial line, written out: a field lost, renamed or added (a body, a header)
+  // fails here. Only the time is left out.
+  const lines: Array<{ readonly errorId: number; readonly args: CheckArguments; readonly line: Record<string, unknown> }> = [
+    {
+      errorId: 108,
+      args: {},
+      line: { errorId: 108, code: 'HEADER_INVALID', rule: 'header-missing', reason: 'the Authorization header is missing or empty' },
+    },
+    {
+      errorId: 101,
+      args: { authorization: `1002:${KEY}`, body: JSON.stringify({ siteid: 1002, apikey: KEY }) },
+      line: { siteId: '1002', maskedKey: '*****d4e5f', errorId: 101, code: 'SITE_INVALID', reason: 'site 1002 is not a registered site, or it is disabled' },
+    },
+    {
+      errorId: 103,
+      args: { authorization: `1001:${KEY}`, ip: '198.51.100.9' },
+      line: {
+        siteId: '1001',
+        maskedKey: '*****d4e5f',
+        clientIp: '198.51.100.9',
+        errorId: 103,
+        code: 'IP_NOT_WHITELISTED',
+        reason: "client IP 198.51.100.9 is not on site 1001's allowlist",
+      },
+    },
+    {
+      errorId: 102,
+      args: { authorization: '1001:00000000-0000-4000-8000-0000000fedcb' },
+      line: {
+        siteId: '1001',
+        maskedKey: '*****fedcb',
+        errorId: 102,
+        code: 'API_KEY_INVALID',
+        reason: 'API key *****fedcb is not an active key of site 1001 (unknown, revoked or expired)',
+      },
+    },
+    {
+      errorId: 104,
+      args: { authorization: `1001:${KEY}`, body: JSON.stringify({ siteid: 1002, apikey: KEY }) },
+      line: {
+        siteId: '1001',
+        keyId: '11',
+        maskedKey: '*****d4e5f',
+        errorId: 104,
+        code: 'BODY_CREDENTIALS_INVALID',
+        rule: 'siteid-mismatch',
+        reason: 'Request body siteid does not match the site ID in the Authorization header',
+      },
+    },
+    {
+      errorId: 105,
+      args: { authorization: `1005:${KEY}`, body: JSON.stringify({ siteid: 1005, apikey: KEY }) },
+      line: {
+        siteId: '1005',
+        keyId: '15',
+        maskedKey: '*****d4e5f',
+        errorId: 105,
+        code: 'API_KEY_AUTH_RETIRED',
+        reason:
+          'API key authentication is switched off until 2026-06-01T01:00:00Z for a scheduled brownout ahead of its retirement on 2026-12-31; migrate to token-based authentication',
+      },
+    },
+  ];
+  for (const { errorId, args, line } of lines) {
+    it(`writes exactly these fields for a ${errorId} denial`, () => {
+      const log = decisionLog();
+      log.check({ headers: { 'x-request-id': 'req-9' }, ...args });
+      assert.equal(log.lines.length, 1);
+      const { time, ...fields } = log.lines[0] ?? {};
+      assert.equal(typeof time, 'string');
+      assert.deepEqual(fields, {
+        level: 30,
+        service: 'sitekey-authz',
+        msg: 'check denied',
+        event: 'check.denied',
+        requestId: 'req-9',
+        clientIp: '203.0.113.7',
+        durationSeconds: 0.000031,
+        bodyBytes: 63,
+        ...line,
+      });
     });
   }
 

@@ -19,6 +19,9 @@ export const upstreamDefinition = protoLoader.loadSync('envoy/service/auth/v3/ex
   oneofs: true,
 });
 
+/** Envoy's own Check method: what Envoy's decoder makes of the bytes a server sends, and the bytes Envoy sends. */
+export const upstreamCheckMethod = (upstreamDefinition['envoy.service.auth.v3.Authorization'] as Record<string, grpc.MethodDefinition<object, object>>)['Check']!;
+
 export interface UpstreamCheckResponse {
   status: { code: number; message: string };
   http_response: 'ok_response' | 'denied_response' | undefined;

@@ -3,7 +3,11 @@ import { service as healthService } from 'grpc-health-check';
 
 /** A grpc.health.v1.Health client, as Envoy's and Kubernetes' gRPC health checks use it. */
 export type HealthClient = grpc.Client & {
-  Check(request: { service: string }, callback: (error: grpc.ServiceError | null, response: { status: string }) => void): void;
+  Check(
+    request: { service: string },
+    options: grpc.CallOptions,
+    callback: (error: grpc.ServiceError | null, response: { status: string }) => void,
+  ): void;
 };
 
 export function healthClient(target: string): HealthClient {
@@ -11,8 +15,9 @@ export function healthClient(target: string): HealthClient {
   return new Health(target, grpc.credentials.createInsecure()) as unknown as HealthClient;
 }
 
+/** The status, or a failure within 5 s: a server that is not there must fail a test, not hang it. */
 export function healthOf(client: HealthClient, service: string): Promise<string> {
   return new Promise((resolveStatus, reject) =>
-    client.Check({ service }, (error, response) => (error ? reject(error) : resolveStatus(response.status))),
+    client.Check({ service }, { deadline: Date.now() + 5_000 }, (error, response) => (error ? reject(error) : resolveStatus(response.status))),
   );
 }
