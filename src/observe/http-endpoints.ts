@@ -58,11 +58,12 @@ export async function startHttpEndpoints(options: {
   };
   const server: Server = createServer(serverOptions, (request, response) => {
     const path = (request.url ?? '/').split('?')[0];
-    const reply = (status: number, body: unknown) => {
-      response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    const reply = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
       response.end(JSON.stringify(body));
     };
-    if (request.method !== 'GET' && request.method !== 'HEAD') return reply(405, { error: 'use GET' });
+    // RFC 9110 §15.5.6: a 405 names the methods that are allowed.
+    if (request.method !== 'GET' && request.method !== 'HEAD') return reply(405, { error: 'use GET' }, { allow: 'GET, HEAD' });
     if (path === '/healthz') return reply(200, { status: 'ok' });
     if (path === '/readyz') {
       const { ready, detail } = options.readiness();

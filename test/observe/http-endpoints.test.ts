@@ -51,6 +51,7 @@ describe('operator HTTP endpoints: what each path and method answers', () => {
     for (const path of ['/healthz', '/readyz', '/nowhere']) {
       it(`answers ${method} ${path} 405 {"error":"use GET"}`, async () => {
         assert.deepEqual(await answer(base, path, method), [405, JSON_TYPE, NO_STORE, '{"error":"use GET"}']);
+        assert.equal((await fetch(`${base}${path}`, { method })).headers.get('allow'), 'GET, HEAD');
       });
     }
   }
