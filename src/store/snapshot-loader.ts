@@ -1,6 +1,6 @@
-import { BlockList } from 'node:net';
 import type pg from 'pg';
 import { allowlistNetwork } from '../decision/client-ip.js';
+import { NetworkList } from '../decision/network-list.js';
 import type { Allowlist, Brownout, KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
@@ -34,14 +34,15 @@ const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, maskl
  * A site's allowlist from its entries (network and prefix as PostgreSQL's host() and masklen() give
  * them), as the decision reads it: IPv4 networks, an IPv4-mapped one included, admit IPv4 clients
  * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
+ * Matched in plain arithmetic, not with a BlockList (see NetworkList).
  */
 export function buildAllowlist(entries: Iterable<Pick<AllowlistRow, 'network' | 'prefix'>>): Allowlist {
-  const byFamily = { ipv4: new BlockList(), ipv6: new BlockList() };
+  const byFamily = { ipv4: new NetworkList('ipv4'), ipv6: new NetworkList('ipv6') };
   for (const entry of entries) {
     const network = allowlistNetwork(entry.network, entry.prefix);
-    if (network !== undefined) byFamily[network.family].addSubnet(network.address, network.prefix, network.family);
+    if (network !== undefined) byFamily[network.family].add(network.address, network.prefix);
   }
-  return { check: (address, family) => byFamily[family].check(address, family) };
+  return { check: (address, family) => byFamily[family].includes(address) };
 }
 
 function buildSites(sites: SiteRow[], keys: KeyRow[], allowlist: AllowlistRow[]): SiteTable {
