@@ -65,28 +65,46 @@ function headerMapValue(header: HeaderValueMessage): string {
   return typeof header.value === 'string' ? header.value : '';
 }
 
+/** The headers the view reads (besides CLIENT_IP_SOURCE's header:<name>); no other is copied. */
+const HEADERS_READ: ReadonlySet<string> = new Set([
+  'authorization',
+  'x-request-id',
+  'x-envoy-auth-partial-body',
+  'content-length',
+  'transfer-encoding',
+  'x-forwarded-for',
+]);
+
 /**
- * Headers from both places Envoy may send them: HttpRequest.headers (a map) and
+ * The headers the view reads, from both places Envoy may send them: HttpRequest.headers (a map) and
  * HttpRequest.header_map (a list, used with encode_raw_headers). A name seen more than once, in
- * either or across both, is joined by "," as Envoy joins repeated headers.
+ * either or across both, is joined by "," as Envoy joins repeated headers. Envoy sends every header
+ * of the request; copying only these keeps the others off every check's bill (issue #14).
  */
-function requestHeaders(http: HttpRequestMessage | undefined): RequestHeaders {
+function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSource): RequestHeaders {
   const headers = new Map<string, string>();
-  const add = (name: string, value: string): void => {
+  const sourceHeader = source.kind === 'header' ? source.name : undefined;
+  const read = (name: string): string | undefined => {
     const key = name.toLowerCase();
+    return HEADERS_READ.has(key) || key === sourceHeader ? key : undefined;
+  };
+  const add = (key: string, value: string): void => {
     const earlier = headers.get(key);
     headers.set(key, earlier === undefined ? value : `${earlier},${value}`);
   };
   const map = record(http?.headers);
   if (map !== undefined) {
-    for (const [name, value] of Object.entries(map)) {
-      if (typeof value === 'string') add(name, value);
+    for (const name of Object.keys(map)) {
+      const value = map[name];
+      const key = read(name);
+      if (key !== undefined && typeof value === 'string') add(key, value);
     }
   }
   const list: unknown = record(http?.header_map)?.['headers'];
   if (Array.isArray(list)) {
     for (const entry of list as unknown[]) {
-      if (isRecord(entry) && typeof entry['key'] === 'string') add(entry['key'], headerMapValue(entry));
+      const key = isRecord(entry) && typeof entry['key'] === 'string' ? read(entry['key']) : undefined;
+      if (key !== undefined) add(key, headerMapValue(entry as HeaderValueMessage));
     }
   }
   return headers;
@@ -177,7 +195,7 @@ function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCr
 export function viewCheckRequest(request: CheckRequestMessage | null | undefined, options: RequestViewOptions): CheckRequestView {
   const checkRequest = isRecord(request) ? request : undefined;
   const http = record(record(record(checkRequest?.attributes)?.['request'])?.['http']) as HttpRequestMessage | undefined;
-  const headers = requestHeaders(http);
+  const headers = requestHeaders(http, options.clientIpSource);
   const partial = commaList(headers.get('x-envoy-auth-partial-body')).some((flag) => flag.toLowerCase() === 'true');
   const path = nonEmptyText(http?.path);
   return {
