@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { parseClientIp } from './decision/client-ip.js';
 import { decide } from './decision/decide.js';
 import { startGrpcServer } from './envoy/grpc-server.js';
+import type { CheckEvent } from './observe/check-event.js';
 import { createDecisionLog } from './observe/decision-log.js';
 import { startHttpEndpoints } from './observe/http-endpoints.js';
 import { createLogger, type Logger } from './observe/logger.js';
@@ -17,6 +18,11 @@ import { migrate } from './store/migrate.js';
 const READINESS_POLL_MS = 1_000;
 /** Distinct (site, error, client address) refusal groups a replica holds between two flushes. */
 const DENIAL_GROUPS_MAX = 10_000;
+
+/** The client address a refusal is recorded under. */
+function refusedAddress(event: CheckEvent): string {
+  return parseClientIp(event.clientIp)?.address ?? 'unknown';
+}
 
 /** The credential cache seen through the metrics' narrow interface. */
 function cacheGauges(cache: CredentialCache): SnapshotGauges {
@@ -133,12 +139,11 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
           logDecision(event);
           const now = Date.now();
           // Refusals of sites we know, by client address (strangers' 108 and 101 are not counted).
-          const clientIp = () => parseClientIp(event.clientIp)?.address ?? 'unknown';
           if (event.outcome === 'allowed') {
             lastUsed.record(event.keyId, now);
-            if (event.rehearsalBrownoutId !== undefined) refusals.record(event.siteId, 105, clientIp(), true, now);
+            if (event.rehearsalBrownoutId !== undefined) refusals.record(event.siteId, 105, refusedAddress(event), true, now);
           } else if (event.siteKnown && event.siteId !== undefined) {
-            refusals.record(event.siteId, event.errorId, clientIp(), false, now);
+            refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now);
           }
         },
         onFailure: (event) => metrics.observeUndecided(event),
