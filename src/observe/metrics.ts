@@ -4,6 +4,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { SiteId } from '../decision/types.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
+import { SingleLabelHistogram } from './single-label-histogram.js';
 
 /** The credential snapshot as the metrics see it: read at each scrape. */
 export interface SnapshotStatus {
@@ -100,7 +101,7 @@ export class ServiceMetrics {
    */
   private readonly allowedUncounted = new Map<string, number>();
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
-  private readonly checkDuration: Histogram<'outcome'>;
+  private readonly checkDuration: SingleLabelHistogram<'outcome'>;
   private readonly undecided: Counter<'reason'>;
   private readonly syncs: Counter<'kind'>;
   private readonly syncFailures: Counter<'kind'>;
@@ -160,10 +161,10 @@ export class ServiceMetrics {
       help: 'When API-key authentication retires (APIKEY_SUNSET_AT), in Unix seconds.',
       registers,
     }).set(options.apiKeySunsetAt / 1000);
-    this.checkDuration = new Histogram({
+    this.checkDuration = new SingleLabelHistogram({
       name: 'sitekey_authz_check_duration_seconds',
       help: 'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
-      labelNames: ['outcome'],
+      labelName: 'outcome',
       buckets: CHECK_DURATION_BUCKETS,
       registers,
     });
@@ -302,7 +303,7 @@ export class ServiceMetrics {
       this.checks.inc({ outcome: 'denied', error_id: String(event.errorId), site });
       if (event.sunsetReason !== undefined) this.sunsetRefusals.inc({ reason: event.sunsetReason });
     }
-    this.checkDuration.observe({ outcome: event.outcome }, event.durationSeconds);
+    this.checkDuration.observe(event.outcome, event.durationSeconds);
   }
 
   private addAllowedChecks(): void {
@@ -315,7 +316,7 @@ export class ServiceMetrics {
 
   observeUndecided(event: UndecidedCheckEvent): void {
     this.undecided.inc({ reason: event.reason });
-    this.checkDuration.observe({ outcome: event.reason }, event.durationSeconds);
+    this.checkDuration.observe(event.reason, event.durationSeconds);
   }
 
   onSync(outcome: SyncOutcome): void {
