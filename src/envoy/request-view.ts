@@ -65,6 +65,15 @@ function headerMapValue(header: HeaderValueMessage): string {
   return typeof header.value === 'string' ? header.value : '';
 }
 
+/** name.toLowerCase(), without a new string for a name that has nothing to lower: Envoy's are lower case already. */
+function lowerCased(name: string): string {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if ((c >= 0x41 && c <= 0x5a) || c >= 0x80) return name.toLowerCase();
+  }
+  return name;
+}
+
 /** The headers the view reads (besides CLIENT_IP_SOURCE's header:<name>); no other is copied. */
 const HEADERS_READ: ReadonlySet<string> = new Set([
   'authorization',
@@ -85,7 +94,7 @@ function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSo
   const headers = new Map<string, string>();
   const sourceHeader = source.kind === 'header' ? source.name : undefined;
   const read = (name: string): string | undefined => {
-    const key = name.toLowerCase();
+    const key = lowerCased(name);
     return HEADERS_READ.has(key) || key === sourceHeader ? key : undefined;
   };
   const add = (key: string, value: string): void => {
