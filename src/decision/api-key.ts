@@ -5,10 +5,13 @@ import type { ApiKey, KeyHash } from './types.js';
 const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 const UUID = new RegExp(`^${UUID_PATTERN}$`);
 const UUID_ANYWHERE = new RegExp(UUID_PATTERN, 'g');
+const UPPER_HEX = /[A-F]/;
 
 /** The canonical (lower-case) form of a well-formed key, or undefined when the text is not a UUID. */
 export function canonicalApiKey(text: string): ApiKey | undefined {
-  return UUID.test(text) ? text.toLowerCase() : undefined;
+  if (!UUID.test(text)) return undefined;
+  // toLowerCase makes a new string even when nothing changes; keys are mostly sent in lower case.
+  return UPPER_HEX.test(text) ? text.toLowerCase() : text;
 }
 
 /**

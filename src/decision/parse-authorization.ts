@@ -20,9 +20,10 @@ export function canonicalSiteId(text: string): SiteId | undefined {
 /** Spec, Authentication 2: `Authorization: <Site-ID>:<API-Key>`, exactly, nothing around it. */
 export function parseAuthorization(value: string | undefined): ParsedAuthorization {
   if (value === undefined || value === '') return { ok: false, rule: 'header-missing' };
-  const parts = value.split(':');
-  if (parts.length !== 2) return { ok: false, rule: 'header-malformed' };
-  const [siteText = '', keyText = ''] = parts;
+  const colon = value.indexOf(':');
+  if (colon < 0 || value.indexOf(':', colon + 1) >= 0) return { ok: false, rule: 'header-malformed' };
+  const siteText = value.slice(0, colon);
+  const keyText = value.slice(colon + 1);
   const siteId = canonicalSiteId(siteText);
   if (siteId === undefined) return { ok: false, rule: 'site-id-invalid' };
   const apiKey = canonicalApiKey(keyText);
