@@ -93,30 +93,33 @@ const HEADERS_READ: ReadonlySet<string> = new Set([
 function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSource): RequestHeaders {
   const headers = new Map<string, string>();
   const sourceHeader = source.kind === 'header' ? source.name : undefined;
-  const read = (name: string): string | undefined => {
-    const key = lowerCased(name);
-    return HEADERS_READ.has(key) || key === sourceHeader ? key : undefined;
-  };
-  const add = (key: string, value: string): void => {
-    const earlier = headers.get(key);
-    headers.set(key, earlier === undefined ? value : `${earlier},${value}`);
-  };
   const map = record(http?.headers);
   if (map !== undefined) {
     for (const name of Object.keys(map)) {
       const value = map[name];
-      const key = read(name);
-      if (key !== undefined && typeof value === 'string') add(key, value);
+      const key = headerRead(name, sourceHeader);
+      if (key !== undefined && typeof value === 'string') addHeader(headers, key, value);
     }
   }
   const list: unknown = record(http?.header_map)?.['headers'];
   if (Array.isArray(list)) {
     for (const entry of list as unknown[]) {
-      const key = isRecord(entry) && typeof entry['key'] === 'string' ? read(entry['key']) : undefined;
-      if (key !== undefined) add(key, headerMapValue(entry as HeaderValueMessage));
+      const key = isRecord(entry) && typeof entry['key'] === 'string' ? headerRead(entry['key'], sourceHeader) : undefined;
+      if (key !== undefined) addHeader(headers, key, headerMapValue(entry as HeaderValueMessage));
     }
   }
   return headers;
+}
+
+/** The lower-case name of a header the view reads, else undefined. */
+function headerRead(name: string, sourceHeader: string | undefined): string | undefined {
+  const key = lowerCased(name);
+  return HEADERS_READ.has(key) || key === sourceHeader ? key : undefined;
+}
+
+function addHeader(headers: Map<string, string>, key: string, value: string): void {
+  const earlier = headers.get(key);
+  headers.set(key, earlier === undefined ? value : `${earlier},${value}`);
 }
 
 function commaList(value: string | undefined): string[] {
@@ -197,6 +200,11 @@ function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCr
   return extensions?.['body_credentials'] === 'optional' ? 'optional' : 'required';
 }
 
+function withoutQuery(path: string | undefined): string | undefined {
+  const query = path?.indexOf('?') ?? -1;
+  return query < 0 ? path : path?.slice(0, query);
+}
+
 /**
  * Turns a decoded CheckRequest into the decision's input. Pure, and total: a field that is missing,
  * null or of the wrong type reads as absent, so a malformed request is denied, never thrown on.
@@ -205,7 +213,8 @@ export function viewCheckRequest(request: CheckRequestMessage | null | undefined
   const checkRequest = isRecord(request) ? request : undefined;
   const http = record(record(record(checkRequest?.attributes)?.['request'])?.['http']) as HttpRequestMessage | undefined;
   const headers = requestHeaders(http, options.clientIpSource);
-  const partial = commaList(headers.get('x-envoy-auth-partial-body')).some((flag) => flag.toLowerCase() === 'true');
+  const partialFlag = headers.get('x-envoy-auth-partial-body');
+  const partial = partialFlag !== undefined && commaList(partialFlag).some((flag) => flag.toLowerCase() === 'true');
   const path = nonEmptyText(http?.path);
   return {
     input: {
@@ -219,7 +228,7 @@ export function viewCheckRequest(request: CheckRequestMessage | null | undefined
     request: {
       method: clipForLog(nonEmptyText(http?.method)),
       host: clipForLog(nonEmptyText(http?.host)),
-      path: clipForLog(path?.split('?', 1)[0]),
+      path: clipForLog(withoutQuery(path)),
     },
   };
 }
