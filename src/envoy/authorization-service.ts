@@ -24,8 +24,9 @@ export type AuthorizationImplementation = {
   readonly Check: handleUnaryCall<CheckRequestMessage, CheckResponseToSend>;
 };
 
-function secondsSince(started: bigint): number {
-  return Number(process.hrtime.bigint() - started) / 1e9;
+/** `started` is a performance.now(): a monotonic clock in a plain number, where hrtime.bigint() makes BigInts per check. */
+function secondsSince(started: number): number {
+  return (performance.now() - started) / 1000;
 }
 
 function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorResponse> {
@@ -56,7 +57,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     | { readonly response: CheckResponseToSend; readonly event: CheckEvent }
     | { readonly failure: UndecidedCheckEvent['reason']; readonly requestId: string | undefined };
 
-  function answer(request: CheckRequestMessage, started: bigint): Answer {
+  function answer(request: CheckRequestMessage, started: number): Answer {
     let requestId: string | undefined;
     try {
       const view = viewCheckRequest(request, deps);
@@ -73,7 +74,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
 
   return {
     Check(call, callback) {
-      const started = process.hrtime.bigint();
+      const started = performance.now();
       const result = answer(call.request, started);
       if ('response' in result) {
         callback(null, result.response);
