@@ -111,45 +111,43 @@ function maskWord(prefix: number, word: number): number {
   return bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
 }
 
+/** The address being checked: a check runs to completion, so one buffer serves every list. */
+const CLIENT = new Uint32Array(4);
+
 /**
  * Networks of one address family, and whether an address is in one of them: what a BlockList of
  * subnets answers, in plain arithmetic. BlockList.check builds a native SocketAddress from the text
  * on every call, the largest cost and source of garbage of an allowed check (issue #14); this reads
- * the text into a reused word buffer. Lookup is a scan, as BlockList's is: allowlists are short.
+ * the text into a shared word buffer. Lookup is a scan, as BlockList's is: allowlists are short.
+ * A snapshot holds one list per site and family, so a list is one array of numbers and little else.
  */
 export class NetworkList {
-  private readonly words: number;
-  /** Network and mask words of every network, one after the other. */
-  private readonly networks: number[] = [];
-  private readonly masks: number[] = [];
-  /** The address being checked; a check runs to completion, so one buffer serves every call. */
-  private readonly address: Uint32Array;
+  /** Per network, its words then its mask's words. */
+  private readonly bits: number[] = [];
 
-  constructor(private readonly family: Family) {
-    this.words = WORDS[family];
-    this.address = new Uint32Array(this.words);
-  }
+  constructor(private readonly family: Family) {}
 
   /** Adds `address/prefix` (host bits are ignored). False, and nothing added, when the text is not an address of the family. */
   add(address: string, prefix: number): boolean {
-    const words = new Uint32Array(this.words);
-    if (!readAddress(address, this.family, words) || !(prefix >= 0 && prefix <= 32 * this.words)) return false;
-    for (let w = 0; w < this.words; w++) {
-      const mask = maskWord(prefix, w);
-      this.masks.push(mask);
-      this.networks.push(((words[w] ?? 0) & mask) >>> 0);
-    }
+    const words = WORDS[this.family];
+    if (!(prefix >= 0 && prefix <= 32 * words) || !readAddress(address, this.family, CLIENT)) return false;
+    for (let w = 0; w < words; w++) this.bits.push(((CLIENT[w] ?? 0) & maskWord(prefix, w)) >>> 0);
+    for (let w = 0; w < words; w++) this.bits.push(maskWord(prefix, w));
     return true;
+  }
+
+  get size(): number {
+    return this.bits.length / (2 * WORDS[this.family]);
   }
 
   /** Whether `address`, text of this list's family, is inside one of the networks; false when it is not such text. */
   includes(address: string): boolean {
-    const { networks, masks, words } = this;
-    if (networks.length === 0 || !readAddress(address, this.family, this.address)) return false;
-    const client = this.address;
-    for (let start = 0; start < networks.length; start += words) {
+    const { bits } = this;
+    if (bits.length === 0 || !readAddress(address, this.family, CLIENT)) return false;
+    const words = WORDS[this.family];
+    for (let start = 0; start < bits.length; start += 2 * words) {
       let inside = true;
-      for (let w = 0; w < words && inside; w++) inside = ((client[w] ?? 0) & (masks[start + w] ?? 0)) >>> 0 === networks[start + w];
+      for (let w = 0; w < words && inside; w++) inside = ((CLIENT[w] ?? 0) & (bits[start + words + w] ?? 0)) >>> 0 === bits[start + w];
       if (inside) return true;
     }
     return false;
