@@ -50,12 +50,15 @@ function readIpv4(text: string, start: number, words: Uint32Array, at: number): 
   return true;
 }
 
+/** The groups of the IPv6 address being read, and its IPv4 tail: an address is read whole before the next. */
+const GROUPS = new Uint16Array(8);
+const TAIL = new Uint32Array(1);
+
 /**
  * IPv6 text (RFC 4291 §2.2: groups of up to four hex digits, one `::`, an IPv4 tail) into four words.
  * False when it is not one. A zone (`%eth0`) is not an address the allowlist can hold.
  */
 function readIpv6(text: string, words: Uint32Array): boolean {
-  const groups = new Array<number>(8).fill(0);
   let count = 0;
   let gap = -1;
   let i = 0;
@@ -66,22 +69,19 @@ function readIpv6(text: string, words: Uint32Array): boolean {
   }
   while (i < text.length) {
     if (count === 8) return false;
-    // An IPv4 tail takes the place of the last two groups.
     let end = i;
     while (end < text.length && hexDigit(text.charCodeAt(end)) >= 0) end++;
     if (text.charCodeAt(end) === DOT) {
-      if (count > 6) return false;
-      const tail = new Uint32Array(1);
-      if (!readIpv4(text, i, tail, 0)) return false;
-      groups[count++] = (tail[0] ?? 0) >>> 16;
-      groups[count++] = (tail[0] ?? 0) & 0xffff;
-      i = text.length;
+      // An IPv4 tail takes the place of the last two groups.
+      if (count > 6 || !readIpv4(text, i, TAIL, 0)) return false;
+      GROUPS[count++] = (TAIL[0] ?? 0) >>> 16;
+      GROUPS[count++] = (TAIL[0] ?? 0) & 0xffff;
       break;
     }
     if (end === i || end - i > 4) return false;
     let group = 0;
     for (let j = i; j < end; j++) group = (group << 4) | hexDigit(text.charCodeAt(j));
-    groups[count++] = group;
+    GROUPS[count++] = group;
     i = end;
     if (i === text.length) break;
     if (text.charCodeAt(i) !== COLON) return false;
@@ -95,9 +95,13 @@ function readIpv6(text: string, words: Uint32Array): boolean {
     }
   }
   if (gap < 0 ? count !== 8 : count > 7) return false;
-  // Groups after the `::` move to the end; the gap between is zeros.
-  const full = gap < 0 ? groups : [...groups.slice(0, gap), ...new Array<number>(8 - count).fill(0), ...groups.slice(gap, count)];
-  for (let w = 0; w < 4; w++) words[w] = (((full[2 * w] ?? 0) << 16) | (full[2 * w + 1] ?? 0)) >>> 0;
+  if (gap >= 0) {
+    // The groups after the `::` move to the end, last first; the gap they leave is zeros.
+    const shift = 8 - count;
+    for (let g = count - 1; g >= gap; g--) GROUPS[g + shift] = GROUPS[g] ?? 0;
+    GROUPS.fill(0, gap, gap + shift);
+  }
+  for (let w = 0; w < 4; w++) words[w] = (((GROUPS[2 * w] ?? 0) << 16) | (GROUPS[2 * w + 1] ?? 0)) >>> 0;
   return true;
 }
 
