@@ -1,19 +1,32 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import type { ApiKey, KeyHash } from './types.js';
 
 // Spec, Authentication 3: the key is a UUID, 8-4-4-4-12 hex digits; either case, compared case-insensitively.
 const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 const UUID = new RegExp(`^${UUID_PATTERN}$`);
 const UUID_ANYWHERE = new RegExp(UUID_PATTERN, 'g');
+const UPPER_HEX = /[A-F]/;
 
 /** The canonical (lower-case) form of a well-formed key, or undefined when the text is not a UUID. */
 export function canonicalApiKey(text: string): ApiKey | undefined {
-  return UUID.test(text) ? text.toLowerCase() : undefined;
+  if (!UUID.test(text)) return undefined;
+  // toLowerCase makes a new string even when nothing changes; keys are mostly sent in lower case.
+  return UPPER_HEX.test(text) ? text.toLowerCase() : text;
 }
+
+/**
+ * The one-shot crypto.hash (Node 20.12 and later) makes no Hash object: on every check it costs a
+ * third of createHash's update and digest (issue #14). Hashes are not cached: a cache would hold keys
+ * in clear, and a key is held in memory only as its hash.
+ */
+const sha256Hex: (text: string) => string =
+  typeof crypto.hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'hex')
+    : (text) => crypto.createHash('sha256').update(text).digest('hex');
 
 /** SHA-256 of the canonical key: how a key is stored and looked up, never in clear. */
 export function hashApiKey(key: ApiKey): KeyHash {
-  return createHash('sha256').update(key).digest('hex');
+  return sha256Hex(key);
 }
 
 /** Spec, Errors 102: five asterisks and the last five characters of the submitted key. */

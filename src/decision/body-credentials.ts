@@ -14,15 +14,42 @@ interface FieldMembers {
 
 const noMembers = (): FieldMembers => ({ count: 0, nameStart: 0, nameEnd: 0, valueStart: 0, valueEnd: 0 });
 
-/** A JSON number or string holding exactly the canonical decimal of the header's site id. */
-function siteIdMatches(raw: string, siteId: SiteId): boolean {
-  if (raw.startsWith('"')) return JSON.parse(raw) === siteId;
-  return raw === siteId;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** A JSON value from `start` to `end` in `text`: a string with no escape is its text between the quotes. */
+function isPlainString(text: string, start: number, end: number): boolean {
+  if (text.charCodeAt(start) !== QUOTE) return false;
+  for (let i = start + 1; i < end - 1; i++) if (text.charCodeAt(i) === BACKSLASH) return false;
+  return true;
 }
 
-function apiKeyMatches(raw: string, apiKey: ApiKey): boolean {
-  if (!raw.startsWith('"')) return false;
-  return (JSON.parse(raw) as string).toLowerCase() === apiKey;
+/** A JSON number or string holding exactly the canonical decimal of the header's site id. */
+function siteIdMatches(text: string, start: number, end: number, siteId: SiteId): boolean {
+  const quoted = text.charCodeAt(start) === QUOTE;
+  // Read in place when the value is written as the id itself; decoded only when it has escapes.
+  if (!quoted || isPlainString(text, start, end)) {
+    const from = quoted ? start + 1 : start;
+    const to = quoted ? end - 1 : end;
+    return to - from === siteId.length && text.startsWith(siteId, from);
+  }
+  return JSON.parse(text.slice(start, end)) === siteId;
+}
+
+/** The body's apikey, lower-cased, is the header's canonical (lower-case ASCII) key. */
+function apiKeyMatches(text: string, start: number, end: number, apiKey: ApiKey): boolean {
+  if (text.charCodeAt(start) !== QUOTE) return false;
+  if (isPlainString(text, start, end) && end - start === apiKey.length + 2) {
+    // An ASCII letter lower-cases by its 0x20 bit; a character beyond ASCII is left to toLowerCase.
+    let ascii = true;
+    for (let i = 0; i < apiKey.length && ascii; i++) {
+      const c = text.charCodeAt(start + 1 + i);
+      if (c >= 0x80) ascii = false;
+      else if ((c >= 0x41 && c <= 0x5a ? c | 0x20 : c) !== apiKey.charCodeAt(i)) return false;
+    }
+    if (ascii) return true;
+  }
+  return (JSON.parse(text.slice(start, end)) as string).toLowerCase() === apiKey;
 }
 
 /**
@@ -30,9 +57,14 @@ function apiKeyMatches(raw: string, apiKey: ApiKey): boolean {
  * header's value. Names are compared case-insensitively because an upstream that ignores case
  * would read `SiteID` as `siteid`.
  */
-function fieldRefusal(text: string, field: CredentialField, members: FieldMembers, matches: (raw: string) => boolean): BodyRefusal | undefined {
+function fieldRefusal(
+  text: string,
+  field: CredentialField,
+  members: FieldMembers,
+  matches: (valueStart: number, valueEnd: number) => boolean,
+): BodyRefusal | undefined {
   if (members.count === 0 || !isExactly(text, members.nameStart, members.nameEnd, field)) return { rule: `${field}-missing` };
-  return matches(text.slice(members.valueStart, members.valueEnd)) ? undefined : { rule: `${field}-mismatch` };
+  return matches(members.valueStart, members.valueEnd) ? undefined : { rule: `${field}-mismatch` };
 }
 
 /**
@@ -73,7 +105,7 @@ export function bodyCredentialsRule(
   const repeated = CREDENTIAL_FIELDS.find((field) => found[field].count > 1);
   if (repeated) return { rule: `${repeated}-duplicate` };
   return (
-    fieldRefusal(text, 'siteid', found.siteid, (raw) => siteIdMatches(raw, expected.siteId)) ??
-    fieldRefusal(text, 'apikey', found.apikey, (raw) => apiKeyMatches(raw, expected.apiKey))
+    fieldRefusal(text, 'siteid', found.siteid, (start, end) => siteIdMatches(text, start, end, expected.siteId)) ??
+    fieldRefusal(text, 'apikey', found.apikey, (start, end) => apiKeyMatches(text, start, end, expected.apiKey))
   );
 }

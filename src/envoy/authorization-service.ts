@@ -2,8 +2,10 @@ import { status as GrpcStatus, type handleUnaryCall, type ServerErrorResponse } 
 import type { CheckInput, Decision } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
-import { toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
-import type { CheckRequestMessage, CheckResponseMessage } from './messages.js';
+import { AllowedResponses } from './allowed-responses.js';
+import { PLAIN_ALLOWED_RESPONSE, toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
+import type { CheckRequestMessage } from './messages.js';
+import { encodeCheckResponse, type CheckResponseToSend } from './proto.js';
 import { viewCheckRequest, type RequestViewOptions } from './request-view.js';
 
 export interface AuthorizationServiceDeps extends RequestViewOptions {
@@ -19,11 +21,12 @@ export interface AuthorizationServiceDeps extends RequestViewOptions {
 
 /** The Authorization service implementation, ready for grpc.Server#addService. */
 export type AuthorizationImplementation = {
-  readonly Check: handleUnaryCall<CheckRequestMessage, CheckResponseMessage>;
+  readonly Check: handleUnaryCall<CheckRequestMessage, CheckResponseToSend>;
 };
 
-function secondsSince(started: bigint): number {
-  return Number(process.hrtime.bigint() - started) / 1e9;
+/** `started` is a performance.now(): a monotonic clock in a plain number, where hrtime.bigint() makes BigInts per check. */
+function secondsSince(started: number): number {
+  return (performance.now() - started) / 1000;
 }
 
 function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorResponse> {
@@ -37,6 +40,7 @@ function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorRespons
  */
 export function createAuthorizationService(deps: AuthorizationServiceDeps): AuthorizationImplementation {
   const { logger } = deps;
+  const allowedResponses = new AllowedResponses(deps.allowedResponse ?? PLAIN_ALLOWED_RESPONSE, encodeCheckResponse);
 
   // An observer is someone else's code: it must neither fail nor delay-then-fail the check.
   function notify<E>(observer: ((event: E) => void) | undefined, event: E, requestId: string | undefined): void {
@@ -50,17 +54,18 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
 
   /** The answer to one CheckRequest, made without side effects; the caller sends it and tells observers. */
   type Answer =
-    | { readonly response: CheckResponseMessage; readonly event: CheckEvent }
+    | { readonly response: CheckResponseToSend; readonly event: CheckEvent }
     | { readonly failure: UndecidedCheckEvent['reason']; readonly requestId: string | undefined };
 
-  function answer(request: CheckRequestMessage, started: bigint): Answer {
+  function answer(request: CheckRequestMessage, started: number): Answer {
     let requestId: string | undefined;
     try {
       const view = viewCheckRequest(request, deps);
       requestId = view.requestId;
       const decision = deps.authorize(view.input);
       if (decision === undefined) return { failure: 'unavailable', requestId };
-      return { response: toCheckResponse(decision, deps.allowedResponse), event: checkEvent(view, decision, secondsSince(started)) };
+      const response = decision.outcome === 'allow' ? allowedResponses.response(decision.siteId, decision.keyId) : toCheckResponse(decision);
+      return { response, event: checkEvent(view, decision, secondsSince(started)) };
     } catch (error) {
       logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');
       return { failure: 'internal', requestId };
@@ -69,7 +74,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
 
   return {
     Check(call, callback) {
-      const started = process.hrtime.bigint();
+      const started = performance.now();
       const result = answer(call.request, started);
       if ('response' in result) {
         callback(null, result.response);

@@ -20,20 +20,43 @@ export const PROTO_LOADER_OPTIONS: Readonly<Options> = Object.freeze({
 export const AUTHORIZATION_SERVICE_NAME = 'envoy.service.auth.v3.Authorization';
 export const AUTHORIZATION_PROTO_FILE = 'envoy/service/auth/v3/external_auth.proto';
 
-/** The Authorization service as both the server (Check handler) and the client script use it. */
-export interface AuthorizationServiceDefinition extends ServiceDefinition {
-  readonly Check: MethodDefinition<CheckRequestMessage, CheckResponseMessage>;
+/**
+ * A CheckResponse encoded once and sent many times: the Check method's serializer passes its bytes
+ * through as they are (grpc-js copies them into each call's frame).
+ */
+export class EncodedCheckResponse {
+  constructor(readonly bytes: Buffer) {}
 }
 
-function loadAuthorizationService(): AuthorizationServiceDefinition {
+/** A response the Check handler may send: a message to encode, or one already encoded. */
+export type CheckResponseToSend = CheckResponseMessage | EncodedCheckResponse;
+
+/** The Authorization service as both the server (Check handler) and the client script use it. */
+export interface AuthorizationServiceDefinition extends ServiceDefinition {
+  readonly Check: Omit<MethodDefinition<CheckRequestMessage, CheckResponseMessage>, 'responseSerialize'> & {
+    readonly responseSerialize: (response: CheckResponseToSend) => Buffer;
+  };
+}
+
+function loadAuthorizationService(): { service: AuthorizationServiceDefinition; encode: (response: CheckResponseMessage) => Buffer } {
   const definition = loadSync(AUTHORIZATION_PROTO_FILE, { ...PROTO_LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
   const service = definition[AUTHORIZATION_SERVICE_NAME] as Record<string, MethodDefinition<object, object>> | undefined;
-  const check = service?.['Check'];
+  const check = service?.['Check'] as MethodDefinition<CheckRequestMessage, CheckResponseMessage> | undefined;
   if (check === undefined || check.path !== `/${AUTHORIZATION_SERVICE_NAME}/Check`) {
     throw new Error(`${AUTHORIZATION_PROTO_FILE} under ${PROTO_DIR} does not define ${AUTHORIZATION_SERVICE_NAME}/Check`);
   }
-  return service as unknown as AuthorizationServiceDefinition;
+  const encode = check.responseSerialize;
+  const checkMethod: AuthorizationServiceDefinition['Check'] = {
+    ...check,
+    responseSerialize: (response) => (response instanceof EncodedCheckResponse ? response.bytes : encode(response)),
+  };
+  return { service: { ...service, Check: checkMethod }, encode };
 }
 
+const loaded = loadAuthorizationService();
+
 /** Loaded once, at import, from the project's own proto/ (never from Envoy's upstream tree). */
-export const AUTHORIZATION_SERVICE: AuthorizationServiceDefinition = loadAuthorizationService();
+export const AUTHORIZATION_SERVICE: AuthorizationServiceDefinition = loaded.service;
+
+/** A CheckResponse in protobuf, as proto-loader encodes it with our proto/: the plain encoding. */
+export const encodeCheckResponse: (response: CheckResponseMessage) => Buffer = loaded.encode;

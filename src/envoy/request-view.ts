@@ -65,31 +65,61 @@ function headerMapValue(header: HeaderValueMessage): string {
   return typeof header.value === 'string' ? header.value : '';
 }
 
+/** name.toLowerCase(), without a new string for a name that has nothing to lower: Envoy's are lower case already. */
+function lowerCased(name: string): string {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if ((c >= 0x41 && c <= 0x5a) || c >= 0x80) return name.toLowerCase();
+  }
+  return name;
+}
+
+/** The headers the view reads (besides CLIENT_IP_SOURCE's header:<name>); no other is copied. */
+const HEADERS_READ: ReadonlySet<string> = new Set([
+  'authorization',
+  'x-request-id',
+  'x-envoy-auth-partial-body',
+  'content-length',
+  'transfer-encoding',
+  'x-forwarded-for',
+]);
+
 /**
- * Headers from both places Envoy may send them: HttpRequest.headers (a map) and
+ * The headers the view reads, from both places Envoy may send them: HttpRequest.headers (a map) and
  * HttpRequest.header_map (a list, used with encode_raw_headers). A name seen more than once, in
- * either or across both, is joined by "," as Envoy joins repeated headers.
+ * either or across both, is joined by "," as Envoy joins repeated headers. Envoy sends every header
+ * of the request; copying only these keeps the others off every check's bill (issue #14).
  */
-function requestHeaders(http: HttpRequestMessage | undefined): RequestHeaders {
+function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSource): RequestHeaders {
   const headers = new Map<string, string>();
-  const add = (name: string, value: string): void => {
-    const key = name.toLowerCase();
-    const earlier = headers.get(key);
-    headers.set(key, earlier === undefined ? value : `${earlier},${value}`);
-  };
+  const sourceHeader = source.kind === 'header' ? source.name : undefined;
   const map = record(http?.headers);
   if (map !== undefined) {
-    for (const [name, value] of Object.entries(map)) {
-      if (typeof value === 'string') add(name, value);
+    for (const name of Object.keys(map)) {
+      const value = map[name];
+      const key = headerRead(name, sourceHeader);
+      if (key !== undefined && typeof value === 'string') addHeader(headers, key, value);
     }
   }
   const list: unknown = record(http?.header_map)?.['headers'];
   if (Array.isArray(list)) {
     for (const entry of list as unknown[]) {
-      if (isRecord(entry) && typeof entry['key'] === 'string') add(entry['key'], headerMapValue(entry));
+      const key = isRecord(entry) && typeof entry['key'] === 'string' ? headerRead(entry['key'], sourceHeader) : undefined;
+      if (key !== undefined) addHeader(headers, key, headerMapValue(entry as HeaderValueMessage));
     }
   }
   return headers;
+}
+
+/** The lower-case name of a header the view reads, else undefined. */
+function headerRead(name: string, sourceHeader: string | undefined): string | undefined {
+  const key = lowerCased(name);
+  return HEADERS_READ.has(key) || key === sourceHeader ? key : undefined;
+}
+
+function addHeader(headers: Map<string, string>, key: string, value: string): void {
+  const earlier = headers.get(key);
+  headers.set(key, earlier === undefined ? value : `${earlier},${value}`);
 }
 
 function commaList(value: string | undefined): string[] {
@@ -170,6 +200,11 @@ function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCr
   return extensions?.['body_credentials'] === 'optional' ? 'optional' : 'required';
 }
 
+function withoutQuery(path: string | undefined): string | undefined {
+  const query = path?.indexOf('?') ?? -1;
+  return query < 0 ? path : path?.slice(0, query);
+}
+
 /**
  * Turns a decoded CheckRequest into the decision's input. Pure, and total: a field that is missing,
  * null or of the wrong type reads as absent, so a malformed request is denied, never thrown on.
@@ -177,8 +212,9 @@ function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCr
 export function viewCheckRequest(request: CheckRequestMessage | null | undefined, options: RequestViewOptions): CheckRequestView {
   const checkRequest = isRecord(request) ? request : undefined;
   const http = record(record(record(checkRequest?.attributes)?.['request'])?.['http']) as HttpRequestMessage | undefined;
-  const headers = requestHeaders(http);
-  const partial = commaList(headers.get('x-envoy-auth-partial-body')).some((flag) => flag.toLowerCase() === 'true');
+  const headers = requestHeaders(http, options.clientIpSource);
+  const partialFlag = headers.get('x-envoy-auth-partial-body');
+  const partial = partialFlag !== undefined && commaList(partialFlag).some((flag) => flag.toLowerCase() === 'true');
   const path = nonEmptyText(http?.path);
   return {
     input: {
@@ -192,7 +228,7 @@ export function viewCheckRequest(request: CheckRequestMessage | null | undefined
     request: {
       method: clipForLog(nonEmptyText(http?.method)),
       host: clipForLog(nonEmptyText(http?.host)),
-      path: clipForLog(path?.split('?', 1)[0]),
+      path: clipForLog(withoutQuery(path)),
     },
   };
 }

@@ -101,6 +101,11 @@ function serviceMetrics(config: Config, store: CredentialStore, ready: () => boo
   return metrics;
 }
 
+/** The client address a refusal is recorded under. */
+function refusedAddress(event: CheckEvent): string {
+  return parseClientIp(event.clientIp)?.address ?? 'unknown';
+}
+
 /** What a decided check leaves behind besides its answer: metrics, a log line, last use, refusal counts. */
 function decisionObserver(config: Config, recorders: Recorders, metrics: ServiceMetrics, logger: Logger) {
   const logDecision = createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate });
@@ -109,12 +114,11 @@ function decisionObserver(config: Config, recorders: Recorders, metrics: Service
     logDecision(event);
     const now = Date.now();
     // Refusals of sites we know, by client address (strangers' 108 and 101 are not counted).
-    const clientIp = () => parseClientIp(event.clientIp)?.address ?? 'unknown';
     if (event.outcome === 'allowed') {
       recorders.lastUsed.record(event.keyId, now);
-      if (event.rehearsalBrownoutId !== undefined) recorders.refusals.record(event.siteId, 105, clientIp(), true, now);
+      if (event.rehearsalBrownoutId !== undefined) recorders.refusals.record(event.siteId, 105, refusedAddress(event), true, now);
     } else if (event.siteKnown && event.siteId !== undefined) {
-      recorders.refusals.record(event.siteId, event.errorId, clientIp(), false, now);
+      recorders.refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now);
     }
   };
 }

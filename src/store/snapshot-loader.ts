@@ -1,6 +1,6 @@
-import { BlockList } from 'node:net';
 import type pg from 'pg';
 import { allowlistNetwork } from '../decision/client-ip.js';
+import { NetworkList } from '../decision/network-list.js';
 import type { Allowlist, Brownout, KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
@@ -32,18 +32,33 @@ const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256
                 FROM api_keys WHERE revoked_at IS NULL`;
 const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, masklen(cidr) AS prefix FROM allowlist_entries';
 
+/** A snapshot holds one per site: a family without networks holds no list. */
+class SiteAllowlist implements Allowlist {
+  constructor(
+    private readonly ipv4: NetworkList | undefined,
+    private readonly ipv6: NetworkList | undefined,
+  ) {}
+
+  check(address: string, family: 'ipv4' | 'ipv6'): boolean {
+    const networks = family === 'ipv4' ? this.ipv4 : this.ipv6;
+    return networks !== undefined && networks.includes(address);
+  }
+}
+
 /**
  * A site's allowlist from its entries (network and prefix as PostgreSQL's host() and masklen() give
  * them), as the decision reads it: IPv4 networks, an IPv4-mapped one included, admit IPv4 clients
  * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
+ * Matched in plain arithmetic, not with a BlockList (see NetworkList).
  */
 export function buildAllowlist(entries: Iterable<Pick<AllowlistNetworkRow, 'network' | 'prefix'>>): Allowlist {
-  const byFamily = { ipv4: new BlockList(), ipv6: new BlockList() };
+  const ipv4 = new NetworkList('ipv4');
+  const ipv6 = new NetworkList('ipv6');
   for (const entry of entries) {
     const network = allowlistNetwork(entry.network, entry.prefix);
-    if (network !== undefined) byFamily[network.family].addSubnet(network.address, network.prefix, network.family);
+    if (network !== undefined) (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
   }
-  return { check: (address, family) => byFamily[family].check(address, family) };
+  return new SiteAllowlist(ipv4.size > 0 ? ipv4 : undefined, ipv6.size > 0 ? ipv6 : undefined);
 }
 
 function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[]): SiteTable {

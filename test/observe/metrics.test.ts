@@ -107,6 +107,29 @@ describe('service metrics', () => {
     assert.equal(samples(text, 'sitekey_authz_check_duration_seconds_count').get('{outcome="allowed"}'), 2);
   });
 
+  it('counts each allowed check once, however many scrapes come between', async () => {
+    const f = fixture({ siteLabelsMax: 1 });
+    const allowed = async () => {
+      const text = await f.scrape();
+      return [samples(text, 'sitekey_authz_checks_total'), samples(text, 'sitekey_authz_apikey_requests_total')].map((series) => Object.fromEntries(series));
+    };
+    f.check({});
+    f.check({});
+    assert.deepEqual(await allowed(), [{ '{outcome="allowed",site="1001"}': 2 }, { '{site="1001"}': 2 }]);
+    assert.deepEqual(await allowed(), [{ '{outcome="allowed",site="1001"}': 2 }, { '{site="1001"}': 2 }]);
+    f.check({});
+    f.check({ authorization: `1002:${KEY}`, body: JSON.stringify({ siteid: 1002, apikey: KEY }) });
+    assert.deepEqual(await allowed(), [
+      { '{outcome="allowed",site="1001"}': 3, '{outcome="allowed",site="other"}': 1 },
+      { '{site="1001"}': 3, '{site="other"}': 1 },
+    ]);
+    const site1001 = async () =>
+      (await f.metrics.registry.getSingleMetric('sitekey_authz_apikey_requests_total')?.get())?.values.find((value) => value.labels['site'] === '1001')?.value;
+    const before = await site1001();
+    f.check({});
+    assert.deepEqual([before, await site1001()], [3, 4], 'a single metric read on its own adds up what came before it');
+  });
+
   it('buckets check durations from 25 µs to 250 ms', async () => {
     const text = await fixture().scrape();
     assert.match(text, /# TYPE sitekey_authz_check_duration_seconds histogram/);

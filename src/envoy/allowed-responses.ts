@@ -1,0 +1,56 @@
+import type { KeyId, SiteId } from '../decision/types.js';
+import { toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
+import type { CheckResponseMessage } from './messages.js';
+import { EncodedCheckResponse } from './proto.js';
+
+/**
+ * Encoded allowed responses kept at most. An entry is the response (about 100 to 300 bytes with the
+ * sunset headers) in its own memory: a few MiB in all. Enough for every key in steady use on any
+ * replica we know of; beyond it a check costs one more encoding, nothing else.
+ */
+export const ALLOWED_RESPONSES_MAX = 10_000;
+
+/**
+ * Allowed CheckResponses, encoded once per site and key. An allowed response is made of the site id,
+ * the key id and the policy fixed at start-up, nothing else (see toCheckResponse), so a kept encoding
+ * is the encoding of that response whatever the credential snapshot says later: a revoked key, a
+ * changed allowlist or a disabled site make the decision a denial, which is never taken from here.
+ * Building the response with its Struct metadata and encoding it cost more than the decision itself
+ * (issue #14).
+ *
+ * Only allowed checks add entries, so only holders of a valid key and address can grow it, and at
+ * most ALLOWED_RESPONSES_MAX of them: when full, the oldest entry makes room.
+ */
+export class AllowedResponses {
+  private readonly encoded = new Map<string, EncodedCheckResponse>();
+
+  constructor(
+    private readonly policy: AllowedResponsePolicy,
+    private readonly encode: (response: CheckResponseMessage) => Buffer,
+    private readonly maxEntries: number = ALLOWED_RESPONSES_MAX,
+  ) {}
+
+  /** The encoded allowed response for the site and key. */
+  response(siteId: SiteId, keyId: KeyId): EncodedCheckResponse {
+    // Site and key ids are decimal digits: the colon cannot be part of either.
+    const entry = `${siteId}:${keyId}`;
+    const kept = this.encoded.get(entry);
+    if (kept !== undefined) return kept;
+    const bytes = this.encode(toCheckResponse({ outcome: 'allow', siteId, keyId }, this.policy));
+    // A copy of its own: a small encoding may be a slice of a shared 8 KiB pool it would keep alive.
+    const own = Buffer.allocUnsafeSlow(bytes.length);
+    bytes.copy(own);
+    const response = new EncodedCheckResponse(own);
+    if (this.encoded.size >= this.maxEntries) {
+      const oldest = this.encoded.keys().next();
+      if (!oldest.done) this.encoded.delete(oldest.value);
+    }
+    this.encoded.set(entry, response);
+    return response;
+  }
+
+  /** Entries kept now. */
+  get size(): number {
+    return this.encoded.size;
+  }
+}
