@@ -54,13 +54,14 @@ function costRow(label: string, run: LoadRun, noop: LoadRun): string {
 
 /** The markdown of the serve-beside-no-op figures, for a dated section of bench/RESULTS.md. */
 export function serveBenchReport(results: ServeBenchResults): string[] {
-  const { settings, saturationRounds, latency, denyMix, largeBody, workerRounds } = results;
+  const { settings, saturationRounds, latency, oneAtATime, denyMix, largeBody, workerRounds } = results;
   const serveRate = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
   const noopRate = median(saturationRounds.map((r) => r.noop.requestsPerSecond));
   const ratio = serveRate / noopRate;
   const serveRuns = [
     ...saturationRounds.map((r) => r.serve),
     latency.serve,
+    oneAtATime.serve,
     denyMix.serve,
     largeBody.serve,
     ...workerRounds.flatMap((round) => [...round.byCount.values()]),
@@ -95,7 +96,8 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '| target (issue 14) | measured | met |',
     '|---|---|---|',
     `| one process at ${percent(TARGETS.minShareOfNoop)} or more of the no-op | ${percent(ratio)} | ${yes(ratio >= TARGETS.minShareOfNoop)} |`,
-    `| p99 under ${millis(TARGETS.maxP99Micros)} ms at half of saturation (${integer(latency.ratePerSecond)} req/s) | ${millis(p99)} ms | ${yes(p99 < TARGETS.maxP99Micros)} |`,
+    `| p99 under ${millis(TARGETS.maxP99Micros)} ms at half of saturation (${integer(latency.ratePerSecond)} req/s) | ${millis(p99)} ms (the no-op: ${millis(latency.noop.latency!.p99Micros)} ms) | ${yes(p99 < TARGETS.maxP99Micros)} |`,
+    `| not the target's measure: p99 of one check at a time | ${millis(oneAtATime.serve.latency!.p99Micros)} ms (the no-op: ${millis(oneAtATime.noop.latency!.p99Micros)} ms) | |`,
     `| not a target: CPU per check, no-op / serve (moved less than throughput by the machine's other load) | ` +
       `${percent(medianRun('noop').cpuMicrosPerCheck / medianRun('serve').cpuMicrosPerCheck)} | |`,
     `| zero database statements per check | ${statements} statements in ${integer(checks)} checks (${(statements / checks).toFixed(6)} per check; listed below) | ` +
@@ -134,6 +136,16 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '|---|---|---|---|---|---|',
     latencyRow('serve', latency.serve),
     latencyRow('no-op', latency.noop),
+    '',
+    'At a fixed rate h2load sends on a timer, several requests at a time, and shares the two cores with the',
+    'server: the no-op\'s figures beside serve\'s show how much of these milliseconds is the load generator',
+    'and the machine rather than the check. With one check at a time on one connection (`h2load -c1 -m1`,',
+    'nothing queued in front of it), the round trip through h2load and the server:',
+    '',
+    '| server | p50 ms | p99 ms | p99.9 ms | max ms | requests |',
+    '|---|---|---|---|---|---|',
+    latencyRow('serve', oneAtATime.serve),
+    latencyRow('no-op', oneAtATime.noop),
     '',
     '### Workers',
     '',

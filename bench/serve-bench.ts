@@ -150,6 +150,8 @@ export interface ServeBenchResults {
   readonly verification: readonly string[];
   readonly saturationRounds: ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
   readonly latency: { readonly ratePerSecond: number; readonly serve: LoadRun; readonly noop: LoadRun };
+  /** One check at a time on one connection: the round trip with nothing queued in front of it. */
+  readonly oneAtATime: { readonly serve: LoadRun; readonly noop: LoadRun };
   readonly denyMix: { readonly serve: LoadRun; readonly noop: LoadRun; readonly files: readonly string[] };
   readonly largeBody: { readonly serve: LoadRun; readonly noop: LoadRun };
   /** Saturation of serve with WORKERS=1 and =2 (by that value) and of the no-op, alternating rounds. */
@@ -271,6 +273,11 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const latencyServe = await measure(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log') }, database);
     const latencyNoop = await measure(noop, allow, { ...halfRate, logFile: join(workDir, 'latency-noop.log') }, database);
     remember(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log.0') });
+    log('latency of one check at a time');
+    const single: LoadShape = { connections: 1, streams: 1, seconds };
+    const singleServe = await measure(serve, allow, { ...single, logFile: join(workDir, 'single-serve.log') }, database);
+    const singleNoop = await measure(noop, allow, { ...single, logFile: join(workDir, 'single-noop.log') }, database);
+    remember(serve, allow, { ...single, logFile: join(workDir, 'single-serve.log.0') });
 
     log('deny-heavy mix: the allowed request beside one per error id, one h2load each');
     const mix = [file('allow'), ...credentials.requests.denials.map((request) => file(request.name))];
@@ -321,6 +328,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       verification,
       saturationRounds,
       latency: { ratePerSecond: ratePerConnection * SATURATION.connections, serve: latencyServe, noop: latencyNoop },
+      oneAtATime: { serve: singleServe, noop: singleNoop },
       denyMix: { serve: denyServe, noop: denyNoop, files: mix.map((f) => f.request.name) },
       largeBody: { serve: largeServe, noop: largeNoop },
       workerRounds,
