@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { GRPC_LIMITS } from '../src/envoy/grpc-server.js';
 import { ensureH2load, commandLine, h2loadArguments, type LoadShape } from './h2load.js';
 import { describeMachine, loadLine, machineLine } from './machine.js';
 import { prependSection, RESULTS_FILE } from './results-file.js';
-import { measure, openBenchFixture, SATURATION, warmUp } from './serve-bench.js';
+import { measure, openBenchFixture, SATURATION, warmUp, type LoadRun } from './serve-bench.js';
 import { startServe, type BenchServer } from './server-process.js';
 import { positiveIntegerSetting } from './settings.js';
 import { assertVerdict } from './verify-once.js';
@@ -16,6 +17,12 @@ const SAMPLE_EVERY_MS = 10_000;
 /** RSS is flat when the highest sample of the last third is at most this much above the highest of the first third. */
 const FLAT_GROWTH = 0.05;
 const MIB = 2 ** 20;
+/**
+ * h2load runs in segments of at most half of serve's maximum connection age: at that age serve sends
+ * GOAWAY, which Envoy answers by opening a new connection, and h2load by failing the streams it had in
+ * flight. Each segment opens new connections, as Envoy would.
+ */
+const SEGMENT_SECONDS = GRPC_LIMITS.maxConnectionAgeMs / 2 / 1000;
 
 interface Sample {
   readonly atSeconds: number;
@@ -64,8 +71,8 @@ try {
     const { rssBytes, fds } = server.memory();
     samples.push({ atSeconds: Math.round((performance.now() - started) / 1000), rssBytes, heapUsedBytes: report?.heapUsedBytes ?? Number.NaN, fds });
   };
+  const started = performance.now();
   const sampler = async (load: Promise<unknown>) => {
-    const started = performance.now();
     let finished = false;
     void load.finally(() => (finished = true)).catch(() => undefined);
     while (!finished) {
@@ -76,7 +83,14 @@ try {
     }
     await sampleNow(started);
   };
-  const run = await measure(server, allow, shape, fixture.database, sampler);
+  const segments: LoadRun[] = [];
+  for (let done = 0; done < soakSeconds; done += SEGMENT_SECONDS) {
+    segments.push(await measure(server, allow, { ...shape, seconds: Math.min(SEGMENT_SECONDS, soakSeconds - done) }, fixture.database, sampler));
+  }
+  const checks = segments.reduce((total, segment) => total + segment.checks, 0);
+  const perCheck = (pick: (segment: LoadRun) => number) => segments.reduce((total, segment) => total + pick(segment) * segment.checks, 0) / checks;
+  const requestsPerSecond = segments.reduce((total, segment) => total + segment.requestsPerSecond * segment.seconds, 0) / soakSeconds;
+  const statements = segments.reduce((total, segment) => total + (segment.statements?.total ?? 0), 0);
 
   // After the first minute (or quarter, if shorter): start-up and the first full resyncs are not a trend.
   const settleSeconds = Math.min(60, soakSeconds / 4);
@@ -107,7 +121,7 @@ try {
       `${ratePerConnection * SATURATION.connections} req/s (${saturationNote}):`,
     '',
     '```sh',
-    commandLine('h2load', h2loadArguments(server.grpcPort, allow[0]!.path, shape)).replaceAll(fixture.workDir, '$BENCH_DIR'),
+    `${commandLine('h2load', h2loadArguments(server.grpcPort, allow[0]!.path, { ...shape, seconds: Math.min(SEGMENT_SECONDS, soakSeconds) })).replaceAll(fixture.workDir, '$BENCH_DIR')}   # repeated until ${soakSeconds} s`,
     '```',
     '',
     `**RSS ${flat ? 'flat' : 'not flat'}:** the highest RSS of the last third of the samples (after the first ${settleSeconds} s) is ` +
@@ -120,9 +134,10 @@ try {
     row('V8 heap used', (s) => s.heapUsedBytes, mib),
     row('open file descriptors', (s) => s.fds, String),
     '',
-    `${run.checks.toLocaleString('en')} checks, all allowed (counted in /metrics as h2load was answered), ${run.h2load[0]!.requestsPerSecond.toFixed(0)} req/s; ` +
-      `${run.cpuMicrosPerCheck.toFixed(1)} µs CPU and ${Math.round(run.allocatedBytesPerCheck).toLocaleString('en')} heap bytes allocated per check; ` +
-      `${run.statements?.total ?? 0} database statements in all.`,
+    `${checks.toLocaleString('en')} checks in ${segments.length} h2load run(s) of at most ${SEGMENT_SECONDS} s (new connections each, as Envoy makes after serve's GOAWAY at ` +
+      `${GRPC_LIMITS.maxConnectionAgeMs / 60_000} min), all allowed (counted in /metrics as h2load was answered), ${requestsPerSecond.toFixed(0)} req/s; ` +
+      `${perCheck((segment) => segment.cpuMicrosPerCheck).toFixed(1)} µs CPU and ${Math.round(perCheck((segment) => segment.allocatedBytesPerCheck)).toLocaleString('en')} heap bytes allocated per check; ` +
+      `${statements} database statements in all.`,
     '',
     '<details><summary>samples</summary>',
     '',

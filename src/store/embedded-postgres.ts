@@ -70,7 +70,7 @@ const execFileAsync = promisify(execFile);
 const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Whether a process exists. EPERM says it does, run by another user. */
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

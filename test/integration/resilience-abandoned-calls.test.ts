@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { constants as http2Constants, type ClientHttp2Session } from 'node:http2';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { timedCheck } from '../support/check-load.js';
-import { insertSite } from '../support/credentials.js';
+import { seedSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, checkRequest, encodeCheckRequest } from '../support/envoy-client.js';
 import { eventually } from '../support/eventually.js';
@@ -51,10 +50,7 @@ describe(`${ABANDONED_CALLS} abandoned calls and ${IDLE_CONNECTIONS} idle connec
 
   before(async () => {
     database = await freshDatabase();
-    const sql = new pg.Client({ connectionString: database.url });
-    await sql.connect();
-    await insertSite(sql, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
-    await sql.end();
+    await seedSite(database.url, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
     // Descriptors for the idle connections and more, whatever the limit of the shell that runs the
     // tests; at 4,096 GRPC_MAX_CONNECTIONS (1,024) is not lowered, and holds every connection here.
     service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', LOG_LEVEL: 'warn' }, { openFileLimit: 4_096 });

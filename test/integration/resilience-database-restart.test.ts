@@ -8,7 +8,7 @@ import { hashApiKey } from '../../src/decision/api-key.js';
 import { EmbeddedPostgresError, freePort, startEmbeddedPostgres, type EmbeddedServer } from '../../src/store/embedded-postgres.js';
 import { migrate } from '../../src/store/migrate.js';
 import { startCheckLoad, timedCheck, unexpectedOutcomes, type CheckLoad } from '../support/check-load.js';
-import { insertSite } from '../support/credentials.js';
+import { seedSite } from '../support/credentials.js';
 import { authorizationClient } from '../support/envoy-client.js';
 import { eventually } from '../support/eventually.js';
 import { samples } from '../support/exposition.js';
@@ -64,10 +64,7 @@ describe('checks under load while PostgreSQL stops and restarts', () => {
       throw error;
     }
     await migrate(postgres.url);
-    const sql = new pg.Client({ connectionString: postgres.url });
-    await sql.connect();
-    await insertSite(sql, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
-    await sql.end();
+    await seedSite(postgres.url, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
     service = await startService({
       DATABASE_URL: postgres.url,
       LOG_LEVEL: 'info',

@@ -3,10 +3,9 @@ import assert from 'node:assert/strict';
 import { constants as http2Constants } from 'node:http2';
 import { connect as tcpConnect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { GRPC_LIMITS } from '../../src/envoy/grpc-server.js';
 import { startCheckLoadInChild, timedRequest, unexpectedOutcomes, type CallRecord } from '../support/check-load.js';
-import { insertSite } from '../support/credentials.js';
+import { seedSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, checkRequest, encodeCheckRequest, preEncodedClient } from '../support/envoy-client.js';
 import { samples } from '../support/exposition.js';
@@ -50,10 +49,7 @@ describe('a storm of malformed and oversized requests', () => {
 
   before(async () => {
     database = await freshDatabase();
-    const sql = new pg.Client({ connectionString: database.url });
-    await sql.connect();
-    await insertSite(sql, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
-    await sql.end();
+    await seedSite(database.url, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
     service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', MAX_BODY_BYTES: String(MAX_BODY_BYTES), LOG_LEVEL: 'warn' });
   });
 

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect as tcpConnect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { startCheckLoad, unexpectedOutcomes } from '../support/check-load.js';
-import { insertSite } from '../support/credentials.js';
+import { seedSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, checkRequest, decodeCheckResponse, encodeCheckRequest, verdict } from '../support/envoy-client.js';
 import { eventually } from '../support/eventually.js';
@@ -53,10 +52,7 @@ describe('a SIGTERM under load', () => {
 
   before(async () => {
     database = await freshDatabase();
-    const sql = new pg.Client({ connectionString: database.url });
-    await sql.connect();
-    await insertSite(sql, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
-    await sql.end();
+    await seedSite(database.url, { id: '1001', keys: [{ key: KEY }], cidrs: ['203.0.113.0/24'] });
     service = await startService({
       DATABASE_URL: database.url,
       MIGRATE_ON_START: 'false',

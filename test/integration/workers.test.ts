@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { isAlive } from '../../src/store/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
+import { eventually } from '../support/eventually.js';
 import { samples } from '../support/exposition.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
 
@@ -15,25 +16,6 @@ interface WorkerReadiness {
   readonly worker: number;
   readonly pid: number;
   readonly ready: boolean;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 /** WORKERS=2: several processes answer checks on one port, with one /readyz and one /metrics. */
@@ -101,10 +83,10 @@ describe('serve with WORKERS=2', () => {
     const keys = JSON.parse((await runCli(database.url, ['key', 'list', '1001', '--json'])).stdout) as Array<{ keyId: string }>;
     const keyId = keys[0]?.keyId ?? assert.fail('no key listed');
     assert.equal((await runCli(database.url, ['key', 'revoke', '1001', keyId])).code, 0);
-    await until('every connection to see the revocation', async () => ((await checkOnNewConnections()).every((answer) => answer === 102) ? true : undefined));
+    await eventually('every connection to see the revocation', checkOnNewConnections, (answers) => answers.every((answer) => answer === 102), 15_000);
     // Issue a new key for the tests that follow.
     key = (JSON.parse((await runCli(database.url, ['key', 'issue', '1001', '--json'])).stdout) as { apiKey: string }).apiKey;
-    await until('every connection to accept the new key', async () => ((await checkOnNewConnections()).every((answer) => answer === 'allow') ? true : undefined));
+    await eventually('every connection to accept the new key', checkOnNewConnections, (answers) => answers.every((answer) => answer === 'allow'), 15_000);
   });
 
   it('replaces a worker that dies, and counts it', async () => {
@@ -112,11 +94,12 @@ describe('serve with WORKERS=2', () => {
     const [victim] = (await readyz()).workers;
     assert.ok(victim);
     process.kill(victim.pid, 'SIGKILL');
-    const replaced = await until('a replacement worker to be ready', async () => {
-      const { status, workers } = await readyz();
-      return status === 'ready' && workers.length === WORKERS && !workers.some((worker) => worker.pid === victim.pid) ? workers : undefined;
-    });
-    assert.equal(replaced.length, WORKERS);
+    await eventually(
+      'a replacement worker to be ready',
+      readyz,
+      ({ status, workers }) => status === 'ready' && workers.length === WORKERS && !workers.some((worker) => worker.pid === victim.pid),
+      15_000,
+    );
     assert.equal(await metric('sitekey_authz_workers_replaced_total'), replacedBefore + 1);
     assert.deepEqual(await checkOnNewConnections(), Array(CONNECTIONS).fill('allow'));
   });
