@@ -25,6 +25,9 @@ export const HEALTH_SERVICE_NAMES: readonly string[] = ['', AUTHORIZATION_SERVIC
  * with). Envoy keeps a few long-lived HTTP/2 connections to ext_authz and sends each CheckRequest whole,
  * at once; a client that comes near these limits is holding resources, not asking for checks.
  */
+/** How often a draining server looks whether its last connection has closed. */
+const DRAIN_POLL_MS = 50;
+
 export const GRPC_LIMITS = Object.freeze({
   /**
    * A connection that has not sent the HTTP/2 preface and its SETTINGS by then is dropped. Envoy sends
@@ -216,7 +219,10 @@ const REFUSED_WARNING_INTERVAL_MS = 60_000;
 async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLimits, maxConnections: number) {
   const { logger } = options;
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  const connections = new Set<Socket>();
   const listener = createTcpServer((socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
     dropUnlessHandshakeWithin(socket, limits.handshakeTimeoutMs);
     injector.injectConnection(socket);
   });
@@ -242,7 +248,7 @@ async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLi
   });
   // Once listening, an error is a failed accept: worth a line, not an exit.
   listener.on('error', (error) => logger.warn({ err: error }, 'gRPC listener could not accept a connection'));
-  return listener;
+  return { listener, connections };
 }
 
 /** Starts the ext_authz gRPC server (Authorization + Health) and resolves once it listens. */
@@ -267,7 +273,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
       'GRPC_MAX_CONNECTIONS lowered to leave file descriptors for /readyz and the database; raise the open-file limit (ulimit -n) to allow more',
     );
   }
-  const listener = await listen(server, options, limits, maxConnections).catch((error: unknown) => {
+  const { listener, connections } = await listen(server, options, limits, maxConnections).catch((error: unknown) => {
     server.forceShutdown();
     throw error;
   });
@@ -287,13 +293,20 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
       const timer = setTimeout(() => {
         logger.warn({ graceMs }, 'gRPC calls still open after the shutdown grace period; closing them');
         server.forceShutdown();
+        for (const connection of connections) connection.destroy();
         resolveClosed();
       }, graceMs);
       timer.unref();
       server.tryShutdown((error) => {
-        clearTimeout(timer);
         if (error) logger.warn({ err: error }, 'gRPC server shutdown reported an error');
-        resolveClosed();
+        // On Node 26 grpc-js reports the shutdown done while a call whose request is incomplete is
+        // still open: done is when the last connection has closed, or the grace has ended.
+        const drained = setInterval(() => {
+          if (connections.size > 0) return;
+          clearInterval(drained);
+          clearTimeout(timer);
+          resolveClosed();
+        }, DRAIN_POLL_MS);
       });
     });
     return closed;
