@@ -88,6 +88,12 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     const l = run.latency!;
     return `| ${name} | ${millis(l.p50Micros)} | ${millis(l.p99Micros)} | ${millis(l.p999Micros)} | ${millis(l.maxMicros)} | ${integer(l.requests)} |`;
   };
+  const latencyTable = (serve: LoadRun, noop: LoadRun) => [
+    '| server | p50 ms | p99 ms | p99.9 ms | max ms | requests |',
+    '|---|---|---|---|---|---|',
+    latencyRow('serve', serve),
+    latencyRow('no-op', noop),
+  ];
 
   return [
     `**Headline: one \`serve\` process answers ${percent(ratio)} of the no-op's checks per second** ` +
@@ -132,20 +138,14 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '',
     'Each request\'s time from h2load\'s `--log-file` (sent to end of response); nearest-rank percentiles.',
     '',
-    '| server | p50 ms | p99 ms | p99.9 ms | max ms | requests |',
-    '|---|---|---|---|---|---|',
-    latencyRow('serve', latency.serve),
-    latencyRow('no-op', latency.noop),
+    ...latencyTable(latency.serve, latency.noop),
     '',
     'At a fixed rate h2load sends on a timer, several requests at a time, and shares the two cores with the',
     'server: the no-op\'s figures beside serve\'s show how much of these milliseconds is the load generator',
     'and the machine rather than the check. With one check at a time on one connection (`h2load -c1 -m1`,',
     'nothing queued in front of it), the round trip through h2load and the server:',
     '',
-    '| server | p50 ms | p99 ms | p99.9 ms | max ms | requests |',
-    '|---|---|---|---|---|---|',
-    latencyRow('serve', oneAtATime.serve),
-    latencyRow('no-op', oneAtATime.noop),
+    ...latencyTable(oneAtATime.serve, oneAtATime.noop),
     '',
     '### Workers',
     '',

@@ -45,8 +45,8 @@ class WorkerPool {
   private readonly aggregator = new AggregatorRegistry();
   private readonly ownMetrics = new WorkerPoolMetrics({ running: () => this.workers.size });
   private failStart!: (error: Error) => void;
-  private startedCount = 0;
-  private allStarted = false;
+  /** Workers that have listened, replacements included. */
+  private listened = 0;
   private resolveStarted!: () => void;
   /** Resolves once every first-generation worker listens; rejects if one exits before it does. */
   private readonly started: Promise<void>;
@@ -84,10 +84,7 @@ class WorkerPool {
       worker.send({ type: 'sitekey-authz:start', databaseUrl: this.databaseUrl } satisfies PrimaryMessage);
     } else if (isMessage<WorkerMessage>(message, 'sitekey-authz:listening')) {
       state.listening = true;
-      if (++this.startedCount === this.config.workers) {
-        this.allStarted = true;
-        this.resolveStarted();
-      }
+      if (++this.listened === this.config.workers) this.resolveStarted();
     } else if (isMessage<Extract<WorkerMessage, { type: 'sitekey-authz:readiness' }>>(message, 'sitekey-authz:readiness')) {
       state.readiness = message.readiness;
     }
@@ -98,7 +95,7 @@ class WorkerPool {
     this.workers.delete(worker.id);
     if (state === undefined || this.stopping) return;
     const pid = worker.process.pid;
-    if (!state.listening && !this.allStarted) {
+    if (!state.listening && this.listened < this.config.workers) {
       // It could not start (a port in use, a bad database URL...): so would its replacement.
       this.failStart(new Error(`a worker process (pid ${pid}) exited with ${signal ?? `code ${code}`} before it listened; its log lines above say why`));
       return;
