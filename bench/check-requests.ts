@@ -1,6 +1,4 @@
-import type { MethodDefinition } from '@grpc/grpc-js';
-import { AUTHORIZATION_SERVICE_NAME } from '../src/envoy/proto.js';
-import { upstreamDefinition } from '../test/support/envoy-client.js';
+import { upstreamCheckMethod } from '../test/support/envoy-client.js';
 
 /** The bench's client address: every site the bench allows has it on its allowlist. */
 export const BENCH_CLIENT_IP = '127.0.0.1';
@@ -22,7 +20,7 @@ export interface RequestCredentials {
   readonly body: string;
 }
 
-const upstreamCheck = (upstreamDefinition[AUTHORIZATION_SERVICE_NAME] as Record<string, MethodDefinition<object, object>>)['Check']!;
+const upstreamCheck = upstreamCheckMethod;
 
 /**
  * A CheckRequest as Envoy's ext_authz filter sends it for a partner's POST behind deploy/envoy/envoy.yaml

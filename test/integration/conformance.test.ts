@@ -12,7 +12,7 @@ import { AUTHORIZATION_PROTO_FILE, AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_
 import { viewCheckRequest } from '../../src/envoy/request-view.js';
 import { PROTO_DIR } from '../../src/paths.js';
 import { createLogger } from '../../src/observe/logger.js';
-import { checkRequest, UPSTREAM_INCLUDE_DIRS, type CheckArguments } from '../support/envoy-client.js';
+import { checkRequest, checkResponseBytes, UPSTREAM_INCLUDE_DIRS, type CheckArguments } from '../support/envoy-client.js';
 import { snapshotOf } from '../support/snapshot.js';
 
 /**
@@ -301,17 +301,8 @@ describe('the CheckResponse bytes the gRPC server sends, decoded with Envoy upst
   });
 
   /** One Check as Envoy encodes it; the answer's bytes as they came off the socket, then decoded by Envoy's protos. */
-  function sent(args: CheckArguments): Promise<unknown> {
-    return new Promise((resolveResponse, reject) =>
-      client.makeUnaryRequest(
-        upstreamCheck.path,
-        (request: object) => upstreamCheck.requestSerialize(request),
-        (bytes: Buffer) => bytes,
-        checkRequest(args) as object,
-        { deadline: Date.now() + 5_000 },
-        (error: grpc.ServiceError | null, bytes?: Buffer) => (error || bytes === undefined ? reject(error) : resolveResponse(upstreamCheck.responseDeserialize(bytes))),
-      ),
-    );
+  async function sent(args: CheckArguments): Promise<unknown> {
+    return upstreamCheck.responseDeserialize(await checkResponseBytes(client, upstreamCheck.requestSerialize(checkRequest(args) as object)));
   }
   const credentials = (siteId: string, key = RESPONSE_KEY) => ({ authorization: `${siteId}:${key}`, body: `{"siteid":${siteId},"apikey":"${key}"}` });
 

@@ -6,10 +6,10 @@ import { decide } from '../../src/decision/decide.js';
 import { sunsetNotice, toCheckResponse } from '../../src/envoy/check-response.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
 import type { CheckRequestMessage } from '../../src/envoy/messages.js';
-import { AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_NAME } from '../../src/envoy/proto.js';
+import { AUTHORIZATION_SERVICE } from '../../src/envoy/proto.js';
 import { viewCheckRequest } from '../../src/envoy/request-view.js';
 import { createLogger } from '../../src/observe/logger.js';
-import { checkRequest, upstreamDefinition, type CheckArguments } from '../support/envoy-client.js';
+import { checkRequest, checkResponseBytes, upstreamCheckMethod, type CheckArguments } from '../support/envoy-client.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 const DEFAULTS = loadConfig({});
@@ -28,8 +28,7 @@ const POLICY = sunsetNotice({
 });
 const VIEW_OPTIONS = { clientIpSource: { kind: 'peer' }, maxBodyBytes: DEFAULTS.maxBodyBytes } as const;
 
-type UpstreamMethod = grpc.MethodDefinition<object, object>;
-const upstreamCheck = (upstreamDefinition[AUTHORIZATION_SERVICE_NAME] as Record<string, UpstreamMethod>)['Check']!;
+const upstreamCheck = upstreamCheckMethod;
 
 const body = (siteId: number, key: string) => JSON.stringify({ siteid: siteId, apikey: key });
 const requests: ReadonlyArray<[string, CheckArguments]> = [
@@ -70,20 +69,7 @@ describe('the bytes a running server sends are Envoy upstream encoding of toChec
     await server?.shutdown(1_000);
   });
 
-  /** The response message exactly as it arrived: no decoding on our side. */
-  function bytesReceived(request: object): Promise<Buffer> {
-    return new Promise((resolveBytes, reject) => {
-      client.makeUnaryRequest(
-        `/${AUTHORIZATION_SERVICE_NAME}/Check`,
-        (message: object) => upstreamCheck.requestSerialize(message),
-        (bytes: Buffer) => bytes,
-        request,
-        new grpc.Metadata(),
-        { deadline: Date.now() + 5_000 },
-        (error: grpc.ServiceError | null, bytes?: Buffer) => (error || !bytes ? reject(error) : resolveBytes(bytes)),
-      );
-    });
-  }
+  const bytesReceived = (request: object) => checkResponseBytes(client, upstreamCheck.requestSerialize(request));
 
   for (const [name, args] of requests) {
     it(`${name}: byte for byte, on the first check and on later ones`, async () => {

@@ -22,6 +22,21 @@ export const upstreamDefinition = protoLoader.loadSync('envoy/service/auth/v3/ex
 /** Envoy's own Check method: what Envoy's decoder makes of the bytes a server sends, and the bytes Envoy sends. */
 export const upstreamCheckMethod = (upstreamDefinition['envoy.service.auth.v3.Authorization'] as Record<string, grpc.MethodDefinition<object, object>>)['Check']!;
 
+/** One Check sent as these bytes; the response message exactly as it arrived, not decoded on our side. */
+export function checkResponseBytes(client: grpc.Client, requestBytes: Buffer): Promise<Buffer> {
+  return new Promise((resolveBytes, reject) =>
+    client.makeUnaryRequest(
+      upstreamCheckMethod.path,
+      (bytes: Buffer) => bytes,
+      (bytes: Buffer) => bytes,
+      requestBytes,
+      new grpc.Metadata(),
+      { deadline: Date.now() + 5_000 },
+      (error: grpc.ServiceError | null, bytes?: Buffer) => (error || bytes === undefined ? reject(error) : resolveBytes(bytes)),
+    ),
+  );
+}
+
 export interface UpstreamCheckResponse {
   status: { code: number; message: string };
   http_response: 'ok_response' | 'denied_response' | undefined;
