@@ -12,6 +12,8 @@ import type { Brownout, CredentialSnapshot, SiteCredentials, SiteId } from '../d
 export class SiteTable implements CredentialSnapshot {
   private sites = new Map<SiteId, SiteCredentials>();
   private brownoutList: readonly Brownout[] = [];
+  /** Keys across all sites, kept with each write: readiness reads it every second. */
+  private keyCount = 0;
   private fullLoadStartedAt = -Infinity;
   /** Sites reloaded on their own after the last full load started, and when each reload started. */
   private readonly reloadStartedAt = new Map<SiteId, number>();
@@ -31,9 +33,7 @@ export class SiteTable implements CredentialSnapshot {
 
   /** Active keys across all sites. */
   get activeKeys(): number {
-    let keys = 0;
-    for (const site of this.sites.values()) keys += site.keysByHash.size;
-    return keys;
+    return this.keyCount;
   }
 
   replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number): void {
@@ -49,6 +49,8 @@ export class SiteTable implements CredentialSnapshot {
       else loaded.delete(siteId);
     }
     this.sites = loaded;
+    this.keyCount = 0;
+    for (const site of loaded.values()) this.keyCount += site.keysByHash.size;
     this.fullLoadStartedAt = startedAt;
   }
 
@@ -57,6 +59,7 @@ export class SiteTable implements CredentialSnapshot {
     for (const siteId of siteIds) {
       if (startedAt <= Math.max(this.fullLoadStartedAt, this.reloadStartedAt.get(siteId) ?? -Infinity)) continue;
       const site = loaded.get(siteId);
+      this.keyCount += (site?.keysByHash.size ?? 0) - (this.sites.get(siteId)?.keysByHash.size ?? 0);
       if (site) this.sites.set(siteId, site);
       else this.sites.delete(siteId);
       this.reloadStartedAt.set(siteId, startedAt);

@@ -5,6 +5,10 @@ import type { SiteCredentials } from '../../src/decision/types.js';
 import { SiteTable } from '../../src/store/site-table.js';
 
 const site = (siteId: string, enabled = true): SiteCredentials => ({ siteId, enabled, graceUntil: null, keysByHash: new Map(), allowlist: new BlockList() });
+const withKeys = (siteId: string, keys: number): SiteCredentials => ({
+  ...site(siteId),
+  keysByHash: new Map(Array.from({ length: keys }, (_, index) => [`hash-${siteId}-${index}`, { keyId: `${siteId}${index}`, expiresAt: null }])),
+});
 const table = (...sites: SiteCredentials[]) => new Map(sites.map((entry) => [entry.siteId, entry]));
 
 /** Issue #8: loads may finish out of order, and the newer read must win. */
@@ -51,5 +55,24 @@ describe('site table', () => {
     sites.replaceAll(table(site('2')), [], 4);
     assert.ok(sites.site('1'));
     assert.equal(sites.site('2'), undefined);
+  });
+
+  it('counts the keys of every site through full loads, reloads, deletions and dropped reloads', () => {
+    const sites = new SiteTable();
+    assert.equal(sites.activeKeys, 0);
+    sites.replaceAll(table(withKeys('1', 2), withKeys('2', 3)), [], 1);
+    assert.equal(sites.activeKeys, 5);
+    sites.replaceSites(['1'], table(withKeys('1', 4)), 2);
+    assert.equal(sites.activeKeys, 7);
+    sites.replaceSites(['2'], new Map(), 3);
+    assert.equal(sites.activeKeys, 4);
+    sites.replaceSites(['1'], table(withKeys('1', 9)), 1);
+    assert.equal(sites.activeKeys, 4, 'a reload older than what is held changes nothing');
+    sites.replaceSites(['3'], table(withKeys('3', 1)), 4);
+    assert.equal(sites.activeKeys, 5);
+    // A full load read at 2.5 is newer than site 1's reload (2) and older than site 2's deletion (3)
+    // and site 3's reload (4): site 1 from the load, site 2 still gone, site 3 kept.
+    sites.replaceAll(table(withKeys('1', 1), withKeys('2', 1)), [], 2.5);
+    assert.equal(sites.activeKeys, 1 + 1);
   });
 });
