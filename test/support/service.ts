@@ -89,6 +89,7 @@ export async function runCli(databaseUrl: string, args: readonly string[], stdin
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   child.stdin.end(stdin ?? '');
-  const code = await new Promise<number | null>((resolveExit) => child.on('exit', (exitCode) => resolveExit(exitCode)));
+  // 'close', not 'exit': a process may exit before all it wrote has been read from its pipes.
+  const code = await new Promise<number | null>((resolveClose) => child.on('close', (exitCode) => resolveClose(exitCode)));
   return { code, stdout, stderr };
 }
