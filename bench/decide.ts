@@ -16,9 +16,12 @@ export async function runDecideBench(): Promise<void> {
       graceUntil: null,
       keysByHash: new Map([[hashApiKey(key), { keyId: String(i), expiresAt: null }]]),
       allowlist,
+      authMethod: 'both',
+      tokensNotBefore: null,
+      tokenClients: new Set(),
     });
   }
-  const snapshot: CredentialSnapshot = { site: (id) => sites.get(id), brownouts: [] };
+  const snapshot: CredentialSnapshot = { site: (id) => sites.get(id), siteOfTokenClient: () => undefined, brownouts: [] };
   const sunset = { sunsetAt: Date.parse('2026-12-31T23:59:59Z'), enforce: false, guideUrl: undefined };
   const key = '00000000-0000-4000-8000-000000004242';
   const input: CheckInput = {

@@ -21,7 +21,7 @@ if (!siteId || !keyId) {
   process.exit(2);
 }
 const config = loadConfig(process.env);
-const response = toCheckResponse({ outcome: 'allow', siteId, keyId }, checkPolicies(config).allowedResponse);
+const response = toCheckResponse({ outcome: 'allow', method: 'api_key', siteId, keyId }, checkPolicies(config).allowedResponse);
 
 const server = new Server(grpcServerOptions(GRPC_LIMITS, config.maxBodyBytes));
 server.addService(AUTHORIZATION_SERVICE, {

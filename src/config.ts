@@ -8,6 +8,22 @@ export type ClientIpSource =
   | { readonly kind: 'xff'; readonly trustedHops: number }
   | { readonly kind: 'header'; readonly name: string };
 
+/** Token-based authentication (OAuth 2.0 client credentials, RFC 9068 JWT access tokens); off without TOKEN_ISSUER. */
+export interface TokenSettings {
+  /** TOKEN_ISSUER: the iss every token must carry. */
+  readonly issuer: string;
+  /** TOKEN_AUDIENCE: a value every token's aud must contain. */
+  readonly audience: string;
+  /** TOKEN_JWKS_URL: where the issuer publishes its signing keys. */
+  readonly jwksUrl: string;
+  /** TOKEN_ALGORITHMS: the JWS algorithms accepted; asymmetric only. */
+  readonly algorithms: readonly string[];
+  /** TOKEN_TYPES: accepted typ header values, lower case, without the `application/` prefix. */
+  readonly types: readonly string[];
+  /** TOKEN_CLOCK_SKEW_SECONDS: leeway for exp, nbf and iat. */
+  readonly clockSkewSeconds: number;
+}
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface Config {
@@ -46,6 +62,8 @@ export interface Config {
   readonly grpcMaxConnections: number;
   /** Processes that answer checks on the one gRPC port; 1 runs everything in this process. */
   readonly workers: number;
+  /** Undefined: a Bearer header is refused with 106, token-based authentication is not enabled. */
+  readonly tokens: TokenSettings | undefined;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -180,6 +198,67 @@ function sunsetDates(env: Env): { apiKeySunsetAt: number; apiKeyDeprecatedAt: nu
   return { apiKeySunsetAt, apiKeyDeprecatedAt };
 }
 
+// Asymmetric JWS algorithms only (RFC 7518, RFC 8037): with an HMAC algorithm the issuer's public
+// key could serve as the secret, and `none` signs nothing.
+const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const DEFAULT_TOKEN_ALGORITHMS = 'RS256,PS256,ES256,EdDSA';
+const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+function list(env: Env, name: string, fallback: string): string[] {
+  const items = (text(env, name) ?? fallback).split(',').map((item) => item.trim());
+  if (items.some((item) => item === '')) throw new ConfigError(name, `expected a comma-separated list such as ${fallback}, got an empty item`);
+  return items;
+}
+
+function tokenAlgorithms(env: Env): string[] {
+  const algorithms = list(env, 'TOKEN_ALGORITHMS', DEFAULT_TOKEN_ALGORITHMS);
+  for (const algorithm of algorithms) {
+    if (/^(none|HS\d+)$/i.test(algorithm)) {
+      throw new ConfigError('TOKEN_ALGORITHMS', `${algorithm} is never accepted: a token must be signed with the issuer's private key; use e.g. ${DEFAULT_TOKEN_ALGORITHMS}`);
+    }
+    if (!TOKEN_ALGORITHMS.includes(algorithm)) throw new ConfigError('TOKEN_ALGORITHMS', `"${algorithm}" is not one of ${TOKEN_ALGORITHMS.join(', ')}`);
+  }
+  return algorithms;
+}
+
+/** A media type as RFC 9068 §4 compares typ: without case and without the `application/` prefix. */
+export function normalizedTokenType(type: string): string {
+  const lower = type.toLowerCase();
+  return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
+}
+
+/** https, or http to a loopback address only (a local issuer for tests and trying it out). */
+function jwksUrl(env: Env, name: string): string | undefined {
+  const value = url(env, name, { schemes: ['https:', 'http:'], said: 'an https://', example: 'https://login.example.com/.well-known/jwks.json' });
+  if (value !== undefined && new URL(value).protocol === 'http:' && !LOOPBACK_HOSTS.test(new URL(value).hostname)) {
+    throw new ConfigError(name, 'must be https:// (http:// only to a loopback address such as 127.0.0.1, for tests)');
+  }
+  return value;
+}
+
+function tokenSettings(env: Env): TokenSettings | undefined {
+  const issuer = text(env, 'TOKEN_ISSUER');
+  if (issuer === undefined) {
+    for (const name of ['TOKEN_AUDIENCE', 'TOKEN_JWKS_URL', 'TOKEN_ALGORITHMS', 'TOKEN_TYPES', 'TOKEN_CLOCK_SKEW_SECONDS']) {
+      if (text(env, name) !== undefined) throw new ConfigError(name, 'is only read with TOKEN_ISSUER set: set TOKEN_ISSUER to turn token-based authentication on');
+    }
+    return undefined;
+  }
+  const audience = text(env, 'TOKEN_AUDIENCE');
+  if (audience === undefined) throw new ConfigError('TOKEN_AUDIENCE', 'is required with TOKEN_ISSUER: the audience (aud) tokens for this API carry, e.g. https://partner-api.example.com');
+  const keys = jwksUrl(env, 'TOKEN_JWKS_URL');
+  if (keys === undefined) throw new ConfigError('TOKEN_JWKS_URL', "is required with TOKEN_ISSUER: the issuer's jwks_uri, from its /.well-known/openid-configuration");
+  const types = list(env, 'TOKEN_TYPES', 'at+jwt').map(normalizedTokenType);
+  return Object.freeze({
+    issuer,
+    audience,
+    jwksUrl: keys,
+    algorithms: Object.freeze(tokenAlgorithms(env)),
+    types: Object.freeze(types),
+    clockSkewSeconds: integer(env, 'TOKEN_CLOCK_SKEW_SECONDS', 30, 0, 300),
+  });
+}
+
 /** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
@@ -214,5 +293,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
     grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     workers: workers(env),
+    tokens: tokenSettings(env),
   });
 }

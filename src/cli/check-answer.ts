@@ -13,7 +13,11 @@ export interface CheckAnswer {
   /** From the allow's dynamic metadata; on a denial only explain knows it. */
   readonly siteId: string | null;
   readonly keyId: string | null;
-  /** The decision's rule (108 and 104); only explain knows it, the wire carries only the message. */
+  /** api_key or token: from the allow's dynamic metadata; on a denial only explain knows it. */
+  readonly authMethod: string | null;
+  /** The access token's client, the same way. */
+  readonly clientId: string | null;
+  /** The decision's rule (108, 106 and 104); only explain knows it, the wire carries only the message. */
   readonly rule: string | null;
 }
 
@@ -66,6 +70,8 @@ export function answerOf(response: ReceivedCheckResponse): CheckAnswer {
       error: null,
       siteId: fields['site_id']?.stringValue ?? null,
       keyId: fields['key_id']?.stringValue ?? null,
+      authMethod: fields['auth_method']?.stringValue ?? null,
+      clientId: fields['client_id']?.stringValue ?? null,
       rule: null,
     };
   }
@@ -77,13 +83,15 @@ export function answerOf(response: ReceivedCheckResponse): CheckAnswer {
     error: errorOf(denied?.body),
     siteId: null,
     keyId: null,
+    authMethod: null,
+    clientId: null,
     rule: null,
   };
 }
 
 /** No CheckResponse at all: the RPC failed with this gRPC code (UNAVAILABLE, DEADLINE_EXCEEDED, …). */
 export function noVerdict(grpcCode: number): CheckAnswer {
-  return { allowed: false, grpcCode, httpStatus: null, error: null, siteId: null, keyId: null, rule: null };
+  return { allowed: false, grpcCode, httpStatus: null, error: null, siteId: null, keyId: null, authMethod: null, clientId: null, rule: null };
 }
 
 /** A CheckResponse is a verdict: Envoy lets the request through or denies it (403 without a denied_response). */

@@ -23,6 +23,7 @@ import {
 import { shortTime, table, type CommandOutput } from './output.js';
 import { CHECK_OPTIONS, CHECK_SYNOPSIS, EXIT_NO_VERDICT, REQUEST_OPTIONS, REQUEST_SYNOPSIS } from './request-options.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
+import { TOKEN_COMMANDS } from './token-commands.js';
 
 export interface CommandContext {
   readonly config: Config;
@@ -411,4 +412,5 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   ...SUNSET_COMMANDS,
+  ...TOKEN_COMMANDS,
 ];

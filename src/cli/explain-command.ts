@@ -1,20 +1,28 @@
 import type pg from 'pg';
 import { checkPolicies } from '../check-policies.js';
-import type { ClientIpSource } from '../config.js';
+import type { ClientIpSource, Config } from '../config.js';
+import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';
 import { decide } from '../decision/decide.js';
-import { parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
-import type { BodyRule, CheckInput, Decision, Denial, HeaderRule } from '../decision/types.js';
+import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
+import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
+import type { Allowed, BodyRule, CheckInput, Decision, Denial, HeaderRule, SiteId, TokenRule } from '../decision/types.js';
 import { toCheckResponse } from '../envoy/check-response.js';
 import { viewCheckRequest } from '../envoy/request-view.js';
-import { findKey, findSite } from '../store/credential-lookup.js';
+import { authorizeCheck } from '../serve/authorize-check.js';
+import { findKey, findSite, findTokenClient } from '../store/credential-lookup.js';
+import { IssuerKeys } from '../token/issuer-keys.js';
+import { TokenVerifier } from '../token/token-verifier.js';
 import { SiteTable } from '../store/site-table.js';
 import { loadBrownouts, loadSites } from '../store/snapshot-loader.js';
+import { UsageError } from './arguments.js';
 import { answerOf, exitStatusOf, verdictText, type CheckAnswer } from './check-answer.js';
 import type { CommandContext, CommandLine } from './commands.js';
 import type { CommandOutput } from './output.js';
 import { requestFromOptions } from './request-options.js';
 
+/** How long explain waits for the token issuer's keys. */
+const ISSUER_KEYS_WAIT_MS = 10_000;
 // An allowlist can be long; the first entries are enough to see why an address is not on it.
 const MAX_LISTED_NETWORKS = 20;
 // A client address comes from the request: quote only so much of it.
@@ -68,9 +76,30 @@ function networks(allowlist: readonly string[]): string {
   return allowlist.length > MAX_LISTED_NETWORKS ? `${listed} and ${allowlist.length - MAX_LISTED_NETWORKS} more` : listed;
 }
 
-const keyOf = async ({ pool, header }: Facts) => (header.ok ? findKey(pool, hashApiKey(header.apiKey)) : undefined);
+const keyOf = async ({ pool, header }: Facts) => (header.ok && header.method === 'api_key' ? findKey(pool, hashApiKey(header.apiKey)) : undefined);
 
-async function allowWords(decision: Extract<Decision, { outcome: 'allow' }>, facts: Facts): Promise<string> {
+/** What to do about a refused token, beside what the partner-facing message says. */
+const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = {
+  'tokens-disabled': 'set TOKEN_ISSUER, TOKEN_AUDIENCE and TOKEN_JWKS_URL to accept access tokens (README, "Token-based authentication")',
+  issuer: 'the service trusts TOKEN_ISSUER only',
+  audience: "the partner must request the token for this API's resource (TOKEN_AUDIENCE)",
+  type: 'an issuer that writes typ JWT can be accepted with TOKEN_TYPES=at+jwt,jwt',
+  'unknown-key': "the service fetches the issuer's keys again at most every few seconds when a token names a new one; if this persists, the token was not signed by TOKEN_ISSUER",
+  revoked: '`sitekey-authz site revoke-tokens` was run for the site after the token was issued',
+};
+
+function tokenWords(denial: Extract<Denial, { errorId: 106 }>): string {
+  const hint = TOKEN_RULE_HINTS[denial.rule];
+  return `the access token breaks rule ${denial.rule}: ${TOKEN_RULE_DESCRIPTIONS[denial.rule]}${hint === undefined ? '' : `; ${hint}`}`;
+}
+
+async function allowWords(decision: Allowed, facts: Facts): Promise<string> {
+  if (decision.method === 'token') {
+    return (
+      `the access token verified (client ${decision.clientId}, registered to site ${decision.siteId}), site ${decision.siteId} is enabled, ` +
+      `and the client IP ${facts.input.clientAddress ?? ''} is on its allowlist`
+    );
+  }
   const { siteId, keyId } = decision;
   const expiresAt = (await keyOf(facts))?.expiresAt ?? null;
   const body =
@@ -122,6 +151,9 @@ function bodyWords(denial: Extract<Denial, { errorId: 104 }>, facts: Facts): str
 }
 
 function sunsetWords(denial: Extract<Denial, { errorId: 105 }>): string {
+  if (denial.reason === 'tokens-only') {
+    return `site ${denial.siteId} accepts access tokens only; \`sitekey-authz site auth ${denial.siteId} both\` accepts its API keys again`;
+  }
   const grace = `site ${denial.siteId} has no grace (\`sitekey-authz site grace ${denial.siteId} --until <date>\` gives it some)`;
   if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (APIKEY_SUNSET_ENFORCE is on) and ${grace}`;
   const brownout = denial.brownout === undefined ? 'a brownout' : `brownout ${denial.brownout.id}, until ${new Date(denial.brownout.until).toISOString()},`;
@@ -135,6 +167,10 @@ async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
   switch (denial.errorId) {
     case 108:
       return HEADER_RULE_WORDS[denial.rule];
+    case 106:
+      return tokenWords(denial);
+    case 107:
+      return `token client ${denial.clientId} is registered to no site; \`sitekey-authz token-client add <site id> ${denial.clientId}\` registers it`;
     case 101:
       return siteWords(denial, facts);
     case 103:
@@ -149,33 +185,75 @@ async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
 }
 
 /** The ids and rule (for 105 its reason) the decision names, which the wire does not carry on a denial. */
-function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 'rule'> {
-  const named: { readonly siteId?: string; readonly keyId?: string; readonly rule?: string; readonly reason?: string } =
-    decision.outcome === 'allow' ? decision : decision.denial;
-  return { siteId: named.siteId ?? null, keyId: named.keyId ?? null, rule: named.rule ?? named.reason ?? null };
+function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 'rule' | 'authMethod' | 'clientId'> {
+  const named: {
+    readonly siteId?: string;
+    readonly keyId?: string;
+    readonly clientId?: string;
+    readonly rule?: string;
+    readonly reason?: string;
+    readonly errorId?: number;
+    readonly method?: string;
+  } = decision.outcome === 'allow' ? decision : decision.denial;
+  const method = decision.outcome === 'allow' ? decision.method : named.errorId === 108 ? undefined : named.clientId !== undefined || named.errorId === 106 ? 'token' : 'api_key';
+  return {
+    siteId: named.siteId ?? null,
+    keyId: named.keyId ?? null,
+    clientId: named.clientId ?? null,
+    authMethod: method ?? null,
+    rule: named.rule ?? named.reason ?? null,
+  };
+}
+
+/** The token's verifier, with the issuer's keys fetched once, for a Bearer request; undefined for any other. */
+async function tokenVerifier(config: Config, input: CheckInput, logger: Logger): Promise<{ verifier: TokenVerifier; stop: () => Promise<void> } | undefined> {
+  if (config.tokens === undefined || bearerToken(input.authorization) === undefined) return undefined;
+  const keys = new IssuerKeys({ jwksUrl: config.tokens.jwksUrl, logger, retryMs: 1_000 });
+  await Promise.race([keys.start(), new Promise((resolve) => setTimeout(resolve, ISSUER_KEYS_WAIT_MS).unref())]);
+  if (!keys.loaded) {
+    await keys.stop();
+    throw new UsageError(`could not fetch the token issuer's keys from TOKEN_JWKS_URL (${config.tokens.jwksUrl}) within ${ISSUER_KEYS_WAIT_MS / 1000} s`);
+  }
+  return { verifier: new TokenVerifier(config.tokens, keys), stop: () => keys.stop() };
+}
+
+/** The site whose credentials decide the request: the header's, or the one the token's client is registered to. */
+async function siteToLoad(pool: pg.Pool, header: ParsedAuthorization, input: CheckInput, verifier: TokenVerifier | undefined, now: number): Promise<SiteId[]> {
+  if (header.ok && header.method === 'api_key') return [header.siteId];
+  const token = bearerToken(input.authorization);
+  if (verifier === undefined || token === undefined) return [];
+  const verdict = await verifier.verify(token, now);
+  if (verdict === undefined || !verdict.valid) return [];
+  const client = await findTokenClient(pool, verdict.claims.clientId);
+  return client === undefined ? [] : [client.siteId];
 }
 
 /**
  * `sitekey-authz explain`: what the service would answer to this request, and why, worked out
  * offline from the credential database by the service's own code: the request view, the snapshot
- * loader and table, decide() and toCheckResponse(), with the service's policies from the same
- * configuration. Exit 0 allowed, 1 denied, 2 no verdict.
+ * loader and table, the token verifier, decide() and toCheckResponse(), with the service's policies
+ * from the same configuration. Exit 0 allowed, 1 denied, 2 no verdict.
  */
-export async function runExplain({ config, now, readStdin, withPool }: CommandContext, line: CommandLine): Promise<CommandOutput> {
+export async function runExplain({ config, logger, now, readStdin, withPool }: CommandContext, line: CommandLine): Promise<CommandOutput> {
   const { request, notes } = await requestFromOptions(line, readStdin);
   const { input } = viewCheckRequest(request, config);
   // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
   const header = parseAuthorization(input.authorization);
   const { sunset, allowedResponse } = checkPolicies(config);
-  return withPool(async (pool) => {
-    const snapshot = new SiteTable();
-    const [sites, brownouts] = await Promise.all([loadSites(pool, header.ok ? [header.siteId] : []), loadBrownouts(pool)]);
-    snapshot.replaceAll(sites, brownouts, now);
-    const decision = decide(input, snapshot, now, sunset);
-    const response = toCheckResponse(decision, allowedResponse);
-    const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };
-    const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now, message: answer.error?.message };
-    const reason = await reasonFor(decision, facts);
-    return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: notes, exitCode: exitStatusOf(answer) };
-  });
+  const tokens = await tokenVerifier(config, input, logger);
+  try {
+    return await withPool(async (pool) => {
+      const snapshot = new SiteTable();
+      const [sites, brownouts] = await Promise.all([loadSites(pool, await siteToLoad(pool, header, input, tokens?.verifier, now)), loadBrownouts(pool)]);
+      snapshot.replaceAll(sites, brownouts, now);
+      const decision = (await authorizeCheck(input, { snapshot: () => snapshot, sunset, tokens: tokens?.verifier, now: () => now })) as Decision;
+      const response = toCheckResponse(decision, allowedResponse);
+      const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };
+      const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now, message: answer.error?.message };
+      const reason = await reasonFor(decision, facts);
+      return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: notes, exitCode: exitStatusOf(answer) };
+    });
+  } finally {
+    await tokens?.stop();
+  }
 }

@@ -71,19 +71,23 @@ function fieldRefusal(
  * Spec, Authentication 4: the body's siteid and apikey must equal the header's. Returns the rule a
  * request breaks (error 104), or undefined when the body credentials are acceptable. The body is
  * read in one pass that builds nothing but the few members that may be credentials.
+ *
+ * A token request (no `apiKey` expected) needs no credentials in its body, since the token names the
+ * site; but a siteid it does carry must be that site's, read by the same rules, and a body the
+ * service could not read whole is refused as for a key, since it might name another site.
  */
 export function bodyCredentialsRule(
   body: BodyView,
   bodyPartial: boolean,
   policy: BodyCredentialsPolicy,
-  expected: { readonly siteId: SiteId; readonly apiKey: ApiKey },
+  expected: { readonly siteId: SiteId; readonly apiKey?: ApiKey },
 ): BodyRefusal | undefined {
   if (bodyPartial) return { rule: 'body-partial' };
   if (body.kind === 'too-large') return { rule: 'body-too-large', maxBodyBytes: body.maxBytes };
   if (body.kind === 'not-utf8') return { rule: 'body-not-utf8' };
   if (body.kind === 'empty') {
     if (body.lengthDeclared) return { rule: 'body-not-forwarded' };
-    return policy === 'optional' ? undefined : { rule: 'body-missing' };
+    return policy === 'optional' || expected.apiKey === undefined ? undefined : { rule: 'body-missing' };
   }
   const { text } = body;
   const found: Record<CredentialField, FieldMembers> = { siteid: noMembers(), apikey: noMembers() };
@@ -102,10 +106,16 @@ export function bodyCredentialsRule(
   if (shape === 'invalid') return { rule: 'body-not-json' };
   if (shape === 'not-object') return { rule: 'body-not-object' };
   // Repeats first: a parser-differential attack must be named as such whatever else is wrong.
+  const { apiKey } = expected;
+  if (apiKey === undefined) {
+    if (found.siteid.count > 1) return { rule: 'siteid-duplicate' };
+    if (found.siteid.count === 0) return undefined;
+    return fieldRefusal(text, 'siteid', found.siteid, (start, end) => siteIdMatches(text, start, end, expected.siteId));
+  }
   const repeated = CREDENTIAL_FIELDS.find((field) => found[field].count > 1);
   if (repeated) return { rule: `${repeated}-duplicate` };
   return (
     fieldRefusal(text, 'siteid', found.siteid, (start, end) => siteIdMatches(text, start, end, expected.siteId)) ??
-    fieldRefusal(text, 'apikey', found.apikey, (start, end) => apiKeyMatches(text, start, end, expected.apiKey))
+    fieldRefusal(text, 'apikey', found.apikey, (start, end) => apiKeyMatches(text, start, end, apiKey))
   );
 }

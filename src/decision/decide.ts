@@ -3,35 +3,41 @@ import { bodyCredentialsRule } from './body-credentials.js';
 import { parseClientIp } from './client-ip.js';
 import { parseAuthorization } from './parse-authorization.js';
 import { sunsetRefusal } from './sunset.js';
-import type { CheckInput, CredentialSnapshot, Decision, Denial, SunsetPolicy } from './types.js';
+import type { CheckInput, CredentialSnapshot, Decision, Denial, SiteCredentials, SiteId, SunsetPolicy, TokenVerdict } from './types.js';
 
 const deny = (denial: Denial): Decision => ({ outcome: 'deny', denial });
 
+function admitsClient(site: SiteCredentials, input: CheckInput): { readonly admitted: boolean; readonly clientIp: string } {
+  const clientIp = parseClientIp(input.clientAddress);
+  return { admitted: clientIp !== undefined && site.allowlist.check(clientIp.address, clientIp.family), clientIp: clientIp?.address ?? 'unknown' };
+}
+
 /**
  * The whole authentication decision for one request: pure, no I/O, no clock but `now` (epoch ms).
- * The checks run in a fixed precedence, 108 → 101 → 103 → 102 → 104 → 105:
+ * An API-key request is checked in a fixed precedence, 108 → 101 → 103 → 102 → 104 → 105:
  *   108  the Authorization header is missing or malformed         (spec, Errors 108)
  *   101  the site is unknown or disabled                           (spec, Errors 101)
  *   103  the client IP is not on the site's allowlist              (spec, Authentication 6)
  *   102  the key is not an active, unexpired key of the site       (spec, Errors 102)
  *   104  the body's siteid and apikey do not equal the header's    (spec, Authentication 4)
- *   105  valid credentials, but API keys are in a brownout or retired (spec, Versioning 1)
+ *   105  valid credentials, but the site has moved to tokens, or API keys are in a brownout or
+ *        retired (spec, Versioning 1)
  * The allowlist comes before the key so that a stolen key cannot be tried from outside the allowlist,
  * and 105 comes last so that it tells nobody without valid credentials anything.
+ * A Bearer request is decided by decideToken.
  */
 export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: number, sunset: SunsetPolicy): Decision {
   const header = parseAuthorization(input.authorization);
   if (!header.ok) return deny({ errorId: 108, rule: header.rule });
+  if (header.method === 'token') return decideToken(input, input.bearer, snapshot);
   const { siteId, apiKey } = header;
   const maskedKey = maskApiKey(header.submittedKey);
 
   const site = snapshot.site(siteId);
   if (site === undefined || !site.enabled) return deny({ errorId: 101, siteId, maskedKey });
 
-  const clientIp = parseClientIp(input.clientAddress);
-  if (clientIp === undefined || !site.allowlist.check(clientIp.address, clientIp.family)) {
-    return deny({ errorId: 103, siteId, clientIp: clientIp?.address ?? 'unknown', maskedKey });
-  }
+  const client = admitsClient(site, input);
+  if (!client.admitted) return deny({ errorId: 103, siteId, clientIp: client.clientIp, maskedKey });
 
   const key = site.keysByHash.get(hashApiKey(apiKey));
   if (key === undefined || (key.expiresAt !== null && now >= key.expiresAt)) {
@@ -41,10 +47,45 @@ export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: num
   const bodyRefusal = bodyCredentialsRule(input.body, input.bodyPartial, input.bodyCredentials, { siteId, apiKey });
   if (bodyRefusal !== undefined) return deny({ errorId: 104, siteId, keyId: key.keyId, maskedKey, ...bodyRefusal });
 
+  const keyId = key.keyId;
+  if (site.authMethod === 'tokens') {
+    return deny({ errorId: 105, siteId, keyId, maskedKey, reason: 'tokens-only', sunsetAt: sunset.sunsetAt, guideUrl: sunset.guideUrl });
+  }
   const refusal = sunsetRefusal(site, snapshot.brownouts, sunset, now);
   if (refusal?.kind === 'refuse') {
-    return deny({ errorId: 105, siteId, keyId: key.keyId, maskedKey, ...refusal.denial, sunsetAt: sunset.sunsetAt, guideUrl: sunset.guideUrl });
+    return deny({ errorId: 105, siteId, keyId, maskedKey, ...refusal.denial, sunsetAt: sunset.sunsetAt, guideUrl: sunset.guideUrl });
   }
-  if (refusal?.kind === 'rehearse') return { outcome: 'allow', siteId, keyId: key.keyId, rehearsal: { brownoutId: refusal.brownoutId } };
-  return { outcome: 'allow', siteId, keyId: key.keyId };
+  if (refusal?.kind === 'rehearse') return { outcome: 'allow', method: 'api_key', siteId, keyId, rehearsal: { brownoutId: refusal.brownoutId } };
+  return { outcome: 'allow', method: 'api_key', siteId, keyId };
+}
+
+/**
+ * A Bearer request (RFC 6750), in the precedence 106 → 107 → 106 → 101 → 103 → 104:
+ *   106  the token is not one our issuer signed for us, or has expired (verified before the decision)
+ *   107  its client_id is registered to no site
+ *   106  it was issued before the site's tokens were revoked
+ *   101  the client's site is disabled
+ *   103  the client IP is not on the site's allowlist: whitelisting stays mandatory
+ *   104  the body names another site (siteid is optional: the token names the site)
+ * API-key brownouts and the sunset do not apply: tokens are what partners move to.
+ */
+function decideToken(input: CheckInput, verdict: TokenVerdict | undefined, snapshot: CredentialSnapshot): Decision {
+  if (verdict === undefined) return deny({ errorId: 106, rule: 'tokens-disabled' });
+  if (!verdict.valid) return deny({ errorId: 106, rule: verdict.rule });
+  const { clientId, issuedAt } = verdict.claims;
+
+  const site = snapshot.siteOfTokenClient(clientId);
+  if (site === undefined) return deny({ errorId: 107, clientId });
+  const siteId: SiteId = site.siteId;
+  if (site.tokensNotBefore !== null && issuedAt < site.tokensNotBefore) return deny({ errorId: 106, rule: 'revoked', siteId, clientId });
+
+  if (!site.enabled) return deny({ errorId: 101, siteId, clientId });
+
+  const client = admitsClient(site, input);
+  if (!client.admitted) return deny({ errorId: 103, siteId, clientIp: client.clientIp, clientId });
+
+  const bodyRefusal = bodyCredentialsRule(input.body, input.bodyPartial, input.bodyCredentials, { siteId });
+  if (bodyRefusal !== undefined) return deny({ errorId: 104, siteId, clientId, ...bodyRefusal });
+
+  return { outcome: 'allow', method: 'token', siteId, clientId };
 }

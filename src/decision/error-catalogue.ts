@@ -1,4 +1,4 @@
-import type { BodyRule, Denial, ErrorId } from './types.js';
+import type { BodyRule, Denial, ErrorId, TokenRule } from './types.js';
 
 /**
  * The gRPC status codes a denial carries to Envoy (google.rpc.Code), named here so that the
@@ -18,6 +18,8 @@ interface CatalogueEntry<K extends ErrorId> {
   readonly httpStatus: number;
   readonly grpcStatus: GrpcCode;
   readonly message: (denial: DenialOf<K>) => string;
+  /** A WWW-Authenticate challenge for the denied response (RFC 6750 §3), where the error has one. */
+  readonly challenge?: (denial: DenialOf<K>) => string;
 }
 
 /** A rule's message; the one rule whose message names a limit takes it. */
@@ -41,9 +43,35 @@ const BODY_RULE_MESSAGES: BodyRuleMessages = Object.freeze({
   'apikey-mismatch': 'Request body apikey does not match the API key in the Authorization header',
 });
 
+/** A token request's body may name a site, but only the token's: the header names none. */
+const TOKEN_BODY_RULE_MESSAGES: Readonly<Partial<Record<BodyRule, string>>> = Object.freeze({
+  'siteid-missing': 'Request body has a member that reads as siteid but is not spelled siteid; write siteid, or leave it out',
+  'siteid-mismatch': 'Request body siteid does not match the site that the access token was issued for',
+});
+
 function bodyRuleMessage(denial: DenialOf<104>): string {
-  return denial.rule === 'body-too-large' ? BODY_RULE_MESSAGES[denial.rule](denial.maxBodyBytes) : BODY_RULE_MESSAGES[denial.rule];
+  if (denial.rule === 'body-too-large') return BODY_RULE_MESSAGES[denial.rule](denial.maxBodyBytes);
+  return (denial.clientId !== undefined ? TOKEN_BODY_RULE_MESSAGES[denial.rule] : undefined) ?? BODY_RULE_MESSAGES[denial.rule];
 }
+
+/**
+ * What is wrong with a token, in words a migrating partner can act on (RFC 6750 error_description:
+ * printable ASCII without quote or backslash). Never anything of the token itself.
+ */
+export const TOKEN_RULE_DESCRIPTIONS: { readonly [R in TokenRule]: string } = Object.freeze({
+  'tokens-disabled': 'token-based authentication is not enabled on this service; send Authorization: <Site-ID>:<API-Key>',
+  malformed: 'the token is not a signed JWT (JWS compact serialization)',
+  algorithm: 'the token is signed with an algorithm this service does not accept',
+  type: 'the token is not a JWT access token: its typ header must be at+jwt (RFC 9068)',
+  'unknown-key': 'the token names a signing key (kid) that the issuer does not publish',
+  signature: 'the token signature does not verify',
+  issuer: 'the token was issued by an issuer (iss) this service does not trust',
+  audience: 'the token audience (aud) does not include this API',
+  expired: 'the token has expired; request a new one',
+  'not-yet-valid': 'the token is not valid yet (nbf or iat is in the future)',
+  claims: 'the token lacks a required claim (exp, iat or client_id) or has one of the wrong type',
+  revoked: "the token was issued before the site's tokens were revoked; request a new one",
+});
 
 const day = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
 const instant = (epochMs: number): string => new Date(epochMs).toISOString().replace('.000Z', 'Z');
@@ -51,6 +79,7 @@ const instant = (epochMs: number): string => new Date(epochMs).toISOString().rep
 /** Spec, Versioning: the message says what is happening, until when, and where to go instead. */
 function sunsetMessage(denial: DenialOf<105>): string {
   const guide = denial.guideUrl === undefined ? '' : `; migration guide: ${denial.guideUrl}`;
+  if (denial.reason === 'tokens-only') return `API key authentication is switched off for site ${denial.siteId}; use token-based authentication${guide}`;
   if (denial.reason === 'retired') return `API key authentication has been retired; use token-based authentication${guide}`;
   const until = denial.brownout === undefined ? '' : ` until ${instant(denial.brownout.until)}`;
   return (
@@ -66,6 +95,19 @@ export const ERROR_CATALOGUE: { readonly [K in ErrorId]: CatalogueEntry<K> } = O
     httpStatus: 401,
     grpcStatus: GrpcCode.UNAUTHENTICATED,
     message: () => 'Site ID or API key is invalid or missing in the header',
+  },
+  106: {
+    code: 'ACCESS_TOKEN_INVALID',
+    httpStatus: 401,
+    grpcStatus: GrpcCode.UNAUTHENTICATED,
+    message: (denial) => `Access token is invalid: ${TOKEN_RULE_DESCRIPTIONS[denial.rule]}`,
+    challenge: (denial) => `Bearer error="invalid_token", error_description="${TOKEN_RULE_DESCRIPTIONS[denial.rule]}"`,
+  },
+  107: {
+    code: 'TOKEN_CLIENT_UNKNOWN',
+    httpStatus: 403,
+    grpcStatus: GrpcCode.PERMISSION_DENIED,
+    message: (denial) => `Token client ${denial.clientId} is not registered for any site`,
   },
   101: { code: 'SITE_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: (denial) => `Site ID ${denial.siteId} is invalid` },
   103: {
@@ -84,6 +126,12 @@ export function denialMessage(denial: Denial): string {
   // The entry is the one for denial.errorId, so it takes this denial (TypeScript cannot pair them).
   const entry = ERROR_CATALOGUE[denial.errorId] as CatalogueEntry<ErrorId>;
   return entry.message(denial as never);
+}
+
+/** The WWW-Authenticate challenge of a denial, for the errors that have one. */
+export function denialChallenge(denial: Denial): string | undefined {
+  const entry = ERROR_CATALOGUE[denial.errorId] as CatalogueEntry<ErrorId>;
+  return entry.challenge?.(denial as never);
 }
 
 /** The exact JSON body the spec prescribes: {"error":{"id":N,"message":"..."}}. */

@@ -2,8 +2,21 @@ import { canonicalApiKey } from './api-key.js';
 import type { ApiKey, HeaderRule, SiteId } from './types.js';
 
 export type ParsedAuthorization =
-  | { readonly ok: true; readonly siteId: SiteId; readonly apiKey: ApiKey; readonly submittedKey: string }
+  | { readonly ok: true; readonly method: 'api_key'; readonly siteId: SiteId; readonly apiKey: ApiKey; readonly submittedKey: string }
+  | { readonly ok: true; readonly method: 'token' }
   | { readonly ok: false; readonly rule: HeaderRule };
+
+// RFC 6750 §2.1: `Bearer` (any case, RFC 7235 §2.1), one or more spaces, then the token. Whether the
+// token is a well-formed JWS is the verifier's to say (106), not the header's (108).
+const BEARER = /^bearer +/i;
+const BEARER_SCHEME_LENGTH = 'bearer'.length;
+
+/** The token of a Bearer Authorization header; undefined for any other form. */
+export function bearerToken(value: string | undefined): string | undefined {
+  if (value === undefined || value.length <= BEARER_SCHEME_LENGTH || value.charCodeAt(BEARER_SCHEME_LENGTH) !== 0x20) return undefined;
+  const scheme = BEARER.exec(value);
+  return scheme === null ? undefined : value.slice(scheme[0].length);
+}
 
 // A positive decimal with no sign, no leading zero and no spaces (issue #3, decision 1).
 const SITE_ID = /^[1-9][0-9]{0,18}$/;
@@ -17,9 +30,13 @@ export function canonicalSiteId(text: string): SiteId | undefined {
   return text.length < BIGINT_MAX_DIGITS || BigInt(text) <= BIGINT_MAX ? text : undefined;
 }
 
-/** Spec, Authentication 2: `Authorization: <Site-ID>:<API-Key>`, exactly, nothing around it. */
+/**
+ * Spec, Authentication 2: `Authorization: <Site-ID>:<API-Key>`, exactly, nothing around it; or a
+ * Bearer access token, the method partners migrate to (spec, Versioning 2).
+ */
 export function parseAuthorization(value: string | undefined): ParsedAuthorization {
   if (value === undefined || value === '') return { ok: false, rule: 'header-missing' };
+  if (bearerToken(value) !== undefined) return { ok: true, method: 'token' };
   const colon = value.indexOf(':');
   if (colon < 0 || value.indexOf(':', colon + 1) >= 0) return { ok: false, rule: 'header-malformed' };
   const siteText = value.slice(0, colon);
@@ -28,5 +45,5 @@ export function parseAuthorization(value: string | undefined): ParsedAuthorizati
   if (siteId === undefined) return { ok: false, rule: 'site-id-invalid' };
   const apiKey = canonicalApiKey(keyText);
   if (apiKey === undefined) return { ok: false, rule: 'api-key-invalid' };
-  return { ok: true, siteId, apiKey, submittedKey: keyText };
+  return { ok: true, method: 'api_key', siteId, apiKey, submittedKey: keyText };
 }

@@ -7,6 +7,15 @@ export type KeyHash = string;
 /** The database id of an API key row; safe to log and to hand to Envoy. */
 export type KeyId = string;
 
+/** An OAuth client id (the access token's client_id claim, RFC 9068 §2.2) registered to a site. */
+export type ClientId = string;
+
+/** How a request authenticated: the partner API's key, or an access token (what partners migrate to). */
+export type AuthMethod = 'api_key' | 'token';
+
+/** Which methods a site accepts: both while it migrates, tokens once it has moved. */
+export type SiteAuthMethod = 'both' | 'tokens';
+
 export interface KeyCredential {
   readonly keyId: KeyId;
   /** Epoch milliseconds after which the key is refused; null when it never expires. */
@@ -31,6 +40,11 @@ export interface SiteCredentials {
   readonly keysByHash: ReadonlyMap<KeyHash, KeyCredential>;
   /** The site's allowlist. Empty admits nobody: whitelisting is mandatory (spec, Authentication 6). */
   readonly allowlist: Allowlist;
+  readonly authMethod: SiteAuthMethod;
+  /** Epoch ms: the site's tokens issued (iat) before it are refused; null: none revoked. */
+  readonly tokensNotBefore: number | null;
+  /** The OAuth clients whose tokens authenticate as this site. */
+  readonly tokenClients: ReadonlySet<ClientId>;
 }
 
 /** A scheduled refusal of API-key requests ahead of the sunset, as GitHub ran them (issue #11). */
@@ -48,6 +62,8 @@ export interface Brownout {
 /** Everything the decision needs to know about stored credentials: plain, immutable data. */
 export interface CredentialSnapshot {
   site(siteId: SiteId): SiteCredentials | undefined;
+  /** The site the token client is registered to. */
+  siteOfTokenClient(clientId: ClientId): SiteCredentials | undefined;
   /** Brownouts not cancelled, in any order. */
   readonly brownouts: readonly Brownout[];
 }
@@ -62,8 +78,8 @@ export interface SunsetPolicy {
   readonly guideUrl: string | undefined;
 }
 
-/** Why valid credentials were refused with 105. */
-export type SunsetReason = 'brownout' | 'retired';
+/** Why valid credentials were refused with 105: the site moved to tokens, a brownout, or the sunset. */
+export type SunsetReason = 'tokens-only' | 'brownout' | 'retired';
 
 /** The request body as the proxy delivered it. */
 export type BodyView =
@@ -80,6 +96,11 @@ export type BodyCredentialsPolicy = 'required' | 'optional';
 export interface CheckInput {
   /** The Authorization header value; repeated headers arrive joined by commas. */
   readonly authorization: string | undefined;
+  /**
+   * For a Bearer header, what verifying the token found (verification is asynchronous, so the
+   * transport does it before the decision); undefined when the token method is off.
+   */
+  readonly bearer?: TokenVerdict;
   /** The client address text chosen by CLIENT_IP_SOURCE; undefined when there is none. */
   readonly clientAddress: string | undefined;
   readonly body: BodyView;
@@ -94,6 +115,38 @@ export type HeaderRule =
   | 'header-malformed'
   | 'site-id-invalid'
   | 'api-key-invalid';
+
+/**
+ * Why an access token was refused (error 106). Bounded, for metric labels: each names what the
+ * partner must fix, never anything of the token itself.
+ */
+export type TokenRule =
+  | 'tokens-disabled'
+  | 'malformed'
+  | 'algorithm'
+  | 'type'
+  | 'unknown-key'
+  | 'signature'
+  | 'issuer'
+  | 'audience'
+  | 'expired'
+  | 'not-yet-valid'
+  | 'claims'
+  | 'revoked';
+
+/** The claims the decision reads from a token whose signature, issuer, audience and times were verified. */
+export interface AccessTokenClaims {
+  readonly clientId: ClientId;
+  /** Epoch ms (the iat claim). */
+  readonly issuedAt: number;
+  /** Epoch ms (the exp claim). */
+  readonly expiresAt: number;
+}
+
+/** The outcome of verifying a Bearer token; `revoked` is decided against the site, so the verifier never says it. */
+export type TokenVerdict =
+  | { readonly valid: true; readonly claims: AccessTokenClaims }
+  | { readonly valid: false; readonly rule: Exclude<TokenRule, 'revoked'> };
 
 /** Why the body credentials were refused (error 104). */
 export type BodyRule =
@@ -116,12 +169,25 @@ export type BodyRefusal =
   | { readonly rule: Exclude<BodyRule, 'body-too-large'> }
   | { readonly rule: 'body-too-large'; readonly maxBodyBytes: number };
 
+/**
+ * Who a denial past the header and token checks was about: the masked key, or the token's client.
+ * Exactly one of maskedKey and clientId is set.
+ */
+interface Presented {
+  /** `*****` and the last five characters of the submitted key (spec, Errors 102); undefined for a token. */
+  readonly maskedKey?: string;
+  /** The token's client; undefined for a key. */
+  readonly clientId?: ClientId;
+}
+
 export type Denial =
   | { readonly errorId: 108; readonly rule: HeaderRule }
-  | { readonly errorId: 101; readonly siteId: SiteId; readonly maskedKey: string }
-  | { readonly errorId: 103; readonly siteId: SiteId; readonly clientIp: string; readonly maskedKey: string }
+  | { readonly errorId: 106; readonly rule: TokenRule; readonly siteId?: SiteId; readonly clientId?: ClientId }
+  | { readonly errorId: 107; readonly clientId: ClientId }
+  | ({ readonly errorId: 101; readonly siteId: SiteId } & Presented)
+  | ({ readonly errorId: 103; readonly siteId: SiteId; readonly clientIp: string } & Presented)
   | { readonly errorId: 102; readonly siteId: SiteId; readonly maskedKey: string }
-  | ({ readonly errorId: 104; readonly siteId: SiteId; readonly keyId: KeyId; readonly maskedKey: string } & BodyRefusal)
+  | ({ readonly errorId: 104; readonly siteId: SiteId; readonly keyId?: KeyId } & Presented & BodyRefusal)
   | {
       readonly errorId: 105;
       readonly siteId: SiteId;
@@ -136,12 +202,15 @@ export type Denial =
 
 export type ErrorId = Denial['errorId'];
 
-export type Decision =
+export type Allowed =
   | {
       readonly outcome: 'allow';
+      readonly method: 'api_key';
       readonly siteId: SiteId;
       readonly keyId: KeyId;
       /** A dry-run brownout would have refused this request: counted and logged, not refused. */
       readonly rehearsal?: { readonly brownoutId: string };
     }
-  | { readonly outcome: 'deny'; readonly denial: Denial };
+  | { readonly outcome: 'allow'; readonly method: 'token'; readonly siteId: SiteId; readonly clientId: ClientId };
+
+export type Decision = Allowed | { readonly outcome: 'deny'; readonly denial: Denial };

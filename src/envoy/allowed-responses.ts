@@ -1,4 +1,4 @@
-import type { KeyId, SiteId } from '../decision/types.js';
+import type { Allowed } from '../decision/types.js';
 import { toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckResponseMessage } from './messages.js';
 import { EncodedCheckResponse } from './proto.js';
@@ -11,8 +11,8 @@ import { EncodedCheckResponse } from './proto.js';
 export const ALLOWED_RESPONSES_MAX = 10_000;
 
 /**
- * Allowed CheckResponses, encoded once per site and key. An allowed response is made of the site id,
- * the key id and the policy fixed at start-up, nothing else (see toCheckResponse), so a kept encoding
+ * Allowed CheckResponses, encoded once per site and key or token client. An allowed response is made
+ * of the site id, the method, the key id or client id and the policy fixed at start-up, nothing else (see toCheckResponse), so a kept encoding
  * is the encoding of that response whatever the credential snapshot says later: a revoked key, a
  * changed allowlist or a disabled site make the decision a denial, which is never taken from here.
  * Building the response with its Struct metadata and encoding it cost more than the decision itself
@@ -30,13 +30,15 @@ export class AllowedResponses {
     private readonly maxEntries: number = ALLOWED_RESPONSES_MAX,
   ) {}
 
-  /** The encoded allowed response for the site and key. */
-  response(siteId: SiteId, keyId: KeyId): EncodedCheckResponse {
-    // Site and key ids are decimal digits: the colon cannot be part of either.
-    const entry = `${siteId}:${keyId}`;
+  /** The encoded allowed response for the site and its key or token client. */
+  response(decision: Allowed): EncodedCheckResponse {
+    // Site and key ids are decimal digits, so a key's entry has one colon; a client id may hold any
+    // character but follows the site id and a space, which no key's entry has.
+    const entry = decision.method === 'api_key' ? `${decision.siteId}:${decision.keyId}` : `${decision.siteId} ${decision.clientId}`;
     const kept = this.encoded.get(entry);
     if (kept !== undefined) return kept;
-    const bytes = this.encode(toCheckResponse({ outcome: 'allow', siteId, keyId }, this.policy));
+    // toCheckResponse reads the site, the method and the key or client of the decision, nothing else.
+    const bytes = this.encode(toCheckResponse(decision, this.policy));
     // A copy of its own: a small encoding may be a slice of a shared 8 KiB pool it would keep alive.
     const own = Buffer.allocUnsafeSlow(bytes.length);
     bytes.copy(own);

@@ -1,4 +1,4 @@
-import { status as GrpcStatus, type handleUnaryCall, type ServerErrorResponse } from '@grpc/grpc-js';
+import { status as GrpcStatus, type handleUnaryCall, type sendUnaryData, type ServerErrorResponse } from '@grpc/grpc-js';
 import type { CheckInput, Decision } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
@@ -6,11 +6,14 @@ import { AllowedResponses } from './allowed-responses.js';
 import { PLAIN_ALLOWED_RESPONSE, toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckRequestMessage } from './messages.js';
 import { encodeCheckResponse, type CheckResponseToSend } from './proto.js';
-import { viewCheckRequest, type RequestViewOptions } from './request-view.js';
+import { viewCheckRequest, type CheckRequestView, type RequestViewOptions } from './request-view.js';
 
 export interface AuthorizationServiceDeps extends RequestViewOptions {
-  /** The decision on current credential data; undefined when there is none to decide on yet. */
-  readonly authorize: (input: CheckInput) => Decision | undefined;
+  /**
+   * The decision on current credential data; undefined when there is none to decide on yet. A
+   * Promise only where the decision waits for something, such as a new access token's verification.
+   */
+  readonly authorize: (input: CheckInput) => Decision | undefined | Promise<Decision | undefined>;
   /** What allowed responses carry besides x-site-id (sunset headers, removed credentials). */
   readonly allowedResponse?: AllowedResponsePolicy;
   /** Observers of each decision: they get the key-free event, never the request as received. */
@@ -57,39 +60,61 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     | { readonly response: CheckResponseToSend; readonly event: CheckEvent }
     | { readonly failure: UndecidedCheckEvent['reason']; readonly requestId: string | undefined };
 
-  function answer(request: CheckRequestMessage, started: number): Answer {
+  function answer(request: CheckRequestMessage, started: number): Answer | Promise<Answer> {
     let requestId: string | undefined;
     try {
       const view = viewCheckRequest(request, deps);
       requestId = view.requestId;
       const decision = deps.authorize(view.input);
-      if (decision === undefined) return { failure: 'unavailable', requestId };
-      const response = decision.outcome === 'allow' ? allowedResponses.response(decision.siteId, decision.keyId) : toCheckResponse(decision);
-      return { response, event: checkEvent(view, decision, secondsSince(started)) };
+      if (decision instanceof Promise) return decision.then((decided) => answerSafely(() => respond(view, decided, started), requestId), (error: unknown) => failed(error, requestId));
+      return respond(view, decision, started);
     } catch (error) {
-      logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');
-      return { failure: 'internal', requestId };
+      return failed(error, requestId);
     }
+  }
+
+  function answerSafely(make: () => Answer, requestId: string | undefined): Answer {
+    try {
+      return make();
+    } catch (error) {
+      return failed(error, requestId);
+    }
+  }
+
+  function respond(view: CheckRequestView, decision: Decision | undefined, started: number): Answer {
+    if (decision === undefined) return { failure: 'unavailable', requestId: view.requestId };
+    const response = decision.outcome === 'allow' ? allowedResponses.response(decision) : toCheckResponse(decision);
+    return { response, event: checkEvent(view, decision, secondsSince(started)) };
+  }
+
+  function failed(error: unknown, requestId: string | undefined): Answer {
+    logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');
+    return { failure: 'internal', requestId };
+  }
+
+  function send(result: Answer, callback: sendUnaryData<CheckResponseToSend>, started: number): void {
+    if ('response' in result) {
+      callback(null, result.response);
+      notify(deps.onDecision, result.event, result.event.requestId);
+      return;
+    }
+    const { failure, requestId } = result;
+    if (failure === 'unavailable') {
+      // Logged at debug: while data is missing every check lands here; the store logs why once.
+      logger.debug({ requestId }, 'check answered UNAVAILABLE: no credential data loaded, or too stale');
+      callback(rpcError(GrpcStatus.UNAVAILABLE, 'no credential data loaded, or it is too stale to trust; see /readyz'));
+    } else {
+      callback(rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide'));
+    }
+    notify(deps.onFailure, { requestId, reason: failure, durationSeconds: secondsSince(started) }, requestId);
   }
 
   return {
     Check(call, callback) {
       const started = performance.now();
       const result = answer(call.request, started);
-      if ('response' in result) {
-        callback(null, result.response);
-        notify(deps.onDecision, result.event, result.event.requestId);
-        return;
-      }
-      const { failure, requestId } = result;
-      if (failure === 'unavailable') {
-        // Logged at debug: while data is missing every check lands here; the store logs why once.
-        logger.debug({ requestId }, 'check answered UNAVAILABLE: no credential data loaded, or too stale');
-        callback(rpcError(GrpcStatus.UNAVAILABLE, 'no credential data loaded, or it is too stale to trust; see /readyz'));
-      } else {
-        callback(rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide'));
-      }
-      notify(deps.onFailure, { requestId, reason: failure, durationSeconds: secondsSince(started) }, requestId);
+      if (result instanceof Promise) void result.then((settled) => send(settled, callback, started));
+      else send(result, callback, started);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { denialBody, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
+import { denialBody, denialChallenge, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
 import type { Decision } from '../decision/types.js';
 import { HeaderAppendAction, type CheckResponseMessage, type HeaderValueOptionMessage } from './messages.js';
 
@@ -16,7 +16,7 @@ function overwrite(key: string, value: string): HeaderValueOptionMessage {
 
 /** What every allowed response carries besides the decision's own headers, fixed by configuration. */
 export interface AllowedResponsePolicy {
-  /** Headers for the partner's response: Deprecation, Sunset, Link (issue #11). */
+  /** Headers for the partner's response to an API-key request: Deprecation, Sunset, Link. Tokens are not deprecated. */
   readonly responseHeaders: readonly HeaderValueOptionMessage[];
   /** Request headers the upstream must not see, e.g. authorization (STRIP_AUTHORIZATION). */
   readonly removeHeaders: readonly string[];
@@ -49,34 +49,42 @@ export function sunsetNotice(options: {
 }
 
 /**
- * The CheckResponse Envoy acts on. Allow: status OK, x-site-id for the upstream, and the site and key
- * ids as dynamic metadata for Envoy's access logs and rate limits. Deny: the catalogue's gRPC code
+ * The CheckResponse Envoy acts on. Allow: status OK, x-site-id for the upstream, and as dynamic
+ * metadata for Envoy's access logs and rate limits the site id, the method (auth_method: api_key or
+ * token) and the key id or the token's client_id. Deny: the catalogue's gRPC code
  * and short code in `status`, and the HTTP status, JSON content type and spec body that Envoy sends
  * to the client.
  */
 export function toCheckResponse(decision: Decision, allowed: AllowedResponsePolicy = PLAIN_ALLOWED_RESPONSE): CheckResponseMessage {
   if (decision.outcome === 'allow') {
+    const [credentialField, credentialValue] = decision.method === 'api_key' ? ['key_id', decision.keyId] : ['client_id', decision.clientId];
     return {
       status: { code: GrpcCode.OK, message: '' },
       ok_response: {
         headers: [overwrite(SITE_ID_HEADER, decision.siteId)],
         headers_to_remove: allowed.removeHeaders,
-        response_headers_to_add: allowed.responseHeaders,
+        response_headers_to_add: decision.method === 'api_key' ? allowed.responseHeaders : [],
       },
       dynamic_metadata: {
         fields: {
           site_id: { stringValue: decision.siteId },
-          key_id: { stringValue: decision.keyId },
+          auth_method: { stringValue: decision.method },
+          [credentialField]: { stringValue: credentialValue },
         },
       },
     };
   }
   const entry = ERROR_CATALOGUE[decision.denial.errorId];
+  const challenge = denialChallenge(decision.denial);
   return {
     status: { code: entry.grpcStatus, message: entry.code },
     denied_response: {
       status: { code: entry.httpStatus },
-      headers: [overwrite('content-type', 'application/json')],
+      headers: [
+        overwrite('content-type', 'application/json'),
+        // RFC 6750 §3: a refused access token is answered with the Bearer challenge.
+        ...(challenge === undefined ? [] : [overwrite('www-authenticate', challenge)]),
+      ],
       body: denialBody(decision.denial),
     },
   };

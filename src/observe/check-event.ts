@@ -1,5 +1,5 @@
 import { denialMessage } from '../decision/error-catalogue.js';
-import type { BodyRule, CheckInput, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason } from '../decision/types.js';
+import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, Denial, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenRule } from '../decision/types.js';
 import { clipForLog } from './log-text.js';
 
 /** What every check event says, allowed or denied. */
@@ -12,6 +12,10 @@ interface CheckEventFacts {
    */
   readonly siteKnown: boolean;
   readonly keyId: KeyId | undefined;
+  /** How the request authenticated, from the form of its Authorization header; undefined for a 108. */
+  readonly authMethod: AuthMethod | undefined;
+  /** The access token's client, once its token verified. */
+  readonly clientId: ClientId | undefined;
   /** `*****` and the last five characters of the submitted key (spec, Errors 102); not for allows. */
   readonly maskedKey: string | undefined;
   /** The client address as read by CLIENT_IP_SOURCE, clipped. */
@@ -27,7 +31,7 @@ interface CheckEventFacts {
 export interface AllowedCheckEvent extends CheckEventFacts {
   readonly outcome: 'allowed';
   readonly siteId: SiteId;
-  readonly keyId: KeyId;
+  readonly authMethod: AuthMethod;
   /** A dry-run brownout would have refused it (105): its id (issue #11). */
   readonly rehearsalBrownoutId: string | undefined;
   readonly sunsetReason: undefined;
@@ -42,8 +46,8 @@ export interface DeniedCheckEvent extends CheckEventFacts {
   /** Why valid credentials were refused with 105. */
   readonly sunsetReason: SunsetReason | undefined;
   readonly errorId: ErrorId;
-  /** Which rule refused the header (108) or the body (104). */
-  readonly rule: HeaderRule | BodyRule | undefined;
+  /** Which rule refused the header (108), the token (106) or the body (104). */
+  readonly rule: HeaderRule | TokenRule | BodyRule | undefined;
   /** The message the partner received; it quotes the key masked only. */
   readonly errorMessage: string;
 }
@@ -82,6 +86,13 @@ function bodyBytes(input: CheckInput): number | undefined {
   }
 }
 
+/** The method a denied request tried: a 108 header has none; past it a denial names a key or a client. */
+function methodOf(denial: Denial): AuthMethod | undefined {
+  if (denial.errorId === 108) return undefined;
+  if (denial.errorId === 106 || denial.errorId === 107 || ('clientId' in denial && denial.clientId !== undefined)) return 'token';
+  return 'api_key';
+}
+
 /**
  * The one place an event is made from a decision; everything an observer may see passes here. It
  * runs on every check, so it builds plain literals (an object spread costs microseconds here).
@@ -91,6 +102,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
   const clientIp = clipForLog(request.input.clientAddress);
   const size = bodyBytes(request.input);
   if (decision.outcome === 'allow') {
+    const byKey = decision.method === 'api_key';
     return {
       outcome: 'allowed',
       errorId: undefined,
@@ -98,8 +110,10 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
       errorMessage: undefined,
       siteId: decision.siteId,
       siteKnown: true,
-      keyId: decision.keyId,
-      rehearsalBrownoutId: decision.rehearsal?.brownoutId,
+      authMethod: decision.method,
+      keyId: byKey ? decision.keyId : undefined,
+      clientId: byKey ? undefined : clipForLog(decision.clientId),
+      rehearsalBrownoutId: byKey ? decision.rehearsal?.brownoutId : undefined,
       sunsetReason: undefined,
       maskedKey: undefined,
       clientIp,
@@ -115,8 +129,11 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
     rule: 'rule' in denial ? denial.rule : undefined,
     errorMessage: denialMessage(denial),
     siteId: 'siteId' in denial ? denial.siteId : undefined,
-    // 101 is "unknown or disabled": the id may be anything a client sent.
-    siteKnown: denial.errorId !== 101 && denial.errorId !== 108,
+    // 101 is "unknown or disabled": the id may be anything a client sent. A token's site is one we
+    // registered, but it comes with 106 only for a revoked token, which is as good as known.
+    siteKnown: 'siteId' in denial && denial.siteId !== undefined && denial.errorId !== 101,
+    authMethod: methodOf(denial),
+    clientId: 'clientId' in denial ? clipForLog(denial.clientId) : undefined,
     rehearsalBrownoutId: undefined,
     sunsetReason: denial.errorId === 105 ? denial.reason : undefined,
     keyId: 'keyId' in denial ? denial.keyId : undefined,

@@ -20,6 +20,9 @@ function reasonInWords(event: DeniedCheckEvent): string {
       return HEADER_RULE_IN_WORDS[event.rule as HeaderRule];
     case 101:
       return `site ${event.siteId} is not a registered site, or it is disabled`;
+    case 106:
+    case 107:
+      return event.errorMessage;
     case 103:
       return `client IP ${event.clientIp ?? '(none)'} is not on site ${event.siteId}'s allowlist`;
     case 102:
@@ -35,7 +38,9 @@ function checkFields(event: CheckEvent) {
   return {
     requestId: event.requestId,
     siteId: event.siteId,
+    authMethod: event.authMethod,
     keyId: event.keyId,
+    clientId: event.clientId,
     maskedKey: event.maskedKey,
     clientIp: event.clientIp,
     durationSeconds: event.durationSeconds,

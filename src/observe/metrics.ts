@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { SiteId } from '../decision/types.js';
+import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
+import type { AuthMethod, SiteId, TokenRule } from '../decision/types.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 
@@ -98,7 +99,7 @@ export class ServiceMetrics {
    * check, that cost more than the rest of the metrics (issue #14). Holds at most one entry per site
    * label, so METRICS_SITE_LABELS_MAX + 1.
    */
-  private readonly allowedUncounted = new Map<string, number>();
+  private readonly allowedUncounted: Readonly<Record<AuthMethod, Map<string, number>>> = { api_key: new Map(), token: new Map() };
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
   private readonly checkDuration: Histogram<'outcome'>;
   private readonly undecided: Counter<'reason'>;
@@ -107,6 +108,10 @@ export class ServiceMetrics {
   private readonly syncDuration: Histogram<'kind'>;
   private readonly notifications: Counter;
   private readonly apiKeyRequests: Counter;
+  private readonly tokenRequests: Counter;
+  private readonly checksByMethod: Counter<'method' | 'outcome'>;
+  private readonly tokenRefusals: Counter<'reason'>;
+  private tokenKeyFetches: Counter<'result'> | undefined;
   private readonly sunsetRefusals: Counter;
   private readonly brownoutRehearsals: Counter;
   private readonly lastUsedFlushes: Counter;
@@ -144,13 +149,36 @@ export class ServiceMetrics {
       registers,
       collect: () => this.addAllowedChecks(),
     });
-    this.sunsetRefusals = new Counter({
-      name: 'sitekey_authz_apikey_sunset_refusals_total',
-      help: 'Requests with valid API-key credentials refused with error 105, by reason: brownout or retired.',
+    // Who has moved to tokens: the share of each site's traffic by method, for the migration.
+    this.tokenRequests = new Counter({
+      name: 'sitekey_authz_token_requests_total',
+      help: 'Requests authenticated with a valid access token and let through, by site (same label rules as sitekey_authz_checks_total): the traffic that has migrated.',
+      labelNames: ['site'],
+      registers,
+      collect: () => this.addAllowedChecks(),
+    });
+    this.checksByMethod = new Counter({
+      name: 'sitekey_authz_checks_by_method_total',
+      help: 'Checks decided, by the method the request used (api_key: <site id>:<key>; token: Bearer access token) and outcome (allowed, denied); a malformed header (108) has no method and is not counted here.',
+      labelNames: ['method', 'outcome'],
+      registers,
+      collect: () => this.addAllowedChecks(),
+    });
+    for (const method of ['api_key', 'token']) for (const outcome of ['allowed', 'denied']) this.checksByMethod.inc({ method, outcome }, 0);
+    this.tokenRefusals = new Counter({
+      name: 'sitekey_authz_token_refusals_total',
+      help: 'Requests with a Bearer token refused, by reason: the 106 rule the token broke, or unregistered-client (107).',
       labelNames: ['reason'],
       registers,
     });
-    for (const reason of ['brownout', 'retired']) this.sunsetRefusals.inc({ reason }, 0);
+    for (const reason of [...Object.keys(TOKEN_RULE_DESCRIPTIONS), 'unregistered-client']) this.tokenRefusals.inc({ reason }, 0);
+    this.sunsetRefusals = new Counter({
+      name: 'sitekey_authz_apikey_sunset_refusals_total',
+      help: 'Requests with valid API-key credentials refused with error 105, by reason: tokens-only (the site moved to tokens), brownout or retired.',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of ['tokens-only', 'brownout', 'retired']) this.sunsetRefusals.inc({ reason }, 0);
     this.brownoutRehearsals = new Counter({
       name: 'sitekey_authz_apikey_brownout_rehearsals_total',
       help: 'Requests a dry-run brownout would have refused with error 105, let through.',
@@ -303,21 +331,32 @@ export class ServiceMetrics {
   observeCheck(event: CheckEvent): void {
     const site = this.siteLabels.of(event);
     if (event.outcome === 'allowed') {
-      this.allowedUncounted.set(site, (this.allowedUncounted.get(site) ?? 0) + 1);
+      const tally = this.allowedUncounted[event.authMethod];
+      tally.set(site, (tally.get(site) ?? 0) + 1);
       if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
     } else {
       this.checks.inc({ outcome: 'denied', error_id: String(event.errorId), site });
+      if (event.authMethod !== undefined) this.checksByMethod.inc({ method: event.authMethod, outcome: 'denied' });
       if (event.sunsetReason !== undefined) this.sunsetRefusals.inc({ reason: event.sunsetReason });
+      if (event.errorId === 106) this.tokenRefusals.inc({ reason: event.rule as TokenRule });
+      else if (event.errorId === 107) this.tokenRefusals.inc({ reason: 'unregistered-client' });
     }
     this.checkDuration.observe({ outcome: event.outcome }, event.durationSeconds);
   }
 
   private addAllowedChecks(): void {
-    for (const [site, checks] of this.allowedUncounted) {
-      this.checks.inc({ outcome: 'allowed', site }, checks);
-      this.apiKeyRequests.inc({ site }, checks);
+    for (const method of ['api_key', 'token'] as const) {
+      const tally = this.allowedUncounted[method];
+      const requests = method === 'api_key' ? this.apiKeyRequests : this.tokenRequests;
+      let allowed = 0;
+      for (const [site, checks] of tally) {
+        this.checks.inc({ outcome: 'allowed', site }, checks);
+        requests.inc({ site }, checks);
+        allowed += checks;
+      }
+      if (allowed > 0) this.checksByMethod.inc({ method, outcome: 'allowed' }, allowed);
+      tally.clear();
     }
-    this.allowedUncounted.clear();
   }
 
   observeUndecided(event: UndecidedCheckEvent): void {
@@ -333,6 +372,38 @@ export class ServiceMetrics {
 
   onNotification(): void {
     this.notifications.inc();
+  }
+
+  /** Gauges of the token verifier's state, read at each scrape. */
+  followTokenKeys(state: { readonly keys: () => number; readonly verifiedTokens: () => number }): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'sitekey_authz_token_issuer_keys',
+      help: "Signing keys in the token issuer's key set (TOKEN_JWKS_URL) held now; 0 until the first fetch succeeds.",
+      registers,
+      collect() {
+        this.set(state.keys());
+      },
+    });
+    new Gauge({
+      name: 'sitekey_authz_token_verified_cached',
+      help: 'Access tokens whose signature was verified and that are kept (by hash, until their exp) so that repeats cost no signature check.',
+      registers,
+      collect() {
+        this.set(state.verifiedTokens());
+      },
+    });
+    this.tokenKeyFetches = new Counter({
+      name: 'sitekey_authz_token_issuer_key_fetches_total',
+      help: "Fetches of the token issuer's key set, by result (ok, failed); a failed fetch keeps the last good set.",
+      labelNames: ['result'],
+      registers,
+    });
+    for (const result of ['ok', 'failed']) this.tokenKeyFetches.inc({ result }, 0);
+  }
+
+  onTokenKeysFetch(outcome: { readonly ok: boolean }): void {
+    this.tokenKeyFetches?.inc({ result: outcome.ok ? 'ok' : 'failed' });
   }
 
   onLastUsedFlush(outcome: { readonly ok: boolean }): void {

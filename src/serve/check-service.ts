@@ -1,7 +1,6 @@
 import { checkPolicies } from '../check-policies.js';
 import type { Config } from '../config.js';
 import { parseClientIp } from '../decision/client-ip.js';
-import { decide } from '../decision/decide.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../envoy/grpc-server.js';
 import type { CheckEvent } from '../observe/check-event.js';
 import { createDecisionLog } from '../observe/decision-log.js';
@@ -11,7 +10,11 @@ import { ServiceMetrics } from '../observe/metrics.js';
 import { CredentialCache, databaseTimeoutMs } from '../store/credential-cache.js';
 import { connectionPool } from '../store/database.js';
 import { DenialStatsRecorder } from '../store/denial-stats-recorder.js';
+import { AuthUsageRecorder } from '../store/auth-usage-recorder.js';
 import { LastUsedRecorder } from '../store/last-used-recorder.js';
+import { IssuerKeys } from '../token/issuer-keys.js';
+import { TokenVerifier } from '../token/token-verifier.js';
+import { authorizeCheck } from './authorize-check.js';
 import { Resources } from './resources.js';
 
 const READINESS_POLL_MS = 1_000;
@@ -76,8 +79,22 @@ function openRecorders(config: Config, store: CredentialStore, metrics: ServiceM
     }),
     (recorder) => recorder.stop(),
   );
-  return { lastUsed, refusals };
+  const usage = resources.add(
+    new AuthUsageRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger, maxGroups: DENIAL_GROUPS_MAX }),
+    (recorder) => recorder.stop(),
+  );
+  return { lastUsed, refusals, usage };
 }
+
+/** The issuer's keys and the verifier of Bearer tokens; undefined when TOKEN_ISSUER is unset. */
+function openTokenVerification(config: Config, logger: Logger, resources: Resources) {
+  const settings = config.tokens;
+  if (settings === undefined) return undefined;
+  const keys = resources.add(new IssuerKeys({ jwksUrl: settings.jwksUrl, logger }), (opened) => opened.stop());
+  return { keys, verifier: new TokenVerifier(settings, keys) };
+}
+
+type TokenVerification = ReturnType<typeof openTokenVerification>;
 
 type Recorders = ReturnType<typeof openRecorders>;
 
@@ -115,7 +132,8 @@ function decisionObserver(config: Config, recorders: Recorders, metrics: Service
     const now = Date.now();
     // Refusals of sites we know, by client address (strangers' 108 and 101 are not counted).
     if (event.outcome === 'allowed') {
-      recorders.lastUsed.record(event.keyId, now);
+      recorders.usage.record(event.siteId, event.authMethod, event.clientId, now);
+      if (event.keyId !== undefined) recorders.lastUsed.record(event.keyId, now);
       if (event.rehearsalBrownoutId !== undefined) recorders.refusals.record(event.siteId, 105, refusedAddress(event), true, now);
     } else if (event.siteKnown && event.siteId !== undefined) {
       recorders.refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now);
@@ -123,7 +141,14 @@ function decisionObserver(config: Config, recorders: Recorders, metrics: Service
   };
 }
 
-function startCheckServer(config: Config, store: CredentialStore, recorders: Recorders, metrics: ServiceMetrics, logger: Logger): Promise<AuthzGrpcServer> {
+function startCheckServer(
+  config: Config,
+  store: CredentialStore,
+  tokens: TokenVerification,
+  recorders: Recorders,
+  metrics: ServiceMetrics,
+  logger: Logger,
+): Promise<AuthzGrpcServer> {
   const { sunset, allowedResponse } = checkPolicies(config);
   return startGrpcServer({
     bindAddress: config.bindAddress,
@@ -136,11 +161,7 @@ function startCheckServer(config: Config, store: CredentialStore, recorders: Rec
       maxBodyBytes: config.maxBodyBytes,
       logger,
       allowedResponse,
-      authorize: (input) => {
-        const now = Date.now();
-        const snapshot = store.cache.snapshot(now);
-        return snapshot && decide(input, snapshot, now, sunset);
-      },
+      authorize: (input) => authorizeCheck(input, { snapshot: (now) => store.cache.snapshot(now), sunset, tokens: tokens?.verifier }),
       onDecision: decisionObserver(config, recorders, metrics, logger),
       onFailure: (event) => metrics.observeUndecided(event),
     },
@@ -163,14 +184,22 @@ export async function startCheckService(config: Config, databaseUrl: string, log
 
 async function openCheckService(config: Config, databaseUrl: string, logger: Logger, resources: Resources): Promise<CheckService> {
   const store = openCredentialStore(config, databaseUrl, logger, resources);
+  const tokens = openTokenVerification(config, logger, resources);
   let shuttingDown = false;
   const readiness = (): Readiness => {
     const status = store.cache.status(Date.now());
-    return { ready: status.ready && !shuttingDown, detail: { shuttingDown, snapshot: status } };
+    // With tokens on, ready also waits for the issuer's keys: a token check could not be decided.
+    const tokenKeys = tokens && { loaded: tokens.keys.loaded, keys: tokens.keys.size, verifiedTokensKept: tokens.verifier.size };
+    const ready = status.ready && (tokenKeys?.loaded ?? true) && !shuttingDown;
+    return { ready, detail: { shuttingDown, snapshot: status, ...(tokenKeys && { tokenKeys }) } };
   };
   const metrics = serviceMetrics(config, store, () => readiness().ready);
+  if (tokens) {
+    metrics.followTokenKeys({ keys: () => tokens.keys.size, verifiedTokens: () => tokens.verifier.size });
+    tokens.keys.onFetch((outcome) => metrics.onTokenKeysFetch(outcome));
+  }
   const recorders = openRecorders(config, store, metrics, logger, resources);
-  const grpc = resources.add(await startCheckServer(config, store, recorders, metrics, logger), (server) =>
+  const grpc = resources.add(await startCheckServer(config, store, tokens, recorders, metrics, logger), (server) =>
     server.shutdown(config.shutdownGraceSeconds * 1000),
   );
 
@@ -182,7 +211,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     report?.(current);
     if (current.ready === serving) return;
     grpc.setServing((serving = current.ready));
-    if (current.ready) logger.info(current.detail, 'ready: credential snapshot loaded, health SERVING');
+    if (current.ready) logger.info(current.detail, `ready: credential snapshot loaded${tokens ? " and the token issuer's keys fetched" : ''}, health SERVING`);
     else if (!shuttingDown) logger.warn(current.detail, 'not ready: credential snapshot too stale, health NOT_SERVING, checks answer UNAVAILABLE');
   };
   let timer: NodeJS.Timeout | undefined;
@@ -194,6 +223,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     followSnapshot(reportTo) {
       report = reportTo;
       void store.cache.start().then(followReadiness, (error: unknown) => logger.error({ err: error }, 'credential snapshot failed to start'));
+      void tokens?.keys.start().then(followReadiness);
       timer = setInterval(followReadiness, READINESS_POLL_MS);
     },
     beginShutdown() {

@@ -9,6 +9,8 @@ export type AdminErrorCode =
   | 'KEY_DUPLICATE'
   | 'CIDR_NOT_ON_ALLOWLIST'
   | 'BROWNOUT_NOT_FOUND'
+  | 'TOKEN_CLIENT_EXISTS'
+  | 'TOKEN_CLIENT_NOT_FOUND'
   | 'SCHEMA_MISSING';
 
 export class AdminError extends Error {

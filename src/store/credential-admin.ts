@@ -5,6 +5,7 @@ import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
 import { AdminTransactions } from './admin-transactions.js';
 import type { AllowlistEntry } from './allowlist-entry.js';
 import { SunsetAdmin } from './sunset-admin.js';
+import { TokenAdmin } from './token-admin.js';
 
 export { AdminError, type AdminErrorCode } from './admin-transactions.js';
 import { AdminError, siteNotFound } from './admin-transactions.js';
@@ -118,6 +119,8 @@ export class CredentialAdmin {
   private readonly transactions: AdminTransactions;
   /** Grace, brownouts and the reports of the API-key sunset (issue #11). */
   readonly sunset: SunsetAdmin;
+  /** Token clients, each site's methods and the revocation of its tokens. */
+  readonly tokens: TokenAdmin;
 
   constructor(
     pool: pg.Pool,
@@ -126,6 +129,7 @@ export class CredentialAdmin {
   ) {
     this.transactions = new AdminTransactions(pool, actor);
     this.sunset = new SunsetAdmin(this.transactions);
+    this.tokens = new TokenAdmin(this.transactions);
   }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { KeyHash, KeyId, SiteId } from '../decision/types.js';
+import type { ClientId, KeyHash, KeyId, SiteId } from '../decision/types.js';
 
 /**
  * Credential rows as they are in the database now, for `explain` to say why a decision went as it
@@ -40,4 +40,11 @@ export async function findKey(pool: pg.Pool, keyHash: KeyHash): Promise<KeyRecor
   );
   const row = rows[0];
   return row === undefined ? undefined : { keyId: row.id, siteId: row.site_id, revokedAt: row.revoked_at, expiresAt: row.expires_at };
+}
+
+/** The site a token client is registered to. */
+export async function findTokenClient(pool: pg.Pool, clientId: ClientId): Promise<{ readonly clientId: ClientId; readonly siteId: SiteId } | undefined> {
+  const { rows } = await pool.query<{ site_id: string }>('SELECT site_id::text FROM token_clients WHERE client_id = $1', [clientId]);
+  const row = rows[0];
+  return row === undefined ? undefined : { clientId, siteId: row.site_id };
 }

@@ -1,4 +1,4 @@
-import type { Brownout, CredentialSnapshot, SiteCredentials, SiteId } from '../decision/types.js';
+import type { Brownout, ClientId, CredentialSnapshot, SiteCredentials, SiteId } from '../decision/types.js';
 
 /**
  * The sites a check reads, replaced whole by a full load or one site at a time by a reload. Loads
@@ -11,6 +11,8 @@ import type { Brownout, CredentialSnapshot, SiteCredentials, SiteId } from '../d
  */
 export class SiteTable implements CredentialSnapshot {
   private sites = new Map<SiteId, SiteCredentials>();
+  /** Each site's token clients, indexed by client: kept with each write, as checks look clients up. */
+  private clientSites = new Map<ClientId, SiteId>();
   private brownoutList: readonly Brownout[] = [];
   /** Keys across all sites, kept with each write: readiness reads it every second. */
   private keyCount = 0;
@@ -20,6 +22,16 @@ export class SiteTable implements CredentialSnapshot {
 
   site(siteId: SiteId): SiteCredentials | undefined {
     return this.sites.get(siteId);
+  }
+
+  /**
+   * The site the client is registered to. The index is checked against the site itself, so a client
+   * moved between sites whose reloads arrive out of order is never taken for either's.
+   */
+  siteOfTokenClient(clientId: ClientId): SiteCredentials | undefined {
+    const siteId = this.clientSites.get(clientId);
+    const site = siteId === undefined ? undefined : this.sites.get(siteId);
+    return site?.tokenClients.has(clientId) ? site : undefined;
   }
 
   /** Brownouts change only with a full load: their notification asks for one. */
@@ -50,7 +62,11 @@ export class SiteTable implements CredentialSnapshot {
     }
     this.sites = loaded;
     this.keyCount = 0;
-    for (const site of loaded.values()) this.keyCount += site.keysByHash.size;
+    this.clientSites = new Map();
+    for (const site of loaded.values()) {
+      this.keyCount += site.keysByHash.size;
+      for (const clientId of site.tokenClients) this.clientSites.set(clientId, site.siteId);
+    }
     this.fullLoadStartedAt = startedAt;
   }
 
@@ -59,7 +75,10 @@ export class SiteTable implements CredentialSnapshot {
     for (const siteId of siteIds) {
       if (startedAt <= Math.max(this.fullLoadStartedAt, this.reloadStartedAt.get(siteId) ?? -Infinity)) continue;
       const site = loaded.get(siteId);
-      this.keyCount += (site?.keysByHash.size ?? 0) - (this.sites.get(siteId)?.keysByHash.size ?? 0);
+      const held = this.sites.get(siteId);
+      this.keyCount += (site?.keysByHash.size ?? 0) - (held?.keysByHash.size ?? 0);
+      for (const clientId of held?.tokenClients ?? []) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
+      for (const clientId of site?.tokenClients ?? []) this.clientSites.set(clientId, siteId);
       if (site) this.sites.set(siteId, site);
       else this.sites.delete(siteId);
       this.reloadStartedAt.set(siteId, startedAt);

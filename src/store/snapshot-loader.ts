@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { allowlistNetwork } from '../decision/client-ip.js';
 import { NetworkList } from '../decision/network-list.js';
-import type { Allowlist, Brownout, KeyCredential, KeyHash, SiteCredentials, SiteId } from '../decision/types.js';
+import type { Allowlist, Brownout, ClientId, KeyCredential, KeyHash, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
 export type SiteTable = Map<SiteId, SiteCredentials>;
@@ -11,6 +11,13 @@ interface SiteCredentialsRow {
   id: string;
   enabled: boolean;
   grace_until_ms: number | null;
+  auth_method: string;
+  tokens_not_before_ms: number | null;
+}
+/** A token client as the decision matches it: by the token's client_id claim. */
+interface TokenClientRow {
+  site_id: string;
+  client_id: ClientId;
 }
 /** An unrevoked key as the decision matches it: by the hex SHA-256 of the key, never the key. */
 interface ActiveKeyHashRow {
@@ -26,7 +33,10 @@ interface AllowlistNetworkRow {
 }
 
 // bigint columns are read as text so that no site id near 2^63 loses digits.
-const SITES = 'SELECT id::text AS id, enabled, (extract(epoch FROM apikey_grace_until) * 1000)::float8 AS grace_until_ms FROM sites';
+const SITES = `SELECT id::text AS id, enabled, (extract(epoch FROM apikey_grace_until) * 1000)::float8 AS grace_until_ms, auth_method,
+                      (extract(epoch FROM tokens_not_before) * 1000)::float8 AS tokens_not_before_ms
+                 FROM sites`;
+const TOKEN_CLIENTS = 'SELECT site_id::text AS site_id, client_id FROM token_clients';
 const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256, 'hex') AS hash,
                      (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at_ms
                 FROM api_keys WHERE revoked_at IS NULL`;
@@ -61,7 +71,14 @@ export function buildAllowlist(entries: Iterable<Pick<AllowlistNetworkRow, 'netw
   return new SiteAllowlist(ipv4.size > 0 ? ipv4 : undefined, ipv6.size > 0 ? ipv6 : undefined);
 }
 
-function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[]): SiteTable {
+const NO_CLIENTS: ReadonlySet<ClientId> = new Set();
+
+/** A method the schema does not know (a row written by hand) is read as the stricter one. */
+function siteAuthMethod(value: string): SiteAuthMethod {
+  return value === 'both' ? 'both' : 'tokens';
+}
+
+function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[], tokenClients: TokenClientRow[]): SiteTable {
   const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
   for (const key of keys) {
     let siteKeys = keysBySite.get(key.site_id);
@@ -74,6 +91,12 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
     if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
     entries.push(entry);
   }
+  const clientsBySite = new Map<SiteId, Set<ClientId>>();
+  for (const client of tokenClients) {
+    let clients = clientsBySite.get(client.site_id);
+    if (clients === undefined) clientsBySite.set(client.site_id, (clients = new Set()));
+    clients.add(client.client_id);
+  }
   const table: SiteTable = new Map();
   for (const site of sites) {
     table.set(site.id, {
@@ -82,6 +105,9 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
       graceUntil: site.grace_until_ms,
       keysByHash: keysBySite.get(site.id) ?? new Map(),
       allowlist: buildAllowlist(entriesBySite.get(site.id) ?? []),
+      authMethod: siteAuthMethod(site.auth_method),
+      tokensNotBefore: site.tokens_not_before_ms,
+      tokenClients: clientsBySite.get(site.id) ?? NO_CLIENTS,
     });
   }
   return table;
@@ -92,15 +118,16 @@ type SiteFilter = (column: string) => string;
 
 async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
   const client = await pool.connect();
-  let rows: [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[]];
+  let rows: [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[], TokenClientRow[]];
   try {
-    // One snapshot of the three tables, so a key never appears without its site or allowlist.
+    // One snapshot of the four tables, so a key never appears without its site or allowlist.
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const sites = await client.query<SiteCredentialsRow>(`${SITES} WHERE ${filter('id')}`, params);
     const keys = await client.query<ActiveKeyHashRow>(`${KEYS} AND ${filter('site_id')}`, params);
     const allowlist = await client.query<AllowlistNetworkRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
+    const tokenClients = await client.query<TokenClientRow>(`${TOKEN_CLIENTS} WHERE ${filter('site_id')}`, params);
     await client.query('COMMIT');
-    rows = [sites.rows, keys.rows, allowlist.rows];
+    rows = [sites.rows, keys.rows, allowlist.rows, tokenClients.rows];
   } catch (error) {
     // Discarded, not rolled back: after a time-out the connection may still be busy with the query,
     // and a ROLLBACK would wait behind it. Closing the connection ends the transaction too.

@@ -89,7 +89,8 @@ const headerCases: Case[] = [
   header(`1001::${KEY}`, 'header-malformed'),
   header(`1001:urn:uuid:${KEY}`, 'header-malformed'),
   header(`Basic ${Buffer.from(`1001:${KEY}`).toString('base64')}`, 'header-malformed'),
-  header(`Bearer 1001:${KEY}`, 'site-id-invalid'),
+  header(`Bearer: 1001:${KEY}`, 'header-malformed'),
+  header(`Bearer\t1001:${KEY}`, 'site-id-invalid'),
   header(`+1001:${KEY}`, 'site-id-invalid'),
   header(`-1001:${KEY}`, 'site-id-invalid'),
   header(`01001:${KEY}`, 'site-id-invalid'),
@@ -359,7 +360,7 @@ describe('decide', () => {
           assert.equal(describeOutcome(decision), String(c.expect));
           if (decision.outcome === 'allow') {
             assert.equal(decision.siteId, c.input.authorization?.split(':')[0]);
-            if (c.keyId) assert.equal(decision.keyId, c.keyId);
+            if (c.keyId) assert.equal(decision.method === 'api_key' ? decision.keyId : undefined, c.keyId);
             return;
           }
           const { denial } = decision;

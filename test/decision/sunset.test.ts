@@ -41,7 +41,7 @@ function request(site: string, key: string, overrides: Partial<CheckInput> = {})
 
 const outcome = (decision: Decision): string =>
   decision.outcome === 'allow'
-    ? decision.rehearsal
+    ? decision.method === 'api_key' && decision.rehearsal
       ? `allow (rehearsal of ${decision.rehearsal.brownoutId})`
       : 'allow'
     : decision.denial.errorId === 105

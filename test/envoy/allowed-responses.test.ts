@@ -29,10 +29,10 @@ const policies: ReadonlyArray<[string, AllowedResponsePolicy]> = [
 ];
 
 const allows: readonly Decision[] = [
-  { outcome: 'allow', siteId: '1001', keyId: '42' },
-  { outcome: 'allow', siteId: '1001', keyId: '43' },
-  { outcome: 'allow', siteId: '9223372036854775807', keyId: '9223372036854775807' },
-  { outcome: 'allow', siteId: '1001', keyId: '42', rehearsal: { brownoutId: '7' } },
+  { outcome: 'allow', method: 'api_key', siteId: '1001', keyId: '42' },
+  { outcome: 'allow', method: 'api_key', siteId: '1001', keyId: '43' },
+  { outcome: 'allow', method: 'api_key', siteId: '9223372036854775807', keyId: '9223372036854775807' },
+  { outcome: 'allow', method: 'api_key', siteId: '1001', keyId: '42', rehearsal: { brownoutId: '7' } },
 ];
 
 const MASKED = '*****fedcb';
@@ -90,6 +90,9 @@ function bytesSent(service: CheckImplementation, request: CheckArguments = {}): 
   return AUTHORIZATION_SERVICE.Check.responseSerialize(sent);
 }
 
+/** An allow by API key, as decide() makes it. */
+const byKey = (siteId: string, keyId: string) => ({ outcome: 'allow', method: 'api_key', siteId, keyId }) as const;
+
 describe('the bytes sent are the plain encoding of toCheckResponse, byte for byte', () => {
   for (const [policyName, policy] of policies) {
     for (const decision of [...allows, ...denials.map((denial): Decision => ({ outcome: 'deny', denial }))]) {
@@ -130,38 +133,38 @@ describe('AllowedResponses', () => {
 
   it('encodes each site and key once while it is kept', () => {
     const { responses, encodings } = counted(10);
-    const first = responses.response('1001', '1');
-    assert.equal(responses.response('1001', '1'), first);
-    assert.equal(responses.response('1001', '1'), first);
+    const first = responses.response(byKey('1001', '1'));
+    assert.equal(responses.response(byKey('1001', '1')), first);
+    assert.equal(responses.response(byKey('1001', '1')), first);
     assert.equal(encodings(), 1);
-    responses.response('1001', '2');
-    responses.response('1002', '1');
+    responses.response(byKey('1001', '2'));
+    responses.response(byKey('1002', '1'));
     assert.equal(encodings(), 3);
     assert.equal(responses.size, 3);
   });
 
   it('keeps at most its bound, making room by dropping the oldest entry', () => {
     const { responses, encodings } = counted(2);
-    responses.response('1001', '1');
-    responses.response('1001', '2');
-    responses.response('1001', '3'); // drops 1001:1
+    responses.response(byKey('1001', '1'));
+    responses.response(byKey('1001', '2'));
+    responses.response(byKey('1001', '3')); // drops 1001:1
     assert.equal(responses.size, 2);
     assert.equal(encodings(), 3);
-    responses.response('1001', '3');
-    responses.response('1001', '2');
+    responses.response(byKey('1001', '3'));
+    responses.response(byKey('1001', '2'));
     assert.equal(encodings(), 3, '1001:2 and 1001:3 are still kept');
-    responses.response('1001', '1'); // encoded again; drops 1001:2
+    responses.response(byKey('1001', '1')); // encoded again; drops 1001:2
     assert.equal(encodings(), 4);
     assert.equal(responses.size, 2);
-    responses.response('1001', '2');
+    responses.response(byKey('1001', '2'));
     assert.equal(encodings(), 5, '1001:2 was dropped to make room');
-    for (let key = 10; key < 1000; key++) responses.response('1001', String(key));
+    for (let key = 10; key < 1000; key++) responses.response(byKey('1001', String(key)));
     assert.equal(responses.size, 2);
   });
 
   it('holds each encoding in memory of its own, not in a slice of a shared buffer pool it would keep alive', () => {
     const { responses } = counted(10);
-    const { bytes } = responses.response('1001', '1');
+    const { bytes } = responses.response(byKey('1001', '1'));
     assert.equal(bytes.buffer.byteLength, bytes.length);
   });
 });

@@ -78,7 +78,7 @@ const denials: readonly DenialCase[] = [
 
 describe('toCheckResponse', () => {
   it('allows with status 0, x-site-id overwriting any client value, and site and key ids as metadata', () => {
-    const decision: Decision = { outcome: 'allow', siteId: '1001', keyId: '42' };
+    const decision: Decision = { outcome: 'allow', method: 'api_key', siteId: '1001', keyId: '42' };
     assert.deepEqual(toCheckResponse(decision), {
       status: { code: 0, message: '' },
       ok_response: {
@@ -86,12 +86,12 @@ describe('toCheckResponse', () => {
         headers_to_remove: [],
         response_headers_to_add: [],
       },
-      dynamic_metadata: { fields: { site_id: { stringValue: '1001' }, key_id: { stringValue: '42' } } },
+      dynamic_metadata: { fields: { site_id: { stringValue: '1001' }, auth_method: { stringValue: 'api_key' }, key_id: { stringValue: '42' } } },
     });
   });
 
   it('sends x-site-id with append unset and append_action OVERWRITE_IF_EXISTS_OR_ADD, as Envoy decodes the bytes', () => {
-    const options = sentAsEnvoyReadsIt(toCheckResponse({ outcome: 'allow', siteId: '1001', keyId: '42' })).ok_response?.headers ?? [];
+    const options = sentAsEnvoyReadsIt(toCheckResponse({ outcome: 'allow', method: 'api_key', siteId: '1001', keyId: '42' })).ok_response?.headers ?? [];
     assert.deepEqual(
       options.map((option) => [option.header.key, option.header.value, option.append, option.append_action]),
       // append (a deprecated BoolValue) decodes as null only when it is absent from the wire: a false
@@ -119,7 +119,7 @@ describe('sunset notice on allowed responses (issue #11)', () => {
   });
 
   it('adds Deprecation (RFC 9745), Sunset (RFC 8594) and the two Link relations to the partner response', () => {
-    const response = toCheckResponse({ outcome: 'allow', siteId: '1001', keyId: '42' }, notice);
+    const response = toCheckResponse({ outcome: 'allow', method: 'api_key', siteId: '1001', keyId: '42' }, notice);
     assert.ok('ok_response' in response);
     const headers = response.ok_response.response_headers_to_add.map((option) => [option.header.key, option.header.value, option.append_action]);
     assert.deepEqual(headers, [

@@ -312,6 +312,7 @@ describe('the CheckResponse bytes the gRPC server sends, decoded with Envoy upst
       dynamic_metadata: {
         fields: {
           site_id: { stringValue: '9223372036854775807', kind: 'stringValue' },
+          auth_method: { stringValue: 'api_key', kind: 'stringValue' },
           key_id: { stringValue: '12', kind: 'stringValue' },
         },
       },

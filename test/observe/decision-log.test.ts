@@ -149,12 +149,13 @@ describe('decision log', () => {
     {
       errorId: 101,
       args: { authorization: `1002:${KEY}`, body: JSON.stringify({ siteid: 1002, apikey: KEY }) },
-      line: { siteId: '1002', maskedKey: '*****d4e5f', errorId: 101, code: 'SITE_INVALID', reason: 'site 1002 is not a registered site, or it is disabled' },
+      line: { siteId: '1002', authMethod: 'api_key', maskedKey: '*****d4e5f', errorId: 101, code: 'SITE_INVALID', reason: 'site 1002 is not a registered site, or it is disabled' },
     },
     {
       errorId: 103,
       args: { authorization: `1001:${KEY}`, ip: '198.51.100.9' },
       line: {
+        authMethod: 'api_key',
         siteId: '1001',
         maskedKey: '*****d4e5f',
         clientIp: '198.51.100.9',
@@ -167,6 +168,7 @@ describe('decision log', () => {
       errorId: 102,
       args: { authorization: '1001:00000000-0000-4000-8000-0000000fedcb' },
       line: {
+        authMethod: 'api_key',
         siteId: '1001',
         maskedKey: '*****fedcb',
         errorId: 102,
@@ -178,6 +180,7 @@ describe('decision log', () => {
       errorId: 104,
       args: { authorization: `1001:${KEY}`, body: JSON.stringify({ siteid: 1002, apikey: KEY }) },
       line: {
+        authMethod: 'api_key',
         siteId: '1001',
         keyId: '11',
         maskedKey: '*****d4e5f',
@@ -191,6 +194,7 @@ describe('decision log', () => {
       errorId: 105,
       args: { authorization: `1005:${KEY}`, body: JSON.stringify({ siteid: 1005, apikey: KEY }) },
       line: {
+        authMethod: 'api_key',
         siteId: '1005',
         keyId: '15',
         maskedKey: '*****d4e5f',

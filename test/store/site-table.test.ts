@@ -4,7 +4,16 @@ import { describe, it } from 'node:test';
 import type { SiteCredentials } from '../../src/decision/types.js';
 import { SiteTable } from '../../src/store/site-table.js';
 
-const site = (siteId: string, enabled = true): SiteCredentials => ({ siteId, enabled, graceUntil: null, keysByHash: new Map(), allowlist: new BlockList() });
+const site = (siteId: string, enabled = true): SiteCredentials => ({
+  siteId,
+  enabled,
+  graceUntil: null,
+  keysByHash: new Map(),
+  allowlist: new BlockList(),
+  authMethod: 'both',
+  tokensNotBefore: null,
+  tokenClients: new Set(),
+});
 const withKeys = (siteId: string, keys: number): SiteCredentials => ({
   ...site(siteId),
   keysByHash: new Map(Array.from({ length: keys }, (_, index) => [`hash-${siteId}-${index}`, { keyId: `${siteId}${index}`, expiresAt: null }])),

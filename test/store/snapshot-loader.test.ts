@@ -18,7 +18,7 @@ const BIG_SITE = '9223372036854775807';
 function passesAllowlist(sites: SiteTable, siteId: string, clientAddress: string): boolean {
   const decision = decide(
     { authorization: `${siteId}:${ACTIVE}`, clientAddress, body: { kind: 'empty', lengthDeclared: false }, bodyPartial: false, bodyCredentials: 'optional' },
-    { site: (id) => sites.get(id), brownouts: [] },
+    { site: (id) => sites.get(id), siteOfTokenClient: () => undefined, brownouts: [] },
     Date.now(),
     NO_SUNSET,
   );

@@ -8,6 +8,9 @@ export interface SiteFixture {
   readonly graceUntil?: number;
   readonly keys?: ReadonlyArray<{ readonly key: string; readonly keyId: string; readonly expiresAt?: number | null }>;
   readonly cidrs?: readonly string[];
+  readonly authMethod?: 'both' | 'tokens';
+  readonly tokensNotBefore?: number;
+  readonly tokenClients?: readonly string[];
 }
 
 /** An in-memory snapshot for decision and transport tests: the same plain data the store loads. */
@@ -27,7 +30,17 @@ export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Br
     const keysByHash = new Map<string, KeyCredential>(
       (fixture.keys ?? []).map((k) => [hashApiKey(k.key.toLowerCase()), { keyId: k.keyId, expiresAt: k.expiresAt ?? null }]),
     );
-    bySite.set(fixture.siteId, { siteId: fixture.siteId, enabled: fixture.enabled ?? true, graceUntil: fixture.graceUntil ?? null, keysByHash, allowlist });
+    bySite.set(fixture.siteId, {
+      siteId: fixture.siteId,
+      enabled: fixture.enabled ?? true,
+      graceUntil: fixture.graceUntil ?? null,
+      keysByHash,
+      allowlist,
+      authMethod: fixture.authMethod ?? 'both',
+      tokensNotBefore: fixture.tokensNotBefore ?? null,
+      tokenClients: new Set(fixture.tokenClients ?? []),
+    });
   }
-  return { site: (siteId) => bySite.get(siteId), brownouts };
+  const siteOfTokenClient = (clientId: string) => [...bySite.values()].find((site) => site.tokenClients.has(clientId));
+  return { site: (siteId) => bySite.get(siteId), siteOfTokenClient, brownouts };
 }

@@ -1,0 +1,135 @@
+import type { ClientId, SiteAuthMethod } from '../decision/types.js';
+import { siteIdArgument, SITE_ID_FORM, textOption, UsageError } from './arguments.js';
+import type { Command, CommandLine } from './commands.js';
+import { shortTime, table } from './output.js';
+
+const MAX_NOTE = 500;
+const CLIENT_ID_MAX = 255;
+// OAuth client ids are visible ASCII (RFC 6749 Appendix A.1); spaces would break one-line-per-client output.
+const CLIENT_ID = /^[\x21-\x7e]+$/;
+const CLIENT_ID_FORM = `the OAuth client id the issuer puts in the token's client_id claim: 1 to ${CLIENT_ID_MAX} visible ASCII characters, no spaces, e.g. partner-1001`;
+const SITE_AUTH_METHODS: readonly SiteAuthMethod[] = ['both', 'tokens'];
+
+const positional = (line: CommandLine, index: number): string => line.positionals[index] ?? '';
+const option = (line: CommandLine, name: string): string | undefined => {
+  const value = line.options[name];
+  return typeof value === 'string' ? value : undefined;
+};
+
+function clientIdArgument(text: string): ClientId {
+  if (text.length === 0 || text.length > CLIENT_ID_MAX || !CLIENT_ID.test(text)) {
+    throw new UsageError(`"${JSON.stringify(text).slice(1, 65)}" is not a client id: expected ${CLIENT_ID_FORM}`);
+  }
+  return text;
+}
+
+function authMethodArgument(text: string): SiteAuthMethod {
+  const method = SITE_AUTH_METHODS.find((known) => known === text.toLowerCase());
+  if (method === undefined) throw new UsageError(`"${text.slice(0, 64)}" is not a method: type both (API keys and tokens) or tokens (tokens only)`);
+  return method;
+}
+
+/** Token-based authentication: the OAuth clients of each site, a site's methods, revoking its tokens. */
+export const TOKEN_COMMANDS: readonly Command[] = [
+  {
+    name: 'token-client add',
+    synopsis: '<site-id> <client-id> [--note TEXT]',
+    summary: "register an OAuth client: its access tokens authenticate as the site (the issuer holds the client's secret)",
+    options: { note: { type: 'string' } },
+    arity: [2, 2],
+    rules: {
+      '<site-id>': `the site id: ${SITE_ID_FORM}`,
+      '<client-id>': CLIENT_ID_FORM,
+      '--note TEXT': `shown in \`token-client list\`; at most ${MAX_NOTE} characters, no control characters`,
+    },
+    example: 'sitekey-authz token-client add 1001 partner-1001 --note "Acme production"',
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const clientId = clientIdArgument(positional(line, 1));
+      const note = textOption('note', option(line, 'note'), MAX_NOTE);
+      const client = await withAdmin((admin) => admin.tokens.addClient(siteId, clientId, note));
+      return {
+        text:
+          `registered token client ${clientId} for site ${siteId}.\n` +
+          `The partner requests an access token from the issuer with the client-credentials grant and sends it as  Authorization: Bearer <token>`,
+        json: client,
+      };
+    },
+  },
+  {
+    name: 'token-client list',
+    synopsis: '[<site-id>]',
+    summary: 'the registered token clients, of every site or of one, with when each was last used',
+    options: {},
+    arity: [0, 1],
+    rules: { '<site-id>': `the site id: ${SITE_ID_FORM}` },
+    example: 'sitekey-authz token-client list 1001 --json',
+    run: async ({ withAdmin }, line) => {
+      const siteId = line.positionals.length > 0 ? siteIdArgument(positional(line, 0)) : undefined;
+      const clients = await withAdmin((admin) => admin.tokens.listClients(siteId));
+      const rows = clients.map((client) => [client.siteId, client.clientId, shortTime(client.createdAt), shortTime(client.lastUsedAt, 'never'), client.note]);
+      return {
+        text:
+          clients.length === 0
+            ? `no token clients${siteId === undefined ? '' : ` for site ${siteId}`}; register one with \`sitekey-authz token-client add <site-id> <client-id>\``
+            : table(['SITE ID', 'CLIENT ID', 'ADDED', 'LAST USED', 'NOTE'], rows),
+        json: clients,
+      };
+    },
+  },
+  {
+    name: 'token-client remove',
+    synopsis: '<client-id>',
+    summary: "unregister a client: its tokens are refused (107) on every replica within a second, even before they expire",
+    options: {},
+    arity: [1, 1],
+    rules: { '<client-id>': CLIENT_ID_FORM },
+    example: 'sitekey-authz token-client remove partner-1001',
+    run: async ({ withAdmin }, line) => {
+      const clientId = clientIdArgument(positional(line, 0));
+      const client = await withAdmin((admin) => admin.tokens.removeClient(clientId));
+      return { text: `removed token client ${clientId} of site ${client.siteId}: its tokens are refused from now on`, json: client };
+    },
+  },
+  {
+    name: 'site auth',
+    synopsis: '<site-id> both|tokens',
+    summary: 'which methods the site accepts: both (API keys and tokens, the default) or tokens only (its keys get 105)',
+    options: {},
+    arity: [2, 2],
+    rules: {
+      '<site-id>': `the site id: ${SITE_ID_FORM}`,
+      'both|tokens': 'both: API keys and access tokens; tokens: access tokens only, a valid API key is refused with 105',
+    },
+    example: 'sitekey-authz site auth 1001 tokens',
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const method = authMethodArgument(positional(line, 1));
+      const { policy, previous } = await withAdmin((admin) => admin.tokens.setAuthMethod(siteId, method));
+      const what = method === 'tokens' ? 'access tokens only: its API keys are refused with 105' : 'API keys and access tokens';
+      return {
+        text: previous === method ? `site ${siteId} already accepts ${what}` : `site ${siteId} now accepts ${what}`,
+        json: { ...policy, changed: previous !== method },
+      };
+    },
+  },
+  {
+    name: 'site revoke-tokens',
+    synopsis: '<site-id>',
+    summary: "refuse every token of the site issued before now (a leaked token or client secret), without waiting for their exp",
+    options: {},
+    arity: [1, 1],
+    rules: { '<site-id>': `the site id: ${SITE_ID_FORM}` },
+    example: 'sitekey-authz site revoke-tokens 1001',
+    run: async ({ withAdmin }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const policy = await withAdmin((admin) => admin.tokens.revokeTokens(siteId));
+      return {
+        text:
+          `site ${siteId}: tokens issued before ${policy.tokensNotBefore} are refused (106) on every replica within a second.\n` +
+          'If a client secret leaked, rotate it at the issuer too: the partner then requests new tokens with the new secret.',
+        json: policy,
+      };
+    },
+  },
+];

@@ -1,0 +1,45 @@
+import { decide } from '../decision/decide.js';
+import { bearerToken } from '../decision/parse-authorization.js';
+import type { CheckInput, CredentialSnapshot, Decision, SunsetPolicy, TokenVerdict } from '../decision/types.js';
+import type { TokenVerifier } from '../token/token-verifier.js';
+
+/** What a check is decided on besides the request: the same for serve and explain. */
+export interface CheckAuthority {
+  /** The credential snapshot at `now`; undefined when there is none fresh enough to decide on. */
+  readonly snapshot: (now: number) => CredentialSnapshot | undefined;
+  readonly sunset: SunsetPolicy;
+  /** Undefined when token-based authentication is off (no TOKEN_ISSUER). */
+  readonly tokens: TokenVerifier | undefined;
+  readonly now?: () => number;
+}
+
+type Decided = Decision | undefined;
+
+/**
+ * The link from a viewed request to its decision. A Bearer token is verified first (asynchronously
+ * the first time it is seen), since decide() is pure and takes the verdict as part of its input; then
+ * decide() runs on the snapshot of that moment. A kept token that the decision refuses as revoked or
+ * unregistered is dropped from the verifier.
+ */
+export function authorizeCheck(input: CheckInput, authority: CheckAuthority): Decided | Promise<Decided> {
+  const now = (authority.now ?? Date.now)();
+  const token = authority.tokens === undefined ? undefined : bearerToken(input.authorization);
+  if (token === undefined || authority.tokens === undefined) {
+    const snapshot = authority.snapshot(now);
+    return snapshot && decide(input, snapshot, now, authority.sunset);
+  }
+  const tokens = authority.tokens;
+  const decideWith = (verdict: TokenVerdict | undefined, at: number): Decided => {
+    if (verdict === undefined) return undefined;
+    const snapshot = authority.snapshot(at);
+    if (snapshot === undefined) return undefined;
+    const decision = decide({ ...input, bearer: verdict }, snapshot, at, authority.sunset);
+    if (decision.outcome === 'deny' && (decision.denial.errorId === 107 || (decision.denial.errorId === 106 && decision.denial.rule === 'revoked'))) {
+      tokens.forget(token);
+    }
+    return decision;
+  };
+  const verdict = tokens.verify(token, now);
+  if (verdict instanceof Promise) return verdict.then((settled) => decideWith(settled, (authority.now ?? Date.now)()));
+  return decideWith(verdict, now);
+}
