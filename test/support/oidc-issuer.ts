@@ -189,7 +189,8 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     const kid = signingKid;
     const configuration: Configuration = {
       clients,
-      // Newest key first, as its signing key; earlier keys stay published so their tokens still verify.
+      // Newest first; `kid` below names the signing key. Earlier keys stay published, so the tokens
+      // they signed still verify until they expire.
       jwks: { keys: [...keys].reverse() } as Configuration['jwks'],
       clientDefaults: { id_token_signed_response_alg: alg },
       ttl: { ClientCredentials: ttl },
@@ -229,16 +230,26 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     return key.kid;
   };
 
+  const close = (): Promise<void> =>
+    new Promise<void>((resolveClose, reject) => {
+      handle = undefined;
+      if (!server.listening) return resolveClose();
+      server.close((error) => (error ? reject(error) : resolveClose()));
+      // Kept-alive connections (fetch's, jose's JWKS fetches) would hold close() open.
+      server.closeAllConnections();
+    });
+
+  let jwksUrl: string;
+  let tokenEndpoint: string;
   try {
     await useNewKey();
+    const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
+    jwksUrl = stringField(discovery, 'jwks_uri');
+    tokenEndpoint = stringField(discovery, 'token_endpoint');
   } catch (error) {
-    await new Promise((resolveClose) => server.close(resolveClose));
+    await close();
     throw error;
   }
-
-  const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
-  const jwksUrl = stringField(discovery, 'jwks_uri');
-  const tokenEndpoint = stringField(discovery, 'token_endpoint');
 
   const mintAccessToken = async (client: TestIssuerClient, mintOptions: { scope?: string; resource?: string } = {}): Promise<string> => {
     const form = new URLSearchParams({ grant_type: 'client_credentials', resource: mintOptions.resource ?? audience });
@@ -249,7 +260,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
       headers: { authorization: basicCredentials(client), 'content-type': 'application/x-www-form-urlencoded' },
       body: form,
     });
-    const answer = (await response.json()) as TokenEndpointAnswer;
+    const answer = (await response.json().catch(() => ({}))) as TokenEndpointAnswer;
     if (response.ok && typeof answer.access_token === 'string') return answer.access_token;
     const serverError = takeServerError();
     const cause = serverError ? ` (${serverError.message})` : '';
@@ -275,13 +286,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     get signingKid() {
       return signingKid;
     },
-    close: () =>
-      new Promise<void>((resolveClose, reject) => {
-        handle = undefined;
-        server.close((error) => (error ? reject(error) : resolveClose()));
-        // Kept-alive connections (fetch's, jose's JWKS fetches) would hold close() open.
-        server.closeAllConnections();
-      }),
+    close,
   };
 }
 
