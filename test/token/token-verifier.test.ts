@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { exportSPKI, importJWK, SignJWT, type JWTPayload } from 'jose';
+import { CompactSign, exportSPKI, importJWK, SignJWT, type JWTPayload } from 'jose';
 import { loadConfig, type TokenSettings } from '../../src/config.js';
 import type { TokenVerdict } from '../../src/decision/types.js';
 import { createLogger } from '../../src/observe/logger.js';
@@ -136,7 +136,10 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
   });
 
   it('refuses what is not a compact JWS, and oversized tokens unread', async () => {
-    for (const token of ['', 'abc', 'a.b', 'a.b.c', `${b64url({ alg: 'RS256', typ: 'at+jwt', kid: 'rsa-1' })}.not json.sig`, 'x'.repeat(TOKEN_MAX_CHARS + 1)]) {
+    const signedNonsense = await new CompactSign(new TextEncoder().encode('not json'))
+      .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: 'rsa-1' })
+      .sign(rsa.privateKey);
+    for (const token of ['', 'abc', 'a.b', 'a.b.c', signedNonsense, 'x'.repeat(TOKEN_MAX_CHARS + 1)]) {
       assert.equal(await rule(token), 'malformed', token.slice(0, 20));
     }
   });
