@@ -20,6 +20,8 @@ export interface ServiceOptions {
   readonly openFileLimit?: number;
   /** Its own process group, which a test can signal as a terminal's Ctrl-C does. */
   readonly detached?: boolean;
+  /** Return once /readyz answers at all, ready or not (default: wait for 200). */
+  readonly untilAnswering?: boolean;
 }
 
 /** Starts `sitekey-authz serve` as a real child process and waits until /readyz answers 200. */
@@ -50,7 +52,8 @@ export async function startService(env: Record<string, string>, options: Service
   for (;;) {
     if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}:\n${output}`);
     try {
-      if ((await fetch(`${httpBase}/readyz`)).status === 200) break;
+      const { status } = await fetch(`${httpBase}/readyz`);
+      if (status === 200 || options.untilAnswering === true) break;
     } catch {
       // not listening yet
     }
