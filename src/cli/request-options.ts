@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { maskApiKeysIn } from '../decision/api-key.js';
-import { canonicalSiteId } from '../decision/parse-authorization.js';
+import { bearerToken, canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CheckRequestMessage, HeaderValueMessage } from '../envoy/messages.js';
 import { UsageError } from './arguments.js';
 import type { CommandLine } from './commands.js';
@@ -160,6 +160,8 @@ function chosenBody(line: CommandLine, authorization: string | undefined): { bod
     return { body: undefined };
   }
   if (given !== undefined) return { body: given };
+  // A token request needs no credentials in its body: the token names the site.
+  if (bearerToken(authorization) !== undefined) return { body: undefined };
   const madeUp = bodyFromAuthorization(authorization);
   if (madeUp === undefined) {
     return { body: undefined, note: 'no --body given and no --authorization SITE:KEY to make one up from: the request has no body' };

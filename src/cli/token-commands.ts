@@ -18,14 +18,14 @@ const option = (line: CommandLine, name: string): string | undefined => {
 
 function clientIdArgument(text: string): ClientId {
   if (text.length === 0 || text.length > CLIENT_ID_MAX || !CLIENT_ID.test(text)) {
-    throw new UsageError(`"${JSON.stringify(text).slice(1, 65)}" is not a client id: expected ${CLIENT_ID_FORM}`);
+    throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a client id: expected ${CLIENT_ID_FORM}`);
   }
   return text;
 }
 
 function authMethodArgument(text: string): SiteAuthMethod {
   const method = SITE_AUTH_METHODS.find((known) => known === text.toLowerCase());
-  if (method === undefined) throw new UsageError(`"${text.slice(0, 64)}" is not a method: type both (API keys and tokens) or tokens (tokens only)`);
+  if (method === undefined) throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a method: type both (API keys and tokens) or tokens (tokens only)`);
   return method;
 }
 

@@ -27,7 +27,6 @@ interface TokenClientRow {
 }
 
 const CLIENT_COLUMNS = 'client_id, site_id::text, note, created_at, last_used_at';
-const UNIQUE_VIOLATION = '23505';
 
 function clientSummary(row: TokenClientRow): TokenClientSummary {
   return {
@@ -51,20 +50,16 @@ export class TokenAdmin {
     return this.transactions.change(async (sql) => {
       const site = await sql.query('SELECT 1 FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
       if (site.rowCount === 0) throw siteNotFound(siteId);
-      let inserted: TokenClientRow;
-      try {
-        const { rows } = await sql.query<TokenClientRow>(
-          `INSERT INTO token_clients (client_id, site_id, note) VALUES ($1, $2, $3) RETURNING ${CLIENT_COLUMNS}`,
-          [clientId, siteId, note],
-        );
-        inserted = rows[0] as TokenClientRow;
-      } catch (error) {
-        if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
-        const { rows } = await sql.query<{ site_id: string }>('SELECT site_id::text FROM token_clients WHERE client_id = $1', [clientId]);
-        const owner = rows[0]?.site_id ?? '?';
+      const { rows } = await sql.query<TokenClientRow>(
+        `INSERT INTO token_clients (client_id, site_id, note) VALUES ($1, $2, $3) ON CONFLICT (client_id) DO NOTHING RETURNING ${CLIENT_COLUMNS}`,
+        [clientId, siteId, note],
+      );
+      const inserted = rows[0];
+      if (inserted === undefined) {
+        const owner = await sql.query<{ site_id: string }>('SELECT site_id::text FROM token_clients WHERE client_id = $1', [clientId]);
         throw new AdminError(
           'TOKEN_CLIENT_EXISTS',
-          `token client ${clientId} is already registered to site ${owner}; a client belongs to one site: \`sitekey-authz token-client remove ${clientId}\` first to move it`,
+          `token client ${clientId} is already registered to site ${owner.rows[0]?.site_id ?? '(removed meanwhile)'}; a client belongs to one site: \`sitekey-authz token-client remove ${clientId}\` first to move it`,
         );
       }
       await this.transactions.audit(sql, 'token-client.add', siteId, { clientId, note });
