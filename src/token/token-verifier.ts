@@ -88,11 +88,12 @@ export class TokenVerifier {
     if (!this.keys.loaded) return undefined;
     const running = this.inFlight.get(id);
     if (running !== undefined) return running;
-    const verdict = this.verifyNew(token, now).then((result) => {
-      this.inFlight.delete(id);
-      if (result.valid) this.keep(id, result.claims);
-      return result;
-    });
+    const verdict = this.verifyNew(token, now)
+      .then((result) => {
+        if (result.valid) this.keep(id, result.claims);
+        return result;
+      })
+      .finally(() => this.inFlight.delete(id));
     this.inFlight.set(id, verdict);
     return verdict;
   }

@@ -67,7 +67,7 @@ describe('sitekey-authz check, against a real server', () => {
   it('prints one JSON object with --json, for an allow and a denial', async () => {
     const allowed = await check('--authorization', `1001:${KEY}`, '--ip', '203.0.113.7', '--json');
     assert.equal(allowed.code, 0, allowed.stderr);
-    assert.deepEqual(JSON.parse(allowed.stdout), { allowed: true, grpcCode: 0, httpStatus: null, error: null, siteId: '1001', keyId: '5', rule: null });
+    assert.deepEqual(JSON.parse(allowed.stdout), { allowed: true, grpcCode: 0, httpStatus: null, error: null, siteId: '1001', keyId: '5', authMethod: 'api_key', clientId: null, rule: null });
     const denied = await check('--authorization', `1001:${KEY}`, '--ip', '203.0.113.7', '--no-body', '--json');
     assert.equal(denied.code, 1, denied.stderr);
     assert.deepEqual(JSON.parse(denied.stdout), {
@@ -77,6 +77,8 @@ describe('sitekey-authz check, against a real server', () => {
       error: { id: 104, message: 'Request body is missing: it must be a JSON object carrying siteid and apikey' },
       siteId: null,
       keyId: null,
+      authMethod: null,
+      clientId: null,
       rule: null,
     });
   });
@@ -94,7 +96,7 @@ describe('sitekey-authz check, against a real server', () => {
     assert.equal(run.code, 2);
     assert.match(run.stdout, /^NO VERDICT {2}\(gRPC status 14 UNAVAILABLE: no credential data loaded/);
     assert.equal(json.code, 2);
-    assert.deepEqual(JSON.parse(json.stdout), { allowed: false, grpcCode: 14, httpStatus: null, error: null, siteId: null, keyId: null, rule: null });
+    assert.deepEqual(JSON.parse(json.stdout), { allowed: false, grpcCode: 14, httpStatus: null, error: null, siteId: null, keyId: null, authMethod: null, clientId: null, rule: null });
   });
 
   it('exits 2 when nothing listens at --target', async () => {

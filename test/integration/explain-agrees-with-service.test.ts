@@ -234,7 +234,7 @@ describe('explain agrees with the running service on every case', () => {
       assert.equal(explain.code, check.code, `explain: ${explain.stdout}${explain.stderr}`);
       const told = answer(explain);
       // On a denial the wire carries no site, key or rule: those only explain can know.
-      const knowable = { ...told, ...(told.allowed ? {} : { siteId: null, keyId: null }), rule: null };
+      const knowable = { ...told, ...(told.allowed ? {} : { siteId: null, keyId: null, authMethod: null, clientId: null }), rule: null };
       assert.deepEqual(answer(check), knowable);
       assert.equal(told.error?.id, c.id);
       assert.equal(told.rule, c.rule ?? null);

@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { MIGRATIONS_DIR } from '../../src/paths.js';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { migrate } from '../../src/store/migrate.js';
@@ -47,4 +49,12 @@ export async function freshDatabase(options: { migrated?: boolean } = {}): Promi
       }
     },
   };
+}
+
+/** The migrations the service ships, by name, in the order they apply: read from the folder, so no test lists them. */
+export function shippedMigrations(): string[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((file) => file.endsWith('.sql'))
+    .map((file) => file.slice(0, -'.sql'.length))
+    .sort();
 }
