@@ -2,13 +2,21 @@
 NPM ?= npm
 STAMP := node_modules/.installed-stamp
 
-.PHONY: run test build bench soak install clean
+.PHONY: run test test-unit build bench soak install clean issuer
 
 run: build
 	node dist/src/cli/main.js serve
 
 test: build
 	node dist/test/run-tests.js
+
+# The fast lane: every test that needs no database, no child process and no network (not test/integration/).
+test-unit: build
+	node dist/test/run-tests.js --lane=unit
+
+# A real OpenID provider on 127.0.0.1:$${ISSUER_PORT:-9470} for trying tokens (README, "Token-based authentication").
+issuer: build
+	node dist/test/support/local-issuer.js
 
 # Benchmarks (README, "Benchmarks"): both install h2load (Debian's nghttp2-client) when missing and they can.
 # BENCH_SECONDS, BENCH_ROUNDS, SOAK_SECONDS and SOAK_RATE shorten or fix them; each writes a section of bench/RESULTS.md.

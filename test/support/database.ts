@@ -6,6 +6,9 @@ import { migrate } from '../../src/store/migrate.js';
 
 /** The server `make test` started (or TEST_DATABASE_URL named); every test file gets its own database on it. */
 export function testServerUrl(): string {
+  if (process.env.SITEKEY_TEST_LANE === 'unit') {
+    throw new Error('this test needs PostgreSQL, which make test-unit does not start: it belongs in test/integration/');
+  }
   const url = process.env.TEST_DATABASE_URL;
   if (!url) throw new Error('TEST_DATABASE_URL is not set: run tests with `make test`, or point it at a PostgreSQL server');
   return url;

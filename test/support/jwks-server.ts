@@ -1,7 +1,9 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import assert from 'node:assert/strict';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import { loadConfig, type TokenSettings } from '../../src/config.js';
 
 /** A signing key of a test issuer: the private half signs, the public JWK is what the JWKS publishes. */
 export interface SigningKey {
@@ -64,3 +66,22 @@ export class JwksServer {
     await new Promise((resolve) => this.server.close(resolve));
   }
 }
+
+/** Token settings as loadConfig makes them from the TOKEN_* variables. */
+export function tokenSettings(issuer: string, audience: string, jwksUrl: string, overrides: Record<string, string> = {}): TokenSettings {
+  const tokens = loadConfig({ TOKEN_ISSUER: issuer, TOKEN_AUDIENCE: audience, TOKEN_JWKS_URL: jwksUrl, ...overrides }).tokens;
+  assert.ok(tokens);
+  return tokens;
+}
+
+/** The claims of an RFC 9068 access token for partner-1001, issued a minute before `nowSeconds`, valid 5 more minutes. */
+export const tokenClaims = (issuer: string, audience: string, nowSeconds: number, overrides: JWTPayload = {}): JWTPayload => ({
+  iss: issuer,
+  aud: audience,
+  sub: 'partner-1001',
+  client_id: 'partner-1001',
+  iat: nowSeconds - 60,
+  exp: nowSeconds + 300,
+  jti: 'token-1',
+  ...overrides,
+});

@@ -1,42 +1,25 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { CompactSign, exportSPKI, importJWK, SignJWT, type JWTPayload } from 'jose';
-import { loadConfig, type TokenSettings } from '../../src/config.js';
+import { before, describe, it } from 'node:test';
+import { CompactSign, createLocalJWKSet, exportSPKI, importJWK, SignJWT, type JWTPayload } from 'jose';
+import { loadConfig } from '../../src/config.js';
 import type { TokenVerdict } from '../../src/decision/types.js';
-import { createLogger } from '../../src/observe/logger.js';
-import { IssuerKeys } from '../../src/token/issuer-keys.js';
+import type { KeySource } from '../../src/token/issuer-keys.js';
 import { TOKEN_MAX_CHARS, TokenVerifier } from '../../src/token/token-verifier.js';
-import { eventually } from '../support/eventually.js';
-import { JwksServer, signedToken, signingKey, type SigningKey } from '../support/jwks-server.js';
+import { signedToken, signingKey, tokenClaims, tokenSettings, type SigningKey } from '../support/jwks-server.js';
 
 const ISSUER = 'https://login.example.com/realms/partners';
 const AUDIENCE = 'https://partner-api.example.com';
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const NOW_S = NOW / 1000;
-const logger = createLogger('silent');
 
 const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
-function settings(jwksUrl: string, overrides: Record<string, string> = {}): TokenSettings {
-  const tokens = loadConfig({ TOKEN_ISSUER: ISSUER, TOKEN_AUDIENCE: AUDIENCE, TOKEN_JWKS_URL: jwksUrl, ...overrides }).tokens;
-  assert.ok(tokens);
-  return tokens;
-}
-
-const claims = (overrides: JWTPayload = {}): JWTPayload => ({
-  iss: ISSUER,
-  aud: AUDIENCE,
-  sub: 'partner-1001',
-  client_id: 'partner-1001',
-  iat: NOW_S - 60,
-  exp: NOW_S + 300,
-  jti: 'token-1',
-  ...overrides,
-});
+const JWKS_URL = 'https://login.example.com/realms/partners/certs';
+const settings = (jwksUrl: string, overrides: Record<string, string> = {}) => tokenSettings(ISSUER, AUDIENCE, jwksUrl, overrides);
+const claims = (overrides: JWTPayload = {}) => tokenClaims(ISSUER, AUDIENCE, NOW_S, overrides);
 
 describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
-  let jwks: JwksServer;
-  let keys: IssuerKeys;
+  let keys: KeySource;
   let verifier: TokenVerifier;
   let rsa: SigningKey;
   let ec: SigningKey;
@@ -45,15 +28,9 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
 
   before(async () => {
     [rsa, ec, ed, unpublished] = await Promise.all([signingKey('rsa-1'), signingKey('ec-1', 'ES256'), signingKey('ed-1', 'EdDSA'), signingKey('rsa-1')]);
-    jwks = await JwksServer.start();
-    jwks.publish([rsa, ec, ed]);
-    keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: 60_000 });
-    await keys.start();
-    verifier = new TokenVerifier(settings(jwks.url), keys);
-  });
-  after(async () => {
-    await keys.stop();
-    await jwks.close();
+    // The issuer's key set as IssuerKeys holds it once fetched (its fetching is tested in test/integration/token/).
+    keys = { loaded: true, getKey: createLocalJWKSet({ keys: [rsa.publicJwk, ec.publicJwk, ed.publicJwk] }) };
+    verifier = new TokenVerifier(settings(JWKS_URL), keys);
   });
 
   const verdict = async (token: string, at = NOW): Promise<TokenVerdict | undefined> => verifier.verify(token, at);
@@ -117,7 +94,7 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
   });
 
   it('TOKEN_TYPES widens typ for issuers that write JWT', async () => {
-    const widened = new TokenVerifier(settings(jwks.url, { TOKEN_TYPES: 'at+jwt,JWT' }), keys);
+    const widened = new TokenVerifier(settings(JWKS_URL, { TOKEN_TYPES: 'at+jwt,JWT' }), keys);
     assert.equal(((await widened.verify(await signedToken(rsa, claims(), { typ: 'JWT' }), NOW)) as TokenVerdict).valid, true);
   });
 
@@ -154,95 +131,10 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
   });
 
   it('keeps refused tokens nowhere, and verified ones only up to its bound', async () => {
-    const bounded = new TokenVerifier(settings(jwks.url), keys, 2);
+    const bounded = new TokenVerifier(settings(JWKS_URL), keys, 2);
     for (let i = 0; i < 5; i++) await bounded.verify(await signedToken(rsa, claims({ jti: `bound-${i}` })), NOW);
     await bounded.verify(await signedToken(rsa, claims({ iss: 'https://evil.example.com' })), NOW);
     assert.equal(bounded.size, 2);
-  });
-});
-
-describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
-  it('picks up a key the issuer publishes later when the first token names it, and keeps the old one', async () => {
-    const [first, second] = await Promise.all([signingKey('k1'), signingKey('k2')]);
-    const jwks = await JwksServer.start();
-    jwks.publish([first]);
-    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: 0 });
-    try {
-      await keys.start();
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
-      jwks.publish([second, first]);
-      assert.equal(((await verifier.verify(await signedToken(second, claims({ jti: 'rotated' })), NOW)) as TokenVerdict).valid, true);
-      assert.equal(((await verifier.verify(await signedToken(first, claims({ jti: 'old' })), NOW)) as TokenVerdict).valid, true);
-    } finally {
-      await keys.stop();
-      await jwks.close();
-    }
-  });
-
-  it('asks the issuer at most once per cool-down however many made-up kids arrive, and fetches once it ends', async () => {
-    const [known, later] = await Promise.all([signingKey('known'), signingKey('later')]);
-    const jwks = await JwksServer.start();
-    jwks.publish([known]);
-    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: 1_000 });
-    try {
-      await keys.start();
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
-      const fetchesBefore = jwks.fetches;
-      const flood = await Promise.all(Array.from({ length: 50 }, (_, i) => signedToken(known, claims({ jti: `flood-${i}` }), { kid: `made-up-${i}` })));
-      const verdicts = await Promise.all(flood.map((token) => verifier.verify(token, NOW)));
-      assert.ok(verdicts.every((result) => result !== undefined && !result.valid && result.rule === 'unknown-key'));
-      assert.ok(jwks.fetches - fetchesBefore <= 1, `${jwks.fetches - fetchesBefore} fetches for 50 made-up kids`);
-      // The issuer publishes a key during the cool-down: it is fetched when the cool-down ends, without another token.
-      jwks.publish([known, later]);
-      await verifier.verify(await signedToken(later, claims({ jti: 'during-cooldown' })), NOW);
-      let attempt = 0;
-      await eventually(
-        'the key published during the cool-down verifies',
-        async () => verifier.verify(await signedToken(later, claims({ jti: `after-cooldown-${attempt++}` })), NOW),
-        (result) => result !== undefined && result.valid,
-        10_000,
-      );
-    } finally {
-      await keys.stop();
-      await jwks.close();
-    }
-  });
-
-  it('keeps the last good key set when a fetch fails, and has none before the first success', async () => {
-    const key = await signingKey('steady');
-    const jwks = await JwksServer.start();
-    jwks.serve(503, 'unavailable');
-    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: 0, retryMs: 20 });
-    try {
-      const started = keys.start();
-      await eventually('two failed fetches', async () => jwks.fetches, (fetches) => fetches >= 2, 10_000);
-      assert.equal(keys.loaded, false);
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
-      assert.equal(verifier.verify(await signedToken(key, claims()), NOW), undefined, 'no verdict without keys: the check is not decided');
-      jwks.publish([key]);
-      await started;
-      jwks.serve(500, 'broken');
-      // A made-up kid makes it fetch again, which fails: the set it had still verifies.
-      await verifier.verify(await signedToken(key, claims({ jti: 'x' }), { kid: 'made-up' }), NOW);
-      assert.equal(((await verifier.verify(await signedToken(key, claims({ jti: 'still' })), NOW)) as TokenVerdict).valid, true);
-    } finally {
-      await keys.stop();
-      await jwks.close();
-    }
-  });
-
-  it('refuses an oversized or malformed JWKS', async () => {
-    const jwks = await JwksServer.start();
-    for (const body of [JSON.stringify({ keys: [], padding: 'x'.repeat(300 * 1024) }), 'not json', '{"nokeys":[]}']) {
-      jwks.serve(200, body);
-      const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, retryMs: 60_000 });
-      const fetchesBefore = jwks.fetches;
-      void keys.start();
-      await eventually('a fetch', async () => jwks.fetches, (fetches) => fetches > fetchesBefore, 10_000);
-      await keys.stop();
-      assert.equal(keys.loaded, false, body.slice(0, 20));
-    }
-    await jwks.close();
   });
 });
 

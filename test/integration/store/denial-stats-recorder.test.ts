@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { createLogger } from '../../src/observe/logger.js';
-import { DenialStatsRecorder, OVERFLOW_ADDRESS } from '../../src/store/denial-stats-recorder.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { createLogger } from '../../../src/observe/logger.js';
+import { DenialStatsRecorder, OVERFLOW_ADDRESS } from '../../../src/store/denial-stats-recorder.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
 
 /** Issue #11: refusal counts are bounded in memory whoever sends them, and written in one statement per flush. */
 describe('denial stats recorder', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { runCli } from '../support/service.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { runCli } from '../../support/service.js';
 
 /** token-client add/list/remove, site auth and site revoke-tokens against a real database, with their audit rows. */
 describe('the token commands', () => {

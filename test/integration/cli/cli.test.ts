@@ -8,11 +8,11 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { COMMANDS } from '../../src/cli/commands.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
-import { freshDatabase, shippedMigrations, type TestDatabase } from '../support/database.js';
-import { CLI, runCli, type CliResult } from '../support/service.js';
+import { COMMANDS } from '../../../src/cli/commands.js';
+import { PACKAGE_ROOT } from '../../../src/paths.js';
+import { freePort } from '../../../src/store/embedded-postgres.js';
+import { freshDatabase, shippedMigrations, type TestDatabase } from '../../support/database.js';
+import { CLI, runCli, type CliResult } from '../../support/service.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const USAGE = 2;

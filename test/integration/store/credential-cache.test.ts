@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { hashApiKey } from '../../src/decision/api-key.js';
-import type { CredentialSnapshot } from '../../src/decision/types.js';
-import { createLogger } from '../../src/observe/logger.js';
-import { CredentialCache, LISTEN_APPLICATION_NAME } from '../../src/store/credential-cache.js';
-import { insertSite } from '../support/credentials.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { hashApiKey } from '../../../src/decision/api-key.js';
+import type { CredentialSnapshot } from '../../../src/decision/types.js';
+import { createLogger } from '../../../src/observe/logger.js';
+import { CredentialCache, LISTEN_APPLICATION_NAME } from '../../../src/store/credential-cache.js';
+import { insertSite } from '../../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
 
 const KEY = '11111111-1111-4111-8111-111111111111';
 const NEW_KEY = '22222222-2222-4222-8222-222222222222';

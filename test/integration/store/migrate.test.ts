@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { migrate } from '../../src/store/migrate.js';
-import { freshDatabase, shippedMigrations, type TestDatabase } from '../support/database.js';
+import { migrate } from '../../../src/store/migrate.js';
+import { freshDatabase, shippedMigrations, type TestDatabase } from '../../support/database.js';
 
 describe('migrate', () => {
   let database: TestDatabase;

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { createLogger } from '../../src/observe/logger.js';
-import { LastUsedRecorder, type StatementRunner } from '../../src/store/last-used-recorder.js';
-import { insertSite } from '../support/credentials.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { createLogger } from '../../../src/observe/logger.js';
+import { LastUsedRecorder, type StatementRunner } from '../../../src/store/last-used-recorder.js';
+import { insertSite } from '../../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
 
 /** The real pool, counting the statements the recorder sends and failing one on request. */
 class CountingRunner implements StatementRunner {

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { hashApiKey } from '../../src/decision/api-key.js';
-import { decide } from '../../src/decision/decide.js';
-import { loadAllSites, loadSites, type SiteTable } from '../../src/store/snapshot-loader.js';
-import { insertSite } from '../support/credentials.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { NO_SUNSET } from '../support/snapshot.js';
+import { hashApiKey } from '../../../src/decision/api-key.js';
+import { decide } from '../../../src/decision/decide.js';
+import { loadAllSites, loadSites, type SiteTable } from '../../../src/store/snapshot-loader.js';
+import { insertSite } from '../../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { NO_SUNSET } from '../../support/snapshot.js';
 
 const ACTIVE = '11111111-1111-4111-8111-111111111111';
 const SECOND = '22222222-2222-4222-8222-222222222222';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startHttpEndpoints, type HttpEndpoints } from '../../src/observe/http-endpoints.js';
+import { startHttpEndpoints, type HttpEndpoints } from '../../../src/observe/http-endpoints.js';
 
 /** What one request to the operator port got back: status, the two headers every answer sets, and the body. */
 async function answer(base: string, path: string, method = 'GET'): Promise<[number, string | null, string | null, string]> {
