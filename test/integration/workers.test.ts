@@ -22,18 +22,17 @@ interface WorkerReadiness {
 describe('serve with WORKERS=2', () => {
   let database: TestDatabase;
   let service: RunningService;
-  let key: string;
 
-  const request = () => ({ authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key }) });
+  const request = (key: string) => ({ authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key }) });
   const readyz = async () => (await (await fetch(`${service.httpBase}/readyz`)).json()) as { status: string; workers: WorkerReadiness[] };
   const metric = async (name: string) => samples(await (await fetch(`${service.httpBase}/metrics`)).text(), name).get('') ?? 0;
   /** One check on each of `CONNECTIONS` new connections: the cluster spreads connections, not calls. */
-  const checkOnNewConnections = async () => {
+  const checkOnNewConnections = async (key: string, target = service.grpcTarget) => {
     const verdicts = [];
     for (let i = 0; i < CONNECTIONS; i++) {
-      const client = authorizationClient(service.grpcTarget, { 'grpc.use_local_subchannel_pool': 1 });
+      const client = authorizationClient(target, { 'grpc.use_local_subchannel_pool': 1 });
       try {
-        verdicts.push(verdict(await check(client, request())));
+        verdicts.push(verdict(await check(client, request(key))));
       } finally {
         client.close();
       }
@@ -41,11 +40,18 @@ describe('serve with WORKERS=2', () => {
     return verdicts;
   };
 
+  /** A key of its own for each test, once every worker accepts it: no test depends on another's. */
+  async function acceptedKey(target = service.grpcTarget): Promise<{ apiKey: string; keyId: string }> {
+    const issued = JSON.parse((await runCli(database.url, ['key', 'issue', '1001', '--json'])).stdout) as { apiKey: string; keyId: string };
+    await eventually('every connection to accept the new key', () => checkOnNewConnections(issued.apiKey, target), (answers) => answers.every((answer) => answer === 'allow'), 15_000);
+    return issued;
+  }
+  const startWorkers = () => startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', WORKERS: String(WORKERS), LOG_ALLOWED_SAMPLE_RATE: '1' });
+
   before(async () => {
     database = await freshDatabase();
     for (const args of [['site', 'add', '1001'], ['ip', 'allow', '1001', '203.0.113.0/24']]) assert.equal((await runCli(database.url, args)).code, 0);
-    key = (JSON.parse((await runCli(database.url, ['key', 'issue', '1001', '--json'])).stdout) as { apiKey: string }).apiKey;
-    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', WORKERS: String(WORKERS), LOG_ALLOWED_SAMPLE_RATE: '1' });
+    service = await startWorkers();
   });
 
   after(async () => {
@@ -62,8 +68,9 @@ describe('serve with WORKERS=2', () => {
   });
 
   it('answers checks from every worker, and /metrics adds up what all of them counted', async () => {
+    const { apiKey } = await acceptedKey();
     const allowedBefore = samples(await (await fetch(`${service.httpBase}/metrics`)).text(), 'sitekey_authz_checks_total');
-    assert.deepEqual(await checkOnNewConnections(), Array(CONNECTIONS).fill('allow'));
+    assert.deepEqual(await checkOnNewConnections(apiKey), Array(CONNECTIONS).fill('allow'));
     const answeredBy = new Set(
       service
         .output()
@@ -80,13 +87,9 @@ describe('serve with WORKERS=2', () => {
   });
 
   it('brings a revoked key to every worker', async () => {
-    const keys = JSON.parse((await runCli(database.url, ['key', 'list', '1001', '--json'])).stdout) as Array<{ keyId: string }>;
-    const keyId = keys[0]?.keyId ?? assert.fail('no key listed');
+    const { apiKey, keyId } = await acceptedKey();
     assert.equal((await runCli(database.url, ['key', 'revoke', '1001', keyId])).code, 0);
-    await eventually('every connection to see the revocation', checkOnNewConnections, (answers) => answers.every((answer) => answer === 102), 15_000);
-    // Issue a new key for the tests that follow.
-    key = (JSON.parse((await runCli(database.url, ['key', 'issue', '1001', '--json'])).stdout) as { apiKey: string }).apiKey;
-    await eventually('every connection to accept the new key', checkOnNewConnections, (answers) => answers.every((answer) => answer === 'allow'), 15_000);
+    await eventually('every connection to see the revocation', () => checkOnNewConnections(apiKey), (answers) => answers.every((answer) => answer === 102), 15_000);
   });
 
   it('replaces a worker that dies, and counts it', async () => {
@@ -101,17 +104,20 @@ describe('serve with WORKERS=2', () => {
       15_000,
     );
     assert.equal(await metric('sitekey_authz_workers_replaced_total'), replacedBefore + 1);
-    assert.deepEqual(await checkOnNewConnections(), Array(CONNECTIONS).fill('allow'));
+    await acceptedKey();
   });
 
   it('drains every worker on SIGTERM and exits 0 with none left', async () => {
-    const pids = (await readyz()).workers.map((worker) => worker.pid);
-    const exited = once(service.process, 'exit');
-    service.process.kill('SIGTERM');
+    // A service of its own: the others' tests go on with theirs.
+    const stopping = await startWorkers();
+    await acceptedKey(stopping.grpcTarget);
+    const workers = ((await (await fetch(`${stopping.httpBase}/readyz`)).json()) as { workers: WorkerReadiness[] }).workers;
+    const exited = once(stopping.process, 'exit');
+    stopping.process.kill('SIGTERM');
     const [code] = (await exited) as [number | null];
-    assert.equal(code, 0, service.output());
-    assert.deepEqual(pids.filter(isAlive), []);
-    assert.equal(service.output().split('\n').filter((line) => line.includes('"worker stopped"')).length >= WORKERS, true);
+    assert.equal(code, 0, stopping.output());
+    assert.deepEqual(workers.map((worker) => worker.pid).filter(isAlive), []);
+    assert.equal(stopping.output().split('\n').filter((line) => line.includes('"worker stopped"')).length >= WORKERS, true);
   });
 });
 
