@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../src/embedded/embedded-postgres.js';
 import { migrate } from '../src/store/migrate.js';
 
 /** Statements issued on the bench's database, by statement text (normalised by PostgreSQL). */

@@ -1,6 +1,6 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type AddressInfo } from 'node:net';
-import { checkPolicies } from '../src/check-policies.js';
+import { checkPolicies } from '../src/serve/check-policies.js';
 import { loadConfig } from '../src/config.js';
 import { toCheckResponse } from '../src/envoy/check-response.js';
 import { GRPC_LIMITS, grpcServerOptions } from '../src/envoy/grpc-server.js';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readdirSync, readFileSync, existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { freePort } from '../src/store/embedded-postgres.js';
+import { freePort } from '../src/embedded/embedded-postgres.js';
 import { CLI } from '../test/support/service.js';
 import { PROBE_DIR_VARIABLE, type ProbeReport } from './heap-probe.js';
 import { onInterrupt } from './interrupt.js';

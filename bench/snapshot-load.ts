@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../src/embedded/embedded-postgres.js';
 import { migrate } from '../src/store/migrate.js';
 import { loadAllSites } from '../src/store/snapshot-loader.js';
 import { seedFillerSites } from './filler-sites.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedServer } from '../src/store/embedded-postgres.js';
+import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedServer } from '../src/embedded/embedded-postgres.js';
 
 /**
  * `make test`: one PostgreSQL server for the whole run (embedded, unless TEST_DATABASE_URL names one),

@@ -5,7 +5,7 @@ import type { Logger } from '../observe/logger.js';
 import type { CredentialAdmin, KeySummary } from '../store/credential-admin.js';
 import { ALLOWLIST_ENTRY_FORM, coversIpv4Mapped } from '../store/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
-import { runningEmbeddedUrl } from '../store/embedded-postgres.js';
+import { runningEmbeddedUrl } from '../embedded/embedded-postgres.js';
 import { migrate } from '../store/migrate.js';
 import {
   allowlistArguments,
@@ -108,7 +108,7 @@ export const COMMANDS: readonly Command[] = [
     example: 'DATABASE_URL=postgres://authz@db.internal/authz sitekey-authz serve',
     run: async ({ config, logger }) => {
       // Loaded here so that the admin commands do not pay for the gRPC and proto start-up.
-      const { runServer } = await import('../serve.js');
+      const { runServer } = await import('../serve/run-server.js');
       await runServer(config, logger);
       return undefined;
     },

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { checkPolicies } from '../check-policies.js';
+import { checkPolicies } from '../serve/check-policies.js';
 import type { ClientIpSource, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';

@@ -1,6 +1,6 @@
 import type { ClientIpSource } from '../config.js';
 import type { BodyCredentialsPolicy, BodyView, CheckInput } from '../decision/types.js';
-import { clipForLog } from '../observe/log-text.js';
+import { clipForLog } from '../common/log-text.js';
 import type { CheckRequestMessage, HeaderValueMessage, HttpRequestMessage } from './messages.js';
 
 /** What a log line may say about the request: no headers, no query string, no body. */

@@ -1,6 +1,6 @@
 import { denialMessage } from '../decision/error-catalogue.js';
 import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, Denial, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenRule } from '../decision/types.js';
-import { clipForLog } from './log-text.js';
+import { clipForLog } from '../common/log-text.js';
 
 /** What every check event says, allowed or denied. */
 interface CheckEventFacts {

@@ -1,4 +1,4 @@
-import { checkPolicies } from '../check-policies.js';
+import { checkPolicies } from './check-policies.js';
 import type { Config } from '../config.js';
 import { parseClientIp } from '../decision/client-ip.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../envoy/grpc-server.js';

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CredentialSnapshot, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
-import { RateLimit } from '../observe/rate-limit.js';
+import { RateLimit } from '../common/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
 import { loadAllSites, loadBrownouts, loadSites } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
-import { startEmbeddedPostgres } from './embedded-postgres.js';
+import { startEmbeddedPostgres } from '../embedded/embedded-postgres.js';
 
 /** How long to wait for PostgreSQL to accept a connection: a server that never answers must not hang us. */
 export const CONNECT_TIMEOUT_MS = 10_000;

@@ -1,5 +1,5 @@
 import type { Logger } from '../observe/logger.js';
-import { RateLimit } from '../observe/rate-limit.js';
+import { RateLimit } from '../common/rate-limit.js';
 
 /**
  * Runs a batch write every so often, one at a time, and once more on stop (SIGTERM): what the

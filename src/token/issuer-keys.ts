@@ -1,6 +1,6 @@
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type JWTVerifyGetKey } from 'jose';
 import type { Logger } from '../observe/logger.js';
-import { RateLimit } from '../observe/rate-limit.js';
+import { RateLimit } from '../common/rate-limit.js';
 
 /** The key set a token verifier asks for the key a token names. */
 export interface KeySource {

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../src/config.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { freePort } from '../../src/embedded/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { DEPLOY_DIR } from './manifests.js';
 

@@ -4,7 +4,7 @@ import { decide } from '../../src/decision/decide.js';
 import type { Decision } from '../../src/decision/types.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';
 import { createLogger } from '../../src/observe/logger.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { freePort } from '../../src/embedded/embedded-postgres.js';
 import { runCli } from '../support/service.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../../src/embedded/embedded-postgres.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
 

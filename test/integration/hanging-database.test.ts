@@ -9,7 +9,7 @@ import { insertSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
 import { startService, type RunningService } from '../support/service.js';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../../src/embedded/embedded-postgres.js';
 import { migrate } from '../../src/store/migrate.js';
 
 const LIMIT_SECONDS = 4;

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { hashApiKey } from '../../src/decision/api-key.js';
-import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../../src/store/embedded-postgres.js';
+import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../../src/embedded/embedded-postgres.js';
 import { migrate } from '../../src/store/migrate.js';
 import { insertSite } from '../support/credentials.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { hashApiKey } from '../../src/decision/api-key.js';
-import { EmbeddedPostgresError, freePort, startEmbeddedPostgres, type EmbeddedServer } from '../../src/store/embedded-postgres.js';
+import { EmbeddedPostgresError, freePort, startEmbeddedPostgres, type EmbeddedServer } from '../../src/embedded/embedded-postgres.js';
 import { migrate } from '../../src/store/migrate.js';
 import { startCheckLoad, timedCheck, unexpectedOutcomes, type CheckLoad } from '../support/check-load.js';
 import { seedSite } from '../support/credentials.js';

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { CLI } from '../support/service.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { freePort } from '../../src/embedded/embedded-postgres.js';
 
 /** Issue #9: a reachable database without our tables is named as such, with the command that fixes it. */
 describe('serve on a database that was never migrated', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import { isAlive } from '../../src/store/embedded-postgres.js';
+import { isAlive } from '../../src/embedded/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
 import { eventually } from '../support/eventually.js';

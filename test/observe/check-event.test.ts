@@ -8,7 +8,7 @@ import { createAuthorizationService } from '../../src/envoy/authorization-servic
 import type { CheckRequestMessage, CheckResponseMessage } from '../../src/envoy/messages.js';
 import { viewCheckRequest } from '../../src/envoy/request-view.js';
 import { checkEvent } from '../../src/observe/check-event.js';
-import { MAX_LOGGED_CHARS } from '../../src/observe/log-text.js';
+import { MAX_LOGGED_CHARS } from '../../src/common/log-text.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { checkRequest, type CheckArguments } from '../support/envoy-client.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';

@@ -8,7 +8,7 @@ import type { CheckRequestMessage } from '../../src/envoy/messages.js';
 import { viewCheckRequest } from '../../src/envoy/request-view.js';
 import { checkEvent, type CheckEvent } from '../../src/observe/check-event.js';
 import { createDecisionLog, type DecisionLogOptions } from '../../src/observe/decision-log.js';
-import { MAX_LOGGED_CHARS } from '../../src/observe/log-text.js';
+import { MAX_LOGGED_CHARS } from '../../src/common/log-text.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { checkRequest, type CheckArguments } from '../support/envoy-client.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';

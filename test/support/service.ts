@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { freePort } from '../../src/embedded/embedded-postgres.js';
 
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 

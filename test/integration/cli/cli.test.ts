@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { COMMANDS } from '../../../src/cli/commands.js';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
-import { freePort } from '../../../src/store/embedded-postgres.js';
+import { freePort } from '../../../src/embedded/embedded-postgres.js';
 import { freshDatabase, shippedMigrations, type TestDatabase } from '../../support/database.js';
 import { CLI, runCli, type CliResult } from '../../support/service.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { EmbeddedPostgresError, startEmbeddedPostgres } from '../../../src/store/embedded-postgres.js';
+import { EmbeddedPostgresError, startEmbeddedPostgres } from '../../../src/embedded/embedded-postgres.js';
 
 async function holdsTable(url: string, table: string): Promise<boolean> {
   const sql = new pg.Client({ connectionString: url });

@@ -1,11 +1,11 @@
 import cluster from 'node:cluster';
-import type { Config } from './config.js';
-import { startHttpEndpoints } from './observe/http-endpoints.js';
-import { createLogger, type Logger } from './observe/logger.js';
-import { startCheckService } from './serve/check-service.js';
-import { drainChecks, openServeDatabase, stopRequested } from './serve/lifecycle.js';
-import { Resources } from './serve/resources.js';
-import { runCheckWorker, runWorkerPool } from './serve/worker-pool.js';
+import type { Config } from '../config.js';
+import { startHttpEndpoints } from '../observe/http-endpoints.js';
+import { createLogger, type Logger } from '../observe/logger.js';
+import { startCheckService } from './check-service.js';
+import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
+import { Resources } from './resources.js';
+import { runCheckWorker, runWorkerPool } from './worker-pool.js';
 
 /**
  * `sitekey-authz serve`: credential snapshot from PostgreSQL, ext_authz over gRPC, operator endpoints

