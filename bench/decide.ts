@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { hashApiKey } from '../src/decision/api-key.js';
 import { decide } from '../src/decision/decide.js';
 import type { CheckInput, CredentialSnapshot, SiteCredentials } from '../src/decision/types.js';
-import { buildAllowlist } from '../src/store/snapshot-loader.js';
+import { buildAllowlist } from '../src/allowlist/allowlist.js';
 
 /** Throughput of the pure decision on an allowed request, over a snapshot of 10,000 sites. */
 export async function runDecideBench(): Promise<void> {

@@ -1,7 +1,7 @@
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
-import { parseAllowlistEntry, type AllowlistEntry } from '../store/allowlist-entry.js';
+import { parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
 
 /** A command line that cannot be carried out as typed; the message says what to type instead. */
 export class UsageError extends Error {

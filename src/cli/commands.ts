@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { IPV4_MAPPED } from '../decision/client-ip.js';
+import { IPV4_MAPPED } from '../allowlist/client-ip.js';
 import type { Logger } from '../observe/logger.js';
 import type { CredentialAdmin, KeySummary } from '../store/credential-admin.js';
-import { ALLOWLIST_ENTRY_FORM, coversIpv4Mapped } from '../store/allowlist-entry.js';
+import { ALLOWLIST_ENTRY_FORM, coversIpv4Mapped } from '../allowlist/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
 import { runningEmbeddedUrl } from '../embedded/embedded-postgres.js';
 import { migrate } from '../store/migrate.js';

@@ -1,6 +1,6 @@
 import { hashApiKey, maskApiKey } from './api-key.js';
 import { bodyCredentialsRule } from './body-credentials.js';
-import { parseClientIp } from './client-ip.js';
+import { parseClientIp } from '../allowlist/client-ip.js';
 import { parseAuthorization } from './parse-authorization.js';
 import { sunsetRefusal } from './sunset.js';
 import type { CheckInput, CredentialSnapshot, Decision, Denial, SiteCredentials, SiteId, SunsetPolicy, TokenVerdict } from './types.js';

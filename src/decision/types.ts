@@ -1,3 +1,5 @@
+import type { Allowlist } from '../allowlist/allowlist.js';
+
 /** A site identifier in canonical form: positive decimal, no sign, no leading zero, within bigint. */
 export type SiteId = string;
 /** An API key in canonical form: a lower-case 8-4-4-4-12 hex UUID. */
@@ -20,15 +22,6 @@ export interface KeyCredential {
   readonly keyId: KeyId;
   /** Epoch milliseconds after which the key is refused; null when it never expires. */
   readonly expiresAt: number | null;
-}
-
-/** The networks a site's clients must come from. */
-export interface Allowlist {
-  /**
-   * Whether the address is inside one of the networks of its own family: an IPv4 client matches IPv4
-   * networks only, never an IPv6 network that covers ::ffff:0:0/96, as a single BlockList would match it.
-   */
-  check(address: string, family: 'ipv4' | 'ipv6'): boolean;
 }
 
 export interface SiteCredentials {

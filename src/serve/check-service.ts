@@ -1,6 +1,6 @@
 import { checkPolicies } from './check-policies.js';
 import type { Config } from '../config.js';
-import { parseClientIp } from '../decision/client-ip.js';
+import { parseClientIp } from '../allowlist/client-ip.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../envoy/grpc-server.js';
 import type { CheckEvent } from '../observe/check-event.js';
 import { createDecisionLog } from '../observe/decision-log.js';

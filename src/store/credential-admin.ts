@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { hashApiKey, lastFive, maskApiKey } from '../decision/api-key.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
 import { AdminTransactions } from './admin-transactions.js';
-import type { AllowlistEntry } from './allowlist-entry.js';
+import type { AllowlistEntry } from '../allowlist/allowlist-entry.js';
 import { SunsetAdmin } from './sunset-admin.js';
 import { TokenAdmin } from './token-admin.js';
 

@@ -1,10 +1,9 @@
 import type pg from 'pg';
-import { allowlistNetwork } from '../decision/client-ip.js';
-import { NetworkList } from '../decision/network-list.js';
-import type { Allowlist, Brownout, ClientId, KeyCredential, KeyHash, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
+import { buildAllowlist } from '../allowlist/allowlist.js';
+import type { Brownout, ClientId, KeyCredential, KeyHash, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
-export type SiteTable = Map<SiteId, SiteCredentials>;
+export type LoadedSites = Map<SiteId, SiteCredentials>;
 
 /** What the decision needs of a site: whether it may authenticate at all, and its sunset grace. */
 interface SiteCredentialsRow {
@@ -42,34 +41,6 @@ const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256
                 FROM api_keys WHERE revoked_at IS NULL`;
 const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, masklen(cidr) AS prefix FROM allowlist_entries';
 
-/** A snapshot holds one per site: a family without networks holds no list. */
-class SiteAllowlist implements Allowlist {
-  constructor(
-    private readonly ipv4: NetworkList | undefined,
-    private readonly ipv6: NetworkList | undefined,
-  ) {}
-
-  check(address: string, family: 'ipv4' | 'ipv6'): boolean {
-    const networks = family === 'ipv4' ? this.ipv4 : this.ipv6;
-    return networks !== undefined && networks.includes(address);
-  }
-}
-
-/**
- * A site's allowlist from its entries (network and prefix as PostgreSQL's host() and masklen() give
- * them), as the decision reads it: IPv4 networks, an IPv4-mapped one included, admit IPv4 clients
- * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
- * Matched in plain arithmetic, not with a BlockList (see NetworkList).
- */
-export function buildAllowlist(entries: Iterable<Pick<AllowlistNetworkRow, 'network' | 'prefix'>>): Allowlist {
-  const ipv4 = new NetworkList('ipv4');
-  const ipv6 = new NetworkList('ipv6');
-  for (const entry of entries) {
-    const network = allowlistNetwork(entry.network, entry.prefix);
-    if (network !== undefined) (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
-  }
-  return new SiteAllowlist(ipv4.size > 0 ? ipv4 : undefined, ipv6.size > 0 ? ipv6 : undefined);
-}
 
 const NO_CLIENTS: ReadonlySet<ClientId> = new Set();
 
@@ -78,7 +49,7 @@ function siteAuthMethod(value: string): SiteAuthMethod {
   return value === 'both' ? 'both' : 'tokens';
 }
 
-function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[], tokenClients: TokenClientRow[]): SiteTable {
+function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[], tokenClients: TokenClientRow[]): LoadedSites {
   const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
   for (const key of keys) {
     let siteKeys = keysBySite.get(key.site_id);
@@ -97,7 +68,7 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
     if (clients === undefined) clientsBySite.set(client.site_id, (clients = new Set()));
     clients.add(client.client_id);
   }
-  const table: SiteTable = new Map();
+  const table: LoadedSites = new Map();
   for (const site of sites) {
     table.set(site.id, {
       siteId: site.id,
@@ -116,7 +87,7 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
 /** A condition on the column that holds the site id (`id` on sites, `site_id` on the others). */
 type SiteFilter = (column: string) => string;
 
-async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
+async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<LoadedSites> {
   const client = await pool.connect();
   let rows: [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[], TokenClientRow[]];
   try {
@@ -161,11 +132,11 @@ export async function loadBrownouts(pool: pg.Pool): Promise<Brownout[]> {
 }
 
 /** Every site with its active keys and allowlist. */
-export function loadAllSites(pool: pg.Pool): Promise<SiteTable> {
+export function loadAllSites(pool: pg.Pool): Promise<LoadedSites> {
   return readConsistently(pool, () => 'true', []);
 }
 
 /** The named sites; an id missing from the result no longer exists. */
-export function loadSites(pool: pg.Pool, siteIds: readonly SiteId[]): Promise<SiteTable> {
+export function loadSites(pool: pg.Pool, siteIds: readonly SiteId[]): Promise<LoadedSites> {
   return readConsistently(pool, (column) => `${column} = ANY($1::bigint[])`, [siteIds]);
 }

@@ -1,6 +1,6 @@
 import { hashApiKey } from '../../src/decision/api-key.js';
 import type { Brownout, CredentialSnapshot, KeyCredential, SiteCredentials, SunsetPolicy } from '../../src/decision/types.js';
-import { buildAllowlist } from '../../src/store/snapshot-loader.js';
+import { buildAllowlist } from '../../src/allowlist/allowlist.js';
 
 export interface SiteFixture {
   readonly siteId: string;

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { hashApiKey } from '../../../src/decision/api-key.js';
 import { decide } from '../../../src/decision/decide.js';
-import { loadAllSites, loadSites, type SiteTable } from '../../../src/store/snapshot-loader.js';
+import { loadAllSites, loadSites, type LoadedSites } from '../../../src/store/snapshot-loader.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { NO_SUNSET } from '../../support/snapshot.js';
@@ -15,7 +15,7 @@ const EXPIRING = '44444444-4444-4444-8444-444444444444';
 const BIG_SITE = '9223372036854775807';
 
 /** Whether the loaded snapshot, as the decision reads it, lets a client of the site past the allowlist (103). */
-function passesAllowlist(sites: SiteTable, siteId: string, clientAddress: string): boolean {
+function passesAllowlist(sites: LoadedSites, siteId: string, clientAddress: string): boolean {
   const decision = decide(
     { authorization: `${siteId}:${ACTIVE}`, clientAddress, body: { kind: 'empty', lengthDeclared: false }, bodyPartial: false, bodyCredentials: 'optional' },
     { site: (id) => sites.get(id), siteOfTokenClient: () => undefined, brownouts: [] },

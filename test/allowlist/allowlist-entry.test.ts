@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { coversIpv4Mapped, parseAllowlistEntry } from '../../src/store/allowlist-entry.js';
+import { coversIpv4Mapped, parseAllowlistEntry } from '../../src/allowlist/allowlist-entry.js';
 
 describe('parseAllowlistEntry', () => {
   const accepted: Array<[string, string]> = [

@@ -1,4 +1,5 @@
-import { allowlistNetwork, IPV4_MAPPED, parseClientIp } from '../decision/client-ip.js';
+import { allowlistNetwork } from './allowlist.js';
+import { IPV4_MAPPED, parseClientIp } from './client-ip.js';
 
 /** One allowlist network in canonical form, as PostgreSQL's cidr type stores it. */
 export interface AllowlistEntry {

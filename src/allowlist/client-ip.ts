@@ -43,24 +43,3 @@ export function parseClientIp(text: string | undefined): ClientIp | undefined {
   }
   return { address: canonical, family: 'ipv6' };
 }
-
-/** An allowlist network in the family the decision checks clients of: `ipv4` networks admit IPv4 clients only. */
-export interface AllowlistNetwork {
-  readonly address: string;
-  readonly family: ClientIp['family'];
-  readonly prefix: number;
-}
-
-/**
- * The network `address/prefix` as the allowlist holds it: an IPv4-mapped network is the IPv4 network it
- * maps, like the client addresses in it. Undefined when the address is not one, or when a mapped address
- * has a prefix shorter than IPV4_MAPPED's and so reaches beyond the mapped range.
- */
-export function allowlistNetwork(address: string, prefix: number): AllowlistNetwork | undefined {
-  const ip = parseClientIp(address);
-  if (ip === undefined) return undefined;
-  const mapped = ip.family === 'ipv4' && address.includes(':');
-  if (!mapped) return { address: ip.address, family: ip.family, prefix };
-  if (prefix < IPV4_MAPPED.prefix) return undefined;
-  return { address: ip.address, family: 'ipv4', prefix: prefix - IPV4_MAPPED.prefix };
-}

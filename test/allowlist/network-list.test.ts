@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { BlockList } from 'node:net';
 import { describe, it } from 'node:test';
-import { NetworkList } from '../../src/decision/network-list.js';
+import { NetworkList } from '../../src/allowlist/network-list.js';
 
 function listOf(family: 'ipv4' | 'ipv6', cidrs: readonly string[]): NetworkList {
   const list = new NetworkList(family);
