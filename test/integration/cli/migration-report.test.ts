@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { createLogger } from '../../src/observe/logger.js';
-import { AuthUsageRecorder } from '../../src/store/auth-usage-recorder.js';
-import { insertSite } from '../support/credentials.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { runCli } from '../support/service.js';
+import { createLogger } from '../../../src/observe/logger.js';
+import { AuthUsageRecorder } from '../../../src/store/auth-usage-recorder.js';
+import { insertSite } from '../../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { runCli } from '../../support/service.js';
 
 interface SiteRow {
   siteId: string;
