@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { runCli } from '../test/support/service.js';
-import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody, type BenchRequest } from './check-requests.js';
+import type { BenchIssuer } from './bench-issuer.js';
+import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody, tokenRequestBody, type BenchRequest } from './check-requests.js';
 import { seedFillerSites } from './filler-sites.js';
 
 /** Sites in the bench's database: the filler, the partner the allowed request comes from, and one in a brownout. */
@@ -11,14 +12,19 @@ const BROWNOUT_SITE = String(BENCH_SITES);
 /** A filler site: its allowlist does not hold the bench's client address. */
 const OTHER_SITE = '17';
 const UNKNOWN_SITE = '424242';
+/** The partner's OAuth client: its tokens authenticate as the partner site. */
+const PARTNER_TOKEN_CLIENT = 'bench-partner';
 /** A body of 64 KiB, for the large-body run. */
 export const LARGE_BODY_BYTES = 64 * 1024;
 
 export interface BenchCredentials {
   readonly siteId: string;
   readonly keyId: string;
+  readonly tokenClient: string;
   readonly requests: {
     readonly allow: BenchRequest;
+    /** The allowed request with a Bearer token of the partner's client instead of its key. */
+    readonly allowToken: BenchRequest;
     readonly allowLargeBody: BenchRequest;
     /** One request per error id, in the precedence order of decide(). */
     readonly denials: readonly BenchRequest[];
@@ -38,10 +44,10 @@ async function issueKey(databaseUrl: string, siteId: string): Promise<{ apiKey: 
 /**
  * Seeds the bench's database: BENCH_SITES - 2 filler sites in bulk, then, through the CLI as an operator
  * would, the partner site (allowlisting the bench's client address among others, with a key) and a site
- * of the same kind in a running brownout (for 105). Returns the requests the bench sends, each with the
- * verdict it must get.
+ * of the same kind in a running brownout (for 105), and the partner's token client of `issuer`. Returns
+ * the requests the bench sends, each with the verdict it must get.
  */
-export async function seedBenchSites(databaseUrl: string): Promise<BenchCredentials> {
+export async function seedBenchSites(databaseUrl: string, issuer: BenchIssuer): Promise<BenchCredentials> {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
   try {
     await seedFillerSites(pool, BENCH_SITES - 2);
@@ -51,6 +57,8 @@ export async function seedBenchSites(databaseUrl: string): Promise<BenchCredenti
   await cli(databaseUrl, ['site', 'add', PARTNER_SITE, '--name', 'bench partner']);
   await cli(databaseUrl, ['ip', 'allow', PARTNER_SITE, `${BENCH_CLIENT_IP}/32`, '203.0.113.0/24', '2001:db8:42::/48']);
   const partner = await issueKey(databaseUrl, PARTNER_SITE);
+  await cli(databaseUrl, ['token-client', 'add', PARTNER_SITE, PARTNER_TOKEN_CLIENT, '--note', 'bench partner']);
+  const token = await issuer.mint(PARTNER_TOKEN_CLIENT);
   await cli(databaseUrl, ['site', 'add', BROWNOUT_SITE, '--name', 'bench partner in a brownout']);
   await cli(databaseUrl, ['ip', 'allow', BROWNOUT_SITE, `${BENCH_CLIENT_IP}/32`]);
   const brownedOut = await issueKey(databaseUrl, BROWNOUT_SITE);
@@ -68,8 +76,10 @@ export async function seedBenchSites(databaseUrl: string): Promise<BenchCredenti
   return {
     siteId: PARTNER_SITE,
     keyId: partner.keyId,
+    tokenClient: PARTNER_TOKEN_CLIENT,
     requests: {
       allow: request('allow', 'allow', `${PARTNER_SITE}:${key}`, partnerBody(PARTNER_SITE, key)),
+      allowToken: request('allow-token', 'allow', `Bearer ${token}`, tokenRequestBody()),
       allowLargeBody: request('allow-64k', 'allow', `${PARTNER_SITE}:${key}`, partnerBody(PARTNER_SITE, key, LARGE_BODY_BYTES)),
       denials: [
         request('deny-108', 108, undefined, partnerBody(PARTNER_SITE, key)),

@@ -87,6 +87,11 @@ export function partnerBody(siteId: string, apiKey: string, totalBytes?: number)
   return body;
 }
 
+/** A body of the same order without credentials: a token names its site, so a token request needs none. */
+export function tokenRequestBody(): string {
+  return JSON.stringify({ order: { currency: 'EUR', items: [{ sku: 'A-1001', qty: 2, price: '19.90' }] } });
+}
+
 /** The decoded CheckResponse, for checking the verdict of bytes sent once with a real gRPC client. */
 export function decodeCheckResponse(bytes: Buffer): unknown {
   return upstreamCheck.responseDeserialize(bytes);

@@ -13,15 +13,22 @@ import { AUTHORIZATION_SERVICE } from '../src/envoy/proto.js';
  * looking at the request. The response is the one `serve` sends for the bench's allowed request
  * (same policies from the same configuration), so both put the same bytes on the wire.
  *
- * Usage: node dist/bench/noop-server.js <site id> <key id>; prints {"port":N} once listening on 127.0.0.1.
+ * Usage: node dist/bench/noop-server.js <site id> <key id>, or <site id> --token-client <client id> for
+ * the answer to a token of that client; prints {"port":N} once listening on 127.0.0.1.
  */
-const [siteId, keyId] = process.argv.slice(2);
-if (!siteId || !keyId) {
-  console.error('usage: noop-server.js <site id> <key id>');
+const [siteId, second, third] = process.argv.slice(2);
+const tokenClient = second === '--token-client' ? third : undefined;
+if (!siteId || !second || (second === '--token-client' && !tokenClient)) {
+  console.error('usage: noop-server.js <site id> <key id> | <site id> --token-client <client id>');
   process.exit(2);
 }
 const config = loadConfig(process.env);
-const response = toCheckResponse({ outcome: 'allow', method: 'api_key', siteId, keyId }, checkPolicies(config).allowedResponse);
+const response = toCheckResponse(
+  tokenClient === undefined
+    ? { outcome: 'allow', method: 'api_key', siteId, keyId: second }
+    : { outcome: 'allow', method: 'token', siteId, clientId: tokenClient },
+  checkPolicies(config).allowedResponse,
+);
 
 const server = new Server(grpcServerOptions(GRPC_LIMITS, config.maxBodyBytes));
 server.addService(AUTHORIZATION_SERVICE, {

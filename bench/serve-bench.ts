@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { BenchIssuer } from './bench-issuer.js';
 import { openBenchDatabase, statementsBetween, type BenchDatabase } from './bench-database.js';
 import { BENCH_SITES, LARGE_BODY_BYTES, seedBenchSites, type BenchCredentials } from './bench-sites.js';
 import { checkCounts, countsBetween, type CheckCounts } from './check-counts.js';
@@ -149,6 +150,8 @@ export interface ServeBenchResults {
   readonly sites: number;
   readonly verification: readonly string[];
   readonly saturationRounds: ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
+  /** Saturation with one Bearer token repeated, against the no-op answering that token's allow. */
+  readonly tokenRounds: ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
   readonly latency: { readonly ratePerSecond: number; readonly serve: LoadRun; readonly noop: LoadRun };
   /** One check at a time on one connection: the round trip with nothing queued in front of it. */
   readonly oneAtATime: { readonly serve: LoadRun; readonly noop: LoadRun };
@@ -161,9 +164,9 @@ export interface ServeBenchResults {
 }
 
 async function writeRequestFiles(workDir: string, credentials: BenchCredentials): Promise<Map<string, RequestFile>> {
-  const { allow, allowLargeBody, denials } = credentials.requests;
+  const { allow, allowToken, allowLargeBody, denials } = credentials.requests;
   const files = new Map<string, RequestFile>();
-  for (const request of [allow, allowLargeBody, ...denials]) {
+  for (const request of [allow, allowToken, allowLargeBody, ...denials]) {
     const path = join(workDir, `${request.name}.grpc`);
     await writeFile(path, grpcFrame(request.message));
     files.set(request.name, { request, path });
@@ -175,6 +178,8 @@ async function writeRequestFiles(workDir: string, credentials: BenchCredentials)
 export interface BenchFixture {
   readonly workDir: string;
   readonly database: BenchDatabase;
+  /** The issuer of the bench's tokens: start `serve` with its `env` for it to accept them. */
+  readonly issuer: BenchIssuer;
   readonly credentials: BenchCredentials;
   readonly files: ReadonlyMap<string, RequestFile>;
   close(log: (line: string) => void): Promise<void>;
@@ -182,31 +187,35 @@ export interface BenchFixture {
 
 export async function openBenchFixture(databaseUrl: string | undefined, log: (line: string) => void): Promise<BenchFixture> {
   const workDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-bench-'));
-  const close = async (database?: BenchDatabase) => {
+  const close = async (database?: BenchDatabase, issuer?: BenchIssuer) => {
+    await issuer?.close().catch((error: unknown) => log(`closing the bench's JWKS server failed: ${String(error)}`));
     await database?.close().catch((error: unknown) => log(`closing the bench database failed: ${String(error)}`));
     await rm(workDir, { recursive: true, force: true });
   };
   let database: BenchDatabase | undefined;
-  const forget = onInterrupt(() => close(database));
+  let issuer: BenchIssuer | undefined;
+  const forget = onInterrupt(() => close(database, issuer));
   try {
+    issuer = await BenchIssuer.start();
     database = await openBenchDatabase(databaseUrl);
     log(`database: ${database.description}; seeding ${BENCH_SITES.toLocaleString('en')} sites`);
-    const credentials = await seedBenchSites(database.url);
+    const credentials = await seedBenchSites(database.url, issuer);
     const files = await writeRequestFiles(workDir, credentials);
-    const opened = database;
+    const [opened, openedIssuer] = [database, issuer];
     return {
       workDir,
       database,
+      issuer,
       credentials,
       files,
       close: async () => {
         forget();
-        await close(opened);
+        await close(opened, openedIssuer);
       },
     };
   } catch (error) {
     forget();
-    await close(database);
+    await close(database, issuer);
     throw error;
   }
 }
@@ -224,7 +233,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
   const { seconds, rounds } = settings;
   const warmSeconds = Math.max(1, Math.round(seconds * 0.3));
   const fixture = await openBenchFixture(settings.databaseUrl, log);
-  const { workDir, database, credentials, files } = fixture;
+  const { workDir, database, issuer, credentials, files } = fixture;
   const running: BenchServer[] = [];
   const commands: string[] = [];
   const remember = (server: BenchServer, files: readonly RequestFile[], shape: LoadShape) => {
@@ -233,11 +242,15 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
   try {
     const file = (name: string) => files.get(name)!;
     const allow = [file('allow')];
+    const allowToken = [file('allow-token')];
 
-    const serve = await startServe({ name: 'serve', databaseUrl: database.url, workDir });
+    // Token-based authentication on, as a site that migrates runs it: keys and tokens side by side.
+    const serve = await startServe({ name: 'serve', databaseUrl: database.url, workDir, env: issuer.env });
     running.push(serve);
     const noop = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId });
     running.push(noop);
+    const noopToken = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId, tokenClient: credentials.tokenClient });
+    running.push(noopToken);
 
     // Each request's exact bytes once through a real gRPC client: the verdict h2load cannot see.
     const verification: string[] = [];
@@ -247,6 +260,12 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       const [ours, floor] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict('no-op', noop.grpcPort, request)];
       if (!ours.bytes.equals(floor.bytes)) throw new Error(`the no-op's CheckResponse to ${request.name} differs from serve's: the comparison would not be like for like`);
       verification.push(`${request.name}: serve and the no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
+    }
+    {
+      const request = credentials.requests.allowToken;
+      const [ours, floor] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict('no-op (token)', noopToken.grpcPort, request)];
+      if (!ours.bytes.equals(floor.bytes)) throw new Error(`the token no-op's CheckResponse to ${request.name} differs from serve's: the comparison would not be like for like`);
+      verification.push(`${request.name}: serve and the token no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
     }
 
     const saturation: LoadShape = { ...SATURATION, seconds };
@@ -265,6 +284,22 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       log(`  round ${round + 1}: serve ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, no-op ${runs.get(noop)!.requestsPerSecond.toFixed(0)} req/s`);
     }
     remember(serve, allow, saturation);
+
+    // The token was verified once above (its first sighting); from then on serve finds it by hash.
+    log(`repeated token: ${rounds} rounds of ${seconds} s each, serve and the token no-op alternating`);
+    await warm(serve, allowToken, saturation);
+    await warm(noopToken, allowToken, saturation);
+    const tokenRounds: Array<{ serve: LoadRun; noop: LoadRun }> = [];
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? [serve, noopToken] : [noopToken, serve];
+      const runs = new Map<BenchServer, LoadRun>();
+      for (const server of order) runs.set(server, await measure(server, allowToken, saturation, database));
+      tokenRounds.push({ serve: runs.get(serve)!, noop: runs.get(noopToken)! });
+      log(`  round ${round + 1}: serve ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, token no-op ${runs.get(noopToken)!.requestsPerSecond.toFixed(0)} req/s`);
+    }
+    remember(serve, allowToken, saturation);
+    await noopToken.stop();
+    running.splice(running.indexOf(noopToken), 1);
 
     const serveSaturation = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
     const ratePerConnection = Math.max(1, Math.round(serveSaturation / 2 / SATURATION.connections));
@@ -301,7 +336,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     log(`workers: serve with WORKERS=1 and WORKERS=2 beside the no-op, ${rounds} rounds`);
     const byWorkers = new Map<string, BenchServer>();
     for (const count of ['1', '2']) {
-      const server = await startServe({ name: `serve WORKERS=${count}`, databaseUrl: database.url, workDir, env: { WORKERS: count } });
+      const server = await startServe({ name: `serve WORKERS=${count}`, databaseUrl: database.url, workDir, env: { ...issuer.env, WORKERS: count } });
       running.push(server);
       byWorkers.set(count, server);
       await assertVerdict(server.name, server.grpcPort, credentials.requests.allow);
@@ -327,6 +362,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       sites: BENCH_SITES,
       verification,
       saturationRounds,
+      tokenRounds,
       latency: { ratePerSecond: ratePerConnection * SATURATION.connections, serve: latencyServe, noop: latencyNoop },
       oneAtATime: { serve: singleServe, noop: singleNoop },
       denyMix: { serve: denyServe, noop: denyNoop, files: mix.map((f) => f.request.name) },

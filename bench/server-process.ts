@@ -199,14 +199,19 @@ export async function startServe(options: ServeOptions): Promise<BenchServer> {
   return benchServer(options.name, child, grpcPort, `${base}/metrics`, options.workDir);
 }
 
-/** The no-op Check server (noop-server.ts) in its own process, answering as `serve` would for siteId and keyId. */
+/**
+ * The no-op Check server (noop-server.ts) in its own process, answering as `serve` would for siteId
+ * and keyId, or for a token of tokenClient when that is given.
+ */
 export async function startNoop(options: {
   readonly workDir: string;
   readonly siteId: string;
   readonly keyId: string;
+  readonly tokenClient?: string;
   readonly nodeArguments?: readonly string[];
 }): Promise<BenchServer> {
-  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), NOOP, options.siteId, options.keyId], {
+  const credential = options.tokenClient === undefined ? [options.keyId] : ['--token-client', options.tokenClient];
+  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
     env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -220,5 +225,5 @@ export async function startNoop(options: {
     child.once('exit', (code) => reject(new Error(`the no-op server exited with ${code}`)));
   });
   await firstProbe(options.workDir, child.pid!, child);
-  return benchServer('no-op', child, port, undefined, options.workDir);
+  return benchServer(options.tokenClient === undefined ? 'no-op' : 'no-op (token)', child, port, undefined, options.workDir);
 }

@@ -1,4 +1,4 @@
-import type { BrownoutSummary, DenialReportRow, MigrationKeyRow } from '../store/sunset-admin.js';
+import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow } from '../store/sunset-admin.js';
 import { countOption, instantOption, siteIdArgument, textOption, UsageError } from './arguments.js';
 import type { Command, CommandLine } from './commands.js';
 import { shortTime, table, type CommandOutput } from './output.js';
@@ -137,13 +137,36 @@ export const SUNSET_COMMANDS: readonly Command[] = [
   },
   {
     name: 'report migration',
-    synopsis: '[--since DAYS] [--csv]',
-    summary: 'sites that used an API key in the window (default 30 days), most recently active first, with days left',
-    options: { since: { type: 'string' }, csv: { type: 'boolean' } },
+    synopsis: '[--since DAYS] [--sites] [--csv]',
+    summary: 'sites that used an API key in the window (default 30 days) with days left; --sites: each site\'s share on tokens and whether it can go tokens-only',
+    options: { since: { type: 'string' }, sites: { type: 'boolean' }, csv: { type: 'boolean' } },
     arity: [0, 0],
     run: async ({ withAdmin, now, config }, line) => {
       const days = countOption('since', text(line, 'since'), 'days', 30, MAX_SINCE_DAYS);
-      const rows = await withAdmin((admin) => admin.sunset.migrationReport(new Date(now - days * DAY_MS), config.apiKeySunsetAt, now));
+      const since = new Date(now - days * DAY_MS);
+      if (line.options.sites === true) {
+        const siteRows = await withAdmin((admin) => admin.sunset.migrationSiteReport(since, config.apiKeySunsetAt, now));
+        return report<MigrationSiteRow>(
+          line,
+          siteRows,
+          [
+            ['SITE', 'site_id', (r) => r.siteId],
+            ['NAME', 'site_name', (r) => r.siteName],
+            ['METHOD', 'auth_method', (r) => r.authMethod],
+            ['TOKEN REQS', 'token_requests', (r) => r.tokenRequests],
+            ['KEY REQS', 'key_requests', (r) => r.keyRequests],
+            ['ON TOKENS', 'token_share', (r) => r.tokenShare, (r) => (r.tokenShare === null ? '-' : `${(r.tokenShare * 100).toFixed(1)} %`)],
+            ['LAST TOKEN USE', 'last_token_use_at', (r) => r.lastTokenUseAt, (r) => shortTime(r.lastTokenUseAt)],
+            ['LAST KEY USE', 'last_key_use_at', (r) => r.lastKeyUseAt, (r) => shortTime(r.lastKeyUseAt)],
+            ['CLIENTS', 'token_clients', (r) => r.tokenClients],
+            ['TOKENS-ONLY REFUSES', 'would_refuse_on_tokens', (r) => r.wouldRefuseOnTokens, (r) => (r.wouldRefuseOnTokens ? 'yes: keys in use' : 'no')],
+            ['CUT-OFF', 'cutoff_at', (r) => r.cutoffAt, (r) => shortTime(r.cutoffAt)],
+            ['DAYS LEFT', 'days_left', (r) => r.daysLeft],
+          ],
+          `no site sent a request, used an API key or a token in the last ${days} day(s)`,
+        );
+      }
+      const rows = await withAdmin((admin) => admin.sunset.migrationReport(since, config.apiKeySunsetAt, now));
       return report<MigrationKeyRow>(
         line,
         rows,

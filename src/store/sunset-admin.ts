@@ -1,4 +1,4 @@
-import type { SiteId } from '../decision/types.js';
+import type { SiteAuthMethod, SiteId } from '../decision/types.js';
 import { maskApiKey } from '../decision/api-key.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 
@@ -36,6 +36,30 @@ export interface MigrationKeyRow {
   readonly daysLeft: number;
 }
 
+/** One site's move from API keys to tokens over the report's window. */
+export interface MigrationSiteRow {
+  readonly siteId: string;
+  readonly siteName: string;
+  readonly authMethod: SiteAuthMethod;
+  /** Allowed requests in the window, as the replicas counted them by hour (auth_usage). */
+  readonly tokenRequests: number;
+  readonly keyRequests: number;
+  /** tokenRequests / (tokenRequests + keyRequests), from 0 to 1; null without any request. */
+  readonly tokenShare: number | null;
+  /** The site's last allowed token request at any time: its clients' last use or the hourly counts. */
+  readonly lastTokenUseAt: string | null;
+  /** The last use of any of the site's API keys, at any time. */
+  readonly lastKeyUseAt: string | null;
+  readonly tokenClients: number;
+  /**
+   * `site auth <id> tokens` today would refuse someone: the site is on both and an API key of it was
+   * used in the window. A site already on tokens refuses keys now, so switching changes nothing.
+   */
+  readonly wouldRefuseOnTokens: boolean;
+  readonly cutoffAt: string;
+  readonly daysLeft: number;
+}
+
 export interface DenialReportRow {
   readonly siteId: string;
   readonly errorId: number;
@@ -64,6 +88,12 @@ const BROWNOUT_COLUMNS = `id::text, starts_at, ends_at, site_ids::text[] AS site
        WHEN starts_at <= now() THEN 'running' ELSE 'scheduled' END AS state`;
 
 const DAY_MS = 86_400_000;
+
+/** When API keys stop working for a site (the later of the sunset and its grace) and the days to it. */
+function keyCutoff(graceUntil: Date | null, sunsetAt: number, now: number): { readonly cutoffAt: string; readonly daysLeft: number } {
+  const cutoff = Math.max(sunsetAt, graceUntil?.getTime() ?? -Infinity);
+  return { cutoffAt: new Date(cutoff).toISOString(), daysLeft: Math.max(0, Math.ceil((cutoff - now) / DAY_MS)) };
+}
 
 function brownoutSummary(row: BrownoutRow): BrownoutSummary {
   return {
@@ -159,7 +189,6 @@ export class SunsetAdmin {
         [since],
       );
       return rows.map((row) => {
-        const cutoff = Math.max(sunsetAt, row.grace_until?.getTime() ?? -Infinity);
         return {
           siteId: row.site_id,
           siteName: row.site_name,
@@ -167,8 +196,74 @@ export class SunsetAdmin {
           maskedKey: maskApiKey(row.last_five),
           lastUsedAt: row.last_used_at.toISOString(),
           graceUntil: row.grace_until?.toISOString() ?? null,
-          cutoffAt: new Date(cutoff).toISOString(),
-          daysLeft: Math.max(0, Math.ceil((cutoff - now) / DAY_MS)),
+          ...keyCutoff(row.grace_until, sunsetAt, now),
+        };
+      });
+    });
+  }
+
+  /**
+   * Every site with a request, a key use or a token use in the window: how much of its traffic is on
+   * tokens and whether it can be switched to tokens only. Sites that would refuse someone come first,
+   * the most key requests first. An hour of counts is in the window when its last request is.
+   */
+  async migrationSiteReport(since: Date, sunsetAt: number, now: number): Promise<MigrationSiteRow[]> {
+    return this.transactions.read(async (sql) => {
+      const { rows } = await sql.query<{
+        site_id: string;
+        site_name: string;
+        auth_method: SiteAuthMethod;
+        grace_until: Date | null;
+        token_requests: string;
+        key_requests: string;
+        last_token_use: Date | null;
+        last_key_use: Date | null;
+        token_clients: number;
+        would_refuse: boolean;
+      }>(
+        `WITH usage AS (
+           SELECT site_id,
+                  sum(count) FILTER (WHERE method = 'token' AND last_seen >= $1) AS token_requests,
+                  sum(count) FILTER (WHERE method = 'api_key' AND last_seen >= $1) AS key_requests,
+                  max(last_seen) FILTER (WHERE method = 'token') AS last_token_seen
+             FROM auth_usage GROUP BY site_id
+         ), clients AS (
+           SELECT site_id, count(*)::int AS token_clients, max(last_used_at) AS last_used_at FROM token_clients GROUP BY site_id
+         ), keys AS (
+           SELECT site_id, max(last_used_at) AS last_used_at FROM api_keys GROUP BY site_id
+         )
+         SELECT * FROM (
+           SELECT s.id::text AS site_id, s.id, s.name AS site_name, s.auth_method, s.apikey_grace_until AS grace_until,
+                  coalesce(u.token_requests, 0)::text AS token_requests, coalesce(u.key_requests, 0)::text AS key_requests,
+                  nullif(greatest(coalesce(c.last_used_at, '-infinity'), coalesce(u.last_token_seen, '-infinity')), '-infinity') AS last_token_use,
+                  k.last_used_at AS last_key_use, coalesce(c.token_clients, 0) AS token_clients,
+                  -- A key's last use counts too: it also covers keys used before the hourly counts existed.
+                  s.auth_method = 'both' AND (coalesce(u.key_requests, 0) > 0 OR coalesce(k.last_used_at >= $1, false)) AS would_refuse
+             FROM sites s
+             LEFT JOIN usage u ON u.site_id = s.id
+             LEFT JOIN clients c ON c.site_id = s.id
+             LEFT JOIN keys k ON k.site_id = s.id
+            WHERE u.token_requests > 0 OR u.key_requests > 0 OR k.last_used_at >= $1 OR c.last_used_at >= $1
+         ) AS report
+          ORDER BY would_refuse DESC, key_requests::bigint DESC, id`,
+        [since],
+      );
+      return rows.map((row): MigrationSiteRow => {
+        const tokenRequests = Number(row.token_requests);
+        const keyRequests = Number(row.key_requests);
+        const total = tokenRequests + keyRequests;
+        return {
+          siteId: row.site_id,
+          siteName: row.site_name,
+          authMethod: row.auth_method,
+          tokenRequests,
+          keyRequests,
+          tokenShare: total === 0 ? null : tokenRequests / total,
+          lastTokenUseAt: row.last_token_use?.toISOString() ?? null,
+          lastKeyUseAt: row.last_key_use?.toISOString() ?? null,
+          tokenClients: row.token_clients,
+          wouldRefuseOnTokens: row.would_refuse,
+          ...keyCutoff(row.grace_until, sunsetAt, now),
         };
       });
     });
