@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { guideUrlProblem, parseInstant } from './sunset-values.js';
 
 /** Where the client address of a check comes from (README, "Source IP"). */
 export type ClientIpSource =
@@ -28,11 +29,17 @@ export interface Config {
   readonly shutdownGraceSeconds: number;
   /** After SIGTERM, how long to keep answering while reporting NOT_SERVING, before draining. */
   readonly shutdownDelaySeconds: number;
-  /** The API-key sunset (issue #11): dates in epoch ms, the guide, and whether to enforce it. */
+  /**
+   * The API-key sunset: dates in epoch ms, the guide, and whether to enforce it. The sunset date,
+   * enforcement and guide live in the database (`sitekey-authz sunset`); these are only the first
+   * value written there when it holds none (see check-policies.ts).
+   */
   readonly apiKeySunsetAt: number;
   readonly apiKeyDeprecatedAt: number;
   readonly apiKeySunsetEnforce: boolean;
   readonly migrationGuideUrl: string | undefined;
+  /** Which of the sunset variables the environment set, so that only those are compared with the database. */
+  readonly sunsetVariablesSet: readonly SunsetVariable[];
   /** Remove the Authorization header from allowed requests before they reach the upstream. */
   readonly stripAuthorization: boolean;
   readonly denialStatsRetentionDays: number;
@@ -58,6 +65,9 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+export const SUNSET_VARIABLES = ['APIKEY_SUNSET_AT', 'APIKEY_SUNSET_ENFORCE', 'MIGRATION_GUIDE_URL', 'APIKEY_DEPRECATED_AT'] as const;
+export type SunsetVariable = (typeof SUNSET_VARIABLES)[number];
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -154,20 +164,21 @@ function workers(env: Env): number {
 }
 
 const DEFAULT_SUNSET = '2026-12-31T23:59:59Z';
-// A date-time with an explicit zone: a deadline must not depend on the server's time zone.
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
+/** A date-time with an explicit zone (a deadline must not depend on the server's time zone), and in the calendar. */
 function instant(env: Env, name: string, fallback: string): number {
   const value = text(env, name) ?? fallback;
-  const at = INSTANT.test(value) ? Date.parse(value) : NaN;
-  if (Number.isNaN(at)) throw new ConfigError(name, `expected an ISO 8601 date-time with a zone such as ${DEFAULT_SUNSET}, got "${value}"`);
+  const at = parseInstant(value, { dateAlone: false });
+  if (at === undefined) {
+    throw new ConfigError(name, `expected an ISO 8601 date-time with a zone, on a day the calendar has, such as ${DEFAULT_SUNSET}, got "${value}"`);
+  }
   return at;
 }
 
-function httpsUrl(env: Env, name: string): string | undefined {
-  const value = url(env, name, { schemes: ['https:', 'http:'], said: 'an https://', example: 'https://developers.example.com/migrate' });
-  // It goes into a Link header between < and >, and into error messages: no room for anything else.
-  if (value !== undefined && /[\s<>"]/.test(value)) throw new ConfigError(name, 'must not contain spaces, quotes, < or >');
+function guideUrl(env: Env, name: string): string | undefined {
+  const value = text(env, name);
+  const problem = value === undefined ? undefined : guideUrlProblem(value);
+  if (problem !== undefined) throw new ConfigError(name, problem);
   return value;
 }
 
@@ -206,7 +217,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 0, 3_600),
     ...sunsetDates(env),
     apiKeySunsetEnforce: boolean(env, 'APIKEY_SUNSET_ENFORCE', false),
-    migrationGuideUrl: httpsUrl(env, 'MIGRATION_GUIDE_URL'),
+    migrationGuideUrl: guideUrl(env, 'MIGRATION_GUIDE_URL'),
+    sunsetVariablesSet: SUNSET_VARIABLES.filter((name) => text(env, name) !== undefined),
     stripAuthorization: boolean(env, 'STRIP_AUTHORIZATION', false),
     denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 30, 1, 3_650),
     metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),

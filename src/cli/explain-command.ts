@@ -10,6 +10,7 @@ import { viewCheckRequest } from '../envoy/request-view.js';
 import { findKey, findSite } from '../store/credential-lookup.js';
 import { SiteTable } from '../store/site-table.js';
 import { loadBrownouts, loadSites } from '../store/snapshot-loader.js';
+import { loadSunsetPolicy } from '../store/sunset-policy.js';
 import { answerOf, exitStatusOf, verdictText, type CheckAnswer } from './check-answer.js';
 import type { CommandContext, CommandLine } from './commands.js';
 import type { CommandOutput } from './output.js';
@@ -123,7 +124,7 @@ function bodyWords(denial: Extract<Denial, { errorId: 104 }>, facts: Facts): str
 
 function sunsetWords(denial: Extract<Denial, { errorId: 105 }>): string {
   const grace = `site ${denial.siteId} has no grace (\`sitekey-authz site grace ${denial.siteId} --until <date>\` gives it some)`;
-  if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (APIKEY_SUNSET_ENFORCE is on) and ${grace}`;
+  if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (enforced, see \`sitekey-authz sunset show\`) and ${grace}`;
   const brownout = denial.brownout === undefined ? 'a brownout' : `brownout ${denial.brownout.id}, until ${new Date(denial.brownout.until).toISOString()},`;
   return `${brownout} refuses API keys and ${grace}`;
 }
@@ -166,11 +167,12 @@ export async function runExplain({ config, now, readStdin, withPool }: CommandCo
   const { input } = viewCheckRequest(request, config);
   // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
   const header = parseAuthorization(input.authorization);
-  const { sunset, allowedResponse } = checkPolicies(config);
   return withPool(async (pool) => {
     const snapshot = new SiteTable();
-    const [sites, brownouts] = await Promise.all([loadSites(pool, header.ok ? [header.siteId] : []), loadBrownouts(pool)]);
+    const [sites, brownouts, stored] = await Promise.all([loadSites(pool, header.ok ? [header.siteId] : []), loadBrownouts(pool), loadSunsetPolicy(pool)]);
     snapshot.replaceAll(sites, brownouts, now);
+    // The sunset policy the service follows: the database's, not this terminal's environment.
+    const { sunset, allowedResponse } = checkPolicies(config, stored && { sunsetAt: stored.sunsetAt, enforce: stored.enforce, guideUrl: stored.guideUrl });
     const decision = decide(input, snapshot, now, sunset);
     const response = toCheckResponse(decision, allowedResponse);
     const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };

@@ -1,4 +1,6 @@
-import type { BrownoutSummary, DenialReportRow, MigrationKeyRow } from '../store/sunset-admin.js';
+import { configuredSunsetPolicy } from '../check-policies.js';
+import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
+import { guideUrlProblem } from '../sunset-values.js';
 import { countOption, instantOption, siteIdArgument, textOption, UsageError } from './arguments.js';
 import type { Command, CommandLine } from './commands.js';
 import { shortTime, table, type CommandOutput } from './output.js';
@@ -47,8 +49,64 @@ const sites = (brownout: BrownoutSummary) => (brownout.siteIds === null ? 'all' 
 
 const BROWNOUT_HINT = 'e.g. sitekey-authz brownout add --from 2026-12-01T14:00:00Z --until 2026-12-01T15:00:00Z --site 1001 --dry-run';
 
+function policyText(policy: SunsetPolicySummary): string {
+  const source =
+    policy.source === 'database'
+      ? `stored in the database (changed ${policy.updatedAt ?? '-'}); every replica follows it, whatever its environment`
+      : 'from this environment (APIKEY_SUNSET_AT, APIKEY_SUNSET_ENFORCE, MIGRATION_GUIDE_URL): the database holds none yet; serve stores it at start, or `sitekey-authz sunset set`';
+  return [
+    `sunset:   ${policy.sunsetAt}`,
+    `enforce:  ${policy.enforce ? 'yes: valid API keys are refused (105) from the sunset on, except sites with grace' : 'no: API keys keep working after the sunset'}`,
+    `guide:    ${policy.guideUrl ?? '- (105 messages and Link headers name none)'}`,
+    `source:   ${source}`,
+  ].join('\n');
+}
+
+const SUNSET_SET_HINT = 'e.g. sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate';
+
 /** Issue #11: grace, brownouts and the reports of the API-key sunset. */
 export const SUNSET_COMMANDS: readonly Command[] = [
+  {
+    name: 'sunset show',
+    synopsis: '',
+    summary: 'the sunset policy every process follows: the date API keys retire, whether that is enforced, and the migration guide',
+    options: {},
+    arity: [0, 0],
+    example: 'sitekey-authz sunset show --json',
+    run: async ({ withAdmin, config }) => {
+      const policy = await withAdmin((admin) => admin.sunset.policy(configuredSunsetPolicy(config)));
+      return { text: policyText(policy), json: policy };
+    },
+  },
+  {
+    name: 'sunset set',
+    synopsis: '[--at ISO] [--enforce | --no-enforce] [--guide URL | --no-guide]',
+    summary: 'change the sunset policy in the database; every replica follows within a second (audited as sunset.set)',
+    options: { at: { type: 'string' }, enforce: { type: 'boolean' }, 'no-enforce': { type: 'boolean' }, guide: { type: 'string' }, 'no-guide': { type: 'boolean' } },
+    arity: [0, 0],
+    rules: {
+      '--at ISO': 'when API keys retire: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has (2026-02-30 is refused)',
+      '--enforce, --no-enforce': 'refuse valid API keys with 105 from the sunset on (sites with grace pass), or only announce it in headers',
+      '--guide URL, --no-guide': 'the migration guide named in 105 messages and Link headers: an https:// URL of printable ASCII, no spaces, quotes, < or >; --no-guide removes it',
+    },
+    example: 'sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate',
+    run: async ({ withAdmin, config }, line) => {
+      const atText = text(line, 'at');
+      const guide = text(line, 'guide');
+      if (line.options.enforce === true && line.options['no-enforce'] === true) throw new UsageError('give --enforce or --no-enforce, not both');
+      if (guide !== undefined && line.options['no-guide'] === true) throw new UsageError('give --guide URL or --no-guide, not both');
+      const problem = guide === undefined ? undefined : guideUrlProblem(guide);
+      if (problem !== undefined) throw new UsageError(`--guide ${problem}; ${SUNSET_SET_HINT}`);
+      const change: SunsetPolicyChange = {
+        ...(atText === undefined ? {} : { sunsetAt: instantOption('at', atText).getTime() }),
+        ...(line.options.enforce === true ? { enforce: true } : line.options['no-enforce'] === true ? { enforce: false } : {}),
+        ...(guide !== undefined ? { guideUrl: guide } : line.options['no-guide'] === true ? { guideUrl: null } : {}),
+      };
+      if (Object.keys(change).length === 0) throw new UsageError(`nothing to change: give --at, --enforce, --no-enforce, --guide or --no-guide; ${SUNSET_SET_HINT}`);
+      const { policy } = await withAdmin((admin) => admin.sunset.setPolicy(change, configuredSunsetPolicy(config)));
+      return { text: `${policyText(policy)}\nEvery replica follows it within a second.`, json: policy };
+    },
+  },
   {
     name: 'site grace',
     synopsis: '<id> --until ISO | --clear',
@@ -143,7 +201,10 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     arity: [0, 0],
     run: async ({ withAdmin, now, config }, line) => {
       const days = countOption('since', text(line, 'since'), 'days', 30, MAX_SINCE_DAYS);
-      const rows = await withAdmin((admin) => admin.sunset.migrationReport(new Date(now - days * DAY_MS), config.apiKeySunsetAt, now));
+      const rows = await withAdmin(async (admin) => {
+        const policy = await admin.sunset.policy(configuredSunsetPolicy(config));
+        return admin.sunset.migrationReport(new Date(now - days * DAY_MS), Date.parse(policy.sunsetAt), now);
+      });
       return report<MigrationKeyRow>(
         line,
         rows,

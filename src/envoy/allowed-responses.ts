@@ -25,13 +25,20 @@ export class AllowedResponses {
   private readonly encoded = new Map<string, EncodedCheckResponse>();
 
   constructor(
-    private readonly policy: AllowedResponsePolicy,
+    private policy: AllowedResponsePolicy,
     private readonly encode: (response: CheckResponseMessage) => Buffer,
     private readonly maxEntries: number = ALLOWED_RESPONSES_MAX,
   ) {}
 
-  /** The encoded allowed response for the site and key. */
-  response(siteId: SiteId, keyId: KeyId): EncodedCheckResponse {
+  /**
+   * The encoded allowed response for the site and key, under `policy` if given: a policy that is not
+   * the one the kept encodings were made with (the sunset policy changed) drops them all.
+   */
+  response(siteId: SiteId, keyId: KeyId, policy: AllowedResponsePolicy = this.policy): EncodedCheckResponse {
+    if (policy !== this.policy) {
+      this.encoded.clear();
+      this.policy = policy;
+    }
     // Site and key ids are decimal digits: the colon cannot be part of either.
     const entry = `${siteId}:${keyId}`;
     const kept = this.encoded.get(entry);

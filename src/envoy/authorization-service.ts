@@ -11,8 +11,11 @@ import { viewCheckRequest, type RequestViewOptions } from './request-view.js';
 export interface AuthorizationServiceDeps extends RequestViewOptions {
   /** The decision on current credential data; undefined when there is none to decide on yet. */
   readonly authorize: (input: CheckInput) => Decision | undefined;
-  /** What allowed responses carry besides x-site-id (sunset headers, removed credentials). */
-  readonly allowedResponse?: AllowedResponsePolicy;
+  /**
+   * What allowed responses carry besides x-site-id (sunset headers, removed credentials); a function
+   * when it may change (the sunset policy lives in the database), read after each decision.
+   */
+  readonly allowedResponse?: AllowedResponsePolicy | (() => AllowedResponsePolicy);
   /** Observers of each decision: they get the key-free event, never the request as received. */
   readonly onDecision?: (event: CheckEvent) => void;
   readonly onFailure?: (event: UndecidedCheckEvent) => void;
@@ -40,7 +43,9 @@ function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorRespons
  */
 export function createAuthorizationService(deps: AuthorizationServiceDeps): AuthorizationImplementation {
   const { logger } = deps;
-  const allowedResponses = new AllowedResponses(deps.allowedResponse ?? PLAIN_ALLOWED_RESPONSE, encodeCheckResponse);
+  const allowedPolicy = deps.allowedResponse ?? PLAIN_ALLOWED_RESPONSE;
+  const currentAllowedPolicy = typeof allowedPolicy === 'function' ? allowedPolicy : () => allowedPolicy;
+  const allowedResponses = new AllowedResponses(currentAllowedPolicy(), encodeCheckResponse);
 
   // An observer is someone else's code: it must neither fail nor delay-then-fail the check.
   function notify<E>(observer: ((event: E) => void) | undefined, event: E, requestId: string | undefined): void {
@@ -64,7 +69,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
       requestId = view.requestId;
       const decision = deps.authorize(view.input);
       if (decision === undefined) return { failure: 'unavailable', requestId };
-      const response = decision.outcome === 'allow' ? allowedResponses.response(decision.siteId, decision.keyId) : toCheckResponse(decision);
+      const response = decision.outcome === 'allow' ? allowedResponses.response(decision.siteId, decision.keyId, currentAllowedPolicy()) : toCheckResponse(decision);
       return { response, event: checkEvent(view, decision, secondsSince(started)) };
     } catch (error) {
       logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');

@@ -43,8 +43,8 @@ export interface ServiceMetricsOptions {
   readonly ready: () => boolean;
   readonly now?: () => number;
   readonly version?: string;
-  /** APIKEY_SUNSET_AT, epoch ms: exported so that alerts can compare traffic with it. */
-  readonly apiKeySunsetAt: number;
+  /** The sunset in force, epoch ms (a function: it lives in the database): exported so that alerts can compare traffic with it. */
+  readonly apiKeySunsetAt: number | (() => number);
 }
 
 /** The `site` label value of every site beyond the cap, every unknown id, and checks without a site. */
@@ -156,12 +156,16 @@ export class ServiceMetrics {
       help: 'Requests a dry-run brownout would have refused with error 105, let through.',
       registers,
     });
+    const sunsetAt = options.apiKeySunsetAt;
     new Gauge({
       name: 'sitekey_authz_apikey_sunset_timestamp_seconds',
       aggregator: 'first',
-      help: 'When API-key authentication retires (APIKEY_SUNSET_AT), in Unix seconds.',
+      help: 'When API-key authentication retires (`sitekey-authz sunset show`), in Unix seconds.',
       registers,
-    }).set(options.apiKeySunsetAt / 1000);
+      collect() {
+        this.set((typeof sunsetAt === 'function' ? sunsetAt() : sunsetAt) / 1000);
+      },
+    });
     this.checkDuration = new Histogram({
       name: 'sitekey_authz_check_duration_seconds',
       help: 'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',

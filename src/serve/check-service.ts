@@ -1,4 +1,4 @@
-import { checkPolicies } from '../check-policies.js';
+import { configuredSunsetPolicy, FollowedCheckPolicies, type CheckPolicies } from '../check-policies.js';
 import type { Config } from '../config.js';
 import { parseClientIp } from '../decision/client-ip.js';
 import { decide } from '../decision/decide.js';
@@ -12,6 +12,7 @@ import { CredentialCache, databaseTimeoutMs } from '../store/credential-cache.js
 import { connectionPool } from '../store/database.js';
 import { DenialStatsRecorder } from '../store/denial-stats-recorder.js';
 import { LastUsedRecorder } from '../store/last-used-recorder.js';
+import { seedSunsetPolicy } from '../store/sunset-policy.js';
 import { Resources } from './resources.js';
 
 const READINESS_POLL_MS = 1_000;
@@ -54,7 +55,24 @@ function openCredentialStore(config: Config, databaseUrl: string, logger: Logger
     }),
     (opened) => opened.stop(),
   );
-  return { pool, cache };
+  const followed = new FollowedCheckPolicies(config, logger);
+  /** The policies of the sunset policy in the last full load: read per check, the same for decision and answer. */
+  const policies = (): CheckPolicies => followed.of(cache.sunsetPolicy());
+  return { pool, cache, policies };
+}
+
+/**
+ * The environment's sunset policy becomes the database's if it holds none yet. Its notification
+ * brings it into every snapshot; until then the environment's applies, which is the same.
+ */
+function seedSunsetPolicyOnce(config: Config, store: CredentialStore, logger: Logger): void {
+  seedSunsetPolicy(store.pool, configuredSunsetPolicy(config)).then(
+    (seeded) => {
+      if (seeded) logger.info('the database held no sunset policy: seeded it from the environment (APIKEY_SUNSET_AT, APIKEY_SUNSET_ENFORCE, MIGRATION_GUIDE_URL)');
+    },
+    (error: unknown) =>
+      logger.warn({ err: error }, 'could not seed the sunset policy from the environment; the environment applies until `sitekey-authz sunset set` stores one'),
+  );
 }
 
 type CredentialStore = ReturnType<typeof openCredentialStore>;
@@ -91,7 +109,7 @@ function serviceMetrics(config: Config, store: CredentialStore, ready: () => boo
         return { ageSeconds: status.loaded ? status.staleSeconds : null, sites: status.sites, activeKeys: status.activeKeys, listening: status.listening };
       },
     },
-    apiKeySunsetAt: config.apiKeySunsetAt,
+    apiKeySunsetAt: () => store.policies().sunset.sunsetAt,
     pool,
     ready,
   });
@@ -124,7 +142,6 @@ function decisionObserver(config: Config, recorders: Recorders, metrics: Service
 }
 
 function startCheckServer(config: Config, store: CredentialStore, recorders: Recorders, metrics: ServiceMetrics, logger: Logger): Promise<AuthzGrpcServer> {
-  const { sunset, allowedResponse } = checkPolicies(config);
   return startGrpcServer({
     bindAddress: config.bindAddress,
     port: config.grpcPort,
@@ -135,11 +152,11 @@ function startCheckServer(config: Config, store: CredentialStore, recorders: Rec
       clientIpSource: config.clientIpSource,
       maxBodyBytes: config.maxBodyBytes,
       logger,
-      allowedResponse,
+      allowedResponse: () => store.policies().allowedResponse,
       authorize: (input) => {
         const now = Date.now();
         const snapshot = store.cache.snapshot(now);
-        return snapshot && decide(input, snapshot, now, sunset);
+        return snapshot && decide(input, snapshot, now, store.policies().sunset);
       },
       onDecision: decisionObserver(config, recorders, metrics, logger),
       onFailure: (event) => metrics.observeUndecided(event),
@@ -193,6 +210,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     readiness,
     followSnapshot(reportTo) {
       report = reportTo;
+      seedSunsetPolicyOnce(config, store, logger);
       void store.cache.start().then(followReadiness, (error: unknown) => logger.error({ err: error }, 'credential snapshot failed to start'));
       timer = setInterval(followReadiness, READINESS_POLL_MS);
     },

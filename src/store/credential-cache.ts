@@ -1,11 +1,12 @@
 import type pg from 'pg';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
-import type { CredentialSnapshot, SiteId } from '../decision/types.js';
+import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../observe/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
 import { loadAllSites, loadBrownouts, loadSites } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';
+import { loadSunsetPolicy } from './sunset-policy.js';
 
 export { CREDENTIALS_CHANNEL, LISTEN_APPLICATION_NAME } from './listen-session.js';
 
@@ -123,6 +124,11 @@ export class CredentialCache {
     return this.isFresh(now) ? this.table : undefined;
   }
 
+  /** The sunset policy the database held at the last full load; undefined: none stored yet. */
+  sunsetPolicy(): SunsetPolicy | undefined {
+    return this.table.sunsetPolicy;
+  }
+
   status(now: number): CacheStatus {
     return {
       loaded: this.loaded,
@@ -209,8 +215,12 @@ export class CredentialCache {
     const startedAt = Date.now();
     const order = performance.now();
     try {
-      const [loaded, brownouts] = await Promise.all([loadAllSites(this.options.pool), loadBrownouts(this.options.pool)]);
-      this.table.replaceAll(loaded, brownouts, order);
+      const [loaded, brownouts, sunsetPolicy] = await Promise.all([
+        loadAllSites(this.options.pool),
+        loadBrownouts(this.options.pool),
+        loadSunsetPolicy(this.options.pool),
+      ]);
+      this.table.replaceAll(loaded, brownouts, order, sunsetPolicy);
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();

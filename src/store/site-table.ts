@@ -1,4 +1,4 @@
-import type { Brownout, CredentialSnapshot, SiteCredentials, SiteId } from '../decision/types.js';
+import type { Brownout, CredentialSnapshot, SiteCredentials, SiteId, SunsetPolicy } from '../decision/types.js';
 
 /**
  * The sites a check reads, replaced whole by a full load or one site at a time by a reload. Loads
@@ -12,6 +12,7 @@ import type { Brownout, CredentialSnapshot, SiteCredentials, SiteId } from '../d
 export class SiteTable implements CredentialSnapshot {
   private sites = new Map<SiteId, SiteCredentials>();
   private brownoutList: readonly Brownout[] = [];
+  private storedSunsetPolicy: SunsetPolicy | undefined;
   /** Keys across all sites, kept with each write: readiness reads it every second. */
   private keyCount = 0;
   private fullLoadStartedAt = -Infinity;
@@ -27,6 +28,11 @@ export class SiteTable implements CredentialSnapshot {
     return this.brownoutList;
   }
 
+  /** The sunset policy the database held at the last full load; undefined: none stored. */
+  get sunsetPolicy(): SunsetPolicy | undefined {
+    return this.storedSunsetPolicy;
+  }
+
   get size(): number {
     return this.sites.size;
   }
@@ -36,9 +42,10 @@ export class SiteTable implements CredentialSnapshot {
     return this.keyCount;
   }
 
-  replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number): void {
+  replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number, sunsetPolicy?: SunsetPolicy): void {
     if (startedAt <= this.fullLoadStartedAt) return;
     this.brownoutList = brownouts;
+    this.storedSunsetPolicy = sunsetPolicy;
     for (const [siteId, reloadedAt] of this.reloadStartedAt) {
       if (reloadedAt <= startedAt) {
         this.reloadStartedAt.delete(siteId);

@@ -1,6 +1,29 @@
-import type { SiteId } from '../decision/types.js';
+import type { SiteId, SunsetPolicy } from '../decision/types.js';
 import { maskApiKey } from '../decision/api-key.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
+import { loadSunsetPolicy, writeSunsetPolicy } from './sunset-policy.js';
+
+/** The sunset policy in force, as `sunset show` gives it. */
+export interface SunsetPolicySummary {
+  readonly sunsetAt: string;
+  readonly enforce: boolean;
+  readonly guideUrl: string | null;
+  /** database: what every process follows; environment: none stored yet, this process's environment applies until serve seeds it. */
+  readonly source: 'database' | 'environment';
+  readonly updatedAt: string | null;
+}
+
+/** What `sunset set` changes; an absent field keeps its value. */
+export interface SunsetPolicyChange {
+  readonly sunsetAt?: number;
+  readonly enforce?: boolean;
+  /** null: no guide any more. */
+  readonly guideUrl?: string | null;
+}
+
+function policySummary(policy: SunsetPolicy, source: SunsetPolicySummary['source'], updatedAt: string | null): SunsetPolicySummary {
+  return { sunsetAt: new Date(policy.sunsetAt).toISOString(), enforce: policy.enforce, guideUrl: policy.guideUrl ?? null, source, updatedAt };
+}
 
 export interface BrownoutSummary {
   readonly brownoutId: string;
@@ -85,6 +108,33 @@ function brownoutSummary(row: BrownoutRow): BrownoutSummary {
  */
 export class SunsetAdmin {
   constructor(private readonly transactions: AdminTransactions) {}
+
+  /** The sunset policy every process follows: the database's, or `fallback` (the environment's) while it holds none. */
+  async policy(fallback: SunsetPolicy): Promise<SunsetPolicySummary> {
+    return this.transactions.read(async (sql) => {
+      const stored = await loadSunsetPolicy(sql);
+      return stored === undefined ? policySummary(fallback, 'environment', null) : policySummary(stored, 'database', stored.updatedAt);
+    });
+  }
+
+  /** Changes the stored policy (starting from `fallback` when none is stored); audited as sunset.set. */
+  async setPolicy(change: SunsetPolicyChange, fallback: SunsetPolicy): Promise<{ readonly policy: SunsetPolicySummary; readonly previous: SunsetPolicySummary }> {
+    return this.transactions.change(async (sql) => {
+      const stored = await loadSunsetPolicy(sql, true);
+      const before = stored ?? fallback;
+      const after: SunsetPolicy = {
+        sunsetAt: change.sunsetAt ?? before.sunsetAt,
+        enforce: change.enforce ?? before.enforce,
+        guideUrl: change.guideUrl === undefined ? before.guideUrl : (change.guideUrl ?? undefined),
+      };
+      await writeSunsetPolicy(sql, after);
+      const written = await loadSunsetPolicy(sql);
+      const policy = policySummary(after, 'database', written?.updatedAt ?? null);
+      const previous = policySummary(before, stored === undefined ? 'environment' : 'database', stored?.updatedAt ?? null);
+      await this.transactions.audit(sql, 'sunset.set', null, { policy, previous });
+      return { policy, previous };
+    });
+  }
 
   /** Sets (a Date) or clears (null) the site's grace; returns the previous value. */
   async setGrace(siteId: SiteId, until: Date | null): Promise<{ readonly siteId: SiteId; readonly graceUntil: string | null; readonly previous: string | null }> {

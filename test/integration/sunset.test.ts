@@ -197,12 +197,9 @@ describe('the API-key sunset', () => {
 
     before(async () => {
       await cli('site', 'grace', '1002', '--until', '2099-01-01');
-      enforced = await startService({
-        DATABASE_URL: database.url,
-        ...env,
-        APIKEY_SUNSET_AT: '2026-01-01T00:00:00Z',
-        APIKEY_SUNSET_ENFORCE: 'true',
-      });
+      // The database holds the policy the first serve seeded: enforcement is set there, not in serve's environment.
+      await cli('sunset', 'set', '--at', '2026-01-01T00:00:00Z', '--enforce');
+      enforced = await startService({ DATABASE_URL: database.url, ...env });
       enforcedClient = authorizationClient(enforced.grpcTarget);
     });
 

@@ -1,0 +1,21 @@
+-- Up Migration
+
+-- The API-key sunset as every process applies it: one row, so that `check`, `explain`, the reports,
+-- the metrics and every replica agree whatever their environment. The environment
+-- (APIKEY_SUNSET_AT, APIKEY_SUNSET_ENFORCE, MIGRATION_GUIDE_URL) only seeds it when it is empty.
+-- The checks keep out what no process could use: an endless date, a guide that is not https or not
+-- printable ASCII (it goes into the Link header).
+CREATE TABLE sunset_policy (
+  singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  sunset_at   timestamptz NOT NULL CHECK (isfinite(sunset_at)),
+  enforce     boolean NOT NULL,
+  guide_url   text CHECK (guide_url IS NULL OR guide_url ~ '^https://[!#-;=?-~]+$'),
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- Changed rarely, read by every replica: any change asks for a full resync, as brownouts do.
+CREATE TRIGGER sunset_policy_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sunset_policy
+  FOR EACH STATEMENT EXECUTE FUNCTION sitekey_notify_all();
+
+-- Down Migration
+DROP TABLE sunset_policy;
