@@ -11,7 +11,7 @@ import { migrate } from '../store/migrate.js';
 import { textOption, UsageError } from './arguments.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
 import { commandHelp, groupHelp, PROGRAM_HELP, usageLine, versionText } from './help.js';
-import type { CommandOutput } from './output.js';
+import { printable, type CommandOutput } from './output.js';
 
 const EXIT_OK = 0;
 /** The command was understood but refused or failed: unknown site, duplicate key, database down. */
@@ -185,8 +185,8 @@ function describeFailure(error: unknown): Failure {
 }
 
 function print(output: CommandOutput, json: boolean): void {
-  for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${maskApiKeysIn(warning)}\n`);
-  process.stdout.write(json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
+  for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${printable(maskApiKeysIn(warning))}\n`);
+  process.stdout.write(json ? `${JSON.stringify(output.json, null, 2)}\n` : `${printable(output.text)}\n`);
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -225,7 +225,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     // A key typed where it does not belong must not be echoed back in the message that says so.
     const failure = { ...described, exit: failureExit ?? described.exit, message: maskApiKeysIn(described.message) };
     process.stderr.write(
-      json ? `${JSON.stringify({ error: { code: failure.code, message: failure.message } })}\n` : `sitekey-authz: ${failure.message}\n`,
+      json ? `${JSON.stringify({ error: { code: failure.code, message: failure.message } })}\n` : `sitekey-authz: ${printable(failure.message)}\n`,
     );
     return failure.exit;
   }

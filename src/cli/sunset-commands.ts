@@ -21,10 +21,15 @@ const texts = (line: CommandLine, name: string): string[] => {
   return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
 };
 
-/** RFC 4180 fields: quoted when they hold a comma, a quote or a line break. */
-function csv(headings: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>): string {
+// A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), @SUM(1)):
+// OWASP's CSV-injection rule puts a ' before it, which the spreadsheet shows as text.
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/** RFC 4180 fields: quoted when they hold a comma, a quote or a line break; never read as a formula. */
+export function csv(headings: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>): string {
   const field = (value: string | number | boolean | null) => {
-    const textValue = value === null ? '' : String(value);
+    const raw = value === null ? '' : String(value);
+    const textValue = typeof value === 'string' && FORMULA_START.test(raw) ? `'${raw}` : raw;
     return /[",\r\n]/.test(textValue) ? `"${textValue.replaceAll('"', '""')}"` : textValue;
   };
   return [headings, ...rows].map((row) => row.map(field).join(',')).join('\n');

@@ -52,7 +52,8 @@ const instant = (epochMs: number): string => new Date(epochMs).toISOString().rep
 function sunsetMessage(denial: DenialOf<105>): string {
   const guide = denial.guideUrl === undefined ? '' : `; migration guide: ${denial.guideUrl}`;
   if (denial.reason === 'retired') return `API key authentication has been retired; use token-based authentication${guide}`;
-  const until = denial.brownout === undefined ? '' : ` until ${instant(denial.brownout.until)}`;
+  // A brownout written straight into the database may end at 'infinity': no date to name then.
+  const until = denial.brownout === undefined || !Number.isFinite(denial.brownout.until) ? '' : ` until ${instant(denial.brownout.until)}`;
   return (
     `API key authentication is switched off${until} for a scheduled brownout ahead of its retirement on ${day(denial.sunsetAt)}; ` +
     `migrate to token-based authentication${guide}`

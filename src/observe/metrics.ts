@@ -106,6 +106,7 @@ export class ServiceMetrics {
   private readonly syncFailures: Counter<'kind'>;
   private readonly syncDuration: Histogram<'kind'>;
   private readonly notifications: Counter;
+  private readonly rowsSkipped: Counter<'table'>;
   private readonly apiKeyRequests: Counter;
   private readonly sunsetRefusals: Counter;
   private readonly brownoutRehearsals: Counter;
@@ -257,6 +258,13 @@ export class ServiceMetrics {
       help: 'Credential change notifications received on the LISTEN connection.',
       registers,
     });
+    this.rowsSkipped = new Counter({
+      name: 'sitekey_authz_snapshot_rows_skipped_total',
+      help: 'Rows a snapshot load left out because it cannot use them (written with SQL past the CLI), by table, at each load; the log names each once.',
+      labelNames: ['table'],
+      registers,
+    });
+    for (const table of ['sites', 'api_keys', 'allowlist_entries', 'brownouts']) this.rowsSkipped.inc({ table }, 0);
 
     new Gauge({
       name: 'sitekey_authz_db_pool_connections',
@@ -337,6 +345,10 @@ export class ServiceMetrics {
 
   onNotification(): void {
     this.notifications.inc();
+  }
+
+  onRowSkipped(table: string): void {
+    this.rowsSkipped.inc({ table });
   }
 
   onLastUsedFlush(outcome: { readonly ok: boolean }): void {

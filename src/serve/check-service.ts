@@ -116,6 +116,7 @@ function serviceMetrics(config: Config, store: CredentialStore, ready: () => boo
   cache.onSync((event) => metrics.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds }));
   cache.onSyncFailure((event) => metrics.onSync({ kind: event.kind, ok: false, durationSeconds: 0 }));
   cache.onNotificationReceived(() => metrics.onNotification());
+  cache.onUnusableRowSkipped((row) => metrics.onRowSkipped(row.table));
   return metrics;
 }
 

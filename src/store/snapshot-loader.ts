@@ -32,6 +32,20 @@ const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256
                 FROM api_keys WHERE revoked_at IS NULL`;
 const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, masklen(cidr) AS prefix FROM allowlist_entries';
 
+/** A row the snapshot cannot use (written with SQL, past the CLI's checks): left out, and reported. */
+export interface UnusableRow {
+  readonly table: 'sites' | 'api_keys' | 'allowlist_entries' | 'brownouts';
+  /** The row's id, or for an allowlist entry its site and network. */
+  readonly row: string;
+  readonly reason: string;
+}
+
+/** Hears each row a load leaves out. */
+export type UnusableRowListener = (row: UnusableRow) => void;
+
+const ignoreUnusable: UnusableRowListener = () => undefined;
+const HASH = /^[0-9a-f]{64}$/;
+
 /** A snapshot holds one per site: a family without networks holds no list. */
 class SiteAllowlist implements Allowlist {
   constructor(
@@ -51,19 +65,39 @@ class SiteAllowlist implements Allowlist {
  * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
  * Matched in plain arithmetic, not with a BlockList (see NetworkList).
  */
-export function buildAllowlist(entries: Iterable<Pick<AllowlistNetworkRow, 'network' | 'prefix'>>): Allowlist {
+export function buildAllowlist(
+  entries: Iterable<Pick<AllowlistNetworkRow, 'network' | 'prefix'> & { readonly site_id?: string }>,
+  onUnusable: UnusableRowListener = ignoreUnusable,
+): Allowlist {
   const ipv4 = new NetworkList('ipv4');
   const ipv6 = new NetworkList('ipv6');
   for (const entry of entries) {
     const network = allowlistNetwork(entry.network, entry.prefix);
-    if (network !== undefined) (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
+    // Left out, the entry admits nobody: the site fails closed for those addresses.
+    if (network === undefined) {
+      onUnusable({
+        table: 'allowlist_entries',
+        row: `${entry.site_id ?? '?'} ${entry.network}/${entry.prefix}`,
+        reason: 'an IPv4-mapped network wider than ::ffff:0:0/96, which would reach beyond IPv4',
+      });
+      continue;
+    }
+    (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
   }
   return new SiteAllowlist(ipv4.size > 0 ? ipv4 : undefined, ipv6.size > 0 ? ipv6 : undefined);
 }
 
-function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[]): SiteTable {
+/**
+ * Rows that would break the decision are left out, each reported: a key that cannot be matched is
+ * refused (102), a site that cannot be built is unknown (101). One odd row never fails every check.
+ */
+function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[], onUnusable: UnusableRowListener): SiteTable {
   const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
   for (const key of keys) {
+    if (!HASH.test(key.hash) || Number.isNaN(key.expires_at_ms)) {
+      onUnusable({ table: 'api_keys', row: key.id, reason: 'its hash or expiry cannot be read' });
+      continue;
+    }
     let siteKeys = keysBySite.get(key.site_id);
     if (siteKeys === undefined) keysBySite.set(key.site_id, (siteKeys = new Map()));
     siteKeys.set(key.hash, { keyId: key.id, expiresAt: key.expires_at_ms });
@@ -76,12 +110,16 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
   }
   const table: SiteTable = new Map();
   for (const site of sites) {
+    if (Number.isNaN(site.grace_until_ms) || typeof site.enabled !== 'boolean') {
+      onUnusable({ table: 'sites', row: site.id, reason: 'its state or grace cannot be read; its requests get 101' });
+      continue;
+    }
     table.set(site.id, {
       siteId: site.id,
       enabled: site.enabled,
       graceUntil: site.grace_until_ms,
       keysByHash: keysBySite.get(site.id) ?? new Map(),
-      allowlist: buildAllowlist(entriesBySite.get(site.id) ?? []),
+      allowlist: buildAllowlist(entriesBySite.get(site.id) ?? [], onUnusable),
     });
   }
   return table;
@@ -90,7 +128,7 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
 /** A condition on the column that holds the site id (`id` on sites, `site_id` on the others). */
 type SiteFilter = (column: string) => string;
 
-async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
+async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[], onUnusable: UnusableRowListener): Promise<SiteTable> {
   const client = await pool.connect();
   let rows: [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[]];
   try {
@@ -108,7 +146,7 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
     throw error;
   }
   client.release();
-  return buildSites(...rows);
+  return buildSites(...rows, onUnusable);
 }
 
 interface BrownoutRow {
@@ -128,17 +166,27 @@ function toBrownout(row: BrownoutRow): Brownout {
   return { id: row.id, from: row.from_ms, until: row.until_ms, siteIds: row.site_ids && new Set(row.site_ids), dryRun: row.dry_run };
 }
 
+/** A brownout the decision can apply: times it can compare ('infinity' included), and site ids, not NULLs. */
+function usableBrownout(row: BrownoutRow): boolean {
+  return !Number.isNaN(row.from_ms) && !Number.isNaN(row.until_ms) && (row.site_ids === null || row.site_ids.every((siteId) => siteId !== null));
+}
+
 /** Brownouts not cancelled and not over yet. */
-export async function loadBrownouts(pool: pg.Pool): Promise<Brownout[]> {
-  return (await pool.query<BrownoutRow>(BROWNOUTS)).rows.map(toBrownout);
+export async function loadBrownouts(pool: pg.Pool, onUnusable: UnusableRowListener = ignoreUnusable): Promise<Brownout[]> {
+  const { rows } = await pool.query<BrownoutRow>(BROWNOUTS);
+  return rows.flatMap((row) => {
+    if (usableBrownout(row)) return [toBrownout(row)];
+    onUnusable({ table: 'brownouts', row: row.id, reason: 'its times or site ids cannot be read (a NULL among site_ids?)' });
+    return [];
+  });
 }
 
 /** Every site with its active keys and allowlist. */
-export function loadAllSites(pool: pg.Pool): Promise<SiteTable> {
-  return readConsistently(pool, () => 'true', []);
+export function loadAllSites(pool: pg.Pool, onUnusable: UnusableRowListener = ignoreUnusable): Promise<SiteTable> {
+  return readConsistently(pool, () => 'true', [], onUnusable);
 }
 
 /** The named sites; an id missing from the result no longer exists. */
-export function loadSites(pool: pg.Pool, siteIds: readonly SiteId[]): Promise<SiteTable> {
-  return readConsistently(pool, (column) => `${column} = ANY($1::bigint[])`, [siteIds]);
+export function loadSites(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<SiteTable> {
+  return readConsistently(pool, (column) => `${column} = ANY($1::bigint[])`, [siteIds], onUnusable);
 }

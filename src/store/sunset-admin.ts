@@ -2,6 +2,7 @@ import type { SiteId, SunsetPolicy } from '../decision/types.js';
 import { maskApiKey } from '../decision/api-key.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 import { loadSunsetPolicy, writeSunsetPolicy } from './sunset-policy.js';
+import { epochMsOf, instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
 /** The sunset policy in force, as `sunset show` gives it. */
 export interface SunsetPolicySummary {
@@ -56,7 +57,8 @@ export interface MigrationKeyRow {
   readonly graceUntil: string | null;
   /** When API keys stop working for this site: the later of the sunset and its grace. */
   readonly cutoffAt: string;
-  readonly daysLeft: number;
+  /** null: the grace never ends ('infinity'). */
+  readonly daysLeft: number | null;
 }
 
 export interface DenialReportRow {
@@ -72,13 +74,13 @@ export interface DenialReportRow {
 
 interface BrownoutRow {
   id: string;
-  starts_at: Date;
-  ends_at: Date;
+  starts_at: StoredTimestamp;
+  ends_at: StoredTimestamp;
   site_ids: string[] | null;
   dry_run: boolean;
   note: string;
-  created_at: Date;
-  cancelled_at: Date | null;
+  created_at: StoredTimestamp;
+  cancelled_at: StoredTimestamp | null;
   state: BrownoutSummary['state'];
 }
 
@@ -91,13 +93,13 @@ const DAY_MS = 86_400_000;
 function brownoutSummary(row: BrownoutRow): BrownoutSummary {
   return {
     brownoutId: row.id,
-    from: row.starts_at.toISOString(),
-    until: row.ends_at.toISOString(),
+    from: instantText(row.starts_at),
+    until: instantText(row.ends_at),
     siteIds: row.site_ids,
     dryRun: row.dry_run,
     note: row.note,
-    createdAt: row.created_at.toISOString(),
-    cancelledAt: row.cancelled_at?.toISOString() ?? null,
+    createdAt: instantText(row.created_at),
+    cancelledAt: optionalInstantText(row.cancelled_at),
     state: row.state,
   };
 }
@@ -139,12 +141,12 @@ export class SunsetAdmin {
   /** Sets (a Date) or clears (null) the site's grace; returns the previous value. */
   async setGrace(siteId: SiteId, until: Date | null): Promise<{ readonly siteId: SiteId; readonly graceUntil: string | null; readonly previous: string | null }> {
     return this.transactions.change(async (sql) => {
-      const { rows } = await sql.query<{ previous: Date | null }>('SELECT apikey_grace_until AS previous FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
+      const { rows } = await sql.query<{ previous: StoredTimestamp | null }>('SELECT apikey_grace_until AS previous FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
       const row = rows[0];
       if (row === undefined) throw siteNotFound(siteId);
       await sql.query('UPDATE sites SET apikey_grace_until = $2, updated_at = now() WHERE id = $1', [siteId, until]);
       const graceUntil = until?.toISOString() ?? null;
-      const previous = row.previous?.toISOString() ?? null;
+      const previous = optionalInstantText(row.previous);
       await this.transactions.audit(sql, until ? 'site.grace' : 'site.grace.clear', siteId, { graceUntil, previous });
       return { siteId, graceUntil, previous };
     });
@@ -196,10 +198,10 @@ export class SunsetAdmin {
       const { rows } = await sql.query<{
         site_id: string;
         site_name: string;
-        grace_until: Date | null;
+        grace_until: StoredTimestamp | null;
         key_id: string;
         last_five: string;
-        last_used_at: Date;
+        last_used_at: StoredTimestamp;
       }>(
         `SELECT s.id::text AS site_id, s.name AS site_name, s.apikey_grace_until AS grace_until,
                 k.id::text AS key_id, k.last_five, k.last_used_at
@@ -209,16 +211,17 @@ export class SunsetAdmin {
         [since],
       );
       return rows.map((row) => {
-        const cutoff = Math.max(sunsetAt, row.grace_until?.getTime() ?? -Infinity);
+        const cutoff = Math.max(sunsetAt, row.grace_until === null ? -Infinity : epochMsOf(row.grace_until));
         return {
           siteId: row.site_id,
           siteName: row.site_name,
           keyId: row.key_id,
           maskedKey: maskApiKey(row.last_five),
-          lastUsedAt: row.last_used_at.toISOString(),
-          graceUntil: row.grace_until?.toISOString() ?? null,
-          cutoffAt: new Date(cutoff).toISOString(),
-          daysLeft: Math.max(0, Math.ceil((cutoff - now) / DAY_MS)),
+          lastUsedAt: instantText(row.last_used_at),
+          graceUntil: optionalInstantText(row.grace_until),
+          cutoffAt: instantText(cutoff),
+          // A grace written as 'infinity' never ends: no count of days.
+          daysLeft: Number.isFinite(cutoff) ? Math.max(0, Math.ceil((cutoff - now) / DAY_MS)) : null,
         };
       });
     });
@@ -233,8 +236,8 @@ export class SunsetAdmin {
         client_ip: string;
         rehearsal: boolean;
         count: string;
-        first_seen: Date;
-        last_seen: Date;
+        first_seen: StoredTimestamp;
+        last_seen: StoredTimestamp;
       }>(
         `SELECT site_id::text, error_id, client_ip, rehearsal, sum(count)::text AS count, min(first_seen) AS first_seen, max(last_seen) AS last_seen
            FROM denial_stats
@@ -249,8 +252,8 @@ export class SunsetAdmin {
         clientIp: row.client_ip,
         rehearsal: row.rehearsal,
         count: Number(row.count),
-        firstSeen: row.first_seen.toISOString(),
-        lastSeen: row.last_seen.toISOString(),
+        firstSeen: instantText(row.first_seen),
+        lastSeen: instantText(row.last_seen),
       }));
     });
   }
