@@ -22,6 +22,7 @@ import {
 } from './arguments.js';
 import { shortTime, table, type CommandOutput } from './output.js';
 import { CHECK_OPTIONS, CHECK_SYNOPSIS, EXIT_NO_VERDICT, REQUEST_OPTIONS, REQUEST_SYNOPSIS } from './request-options.js';
+import { AUDIT_COMMANDS } from './audit-commands.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
 
 export interface CommandContext {
@@ -411,4 +412,5 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   ...SUNSET_COMMANDS,
+  ...AUDIT_COMMANDS,
 ];

@@ -4,6 +4,7 @@ import { hashApiKey, lastFive, maskApiKey } from '../decision/api-key.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
 import { AdminTransactions } from './admin-transactions.js';
 import type { AllowlistEntry } from './allowlist-entry.js';
+import { AuditLog } from './audit-log.js';
 import { SunsetAdmin } from './sunset-admin.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
@@ -119,6 +120,8 @@ export class CredentialAdmin {
   private readonly transactions: AdminTransactions;
   /** Grace, brownouts and the reports of the API-key sunset (issue #11). */
   readonly sunset: SunsetAdmin;
+  /** Who changed what and when, as every change recorded it. */
+  readonly auditLog: AuditLog;
 
   constructor(
     pool: pg.Pool,
@@ -127,6 +130,7 @@ export class CredentialAdmin {
   ) {
     this.transactions = new AdminTransactions(pool, actor);
     this.sunset = new SunsetAdmin(this.transactions);
+    this.auditLog = new AuditLog(this.transactions);
   }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {
