@@ -53,6 +53,8 @@ export interface Config {
   readonly grpcMaxConnections: number;
   /** Processes that answer checks on the one gRPC port; 1 runs everything in this process. */
   readonly workers: number;
+  /** Allow every check, reporting each would-be denial as a shadow denial: a first rollout without risk. */
+  readonly shadowMode: boolean;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -226,5 +228,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
     grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     workers: workers(env),
+    shadowMode: boolean(env, 'SHADOW_MODE', false),
   });
 }

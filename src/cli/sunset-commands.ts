@@ -243,12 +243,14 @@ export const SUNSET_COMMANDS: readonly Command[] = [
         rows,
         [
           ['SITE', 'site_id', (r) => r.siteId],
-          ['ERROR', 'error_id', (r) => r.errorId, (r) => (r.rehearsal ? `${r.errorId} (dry run)` : String(r.errorId))],
+          ['ERROR', 'error_id', (r) => r.errorId, (r) => (r.rehearsal ? `${r.errorId} (dry run)` : r.shadow ? `${r.errorId} (shadow)` : String(r.errorId))],
           ['CLIENT IP', 'client_ip', (r) => r.clientIp],
           ['DRY RUN', 'rehearsal', (r) => r.rehearsal, (r) => (r.rehearsal ? 'yes' : 'no')],
           ['COUNT', 'count', (r) => r.count],
           ['FIRST SEEN', 'first_seen', (r) => r.firstSeen, (r) => shortTime(r.firstSeen)],
           ['LAST SEEN', 'last_seen', (r) => r.lastSeen, (r) => shortTime(r.lastSeen)],
+          // Last, so that the columns scripts already read keep their places.
+          ['SHADOW', 'shadow', (r) => r.shadow, (r) => (r.shadow ? 'yes: let through' : 'no')],
         ],
         `no refusals${siteId ? ` of site ${siteId}` : ''} in the last ${hours} hour(s)`,
       );

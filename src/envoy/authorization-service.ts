@@ -3,7 +3,7 @@ import type { CheckInput, Decision } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
 import { AllowedResponses } from './allowed-responses.js';
-import { PLAIN_ALLOWED_RESPONSE, toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
+import { PLAIN_ALLOWED_RESPONSE, toCheckResponse, toShadowResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckRequestMessage } from './messages.js';
 import { encodeCheckResponse, type CheckResponseToSend } from './proto.js';
 import { viewCheckRequest, type RequestViewOptions } from './request-view.js';
@@ -20,6 +20,8 @@ export interface AuthorizationServiceDeps extends RequestViewOptions {
   readonly onDecision?: (event: CheckEvent) => void;
   readonly onFailure?: (event: UndecidedCheckEvent) => void;
   readonly logger: Logger;
+  /** SHADOW_MODE: a denial is answered as an allow (see toShadowResponse) and reported as a shadow denial. */
+  readonly shadowMode?: boolean;
 }
 
 /** The Authorization service implementation, ready for grpc.Server#addService. */
@@ -69,8 +71,14 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
       requestId = view.requestId;
       const decision = deps.authorize(view.input);
       if (decision === undefined) return { failure: 'unavailable', requestId };
-      const response = decision.outcome === 'allow' ? allowedResponses.response(decision.siteId, decision.keyId, currentAllowedPolicy()) : toCheckResponse(decision);
-      return { response, event: checkEvent(view, decision, secondsSince(started)) };
+      if (decision.outcome === 'allow') {
+        return { response: allowedResponses.response(decision.siteId, decision.keyId, currentAllowedPolicy()), event: checkEvent(view, decision, secondsSince(started)) };
+      }
+      // The decision stays what it is; only the answer and what observers are told change.
+      if (deps.shadowMode === true) {
+        return { response: toShadowResponse(decision.denial, currentAllowedPolicy()), event: checkEvent(view, decision, secondsSince(started), true) };
+      }
+      return { response: toCheckResponse(decision), event: checkEvent(view, decision, secondsSince(started)) };
     } catch (error) {
       logger.error({ err: error, requestId }, 'check failed with an unexpected error; answered INTERNAL');
       return { failure: 'internal', requestId };

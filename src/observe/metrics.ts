@@ -47,6 +47,9 @@ export interface ServiceMetricsOptions {
   readonly apiKeySunsetAt: number | (() => number);
 }
 
+/** The `outcome` label of a check SHADOW_MODE let through that would have been denied. */
+export const SHADOW_DENIED = 'shadow_denied';
+
 /** The `site` label value of every site beyond the cap, every unknown id, and checks without a site. */
 export const OTHER_SITE = 'other';
 
@@ -132,7 +135,7 @@ export class ServiceMetrics {
 
     this.checks = new Counter({
       name: 'sitekey_authz_checks_total',
-      help: 'Checks decided, by outcome (allowed, denied), error id of a denial, and site (only sites in the snapshot, up to METRICS_SITE_LABELS_MAX; else "other").',
+      help: 'Checks decided, by outcome (allowed, denied, shadow_denied: let through by SHADOW_MODE, would have been denied), error id of a denial, and site (only sites in the snapshot, up to METRICS_SITE_LABELS_MAX; else "other").',
       labelNames: ['outcome', 'error_id', 'site'],
       registers,
       collect: () => this.addAllowedChecks(),
@@ -318,10 +321,11 @@ export class ServiceMetrics {
       this.allowedUncounted.set(site, (this.allowedUncounted.get(site) ?? 0) + 1);
       if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
     } else {
-      this.checks.inc({ outcome: 'denied', error_id: String(event.errorId), site });
-      if (event.sunsetReason !== undefined) this.sunsetRefusals.inc({ reason: event.sunsetReason });
+      // A shadow denial was let through: counted apart, so that "denied" keeps meaning refused.
+      this.checks.inc({ outcome: event.shadow ? SHADOW_DENIED : 'denied', error_id: String(event.errorId), site });
+      if (event.sunsetReason !== undefined && !event.shadow) this.sunsetRefusals.inc({ reason: event.sunsetReason });
     }
-    this.checkDuration.observe({ outcome: event.outcome }, event.durationSeconds);
+    this.checkDuration.observe({ outcome: event.outcome === 'denied' && event.shadow ? SHADOW_DENIED : event.outcome }, event.durationSeconds);
   }
 
   private addAllowedChecks(): void {

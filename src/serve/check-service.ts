@@ -137,7 +137,7 @@ function decisionObserver(config: Config, recorders: Recorders, metrics: Service
       recorders.lastUsed.record(event.keyId, now);
       if (event.rehearsalBrownoutId !== undefined) recorders.refusals.record(event.siteId, 105, refusedAddress(event), true, now);
     } else if (event.siteKnown && event.siteId !== undefined) {
-      recorders.refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now);
+      recorders.refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now, event.shadow);
     }
   };
 }
@@ -161,6 +161,7 @@ function startCheckServer(config: Config, store: CredentialStore, recorders: Rec
       },
       onDecision: decisionObserver(config, recorders, metrics, logger),
       onFailure: (event) => metrics.observeUndecided(event),
+      shadowMode: config.shadowMode,
     },
   });
 }

@@ -67,6 +67,8 @@ export interface DenialReportRow {
   readonly clientIp: string;
   /** Counted by a dry-run brownout: let through, would have been refused with 105. */
   readonly rehearsal: boolean;
+  /** Let through by SHADOW_MODE: would have been refused with this error. */
+  readonly shadow: boolean;
   readonly count: number;
   readonly firstSeen: string;
   readonly lastSeen: string;
@@ -235,14 +237,15 @@ export class SunsetAdmin {
         error_id: number;
         client_ip: string;
         rehearsal: boolean;
+        shadow: boolean;
         count: string;
         first_seen: StoredTimestamp;
         last_seen: StoredTimestamp;
       }>(
-        `SELECT site_id::text, error_id, client_ip, rehearsal, sum(count)::text AS count, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+        `SELECT site_id::text, error_id, client_ip, rehearsal, shadow, sum(count)::text AS count, min(first_seen) AS first_seen, max(last_seen) AS last_seen
            FROM denial_stats
           WHERE last_seen >= $1 AND ($2::bigint IS NULL OR site_id = $2)
-          GROUP BY site_id, error_id, client_ip, rehearsal
+          GROUP BY site_id, error_id, client_ip, rehearsal, shadow
           ORDER BY site_id, sum(count) DESC, error_id, client_ip`,
         [since, siteId ?? null],
       );
@@ -251,6 +254,7 @@ export class SunsetAdmin {
         errorId: row.error_id,
         clientIp: row.client_ip,
         rehearsal: row.rehearsal,
+        shadow: row.shadow,
         count: Number(row.count),
         firstSeen: instantText(row.first_seen),
         lastSeen: instantText(row.last_seen),

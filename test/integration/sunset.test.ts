@@ -160,7 +160,7 @@ describe('the API-key sunset', () => {
     const text = await cli('report', 'denials', '--site', '1002');
     assert.match(text, /1002\s+103\s+198\.51\.100\.9\s+no\s+5/);
     const csv = await cli('report', 'denials', '--csv');
-    assert.equal(csv.split('\n')[0], 'site_id,error_id,client_ip,rehearsal,count,first_seen,last_seen');
+    assert.equal(csv.split('\n')[0], 'site_id,error_id,client_ip,rehearsal,count,first_seen,last_seen,shadow');
   });
 
   it('lists exactly the sites that used an API key in the window, most recent first', async () => {

@@ -17,5 +17,15 @@ CREATE TABLE sunset_policy (
 CREATE TRIGGER sunset_policy_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sunset_policy
   FOR EACH STATEMENT EXECUTE FUNCTION sitekey_notify_all();
 
+-- SHADOW_MODE lets every check through and counts what it would have refused: `report denials`
+-- shows those apart from real refusals.
+ALTER TABLE denial_stats ADD COLUMN shadow boolean NOT NULL DEFAULT false;
+ALTER TABLE denial_stats DROP CONSTRAINT denial_stats_pkey;
+ALTER TABLE denial_stats ADD PRIMARY KEY (hour, site_id, error_id, client_ip, rehearsal, shadow);
+
 -- Down Migration
+DELETE FROM denial_stats WHERE shadow;
+ALTER TABLE denial_stats DROP CONSTRAINT denial_stats_pkey;
+ALTER TABLE denial_stats ADD PRIMARY KEY (hour, site_id, error_id, client_ip, rehearsal);
+ALTER TABLE denial_stats DROP COLUMN shadow;
 DROP TABLE sunset_policy;
