@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { guideUrlProblem, parseInstant } from './sunset-values.js';
 
 /** Where the client address of a check comes from (README, "Source IP"). */
@@ -67,6 +68,48 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/** One environment variable the service reads: its default and what it sets, in a few words. */
+export interface Setting {
+  readonly name: string;
+  readonly default: string;
+  readonly meaning: string;
+}
+
+/**
+ * Every variable loadConfig reads, in the order the README's configuration table lists them: what
+ * `serve --help` prints, and what a test holds the README and loadConfig to. The rules of each value
+ * are in loadConfig's own checks, which say them when a value breaks one.
+ */
+export const SETTINGS: readonly Setting[] = [
+  { name: 'DATABASE_URL', default: 'unset: embedded PostgreSQL in DATA_DIR', meaning: 'postgres:// URL of the credential database' },
+  { name: 'DATABASE_LISTEN_URL', default: 'DATABASE_URL', meaning: 'a direct (session) connection for LISTEN, past a transaction-mode pooler' },
+  { name: 'DATA_DIR', default: "the repository's .data, else ./.data", meaning: 'where the embedded PostgreSQL keeps its data' },
+  { name: 'GRPC_PORT', default: '9001', meaning: 'ext_authz gRPC port (also what `check` calls)' },
+  { name: 'METRICS_PORT', default: '9464', meaning: 'HTTP port of /healthz, /readyz and /metrics' },
+  { name: 'BIND_ADDRESS', default: '0.0.0.0', meaning: 'address both ports listen on' },
+  { name: 'LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
+  { name: 'CLIENT_IP_SOURCE', default: 'peer', meaning: 'where the client IP comes from: peer, xff or header:<name>' },
+  { name: 'XFF_TRUSTED_HOPS', default: '0', meaning: "with CLIENT_IP_SOURCE=xff: Envoy's xff_num_trusted_hops" },
+  { name: 'MIGRATE_ON_START', default: 'true with the embedded database, else false', meaning: 'apply migrations when serve starts' },
+  { name: 'SNAPSHOT_REFRESH_SECONDS', default: '60', meaning: 'full reload of the credential snapshot behind LISTEN/NOTIFY' },
+  { name: 'SNAPSHOT_MAX_STALENESS_SECONDS', default: '900', meaning: 'older than this, answer UNAVAILABLE (0: no limit)' },
+  { name: 'LAST_USED_FLUSH_SECONDS', default: '10', meaning: 'how often key last use and refusal counts are written' },
+  { name: 'SHUTDOWN_GRACE_SECONDS', default: '20', meaning: 'on SIGTERM, how long in-flight checks may take' },
+  { name: 'SHUTDOWN_DELAY_SECONDS', default: '0', meaning: 'on SIGTERM, answer while NOT_SERVING this long before draining' },
+  { name: 'APIKEY_SUNSET_AT', default: '2026-12-31T23:59:59Z', meaning: 'first value of the sunset date; then `sitekey-authz sunset set --at`' },
+  { name: 'APIKEY_DEPRECATED_AT', default: 'the sunset', meaning: 'sent as Deprecation, never after the sunset' },
+  { name: 'APIKEY_SUNSET_ENFORCE', default: 'false', meaning: 'first value of enforcement; then `sitekey-authz sunset set --enforce`' },
+  { name: 'MIGRATION_GUIDE_URL', default: 'unset', meaning: 'first value of the guide (https://); then `sitekey-authz sunset set --guide`' },
+  { name: 'STRIP_AUTHORIZATION', default: 'false', meaning: 'allowed requests reach the upstream without Authorization' },
+  { name: 'DENIAL_STATS_RETENTION_DAYS', default: '30', meaning: 'how long `report denials` keeps its hourly counts' },
+  { name: 'METRICS_SITE_LABELS_MAX', default: '1000', meaning: 'sites with a site label of their own on the check metrics' },
+  { name: 'LOG_ALLOWED_SAMPLE_RATE', default: '0', meaning: 'share of allowed checks logged at info, 0 to 1' },
+  { name: 'MAX_BODY_BYTES', default: '1048576', meaning: "the largest body checked; match Envoy's max_request_bytes" },
+  { name: 'GRPC_MAX_CONNECTIONS', default: '1024', meaning: 'connections the gRPC port holds at once' },
+  { name: 'WORKERS', default: '1', meaning: 'processes answering checks on the one port, or auto' },
+  { name: 'SHADOW_MODE', default: 'false', meaning: 'allow every check, reporting would-be denials: for a first rollout' },
+];
 
 export const SUNSET_VARIABLES = ['APIKEY_SUNSET_AT', 'APIKEY_SUNSET_ENFORCE', 'MIGRATION_GUIDE_URL', 'APIKEY_DEPRECATED_AT'] as const;
 export type SunsetVariable = (typeof SUNSET_VARIABLES)[number];
@@ -165,6 +208,25 @@ function workers(env: Env): number {
   return count;
 }
 
+const PACKAGE_NAME = 'sitekey-authz';
+
+/**
+ * `.data` of the sitekey-authz repository the command runs in, found from a subfolder as git finds
+ * its repository (`cd deploy && npx sitekey-authz site list` uses the same database as `make run`),
+ * else `.data` in the current directory.
+ */
+function defaultDataDir(cwd: string): string {
+  for (let dir = cwd; ; dir = dirname(dir)) {
+    try {
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown };
+      if (manifest.name === PACKAGE_NAME) return join(dir, '.data');
+    } catch {
+      // no package.json here, or not ours: look further up
+    }
+    if (dirname(dir) === dir) return resolve(cwd, '.data');
+  }
+}
+
 const DEFAULT_SUNSET = '2026-12-31T23:59:59Z';
 
 /** A date-time with an explicit zone (a deadline must not depend on the server's time zone), and in the calendar. */
@@ -194,7 +256,7 @@ function sunsetDates(env: Env): { apiKeySunsetAt: number; apiKeyDeprecatedAt: nu
 }
 
 /** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
   const bindAddress = text(env, 'BIND_ADDRESS') ?? '0.0.0.0';
   if (isIP(bindAddress) === 0) throw new ConfigError('BIND_ADDRESS', `expected an IP address such as 0.0.0.0 or ::, got "${bindAddress}"`);
@@ -205,7 +267,7 @@ export function loadConfig(env: Env = process.env): Config {
   return Object.freeze({
     databaseUrl,
     databaseListenUrl: postgresUrl(env, 'DATABASE_LISTEN_URL') ?? databaseUrl,
-    dataDir: resolve(text(env, 'DATA_DIR') ?? '.data'),
+    dataDir: text(env, 'DATA_DIR') === undefined ? defaultDataDir(cwd) : resolve(cwd, text(env, 'DATA_DIR') ?? ''),
     grpcPort: port(env, 'GRPC_PORT', 9001),
     metricsPort: port(env, 'METRICS_PORT', 9464),
     bindAddress,

@@ -1,9 +1,39 @@
 import assert from 'node:assert/strict';
-import { availableParallelism } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig, SETTINGS } from '../src/config.js';
 
 describe('loadConfig', () => {
+  it("uses the repository's .data from any of its subfolders, else .data where it runs", () => {
+    const root = mkdtempSync(join(tmpdir(), 'sitekey-authz-repo-'));
+    try {
+      writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'sitekey-authz' }));
+      mkdirSync(join(root, 'deploy', 'envoy'), { recursive: true });
+      assert.equal(loadConfig({}, join(root, 'deploy', 'envoy')).dataDir, join(root, '.data'));
+      assert.equal(loadConfig({}, root).dataDir, join(root, '.data'));
+      assert.equal(loadConfig({ DATA_DIR: 'here' }, join(root, 'deploy')).dataDir, join(root, 'deploy', 'here'), 'a DATA_DIR given is where it says');
+      writeFileSync(join(root, 'deploy', 'package.json'), JSON.stringify({ name: 'another-project' }));
+      assert.equal(loadConfig({}, join(root, 'deploy', 'envoy')).dataDir, join(root, '.data'), 'another package on the way is passed');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+    const elsewhere = mkdtempSync(join(tmpdir(), 'sitekey-authz-elsewhere-'));
+    try {
+      assert.equal(loadConfig({}, elsewhere).dataDir, join(elsewhere, '.data'));
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+
+  it('reads exactly the variables of the settings schema', () => {
+    const read = new Set<string>();
+    loadConfig(new Proxy({}, { get: (target, name) => (typeof name === 'string' && read.add(name), undefined) }));
+    loadConfig(new Proxy({ CLIENT_IP_SOURCE: 'xff' }, { get: (target: Record<string, string>, name) => (typeof name === 'string' && read.add(name), target[name as string]) }));
+    assert.deepEqual([...read].sort(), SETTINGS.map((setting) => setting.name).sort());
+  });
+
   it('has defaults that run the embedded database on the documented ports', () => {
     const config = loadConfig({});
     assert.equal(config.databaseUrl, undefined);

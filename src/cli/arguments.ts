@@ -108,10 +108,19 @@ export function textOption(option: string, text: string | undefined, maxLength: 
   return maskApiKeysIn(text);
 }
 
+// The nil and max UUIDs (RFC 9562 §5.9, §5.10) are placeholders, never a secret: anyone would guess them.
+const PLACEHOLDER_KEYS = new Set(['00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff']);
+
 /** `key import` reads the key from standard input so that it never lands in shell history. */
 export function importedKeyArgument(input: string): ApiKey {
   const lines = input.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '');
   const key = lines.length === 1 ? canonicalApiKey(lines[0] ?? '') : undefined;
+  if (key !== undefined && PLACEHOLDER_KEYS.has(key)) {
+    throw new UsageError(
+      `standard input holds the ${key.startsWith('0') ? 'nil (all-zero)' : 'max (all-f)'} UUID, a placeholder anyone would guess, not a key; ` +
+        'import the key the partner really uses, or issue a random one with `sitekey-authz key issue <site>`',
+    );
+  }
   if (key === undefined) {
     // The input is never echoed: it may be a real key with a typo.
     throw new UsageError(

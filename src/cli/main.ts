@@ -84,7 +84,13 @@ function parseCommandLine(argv: readonly string[]): Invocation {
       throw new UsageError(`"${command.name}" has no option ${offending}; it takes ${[...own, '--json', '--actor'].join(', ')}. Usage: ${usageLine(command)}`);
     }
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      throw new UsageError(`${(error as Error).message.split('.')[0]}; usage: ${usageLine(command)}`);
+      // Node says which option lacks its value, and how to give one that starts with a dash: keep that hint.
+      const option = /'(--[^' ]+)/.exec((error as Error).message)?.[1];
+      const given = option === undefined ? undefined : rest[rest.indexOf(option) + 1];
+      if (option !== undefined && given?.startsWith('-') === true && command.options[option.slice(2)]?.type === 'string') {
+        throw new UsageError(`${option} reads ${given} as another option; to give a value that starts with a dash, write ${option}=${given}`);
+      }
+      throw new UsageError(`${(error as Error).message.split('\n').join(' ')}; usage: ${usageLine(command)}`);
     }
     throw error;
   }

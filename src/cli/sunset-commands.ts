@@ -1,7 +1,7 @@
 import { configuredSunsetPolicy } from '../check-policies.js';
 import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
 import { guideUrlProblem } from '../sunset-values.js';
-import { countOption, instantOption, siteIdArgument, textOption, UsageError } from './arguments.js';
+import { countOption, instantOption, SITE_ID_FORM, siteIdArgument, textOption, UsageError } from './arguments.js';
 import type { Command, CommandLine } from './commands.js';
 import { shortTime, table, type CommandOutput } from './output.js';
 
@@ -51,6 +51,9 @@ function report<T>(
 }
 
 const sites = (brownout: BrownoutSummary) => (brownout.siteIds === null ? 'all' : brownout.siteIds.join(' '));
+
+const SITE_ID_RULE = `the site id: ${SITE_ID_FORM}`;
+const CSV_RULE = "a cell that starts with =, +, -, @, a tab or a carriage return gets a leading ' so that it is not run as a formula";
 
 const BROWNOUT_HINT = 'e.g. sitekey-authz brownout add --from 2026-12-01T14:00:00Z --until 2026-12-01T15:00:00Z --site 1001 --dry-run';
 
@@ -118,6 +121,12 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'let a site keep its API keys through brownouts and the sunset until a date, or take that back',
     options: { until: { type: 'string' }, clear: { type: 'boolean' } },
     arity: [1, 1],
+    rules: {
+      '<id>': SITE_ID_RULE,
+      '--until ISO': 'until when: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has',
+      '--clear': 'take the grace back: the site follows brownouts and the sunset again',
+    },
+    example: 'sitekey-authz site grace 1001 --until 2027-03-31',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(line.positionals[0] ?? '');
       const untilText = text(line, 'until');
@@ -141,11 +150,19 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'refuse API-key requests (error 105) for a while, for the named sites or all; --dry-run only counts them',
     options: { from: { type: 'string' }, until: { type: 'string' }, site: { type: 'string', multiple: true }, note: { type: 'string' }, 'dry-run': { type: 'boolean' } },
     arity: [0, 0],
+    rules: {
+      '--from ISO|now': 'when it starts: now, or an ISO 8601 date (midnight UTC) or date-time with a zone',
+      '--until ISO': 'when it ends (exclusive), after --from and in the future; same forms',
+      '--site ID ...': `only these sites (repeat --site; default every site): ${SITE_ID_FORM}`,
+      '--note T': `for the record, shown in \`brownout list\`; at most ${MAX_NOTE} characters, no control characters`,
+      '--dry-run': 'refuse nobody: log and count (report denials, "105 (dry run)") whom it would refuse',
+    },
+    example: BROWNOUT_HINT.slice('e.g. '.length),
     run: async ({ withAdmin, now }, line) => {
       const fromText = text(line, 'from');
       const untilText = text(line, 'until');
       if (fromText === undefined || untilText === undefined) throw new UsageError(`--from and --until are both needed; ${BROWNOUT_HINT}`);
-      const from = instantOption('from', fromText);
+      const from = fromText === 'now' ? new Date(now) : instantOption('from', fromText);
       const until = instantOption('until', untilText);
       if (until <= from) throw new UsageError(`--until must be after --from; ${BROWNOUT_HINT}`);
       if (until.getTime() <= now) throw new UsageError(`--until ${untilText} is in the past: the brownout would never run`);
@@ -168,6 +185,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'brownouts, scheduled, running, over and cancelled',
     options: {},
     arity: [0, 0],
+    example: 'sitekey-authz brownout list --json',
     run: async ({ withAdmin }) => {
       const brownouts = await withAdmin((admin) => admin.sunset.listBrownouts());
       return {
@@ -188,6 +206,8 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'call a brownout off; every replica lets requests through again within a second',
     options: {},
     arity: [1, 1],
+    rules: { '<id>': 'the number in the ID column of `sitekey-authz brownout list`, e.g. 3' },
+    example: 'sitekey-authz brownout cancel 3',
     run: async ({ withAdmin }, line) => {
       const brownoutId = line.positionals[0] ?? '';
       if (!BROWNOUT_ID.test(brownoutId)) throw new UsageError(`"${brownoutId}" is not a brownout id: expected the number in the ID column of \`sitekey-authz brownout list\``);
@@ -204,6 +224,11 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'sites that used an API key in the window (default 30 days), most recently active first, with days left',
     options: { since: { type: 'string' }, csv: { type: 'boolean' } },
     arity: [0, 0],
+    rules: {
+      '--since DAYS': `keys used in the last DAYS days, a whole number from 1 to ${MAX_SINCE_DAYS} (default 30)`,
+      '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
+    },
+    example: 'sitekey-authz report migration --since 60 --csv > migration.csv',
     run: async ({ withAdmin, now, config }, line) => {
       const days = countOption('since', text(line, 'since'), 'days', 30, MAX_SINCE_DAYS);
       const rows = await withAdmin(async (admin) => {
@@ -233,6 +258,12 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'refusals of known sites by error and client address (default: last 24 hours), with counts and first and last seen',
     options: { site: { type: 'string' }, since: { type: 'string' }, csv: { type: 'boolean' } },
     arity: [0, 0],
+    rules: {
+      '--site ID': `only this site, which must exist: ${SITE_ID_FORM}; refusals of unknown or disabled sites (101) are counted together, without --site`,
+      '--since HOURS': `refusals in the last HOURS hours, a whole number from 1 to ${MAX_SINCE_HOURS} (default 24)`,
+      '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
+    },
+    example: 'sitekey-authz report denials --site 1001 --since 48',
     run: async ({ withAdmin, now }, line) => {
       const siteText = text(line, 'site');
       const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
@@ -242,7 +273,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
         line,
         rows,
         [
-          ['SITE', 'site_id', (r) => r.siteId],
+          ['SITE', 'site_id', (r) => r.siteId, (r) => r.siteId ?? 'unknown (all)'],
           ['ERROR', 'error_id', (r) => r.errorId, (r) => (r.rehearsal ? `${r.errorId} (dry run)` : r.shadow ? `${r.errorId} (shadow)` : String(r.errorId))],
           ['CLIENT IP', 'client_ip', (r) => r.clientIp],
           ['DRY RUN', 'rehearsal', (r) => r.rehearsal, (r) => (r.rehearsal ? 'yes' : 'no')],

@@ -10,7 +10,7 @@ import type { Logger } from '../observe/logger.js';
 import { ServiceMetrics } from '../observe/metrics.js';
 import { CredentialCache, databaseTimeoutMs } from '../store/credential-cache.js';
 import { connectionPool } from '../store/database.js';
-import { DenialStatsRecorder } from '../store/denial-stats-recorder.js';
+import { DenialStatsRecorder, UNKNOWN_SITES, UNKNOWN_SITES_ADDRESS } from '../store/denial-stats-recorder.js';
 import { LastUsedRecorder } from '../store/last-used-recorder.js';
 import { seedSunsetPolicy } from '../store/sunset-policy.js';
 import { Resources } from './resources.js';
@@ -132,12 +132,14 @@ function decisionObserver(config: Config, recorders: Recorders, metrics: Service
     metrics.observeCheck(event);
     logDecision(event);
     const now = Date.now();
-    // Refusals of sites we know, by client address (strangers' 108 and 101 are not counted).
+    // Refusals of sites we know, by client address; strangers' 101 all together, their 108 not at all.
     if (event.outcome === 'allowed') {
       recorders.lastUsed.record(event.keyId, now);
       if (event.rehearsalBrownoutId !== undefined) recorders.refusals.record(event.siteId, 105, refusedAddress(event), true, now);
     } else if (event.siteKnown && event.siteId !== undefined) {
       recorders.refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now, event.shadow);
+    } else if (event.errorId === 101) {
+      recorders.refusals.record(UNKNOWN_SITES, 101, UNKNOWN_SITES_ADDRESS, false, now, event.shadow);
     }
   };
 }

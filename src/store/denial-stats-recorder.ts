@@ -24,6 +24,14 @@ interface Group {
   lastSeen: number;
 }
 
+/**
+ * The site id under which refusals of unknown or disabled sites (101) are counted, all together and
+ * under the address UNKNOWN_SITES_ADDRESS: the id is whatever a client sent, so it gets no group of
+ * its own. No site has it (site ids are positive).
+ */
+export const UNKNOWN_SITES = '0';
+export const UNKNOWN_SITES_ADDRESS = 'any';
+
 /** Where refusals beyond maxGroups are counted: their site and error are kept, the address is not. */
 export const OVERFLOW_ADDRESS = 'other';
 

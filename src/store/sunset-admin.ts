@@ -1,6 +1,7 @@
 import type { SiteId, SunsetPolicy } from '../decision/types.js';
 import { maskApiKey } from '../decision/api-key.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
+import { UNKNOWN_SITES } from './denial-stats-recorder.js';
 import { loadSunsetPolicy, writeSunsetPolicy } from './sunset-policy.js';
 import { epochMsOf, instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
@@ -62,7 +63,8 @@ export interface MigrationKeyRow {
 }
 
 export interface DenialReportRow {
-  readonly siteId: string;
+  /** null: unknown or disabled sites (101), counted together whatever id was sent. */
+  readonly siteId: string | null;
   readonly errorId: number;
   readonly clientIp: string;
   /** Counted by a dry-run brownout: let through, would have been refused with 105. */
@@ -232,6 +234,12 @@ export class SunsetAdmin {
   /** Refusals (and dry-run rehearsals) since `since`, by site, error and client address, most first. */
   async denialReport(since: Date, siteId: SiteId | undefined): Promise<DenialReportRow[]> {
     return this.transactions.read(async (sql) => {
+      if (siteId !== undefined && (await sql.query('SELECT 1 FROM sites WHERE id = $1', [siteId])).rowCount === 0) {
+        throw new AdminError(
+          'SITE_NOT_FOUND',
+          `site ${siteId} does not exist (see \`sitekey-authz site list\`); requests naming it are refused with 101 and counted with every unknown site: \`sitekey-authz report denials\` without --site`,
+        );
+      }
       const { rows } = await sql.query<{
         site_id: string;
         error_id: number;
@@ -250,7 +258,7 @@ export class SunsetAdmin {
         [since, siteId ?? null],
       );
       return rows.map((row) => ({
-        siteId: row.site_id,
+        siteId: row.site_id === UNKNOWN_SITES ? null : row.site_id,
         errorId: row.error_id,
         clientIp: row.client_ip,
         rehearsal: row.rehearsal,
