@@ -47,6 +47,7 @@ export class FollowedCheckPolicies {
   /** The stored policy `current` was built from, as text: each full load reads a new, usually equal, one. */
   private currentOf: string | undefined;
   private current: CheckPolicies;
+  private lastStored: SunsetPolicy | undefined;
   private readonly warned = new Set<string>();
 
   constructor(
@@ -56,9 +57,11 @@ export class FollowedCheckPolicies {
     this.current = checkPolicies(config);
   }
 
-  /** The policies for the stored sunset policy; undefined (none stored yet): the environment's. */
+  /** The policies for the stored sunset policy; undefined (none stored): the last one stored, or before any the environment's. */
   of(stored: SunsetPolicy | undefined): CheckPolicies {
-    if (stored === undefined) return this.current;
+    // Called twice on every check: the same object as last time costs one comparison.
+    if (stored === undefined || stored === this.lastStored) return this.current;
+    this.lastStored = stored;
     const said = JSON.stringify([stored.sunsetAt, stored.enforce, stored.guideUrl ?? null]);
     if (said === this.currentOf) return this.current;
     this.currentOf = said;
