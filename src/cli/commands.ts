@@ -255,7 +255,7 @@ export const COMMANDS: readonly Command[] = [
     rules: {
       ...SITE_RULE,
       ...KEY_RULES,
-      '< key.txt': `the key on standard input, ${API_KEY_FORM}; never on the command line, where it would stay in shell history (at a terminal it is asked for)`,
+      '< key.txt': `the key on standard input, ${API_KEY_FORM}, not the nil or max UUID; never on the command line, where it would stay in shell history (at a terminal it is asked for)`,
     },
     example: 'sitekey-authz key import 1001 --note "from the old gateway" < key.txt',
     run: async ({ withAdmin, now, readStdin }, line) => {

@@ -13,8 +13,12 @@ CREATE TABLE sunset_policy (
   updated_at  timestamptz NOT NULL DEFAULT now()
 );
 
--- Changed rarely, read by every replica: any change asks for a full resync, as brownouts do.
-CREATE TRIGGER sunset_policy_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sunset_policy
+-- Changed rarely, read by every replica: a change asks for a full resync, as brownouts do. Row
+-- triggers, not statement ones: every replica that starts tries to seed the policy with an INSERT
+-- that usually inserts nothing, and that must not make every replica reload.
+CREATE TRIGGER sunset_policy_notify AFTER INSERT OR UPDATE OR DELETE ON sunset_policy
+  FOR EACH ROW EXECUTE FUNCTION sitekey_notify_all();
+CREATE TRIGGER sunset_policy_truncate_notify AFTER TRUNCATE ON sunset_policy
   FOR EACH STATEMENT EXECUTE FUNCTION sitekey_notify_all();
 
 -- SHADOW_MODE lets every check through and counts what it would have refused: `report denials`
