@@ -68,6 +68,10 @@ describe('steady state', () => {
     }
     const afterChecks = await serviceSessions();
     assert.equal(allowed, CHECKS);
-    assert.deepEqual(afterChecks, before, `the service's sessions did something during ${CHECKS} checks`);
+    // The pool closes a connection idle for 10 s, which a slow (loaded) run reaches: a session that
+    // ended ran no statement. A new session, or one whose state changed, did.
+    const stillOpen = before.filter((session) => afterChecks.some((after) => after.pid === session.pid));
+    assert.ok(stillOpen.length > 0, 'a session to watch stayed open');
+    assert.deepEqual(afterChecks, stillOpen, `the service's sessions did something during ${CHECKS} checks`);
   });
 });
