@@ -26,10 +26,18 @@ bench: build
 soak: build
 	node dist/bench/soak.js
 
-build: $(STAMP)
+# The TypeScript build runs only when a source, the compiler settings or the dependencies changed
+# since the last one (it takes seconds that every `make run` would pay).
+BUILT := dist/.built
+SOURCES := $(shell find src test bench -name '*.ts' 2>/dev/null) tsconfig.json
+
+build: $(BUILT)
+
+$(BUILT): $(SOURCES) $(STAMP)
 	npx --no-install tsc -p .
 	@# tsc writes files without the execute bit; npx runs the package's bin directly.
 	chmod +x dist/src/cli/main.js
+	@touch $@
 
 install: $(STAMP)
 

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { guideUrlProblem, parseInstant } from './sunset-values.js';
 
 /** Where the client address of a check comes from (README, "Source IP"). */
 export type ClientIpSource =
@@ -44,11 +46,17 @@ export interface Config {
   readonly shutdownGraceSeconds: number;
   /** After SIGTERM, how long to keep answering while reporting NOT_SERVING, before draining. */
   readonly shutdownDelaySeconds: number;
-  /** The API-key sunset (issue #11): dates in epoch ms, the guide, and whether to enforce it. */
+  /**
+   * The API-key sunset: dates in epoch ms, the guide, and whether to enforce it. The sunset date,
+   * enforcement and guide live in the database (`sitekey-authz sunset`); these are only the first
+   * value written there when it holds none (see check-policies.ts).
+   */
   readonly apiKeySunsetAt: number;
   readonly apiKeyDeprecatedAt: number;
   readonly apiKeySunsetEnforce: boolean;
   readonly migrationGuideUrl: string | undefined;
+  /** Which of the sunset variables the environment set, so that only those are compared with the database. */
+  readonly sunsetVariablesSet: readonly SunsetVariable[];
   /** Remove the Authorization header from allowed requests before they reach the upstream. */
   readonly stripAuthorization: boolean;
   readonly denialStatsRetentionDays: number;
@@ -64,6 +72,8 @@ export interface Config {
   readonly workers: number;
   /** Undefined: a Bearer header is refused with 106, token-based authentication is not enabled. */
   readonly tokens: TokenSettings | undefined;
+  /** Allow every check, reporting each would-be denial as a shadow denial: a first rollout without risk. */
+  readonly shadowMode: boolean;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -76,6 +86,57 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/** One environment variable the service reads: its default and what it sets, in a few words. */
+export interface Setting {
+  readonly name: string;
+  readonly default: string;
+  readonly meaning: string;
+}
+
+/**
+ * Every variable loadConfig reads, in the order the README's configuration table lists them: what
+ * `serve --help` prints, and what a test holds the README and loadConfig to. The rules of each value
+ * are in loadConfig's own checks, which say them when a value breaks one.
+ */
+export const SETTINGS: readonly Setting[] = [
+  { name: 'DATABASE_URL', default: 'unset: embedded PostgreSQL in DATA_DIR', meaning: 'postgres:// URL of the credential database' },
+  { name: 'DATABASE_LISTEN_URL', default: 'DATABASE_URL', meaning: 'a direct (session) connection for LISTEN, past a transaction-mode pooler' },
+  { name: 'DATA_DIR', default: "the repository's .data, else ./.data", meaning: 'where the embedded PostgreSQL keeps its data' },
+  { name: 'GRPC_PORT', default: '9001', meaning: 'ext_authz gRPC port (also what `check` calls)' },
+  { name: 'METRICS_PORT', default: '9464', meaning: 'HTTP port of /healthz, /readyz and /metrics' },
+  { name: 'BIND_ADDRESS', default: '0.0.0.0', meaning: 'address both ports listen on' },
+  { name: 'LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
+  { name: 'CLIENT_IP_SOURCE', default: 'peer', meaning: 'where the client IP comes from: peer, xff or header:<name>' },
+  { name: 'XFF_TRUSTED_HOPS', default: '0', meaning: "with CLIENT_IP_SOURCE=xff: Envoy's xff_num_trusted_hops" },
+  { name: 'MIGRATE_ON_START', default: 'true with the embedded database, else false', meaning: 'apply migrations when serve starts' },
+  { name: 'SNAPSHOT_REFRESH_SECONDS', default: '60', meaning: 'full reload of the credential snapshot behind LISTEN/NOTIFY' },
+  { name: 'SNAPSHOT_MAX_STALENESS_SECONDS', default: '900', meaning: 'older than this, answer UNAVAILABLE (0: no limit)' },
+  { name: 'LAST_USED_FLUSH_SECONDS', default: '10', meaning: 'how often key last use and refusal counts are written' },
+  { name: 'SHUTDOWN_GRACE_SECONDS', default: '20', meaning: 'on SIGTERM, how long in-flight checks may take' },
+  { name: 'SHUTDOWN_DELAY_SECONDS', default: '0', meaning: 'on SIGTERM, answer while NOT_SERVING this long before draining' },
+  { name: 'APIKEY_SUNSET_AT', default: '2026-12-31T23:59:59Z', meaning: 'first value of the sunset date; then `sitekey-authz sunset set --at`' },
+  { name: 'APIKEY_DEPRECATED_AT', default: 'the sunset', meaning: 'sent as Deprecation, never after the sunset' },
+  { name: 'APIKEY_SUNSET_ENFORCE', default: 'false', meaning: 'first value of enforcement; then `sitekey-authz sunset set --enforce`' },
+  { name: 'MIGRATION_GUIDE_URL', default: 'unset', meaning: 'first value of the guide (https://); then `sitekey-authz sunset set --guide`' },
+  { name: 'STRIP_AUTHORIZATION', default: 'false', meaning: 'allowed requests reach the upstream without Authorization' },
+  { name: 'DENIAL_STATS_RETENTION_DAYS', default: '30', meaning: 'how long `report denials` keeps its hourly counts' },
+  { name: 'METRICS_SITE_LABELS_MAX', default: '1000', meaning: 'sites with a site label of their own on the check metrics' },
+  { name: 'LOG_ALLOWED_SAMPLE_RATE', default: '0', meaning: 'share of allowed checks logged at info, 0 to 1' },
+  { name: 'MAX_BODY_BYTES', default: '1048576', meaning: "the largest body checked; match Envoy's max_request_bytes" },
+  { name: 'GRPC_MAX_CONNECTIONS', default: '1024', meaning: 'connections the gRPC port holds at once' },
+  { name: 'TOKEN_ISSUER', default: 'unset: a Bearer header gets 106', meaning: 'turns token-based authentication on: the iss every access token carries' },
+  { name: 'TOKEN_AUDIENCE', default: 'required with TOKEN_ISSUER', meaning: "a value every token's aud must contain" },
+  { name: 'TOKEN_JWKS_URL', default: 'required with TOKEN_ISSUER', meaning: "the issuer's jwks_uri (https, or http on loopback)" },
+  { name: 'TOKEN_ALGORITHMS', default: 'RS256,PS256,ES256,EdDSA', meaning: 'JWS algorithms accepted; never none or HMAC' },
+  { name: 'TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted (RFC 9068)' },
+  { name: 'TOKEN_CLOCK_SKEW_SECONDS', default: '30', meaning: 'leeway for exp, nbf and iat' },
+  { name: 'WORKERS', default: '1', meaning: 'processes answering checks on the one port, or auto' },
+  { name: 'SHADOW_MODE', default: 'false', meaning: 'allow every check, reporting would-be denials: for a first rollout' },
+];
+
+export const SUNSET_VARIABLES = ['APIKEY_SUNSET_AT', 'APIKEY_SUNSET_ENFORCE', 'MIGRATION_GUIDE_URL', 'APIKEY_DEPRECATED_AT'] as const;
+export type SunsetVariable = (typeof SUNSET_VARIABLES)[number];
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -171,21 +232,41 @@ function workers(env: Env): number {
   return count;
 }
 
-const DEFAULT_SUNSET = '2026-12-31T23:59:59Z';
-// A date-time with an explicit zone: a deadline must not depend on the server's time zone.
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+const PACKAGE_NAME = 'sitekey-authz';
 
+/**
+ * `.data` of the sitekey-authz repository the command runs in, found from a subfolder as git finds
+ * its repository (`cd deploy && npx sitekey-authz site list` uses the same database as `make run`),
+ * else `.data` in the current directory.
+ */
+function defaultDataDir(cwd: string): string {
+  for (let dir = cwd; ; dir = dirname(dir)) {
+    try {
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown };
+      if (manifest.name === PACKAGE_NAME) return join(dir, '.data');
+    } catch {
+      // no package.json here, or not ours: look further up
+    }
+    if (dirname(dir) === dir) return resolve(cwd, '.data');
+  }
+}
+
+const DEFAULT_SUNSET = '2026-12-31T23:59:59Z';
+
+/** A date-time with an explicit zone (a deadline must not depend on the server's time zone), and in the calendar. */
 function instant(env: Env, name: string, fallback: string): number {
   const value = text(env, name) ?? fallback;
-  const at = INSTANT.test(value) ? Date.parse(value) : NaN;
-  if (Number.isNaN(at)) throw new ConfigError(name, `expected an ISO 8601 date-time with a zone such as ${DEFAULT_SUNSET}, got "${value}"`);
+  const at = parseInstant(value, { dateAlone: false });
+  if (at === undefined) {
+    throw new ConfigError(name, `expected an ISO 8601 date-time with a zone, on a day the calendar has, such as ${DEFAULT_SUNSET}, got "${value}"`);
+  }
   return at;
 }
 
-function httpsUrl(env: Env, name: string): string | undefined {
-  const value = url(env, name, { schemes: ['https:', 'http:'], said: 'an https://', example: 'https://developers.example.com/migrate' });
-  // It goes into a Link header between < and >, and into error messages: no room for anything else.
-  if (value !== undefined && /[\s<>"]/.test(value)) throw new ConfigError(name, 'must not contain spaces, quotes, < or >');
+function guideUrl(env: Env, name: string): string | undefined {
+  const value = text(env, name);
+  const problem = value === undefined ? undefined : guideUrlProblem(value);
+  if (problem !== undefined) throw new ConfigError(name, problem);
   return value;
 }
 
@@ -260,7 +341,7 @@ function tokenSettings(env: Env): TokenSettings | undefined {
 }
 
 /** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
   const bindAddress = text(env, 'BIND_ADDRESS') ?? '0.0.0.0';
   if (isIP(bindAddress) === 0) throw new ConfigError('BIND_ADDRESS', `expected an IP address such as 0.0.0.0 or ::, got "${bindAddress}"`);
@@ -271,7 +352,7 @@ export function loadConfig(env: Env = process.env): Config {
   return Object.freeze({
     databaseUrl,
     databaseListenUrl: postgresUrl(env, 'DATABASE_LISTEN_URL') ?? databaseUrl,
-    dataDir: resolve(text(env, 'DATA_DIR') ?? '.data'),
+    dataDir: text(env, 'DATA_DIR') === undefined ? defaultDataDir(cwd) : resolve(cwd, text(env, 'DATA_DIR') ?? ''),
     grpcPort: port(env, 'GRPC_PORT', 9001),
     metricsPort: port(env, 'METRICS_PORT', 9464),
     bindAddress,
@@ -285,7 +366,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 0, 3_600),
     ...sunsetDates(env),
     apiKeySunsetEnforce: boolean(env, 'APIKEY_SUNSET_ENFORCE', false),
-    migrationGuideUrl: httpsUrl(env, 'MIGRATION_GUIDE_URL'),
+    migrationGuideUrl: guideUrl(env, 'MIGRATION_GUIDE_URL'),
+    sunsetVariablesSet: SUNSET_VARIABLES.filter((name) => text(env, name) !== undefined),
     stripAuthorization: boolean(env, 'STRIP_AUTHORIZATION', false),
     denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 30, 1, 3_650),
     metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
@@ -294,5 +376,6 @@ export function loadConfig(env: Env = process.env): Config {
     grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     workers: workers(env),
     tokens: tokenSettings(env),
+    shadowMode: boolean(env, 'SHADOW_MODE', false),
   });
 }

@@ -1,9 +1,39 @@
 import assert from 'node:assert/strict';
-import { availableParallelism } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig, SETTINGS } from '../src/config.js';
 
 describe('loadConfig', () => {
+  it("uses the repository's .data from any of its subfolders, else .data where it runs", () => {
+    const root = mkdtempSync(join(tmpdir(), 'sitekey-authz-repo-'));
+    try {
+      writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'sitekey-authz' }));
+      mkdirSync(join(root, 'deploy', 'envoy'), { recursive: true });
+      assert.equal(loadConfig({}, join(root, 'deploy', 'envoy')).dataDir, join(root, '.data'));
+      assert.equal(loadConfig({}, root).dataDir, join(root, '.data'));
+      assert.equal(loadConfig({ DATA_DIR: 'here' }, join(root, 'deploy')).dataDir, join(root, 'deploy', 'here'), 'a DATA_DIR given is where it says');
+      writeFileSync(join(root, 'deploy', 'package.json'), JSON.stringify({ name: 'another-project' }));
+      assert.equal(loadConfig({}, join(root, 'deploy', 'envoy')).dataDir, join(root, '.data'), 'another package on the way is passed');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+    const elsewhere = mkdtempSync(join(tmpdir(), 'sitekey-authz-elsewhere-'));
+    try {
+      assert.equal(loadConfig({}, elsewhere).dataDir, join(elsewhere, '.data'));
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+
+  it('reads exactly the variables of the settings schema', () => {
+    const read = new Set<string>();
+    loadConfig(new Proxy({}, { get: (target, name) => (typeof name === 'string' && read.add(name), undefined) }));
+    loadConfig(new Proxy({ CLIENT_IP_SOURCE: 'xff' }, { get: (target: Record<string, string>, name) => (typeof name === 'string' && read.add(name), target[name as string]) }));
+    assert.deepEqual([...read].sort(), SETTINGS.map((setting) => setting.name).sort());
+  });
+
   it('has defaults that run the embedded database on the documented ports', () => {
     const config = loadConfig({});
     assert.equal(config.databaseUrl, undefined);
@@ -109,9 +139,14 @@ describe('loadConfig', () => {
     [{ APIKEY_DEPRECATED_AT: '2027-01-01T00:00:00Z' }, 'APIKEY_DEPRECATED_AT', /not be later than APIKEY_SUNSET_AT/],
     [{ APIKEY_SUNSET_ENFORCE: 'soon' }, 'APIKEY_SUNSET_ENFORCE', /true or false/],
     [{ STRIP_AUTHORIZATION: 'strip' }, 'STRIP_AUTHORIZATION', /true or false/],
-    [{ MIGRATION_GUIDE_URL: 'docs/migrate' }, 'MIGRATION_GUIDE_URL', /https:\/\/ URL/],
-    [{ MIGRATION_GUIDE_URL: 'ftp://example.com/migrate' }, 'MIGRATION_GUIDE_URL', /scheme "ftp:"/],
+    [{ APIKEY_SUNSET_AT: '2026-02-30T00:00:00Z' }, 'APIKEY_SUNSET_AT', /on a day the calendar has/],
+    [{ APIKEY_SUNSET_AT: '2026-12-31T24:00:00Z' }, 'APIKEY_SUNSET_AT', /date-time/],
+    [{ MIGRATION_GUIDE_URL: 'docs/migrate' }, 'MIGRATION_GUIDE_URL', /not a URL/],
+    [{ MIGRATION_GUIDE_URL: 'ftp://example.com/migrate' }, 'MIGRATION_GUIDE_URL', /must be an https:\/\/ URL, not ftp:/],
+    [{ MIGRATION_GUIDE_URL: 'http://example.com/migrate' }, 'MIGRATION_GUIDE_URL', /must be an https:\/\/ URL, not http:/],
     [{ MIGRATION_GUIDE_URL: 'https://example.com/a>b' }, 'MIGRATION_GUIDE_URL', /< or >/],
+    [{ MIGRATION_GUIDE_URL: 'https://example.com/\u0001' }, 'MIGRATION_GUIDE_URL', /printable ASCII/],
+    [{ MIGRATION_GUIDE_URL: 'https://example.com/über' }, 'MIGRATION_GUIDE_URL', /printable ASCII/],
     [{ DENIAL_STATS_RETENTION_DAYS: '0' }, 'DENIAL_STATS_RETENTION_DAYS', /from 1/],
     [{ SNAPSHOT_REFRESH_SECONDS: '0' }, 'SNAPSHOT_REFRESH_SECONDS', /from 1/],
     [{ SNAPSHOT_MAX_STALENESS_SECONDS: '1h' }, 'SNAPSHOT_MAX_STALENESS_SECONDS', /whole number/],

@@ -56,12 +56,16 @@ class SiteAllowlist implements Allowlist {
  * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
  * Matched in plain arithmetic, not with a BlockList (see NetworkList).
  */
-export function buildAllowlist(entries: Iterable<{ readonly network: string; readonly prefix: number }>): Allowlist {
+export function buildAllowlist(
+  entries: Iterable<{ readonly network: string; readonly prefix: number }>,
+  onUnusable: (entry: { readonly network: string; readonly prefix: number }) => void = () => undefined,
+): Allowlist {
   const ipv4 = new NetworkList('ipv4');
   const ipv6 = new NetworkList('ipv6');
   for (const entry of entries) {
     const network = allowlistNetwork(entry.network, entry.prefix);
-    if (network !== undefined) (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
+    if (network === undefined) onUnusable(entry);
+    else (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
   }
   return new SiteAllowlist(ipv4.size > 0 ? ipv4 : undefined, ipv6.size > 0 ? ipv6 : undefined);
 }

@@ -2,6 +2,7 @@ import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
 import { parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
+import { parseInstant } from '../sunset-values.js';
 
 /** A command line that cannot be carried out as typed; the message says what to type instead. */
 export class UsageError extends Error {
@@ -24,8 +25,6 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // Invisible direction marks, embeddings, overrides and isolates make text display other than it
 // reads ("Trojan Source", CVE-2021-42574); right-to-left letters display correctly without them.
 const DIRECTION_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
-// A calendar date (midnight UTC), or a date and time with Z or an offset: no guessing at a time zone.
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))?$/;
 
 export function siteIdArgument(text: string): SiteId {
   const siteId = canonicalSiteId(text);
@@ -54,27 +53,23 @@ export function allowlistArguments(texts: readonly string[]): AllowlistEntry[] {
   return [...new Map(entries.map((entry) => [entry.cidr, entry])).values()];
 }
 
-/** Date parsing rolls 2027-02-30 over into March; a typo must be refused instead. */
-function isCalendarDate(text: string): boolean {
-  const [year = 0, month = 0, day = 0] = text.slice(0, 10).split('-').map(Number);
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth;
-}
-
 /** An ISO 8601 date (midnight UTC) or date-time with a zone, for `--<option>`. */
 export function instantOption(option: string, text: string): Date {
-  const at = ISO_INSTANT.test(text) && isCalendarDate(text) ? new Date(text.length === 10 ? `${text}T00:00:00Z` : text) : undefined;
-  if (at === undefined || Number.isNaN(at.getTime())) {
-    throw new UsageError(`--${option} "${text}" is not an ISO 8601 date or time with a zone; try --${option} 2027-01-31 or --${option} 2027-01-31T12:00:00Z`);
+  const at = parseInstant(text, { dateAlone: true });
+  if (at === undefined) {
+    throw new UsageError(
+      `--${option} "${text}" is not an ISO 8601 date or time with a zone on a day the calendar has; try --${option} 2027-01-31 or --${option} 2027-01-31T12:00:00Z`,
+    );
   }
-  return at;
+  return new Date(at);
 }
 
 /** `--expires`: an ISO 8601 date or date-time with zone, in the future. */
 export function expiresOption(text: string | undefined, now: number): Date | undefined {
   if (text === undefined) return undefined;
-  const at = ISO_INSTANT.test(text) && isCalendarDate(text) ? new Date(text.length === 10 ? `${text}T00:00:00Z` : text) : undefined;
-  if (at === undefined || Number.isNaN(at.getTime())) {
+  const epochMs = parseInstant(text, { dateAlone: true });
+  const at = epochMs === undefined ? undefined : new Date(epochMs);
+  if (at === undefined) {
     const examples = EXPIRES_EXAMPLES.map((example) => `--expires ${example}`).join(' or ');
     throw new UsageError(`--expires "${text}" is not ${EXPIRES_FORM}; try ${examples}`);
   }
@@ -113,10 +108,19 @@ export function textOption(option: string, text: string | undefined, maxLength: 
   return maskApiKeysIn(text);
 }
 
+// The nil and max UUIDs (RFC 9562 §5.9, §5.10) are placeholders, never a secret: anyone would guess them.
+const PLACEHOLDER_KEYS = new Set(['00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff']);
+
 /** `key import` reads the key from standard input so that it never lands in shell history. */
 export function importedKeyArgument(input: string): ApiKey {
   const lines = input.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '');
   const key = lines.length === 1 ? canonicalApiKey(lines[0] ?? '') : undefined;
+  if (key !== undefined && PLACEHOLDER_KEYS.has(key)) {
+    throw new UsageError(
+      `standard input holds the ${key.startsWith('0') ? 'nil (all-zero)' : 'max (all-f)'} UUID, a placeholder anyone would guess, not a key; ` +
+        'import the key the partner really uses, or issue a random one with `sitekey-authz key issue <site>`',
+    );
+  }
   if (key === undefined) {
     // The input is never echoed: it may be a real key with a typo.
     throw new UsageError(

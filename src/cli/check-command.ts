@@ -44,6 +44,18 @@ function sendCheck(target: string, request: CheckRequestMessage, timeoutMs: numb
 }
 
 /**
+ * What a failed connection means, in one line, instead of grpc-js's resolver and subchannel text;
+ * undefined when the service was reached (its own UNAVAILABLE, a time-out).
+ */
+function unreachable(details: string, target: string): string | undefined {
+  const start = `start it with \`make run\` or \`sitekey-authz serve\`, or name it with --target HOST:PORT (a changed GRPC_PORT must be exported in this terminal too)`;
+  if (/ECONNREFUSED/.test(details)) return `no service is listening at ${target}: ${start}`;
+  if (/Name resolution failed|ENOTFOUND|EAI_AGAIN/.test(details)) return `the host of ${target} cannot be resolved; check --target HOST:PORT`;
+  if (/No connection established|ECONNRESET|EHOSTUNREACH|ENETUNREACH/.test(details)) return `cannot connect to ${target}: ${start}`;
+  return undefined;
+}
+
+/**
  * `sitekey-authz check`: sends one Check to a running service, as Envoy would, and prints its answer.
  * Exit 0 allowed, 1 denied, 2 no verdict (the RPC failed: unreachable, UNAVAILABLE, time-out).
  */
@@ -60,8 +72,10 @@ export async function runCheck({ config, readStdin }: CommandContext, line: Comm
     if (error instanceof UsageError) throw error;
     const rpc = error as Partial<ServiceError> | null;
     const code = typeof rpc?.code === 'number' ? rpc.code : GrpcStatus.UNKNOWN;
+    const details = rpc?.details ?? rpc?.message ?? String(error);
+    const notReached = code === GrpcStatus.UNAVAILABLE ? unreachable(details, target) : undefined;
     return {
-      text: `NO VERDICT  (gRPC status ${grpcCodeName(code)}: ${rpc?.details ?? rpc?.message ?? String(error)}; target ${target})`,
+      text: notReached === undefined ? `NO VERDICT  (gRPC status ${grpcCodeName(code)}: ${details}; target ${target})` : `NO VERDICT  ${notReached}`,
       json: noVerdict(code),
       warnings: notes,
       exitCode: EXIT_NO_VERDICT,

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Config } from '../config.js';
+import { SETTINGS, type Config, type Setting } from '../config.js';
 import { IPV4_MAPPED } from '../allowlist/client-ip.js';
 import type { Logger } from '../observe/logger.js';
 import type { CredentialAdmin, KeySummary } from '../store/credential-admin.js';
@@ -21,7 +21,8 @@ import {
   textOption,
 } from './arguments.js';
 import { shortTime, table, type CommandOutput } from './output.js';
-import { CHECK_OPTIONS, CHECK_SYNOPSIS, EXIT_NO_VERDICT, REQUEST_OPTIONS, REQUEST_SYNOPSIS } from './request-options.js';
+import { CHECK_OPTIONS, CHECK_SYNOPSIS, EXIT_NO_VERDICT, REQUEST_OPTIONS, REQUEST_RULES, REQUEST_SYNOPSIS } from './request-options.js';
+import { AUDIT_COMMANDS } from './audit-commands.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
 import { TOKEN_COMMANDS } from './token-commands.js';
 
@@ -58,6 +59,8 @@ export interface Command {
   readonly rules?: Readonly<Record<string, string>>;
   /** For `--help`: a command line to copy. */
   readonly example?: string;
+  /** For `--help`: the environment variables it reads (serve: all of them). */
+  readonly environment?: readonly Setting[];
   /** Resolves to what to print, or to undefined once `serve` has stopped. */
   run(context: CommandContext, line: CommandLine): Promise<CommandOutput | undefined>;
 }
@@ -102,9 +105,10 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'serve',
     synopsis: '',
-    summary: 'run the ext_authz service (configured by environment variables; see the README)',
+    summary: 'run the ext_authz service, configured by the environment variables below (README, "Configuration")',
     options: {},
     arity: [0, 0],
+    environment: SETTINGS,
     example: 'DATABASE_URL=postgres://authz@db.internal/authz sitekey-authz serve',
     run: async ({ config, logger }) => {
       // Loaded here so that the admin commands do not pay for the gRPC and proto start-up.
@@ -196,7 +200,7 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'site list',
     synopsis: '',
-    summary: 'sites with their state, active keys and allowlist size',
+    summary: 'sites with their state, active keys and allowlist size (names shown with control characters escaped)',
     options: {},
     arity: [0, 0],
     example: 'sitekey-authz site list --json',
@@ -252,7 +256,7 @@ export const COMMANDS: readonly Command[] = [
     rules: {
       ...SITE_RULE,
       ...KEY_RULES,
-      '< key.txt': `the key on standard input, ${API_KEY_FORM}; never on the command line, where it would stay in shell history (at a terminal it is asked for)`,
+      '< key.txt': `the key on standard input, ${API_KEY_FORM}, not the nil or max UUID; never on the command line, where it would stay in shell history (at a terminal it is asked for)`,
     },
     example: 'sitekey-authz key import 1001 --note "from the old gateway" < key.txt',
     run: async ({ withAdmin, now, readStdin }, line) => {
@@ -385,6 +389,12 @@ export const COMMANDS: readonly Command[] = [
     options: CHECK_OPTIONS,
     arity: [0, 0],
     failureExit: EXIT_NO_VERDICT,
+    rules: {
+      ...REQUEST_RULES,
+      '--target HOST:PORT': 'where the service listens (default localhost:$GRPC_PORT: export a changed GRPC_PORT in this terminal too)',
+      '--timeout-ms N': 'how long to wait for the answer, 1 to 3600000 (default 5000)',
+    },
+    example: 'sitekey-authz check --authorization 1001:6f1c3a52-8d0e-4b7a-9c21-5e3f4a6b7c8d --ip 203.0.113.7',
     // Loaded when used, as serve is: the other commands do not pay for gRPC and the protos.
     run: async (context, line) => (await import('./check-command.js')).runCheck(context, line),
   },
@@ -395,6 +405,8 @@ export const COMMANDS: readonly Command[] = [
     options: REQUEST_OPTIONS,
     arity: [0, 0],
     failureExit: EXIT_NO_VERDICT,
+    rules: REQUEST_RULES,
+    example: 'sitekey-authz explain --authorization 1001:6f1c3a52-8d0e-4b7a-9c21-5e3f4a6b7c8d --ip 198.51.100.9',
     run: async (context, line) => (await import('./explain-command.js')).runExplain(context, line),
   },
   {
@@ -403,6 +415,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'print the database\'s connection URL, e.g. for psql "$(sitekey-authz db url)" (the embedded one while serve runs)',
     options: {},
     arity: [0, 0],
+    example: 'psql "$(sitekey-authz db url)"',
     run: async ({ config }) => {
       const url = config.databaseUrl ?? (await runningEmbeddedUrl(config.dataDir));
       if (url === undefined) {
@@ -413,4 +426,5 @@ export const COMMANDS: readonly Command[] = [
   },
   ...SUNSET_COMMANDS,
   ...TOKEN_COMMANDS,
+  ...AUDIT_COMMANDS,
 ];

@@ -15,10 +15,12 @@ import { IssuerKeys } from '../token/issuer-keys.js';
 import { TokenVerifier } from '../token/token-verifier.js';
 import { SiteTable } from '../store/site-table.js';
 import { loadBrownouts, loadSites } from '../store/snapshot-loader.js';
+import { loadSunsetPolicy } from '../store/sunset-policy.js';
+import { epochMsOf, instantText } from '../store/timestamps.js';
 import { UsageError } from './arguments.js';
 import { answerOf, exitStatusOf, verdictText, type CheckAnswer } from './check-answer.js';
 import type { CommandContext, CommandLine } from './commands.js';
-import type { CommandOutput } from './output.js';
+import { oneLine, type CommandOutput } from './output.js';
 import { requestFromOptions } from './request-options.js';
 
 /** How long explain waits for the token issuer's keys. */
@@ -110,14 +112,14 @@ async function allowWords(decision: Allowed, facts: Facts): Promise<string> {
     decision.rehearsal === undefined ? '' : `; dry-run brownout ${decision.rehearsal.brownoutId} counts it as one it would refuse (105)`;
   return (
     `site ${siteId} is enabled, the client IP ${facts.input.clientAddress ?? ''} is on its allowlist, ` +
-    `key ${keyId} is an active key of the site (${expiresAt === null ? 'it never expires' : `until ${expiresAt.toISOString()}`}), and ${body}${rehearsal}`
+    `key ${keyId} is an active key of the site (${expiresAt === null || epochMsOf(expiresAt) === Infinity ? 'it never expires' : `until ${instantText(expiresAt)}`}), and ${body}${rehearsal}`
   );
 }
 
 async function siteWords(denial: Extract<Denial, { errorId: 101 }>, { pool }: Facts): Promise<string> {
   const site = await findSite(pool, denial.siteId);
   if (site === undefined) return `site ${denial.siteId} is unknown: there is no such site (\`sitekey-authz site list\` shows those there are)`;
-  const named = site.name === '' ? '' : ` (${site.name})`;
+  const named = site.name === '' ? '' : ` (${oneLine(site.name)})`;
   if (!site.enabled) return `site ${denial.siteId}${named} is disabled; \`sitekey-authz site enable ${denial.siteId}\` accepts its requests again`;
   return `site ${denial.siteId} is enabled now, but was not a moment ago when explain loaded it; run explain again`;
 }
@@ -140,8 +142,8 @@ async function keyWords(denial: Extract<Denial, { errorId: 102 }>, facts: Facts)
   if (key === undefined) return `key ${maskedKey} is unknown: it is no key of any site (a typo, or a key never issued or imported)`;
   if (key.siteId !== siteId) return `key ${maskedKey} belongs to another site: it is key ${key.keyId} of site ${key.siteId}, not a key of site ${siteId}`;
   const which = `key ${maskedKey} (key ${key.keyId} of site ${siteId})`;
-  if (key.revokedAt !== null) return `${which} was revoked at ${key.revokedAt.toISOString()}`;
-  if (key.expiresAt !== null && key.expiresAt.getTime() <= facts.now) return `${which} expired at ${key.expiresAt.toISOString()}`;
+  if (key.revokedAt !== null) return `${which} was revoked at ${instantText(key.revokedAt)}`;
+  if (key.expiresAt !== null && epochMsOf(key.expiresAt) <= facts.now) return `${which} expired at ${instantText(key.expiresAt)}`;
   return `${which} is active now, but was not a moment ago when explain loaded the site's keys; run explain again`;
 }
 
@@ -155,8 +157,11 @@ function sunsetWords(denial: Extract<Denial, { errorId: 105 }>): string {
     return `site ${denial.siteId} accepts access tokens only; \`sitekey-authz site auth ${denial.siteId} both\` accepts its API keys again`;
   }
   const grace = `site ${denial.siteId} has no grace (\`sitekey-authz site grace ${denial.siteId} --until <date>\` gives it some)`;
-  if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (APIKEY_SUNSET_ENFORCE is on) and ${grace}`;
-  const brownout = denial.brownout === undefined ? 'a brownout' : `brownout ${denial.brownout.id}, until ${new Date(denial.brownout.until).toISOString()},`;
+  if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (enforced, see \`sitekey-authz sunset show\`) and ${grace}`;
+  const brownout =
+    denial.brownout === undefined
+      ? 'a brownout'
+      : `brownout ${denial.brownout.id}, ${Number.isFinite(denial.brownout.until) ? `until ${new Date(denial.brownout.until).toISOString()}` : 'without end'},`;
   return `${brownout} refuses API keys and ${grace}`;
 }
 
@@ -239,13 +244,18 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
   const { input } = viewCheckRequest(request, config);
   // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
   const header = parseAuthorization(input.authorization);
-  const { sunset, allowedResponse } = checkPolicies(config);
   const tokens = await tokenVerifier(config, input, logger);
   try {
     return await withPool(async (pool) => {
       const snapshot = new SiteTable();
-      const [sites, brownouts] = await Promise.all([loadSites(pool, await siteToLoad(pool, header, input, tokens?.verifier, now)), loadBrownouts(pool)]);
+      const [sites, brownouts, stored] = await Promise.all([
+        loadSites(pool, await siteToLoad(pool, header, input, tokens?.verifier, now)),
+        loadBrownouts(pool),
+        loadSunsetPolicy(pool),
+      ]);
       snapshot.replaceAll(sites, brownouts, now);
+      // The sunset policy the service follows: the database's, not this terminal's environment.
+      const { sunset, allowedResponse } = checkPolicies(config, stored && { sunsetAt: stored.sunsetAt, enforce: stored.enforce, guideUrl: stored.guideUrl });
       const decision = (await authorizeCheck(input, { snapshot: () => snapshot, sunset, tokens: tokens?.verifier, now: () => now })) as Decision;
       const response = toCheckResponse(decision, allowedResponse);
       const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };

@@ -34,6 +34,17 @@ function rules(commands: readonly Command[]): string[] {
   return ['', 'Arguments and options:', ...[...said.values()].map(([term, rule]) => `  ${term}\n${wrap(rule, RULE_INDENT)}`)];
 }
 
+/** The variables a command reads, with their defaults: for serve, every setting of the schema. */
+function environment(command: Command): string[] {
+  const settings = command.environment ?? [];
+  if (settings.length === 0) return [];
+  return [
+    '',
+    'Settings (environment variables; a bad value stops start-up naming the variable and why):',
+    ...settings.map((setting) => `  ${setting.name}  (default: ${setting.default})\n${wrap(setting.meaning, RULE_INDENT)}`),
+  ];
+}
+
 function examples(commands: readonly Command[]): string[] {
   const lines = commands.flatMap((command) => (command.example === undefined ? [] : [`  ${command.example}`]));
   return lines.length === 0 ? [] : ['', lines.length === 1 ? 'Example:' : 'Examples:', ...lines];
@@ -43,7 +54,7 @@ const GLOBAL_OPTIONS_LINE = 'Global options: --json, --actor NAME (see `sitekey-
 
 /** `sitekey-authz key issue --help`: the usage line, what it does, the rules of its arguments, an example. */
 export function commandHelp(command: Command): string {
-  return [`Usage: ${usageLine(command)}`, wrap(command.summary, 2), ...rules([command]), ...examples([command]), '', GLOBAL_OPTIONS_LINE].join('\n');
+  return [`Usage: ${usageLine(command)}`, wrap(command.summary, 2), ...rules([command]), ...environment(command), ...examples([command]), '', GLOBAL_OPTIONS_LINE].join('\n');
 }
 
 /** `sitekey-authz key --help`: every command of the group, then the rules they share; undefined if there is no such group. */

@@ -11,7 +11,7 @@ import { migrate } from '../store/migrate.js';
 import { textOption, UsageError } from './arguments.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
 import { commandHelp, groupHelp, PROGRAM_HELP, usageLine, versionText } from './help.js';
-import type { CommandOutput } from './output.js';
+import { printable, type CommandOutput } from './output.js';
 
 const EXIT_OK = 0;
 /** The command was understood but refused or failed: unknown site, duplicate key, database down. */
@@ -84,7 +84,13 @@ function parseCommandLine(argv: readonly string[]): Invocation {
       throw new UsageError(`"${command.name}" has no option ${offending}; it takes ${[...own, '--json', '--actor'].join(', ')}. Usage: ${usageLine(command)}`);
     }
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      throw new UsageError(`${(error as Error).message.split('.')[0]}; usage: ${usageLine(command)}`);
+      // Node says which option lacks its value, and how to give one that starts with a dash: keep that hint.
+      const option = /'(--[^' ]+)/.exec((error as Error).message)?.[1];
+      const given = option === undefined ? undefined : rest[rest.indexOf(option) + 1];
+      if (option !== undefined && given?.startsWith('-') === true && command.options[option.slice(2)]?.type === 'string') {
+        throw new UsageError(`${option} reads ${given} as another option; to give a value that starts with a dash, write ${option}=${given}`);
+      }
+      throw new UsageError(`${(error as Error).message.split('\n').join(' ')}; usage: ${usageLine(command)}`);
     }
     throw error;
   }
@@ -185,8 +191,8 @@ function describeFailure(error: unknown): Failure {
 }
 
 function print(output: CommandOutput, json: boolean): void {
-  for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${maskApiKeysIn(warning)}\n`);
-  process.stdout.write(json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
+  for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${printable(maskApiKeysIn(warning))}\n`);
+  process.stdout.write(json ? `${JSON.stringify(output.json, null, 2)}\n` : `${printable(output.text)}\n`);
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -225,7 +231,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     // A key typed where it does not belong must not be echoed back in the message that says so.
     const failure = { ...described, exit: failureExit ?? described.exit, message: maskApiKeysIn(described.message) };
     process.stderr.write(
-      json ? `${JSON.stringify({ error: { code: failure.code, message: failure.message } })}\n` : `sitekey-authz: ${failure.message}\n`,
+      json ? `${JSON.stringify({ error: { code: failure.code, message: failure.message } })}\n` : `sitekey-authz: ${printable(failure.message)}\n`,
     );
     return failure.exit;
   }

@@ -8,8 +8,27 @@ export interface CommandOutput {
   readonly exitCode?: number;
 }
 
-/** Left-aligned columns under upper-case headings, for the `list` commands. */
-export function table(headings: readonly string[], rows: ReadonlyArray<ReadonlyArray<string>>): string {
+// Control characters (C0, DEL, C1) and invisible direction controls: in a terminal they move the
+// cursor, retitle the window, clear the screen, or make text display other than it reads. Rows that
+// SQL wrote can hold them whatever the CLI refuses.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const UNPRINTABLE_BUT_LINE_BREAKS = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+const escaped = (character: string): string => `\\u${(character.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`;
+
+/** Text for one line of a terminal: every control character written as \u001b and so on, newlines too. */
+export function oneLine(text: string): string {
+  return text.replace(UNPRINTABLE, escaped);
+}
+
+/** Text for a terminal, line breaks kept: what every human-readable output passes through last. */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE_BUT_LINE_BREAKS, escaped);
+}
+
+/** Left-aligned columns under upper-case headings, for the `list` commands; each cell stays on its line. */
+export function table(headings: readonly string[], rawRows: ReadonlyArray<ReadonlyArray<string>>): string {
+  const rows = rawRows.map((row) => row.map(oneLine));
   const widths = headings.map((heading, column) => Math.max(heading.length, ...rows.map((row) => (row[column] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells
@@ -21,5 +40,7 @@ export function table(headings: readonly string[], rows: ReadonlyArray<ReadonlyA
 
 /** Timestamps in lists: minutes are enough to read, the JSON output has the exact instant. */
 export function shortTime(iso: string | null, absent = '-'): string {
-  return iso === null ? absent : `${iso.slice(0, 16).replace('T', ' ')}Z`;
+  if (iso === null) return absent;
+  // 'infinity' and '-infinity', which only SQL writes, are shown as they are.
+  return /^\d{4}-/.test(iso) ? `${iso.slice(0, 16).replace('T', ' ')}Z` : iso;
 }

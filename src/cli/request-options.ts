@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { maskApiKeysIn } from '../decision/api-key.js';
+import { parseClientIp } from '../allowlist/client-ip.js';
 import { bearerToken, canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CheckRequestMessage, HeaderValueMessage } from '../envoy/messages.js';
 import { UsageError } from './arguments.js';
@@ -34,11 +35,24 @@ export const REQUEST_SYNOPSIS =
   '[--authorization SITE:KEY] [--ip ADDRESS] [--body JSON | --no-body] [--header NAME=VALUE]... ' +
   '[--context NAME=VALUE]... [--path PATH] [--raw-headers] [--raw-body] [--request FILE (instead of all these)]';
 
+const DEFAULT_IP = '127.0.0.1';
+
+/** For `--help` of `check` and `explain`: the rule each request option follows. */
+export const REQUEST_RULES: Readonly<Record<string, string>> = {
+  '--authorization SITE:KEY': 'the Authorization header as the partner sends it; a value that starts with a dash goes after an equals sign: --authorization=-5:…',
+  '--ip ADDRESS': `the client's IPv4 or IPv6 address (default ${DEFAULT_IP}); for an address that is no IP, write the request with --request`,
+  '--body JSON | --no-body': 'the request body (default: {"siteid":…,"apikey":…} made up from --authorization), or none',
+  '--header NAME=VALUE': 'a further request header, repeatable; NAME:VALUE as curl writes it works too',
+  '--context NAME=VALUE': "Envoy's per-route context_extensions, e.g. body_credentials=optional",
+  '--path PATH': 'the request path (default /)',
+  '--raw-headers, --raw-body': "send headers and body as Envoy's encode_raw_headers and pack_as_bytes do",
+  '--request FILE': 'a whole CheckRequest in JSON (as Envoy logs it), or - for standard input, instead of the options above',
+};
+
 /** `check` also says where the service is and how long to wait for it. */
 export const CHECK_OPTIONS = { ...REQUEST_OPTIONS, target: string, 'timeout-ms': string } as const;
 export const CHECK_SYNOPSIS = `${REQUEST_SYNOPSIS} [--target HOST:PORT] [--timeout-ms N]`;
 
-const DEFAULT_IP = '127.0.0.1';
 const HOST = 'localhost';
 // Far above Envoy's usual max_request_bytes, base64 included; read no further than this.
 const MAX_REQUEST_FILE_BYTES = 16 * 1024 * 1024;
@@ -215,6 +229,17 @@ async function requestFromFile(line: CommandLine, path: string, readStdin: () =>
   return { request: decoded.request, notes };
 }
 
+/** `--ip`: an address Envoy could report; a typo such as 999.1.1.1 is said to be one, not explained as a 103. */
+function ipOption(given: string | undefined): string {
+  if (given === undefined) return DEFAULT_IP;
+  if (parseClientIp(given) === undefined) {
+    throw new UsageError(
+      `--ip "${given}" is not a valid IPv4 or IPv6 address; try --ip 203.0.113.7 or --ip 2001:db8::7 (a request whose address is no IP can be written with --request FILE)`,
+    );
+  }
+  return given;
+}
+
 /** The CheckRequest the request options describe, as Envoy would send it. */
 export async function requestFromOptions(line: CommandLine, readStdin: () => Promise<string>): Promise<RequestFromOptions> {
   const file = text(line, 'request');
@@ -223,7 +248,7 @@ export async function requestFromOptions(line: CommandLine, readStdin: () => Pro
   const { body, note } = chosenBody(line, authorization);
   const request = envoyCheckRequest({
     authorization,
-    ip: text(line, 'ip') ?? DEFAULT_IP,
+    ip: ipOption(text(line, 'ip')),
     body,
     headers: texts(line, 'header').map(headerOption),
     context: Object.fromEntries(texts(line, 'context').map(contextOption)),

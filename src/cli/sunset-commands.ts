@@ -1,5 +1,7 @@
-import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow } from '../store/sunset-admin.js';
-import { countOption, instantOption, siteIdArgument, textOption, UsageError } from './arguments.js';
+import { configuredSunsetPolicy } from '../serve/check-policies.js';
+import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
+import { guideUrlProblem } from '../sunset-values.js';
+import { countOption, instantOption, SITE_ID_FORM, siteIdArgument, textOption, UsageError } from './arguments.js';
 import type { Command, CommandLine } from './commands.js';
 import { shortTime, table, type CommandOutput } from './output.js';
 
@@ -19,10 +21,15 @@ const texts = (line: CommandLine, name: string): string[] => {
   return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
 };
 
-/** RFC 4180 fields: quoted when they hold a comma, a quote or a line break. */
-function csv(headings: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>): string {
+// A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), @SUM(1)):
+// OWASP's CSV-injection rule puts a ' before it, which the spreadsheet shows as text.
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/** RFC 4180 fields: quoted when they hold a comma, a quote or a line break; never read as a formula. */
+export function csv(headings: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>): string {
   const field = (value: string | number | boolean | null) => {
-    const textValue = value === null ? '' : String(value);
+    const raw = value === null ? '' : String(value);
+    const textValue = typeof value === 'string' && FORMULA_START.test(raw) ? `'${raw}` : raw;
     return /[",\r\n]/.test(textValue) ? `"${textValue.replaceAll('"', '""')}"` : textValue;
   };
   return [headings, ...rows].map((row) => row.map(field).join(',')).join('\n');
@@ -45,16 +52,81 @@ function report<T>(
 
 const sites = (brownout: BrownoutSummary) => (brownout.siteIds === null ? 'all' : brownout.siteIds.join(' '));
 
+const SITE_ID_RULE = `the site id: ${SITE_ID_FORM}`;
+const CSV_RULE = "a cell that starts with =, +, -, @, a tab or a carriage return gets a leading ' so that it is not run as a formula";
+
 const BROWNOUT_HINT = 'e.g. sitekey-authz brownout add --from 2026-12-01T14:00:00Z --until 2026-12-01T15:00:00Z --site 1001 --dry-run';
+
+function policyText(policy: SunsetPolicySummary): string {
+  const source =
+    policy.source === 'database'
+      ? `stored in the database (changed ${policy.updatedAt ?? '-'}); every replica follows it, whatever its environment`
+      : 'from this environment (APIKEY_SUNSET_AT, APIKEY_SUNSET_ENFORCE, MIGRATION_GUIDE_URL): the database holds none yet; serve stores it at start, or `sitekey-authz sunset set`';
+  return [
+    `sunset:   ${policy.sunsetAt}`,
+    `enforce:  ${policy.enforce ? 'yes: valid API keys are refused (105) from the sunset on, except sites with grace' : 'no: API keys keep working after the sunset'}`,
+    `guide:    ${policy.guideUrl ?? '- (105 messages and Link headers name none)'}`,
+    `source:   ${source}`,
+  ].join('\n');
+}
+
+const SUNSET_SET_HINT = 'e.g. sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate';
 
 /** Issue #11: grace, brownouts and the reports of the API-key sunset. */
 export const SUNSET_COMMANDS: readonly Command[] = [
+  {
+    name: 'sunset show',
+    synopsis: '',
+    summary: 'the sunset policy every process follows: the date API keys retire, whether that is enforced, and the migration guide',
+    options: {},
+    arity: [0, 0],
+    example: 'sitekey-authz sunset show --json',
+    run: async ({ withAdmin, config }) => {
+      const policy = await withAdmin((admin) => admin.sunset.policy(configuredSunsetPolicy(config)));
+      return { text: policyText(policy), json: policy };
+    },
+  },
+  {
+    name: 'sunset set',
+    synopsis: '[--at ISO] [--enforce | --no-enforce] [--guide URL | --no-guide]',
+    summary: 'change the sunset policy in the database; every replica follows within a second (audited as sunset.set)',
+    options: { at: { type: 'string' }, enforce: { type: 'boolean' }, 'no-enforce': { type: 'boolean' }, guide: { type: 'string' }, 'no-guide': { type: 'boolean' } },
+    arity: [0, 0],
+    rules: {
+      '--at ISO': 'when API keys retire: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has (2026-02-30 is refused)',
+      '--enforce, --no-enforce': 'refuse valid API keys with 105 from the sunset on (sites with grace pass), or only announce it in headers',
+      '--guide URL, --no-guide': 'the migration guide named in 105 messages and Link headers: an https:// URL of printable ASCII, no spaces, quotes, < or >; --no-guide removes it',
+    },
+    example: 'sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate',
+    run: async ({ withAdmin, config }, line) => {
+      const atText = text(line, 'at');
+      const guide = text(line, 'guide');
+      if (line.options.enforce === true && line.options['no-enforce'] === true) throw new UsageError('give --enforce or --no-enforce, not both');
+      if (guide !== undefined && line.options['no-guide'] === true) throw new UsageError('give --guide URL or --no-guide, not both');
+      const problem = guide === undefined ? undefined : guideUrlProblem(guide);
+      if (problem !== undefined) throw new UsageError(`--guide ${problem}; ${SUNSET_SET_HINT}`);
+      const change: SunsetPolicyChange = {
+        ...(atText === undefined ? {} : { sunsetAt: instantOption('at', atText).getTime() }),
+        ...(line.options.enforce === true ? { enforce: true } : line.options['no-enforce'] === true ? { enforce: false } : {}),
+        ...(guide !== undefined ? { guideUrl: guide } : line.options['no-guide'] === true ? { guideUrl: null } : {}),
+      };
+      if (Object.keys(change).length === 0) throw new UsageError(`nothing to change: give --at, --enforce, --no-enforce, --guide or --no-guide; ${SUNSET_SET_HINT}`);
+      const { policy } = await withAdmin((admin) => admin.sunset.setPolicy(change, configuredSunsetPolicy(config)));
+      return { text: `${policyText(policy)}\nEvery replica follows it within a second.`, json: policy };
+    },
+  },
   {
     name: 'site grace',
     synopsis: '<id> --until ISO | --clear',
     summary: 'let a site keep its API keys through brownouts and the sunset until a date, or take that back',
     options: { until: { type: 'string' }, clear: { type: 'boolean' } },
     arity: [1, 1],
+    rules: {
+      '<id>': SITE_ID_RULE,
+      '--until ISO': 'until when: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has',
+      '--clear': 'take the grace back: the site follows brownouts and the sunset again',
+    },
+    example: 'sitekey-authz site grace 1001 --until 2027-03-31',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(line.positionals[0] ?? '');
       const untilText = text(line, 'until');
@@ -78,11 +150,19 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'refuse API-key requests (error 105) for a while, for the named sites or all; --dry-run only counts them',
     options: { from: { type: 'string' }, until: { type: 'string' }, site: { type: 'string', multiple: true }, note: { type: 'string' }, 'dry-run': { type: 'boolean' } },
     arity: [0, 0],
+    rules: {
+      '--from ISO|now': 'when it starts: now, or an ISO 8601 date (midnight UTC) or date-time with a zone',
+      '--until ISO': 'when it ends (exclusive), after --from and in the future; same forms',
+      '--site ID ...': `only these sites (repeat --site; default every site): ${SITE_ID_FORM}`,
+      '--note T': `for the record, shown in \`brownout list\`; at most ${MAX_NOTE} characters, no control characters`,
+      '--dry-run': 'refuse nobody: log and count (report denials, "105 (dry run)") whom it would refuse',
+    },
+    example: BROWNOUT_HINT.slice('e.g. '.length),
     run: async ({ withAdmin, now }, line) => {
       const fromText = text(line, 'from');
       const untilText = text(line, 'until');
       if (fromText === undefined || untilText === undefined) throw new UsageError(`--from and --until are both needed; ${BROWNOUT_HINT}`);
-      const from = instantOption('from', fromText);
+      const from = fromText === 'now' ? new Date(now) : instantOption('from', fromText);
       const until = instantOption('until', untilText);
       if (until <= from) throw new UsageError(`--until must be after --from; ${BROWNOUT_HINT}`);
       if (until.getTime() <= now) throw new UsageError(`--until ${untilText} is in the past: the brownout would never run`);
@@ -105,6 +185,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'brownouts, scheduled, running, over and cancelled',
     options: {},
     arity: [0, 0],
+    example: 'sitekey-authz brownout list --json',
     run: async ({ withAdmin }) => {
       const brownouts = await withAdmin((admin) => admin.sunset.listBrownouts());
       return {
@@ -125,6 +206,8 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'call a brownout off; every replica lets requests through again within a second',
     options: {},
     arity: [1, 1],
+    rules: { '<id>': 'the number in the ID column of `sitekey-authz brownout list`, e.g. 3' },
+    example: 'sitekey-authz brownout cancel 3',
     run: async ({ withAdmin }, line) => {
       const brownoutId = line.positionals[0] ?? '';
       if (!BROWNOUT_ID.test(brownoutId)) throw new UsageError(`"${brownoutId}" is not a brownout id: expected the number in the ID column of \`sitekey-authz brownout list\``);
@@ -141,11 +224,18 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'sites that used an API key in the window (default 30 days) with days left; --sites: each site\'s share on tokens and whether it can go tokens-only',
     options: { since: { type: 'string' }, sites: { type: 'boolean' }, csv: { type: 'boolean' } },
     arity: [0, 0],
+    rules: {
+      '--since DAYS': `keys used in the last DAYS days, a whole number from 1 to ${MAX_SINCE_DAYS} (default 30)`,
+      '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
+    },
+    example: 'sitekey-authz report migration --since 60 --csv > migration.csv',
     run: async ({ withAdmin, now, config }, line) => {
       const days = countOption('since', text(line, 'since'), 'days', 30, MAX_SINCE_DAYS);
       const since = new Date(now - days * DAY_MS);
+      // The sunset the service follows: the database's, not this terminal's environment.
+      const sunsetAt = await withAdmin(async (admin) => Date.parse((await admin.sunset.policy(configuredSunsetPolicy(config))).sunsetAt));
       if (line.options.sites === true) {
-        const siteRows = await withAdmin((admin) => admin.sunset.migrationSiteReport(since, config.apiKeySunsetAt, now));
+        const siteRows = await withAdmin((admin) => admin.sunset.migrationSiteReport(since, sunsetAt, now));
         return report<MigrationSiteRow>(
           line,
           siteRows,
@@ -166,7 +256,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
           `no site sent a request, used an API key or a token in the last ${days} day(s)`,
         );
       }
-      const rows = await withAdmin((admin) => admin.sunset.migrationReport(since, config.apiKeySunsetAt, now));
+      const rows = await withAdmin((admin) => admin.sunset.migrationReport(since, sunsetAt, now));
       return report<MigrationKeyRow>(
         line,
         rows,
@@ -190,6 +280,12 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     summary: 'refusals of known sites by error and client address (default: last 24 hours), with counts and first and last seen',
     options: { site: { type: 'string' }, since: { type: 'string' }, csv: { type: 'boolean' } },
     arity: [0, 0],
+    rules: {
+      '--site ID': `only this site, which must exist: ${SITE_ID_FORM}; refusals of unknown or disabled sites (101) are counted together, without --site`,
+      '--since HOURS': `refusals in the last HOURS hours, a whole number from 1 to ${MAX_SINCE_HOURS} (default 24)`,
+      '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
+    },
+    example: 'sitekey-authz report denials --site 1001 --since 48',
     run: async ({ withAdmin, now }, line) => {
       const siteText = text(line, 'site');
       const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
@@ -199,13 +295,15 @@ export const SUNSET_COMMANDS: readonly Command[] = [
         line,
         rows,
         [
-          ['SITE', 'site_id', (r) => r.siteId],
-          ['ERROR', 'error_id', (r) => r.errorId, (r) => (r.rehearsal ? `${r.errorId} (dry run)` : String(r.errorId))],
+          ['SITE', 'site_id', (r) => r.siteId, (r) => r.siteId ?? 'unknown (all)'],
+          ['ERROR', 'error_id', (r) => r.errorId, (r) => (r.rehearsal ? `${r.errorId} (dry run)` : r.shadow ? `${r.errorId} (shadow)` : String(r.errorId))],
           ['CLIENT IP', 'client_ip', (r) => r.clientIp],
           ['DRY RUN', 'rehearsal', (r) => r.rehearsal, (r) => (r.rehearsal ? 'yes' : 'no')],
           ['COUNT', 'count', (r) => r.count],
           ['FIRST SEEN', 'first_seen', (r) => r.firstSeen, (r) => shortTime(r.firstSeen)],
           ['LAST SEEN', 'last_seen', (r) => r.lastSeen, (r) => shortTime(r.lastSeen)],
+          // Last, so that the columns scripts already read keep their places.
+          ['SHADOW', 'shadow', (r) => r.shadow, (r) => (r.shadow ? 'yes: let through' : 'no')],
         ],
         `no refusals${siteId ? ` of site ${siteId}` : ''} in the last ${hours} hour(s)`,
       );

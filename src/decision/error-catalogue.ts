@@ -81,7 +81,8 @@ function sunsetMessage(denial: DenialOf<105>): string {
   const guide = denial.guideUrl === undefined ? '' : `; migration guide: ${denial.guideUrl}`;
   if (denial.reason === 'tokens-only') return `API key authentication is switched off for site ${denial.siteId}; use token-based authentication${guide}`;
   if (denial.reason === 'retired') return `API key authentication has been retired; use token-based authentication${guide}`;
-  const until = denial.brownout === undefined ? '' : ` until ${instant(denial.brownout.until)}`;
+  // A brownout written straight into the database may end at 'infinity': no date to name then.
+  const until = denial.brownout === undefined || !Number.isFinite(denial.brownout.until) ? '' : ` until ${instant(denial.brownout.until)}`;
   return (
     `API key authentication is switched off${until} for a scheduled brownout ahead of its retirement on ${day(denial.sunsetAt)}; ` +
     `migrate to token-based authentication${guide}`

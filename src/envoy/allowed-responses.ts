@@ -25,13 +25,21 @@ export class AllowedResponses {
   private readonly encoded = new Map<string, EncodedCheckResponse>();
 
   constructor(
-    private readonly policy: AllowedResponsePolicy,
+    private policy: AllowedResponsePolicy,
     private readonly encode: (response: CheckResponseMessage) => Buffer,
     private readonly maxEntries: number = ALLOWED_RESPONSES_MAX,
   ) {}
 
-  /** The encoded allowed response for the site and its key or token client. */
-  response(decision: Allowed): EncodedCheckResponse {
+  /**
+   * The encoded allowed response for the site and its key or token client, under `policy` if given:
+   * a policy that is not the one the kept encodings were made with (the sunset policy changed) drops
+   * them all.
+   */
+  response(decision: Allowed, policy: AllowedResponsePolicy = this.policy): EncodedCheckResponse {
+    if (policy !== this.policy) {
+      this.encoded.clear();
+      this.policy = policy;
+    }
     // Site and key ids are decimal digits, so a key's entry has one colon; a client id may hold any
     // character but follows the site id and a space, which no key's entry has.
     const entry = decision.method === 'api_key' ? `${decision.siteId}:${decision.keyId}` : `${decision.siteId} ${decision.clientId}`;

@@ -3,7 +3,7 @@ import type { CheckInput, Decision } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
 import { AllowedResponses } from './allowed-responses.js';
-import { PLAIN_ALLOWED_RESPONSE, toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
+import { PLAIN_ALLOWED_RESPONSE, toCheckResponse, toShadowResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckRequestMessage } from './messages.js';
 import { encodeCheckResponse, type CheckResponseToSend } from './proto.js';
 import { viewCheckRequest, type CheckRequestView, type RequestViewOptions } from './request-view.js';
@@ -14,12 +14,17 @@ export interface AuthorizationServiceDeps extends RequestViewOptions {
    * Promise only where the decision waits for something, such as a new access token's verification.
    */
   readonly authorize: (input: CheckInput) => Decision | undefined | Promise<Decision | undefined>;
-  /** What allowed responses carry besides x-site-id (sunset headers, removed credentials). */
-  readonly allowedResponse?: AllowedResponsePolicy;
+  /**
+   * What allowed responses carry besides x-site-id (sunset headers, removed credentials); a function
+   * when it may change (the sunset policy lives in the database), read after each decision.
+   */
+  readonly allowedResponse?: AllowedResponsePolicy | (() => AllowedResponsePolicy);
   /** Observers of each decision: they get the key-free event, never the request as received. */
   readonly onDecision?: (event: CheckEvent) => void;
   readonly onFailure?: (event: UndecidedCheckEvent) => void;
   readonly logger: Logger;
+  /** SHADOW_MODE: a denial is answered as an allow (see toShadowResponse) and reported as a shadow denial. */
+  readonly shadowMode?: boolean;
 }
 
 /** The Authorization service implementation, ready for grpc.Server#addService. */
@@ -43,7 +48,9 @@ function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorRespons
  */
 export function createAuthorizationService(deps: AuthorizationServiceDeps): AuthorizationImplementation {
   const { logger } = deps;
-  const allowedResponses = new AllowedResponses(deps.allowedResponse ?? PLAIN_ALLOWED_RESPONSE, encodeCheckResponse);
+  const allowedPolicy = deps.allowedResponse ?? PLAIN_ALLOWED_RESPONSE;
+  const currentAllowedPolicy = typeof allowedPolicy === 'function' ? allowedPolicy : () => allowedPolicy;
+  const allowedResponses = new AllowedResponses(currentAllowedPolicy(), encodeCheckResponse);
 
   // An observer is someone else's code: it must neither fail nor delay-then-fail the check.
   function notify<E>(observer: ((event: E) => void) | undefined, event: E, requestId: string | undefined): void {
@@ -83,8 +90,14 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
 
   function respond(view: CheckRequestView, decision: Decision | undefined, started: number): Answer {
     if (decision === undefined) return { failure: 'unavailable', requestId: view.requestId };
-    const response = decision.outcome === 'allow' ? allowedResponses.response(decision) : toCheckResponse(decision);
-    return { response, event: checkEvent(view, decision, secondsSince(started)) };
+    if (decision.outcome === 'allow') {
+      return { response: allowedResponses.response(decision, currentAllowedPolicy()), event: checkEvent(view, decision, secondsSince(started)) };
+    }
+    // The decision stays what it is; only the answer and what observers are told change.
+    if (deps.shadowMode === true) {
+      return { response: toShadowResponse(decision.denial, currentAllowedPolicy()), event: checkEvent(view, decision, secondsSince(started), true) };
+    }
+    return { response: toCheckResponse(decision), event: checkEvent(view, decision, secondsSince(started)) };
   }
 
   function failed(error: unknown, requestId: string | undefined): Answer {

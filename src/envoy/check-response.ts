@@ -1,5 +1,5 @@
 import { denialBody, denialChallenge, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
-import type { Decision } from '../decision/types.js';
+import type { Decision, Denial } from '../decision/types.js';
 import { HeaderAppendAction, type CheckResponseMessage, type HeaderValueOptionMessage } from './messages.js';
 
 /** The header that tells the upstream which site the request was authenticated for. */
@@ -46,6 +46,31 @@ export function sunsetNotice(options: {
     ],
     removeHeaders: options.stripAuthorization ? ['authorization'] : [],
   });
+}
+
+/**
+ * What SHADOW_MODE answers instead of a denial: the request goes through, and the upstream learns
+ * nothing it would not have learnt anyway. Only a 105 (credentials valid, refused for the sunset)
+ * carries x-site-id; for every other would-be denial a client-sent x-site-id is removed, so that a
+ * stranger cannot name a site to the upstream. `shadow_error_id` in the dynamic metadata lets
+ * Envoy's access log show what would have happened.
+ */
+export function toShadowResponse(denial: Denial, allowed: AllowedResponsePolicy = PLAIN_ALLOWED_RESPONSE): CheckResponseMessage {
+  const shadowErrorId = { shadow_error_id: { stringValue: String(denial.errorId) } };
+  if (denial.errorId === 105) {
+    return {
+      status: { code: GrpcCode.OK, message: '' },
+      ok_response: { headers: [overwrite(SITE_ID_HEADER, denial.siteId)], headers_to_remove: allowed.removeHeaders, response_headers_to_add: allowed.responseHeaders },
+      dynamic_metadata: {
+        fields: { site_id: { stringValue: denial.siteId }, auth_method: { stringValue: 'api_key' }, key_id: { stringValue: denial.keyId }, ...shadowErrorId },
+      },
+    };
+  }
+  return {
+    status: { code: GrpcCode.OK, message: '' },
+    ok_response: { headers: [], headers_to_remove: [SITE_ID_HEADER, ...allowed.removeHeaders], response_headers_to_add: [] },
+    dynamic_metadata: { fields: shadowErrorId },
+  };
 }
 
 /**

@@ -30,6 +30,7 @@ interface CheckEventFacts {
 
 export interface AllowedCheckEvent extends CheckEventFacts {
   readonly outcome: 'allowed';
+  readonly shadow: false;
   readonly siteId: SiteId;
   readonly authMethod: AuthMethod;
   /** A dry-run brownout would have refused it (105): its id (issue #11). */
@@ -42,6 +43,8 @@ export interface AllowedCheckEvent extends CheckEventFacts {
 
 export interface DeniedCheckEvent extends CheckEventFacts {
   readonly outcome: 'denied';
+  /** SHADOW_MODE: answered as an allow; this denial is what would have been sent. */
+  readonly shadow: boolean;
   readonly rehearsalBrownoutId: undefined;
   /** Why valid credentials were refused with 105. */
   readonly sunsetReason: SunsetReason | undefined;
@@ -97,7 +100,7 @@ function methodOf(denial: Denial): AuthMethod | undefined {
  * The one place an event is made from a decision; everything an observer may see passes here. It
  * runs on every check, so it builds plain literals (an object spread costs microseconds here).
  */
-export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number): CheckEvent {
+export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number, shadow = false): CheckEvent {
   const requestId = clipForLog(request.requestId);
   const clientIp = clipForLog(request.input.clientAddress);
   const size = bodyBytes(request.input);
@@ -105,6 +108,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
     const byKey = decision.method === 'api_key';
     return {
       outcome: 'allowed',
+      shadow: false,
       errorId: undefined,
       rule: undefined,
       errorMessage: undefined,
@@ -125,6 +129,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
   const { denial } = decision;
   return {
     outcome: 'denied',
+    shadow,
     errorId: denial.errorId,
     rule: 'rule' in denial ? denial.rule : undefined,
     errorMessage: denialMessage(denial),

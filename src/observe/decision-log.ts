@@ -77,10 +77,9 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
       else if (logger.isLevelEnabled('debug')) logger.debug({ ...checkFields(event), event: 'check.allowed' }, 'check allowed');
       return;
     }
-    logger.info(
-      { ...checkFields(event), event: 'check.denied', errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) },
-      'check denied',
-    );
+    const denied = { errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) };
+    if (event.shadow) logger.info({ ...checkFields(event), event: 'check.shadow-denied', shadow: true, ...denied }, 'check allowed by SHADOW_MODE; it would have been denied');
+    else logger.info({ ...checkFields(event), event: 'check.denied', ...denied }, 'check denied');
     if (event.rule === 'body-not-forwarded' && now() - lastBodyHintAt >= HINT_INTERVAL_MS) {
       lastBodyHintAt = now();
       logger.warn(

@@ -44,9 +44,12 @@ export interface ServiceMetricsOptions {
   readonly ready: () => boolean;
   readonly now?: () => number;
   readonly version?: string;
-  /** APIKEY_SUNSET_AT, epoch ms: exported so that alerts can compare traffic with it. */
-  readonly apiKeySunsetAt: number;
+  /** The sunset in force, epoch ms (a function: it lives in the database): exported so that alerts can compare traffic with it. */
+  readonly apiKeySunsetAt: number | (() => number);
 }
+
+/** The `outcome` label of a check SHADOW_MODE let through that would have been denied. */
+export const SHADOW_DENIED = 'shadow_denied';
 
 /** The `site` label value of every site beyond the cap, every unknown id, and checks without a site. */
 export const OTHER_SITE = 'other';
@@ -107,6 +110,7 @@ export class ServiceMetrics {
   private readonly syncFailures: Counter<'kind'>;
   private readonly syncDuration: Histogram<'kind'>;
   private readonly notifications: Counter;
+  private readonly rowsSkipped: Counter<'table'>;
   private readonly apiKeyRequests: Counter;
   private readonly tokenRequests: Counter;
   private readonly checksByMethod: Counter<'method' | 'outcome'>;
@@ -136,7 +140,7 @@ export class ServiceMetrics {
 
     this.checks = new Counter({
       name: 'sitekey_authz_checks_total',
-      help: 'Checks decided, by outcome (allowed, denied), error id of a denial, and site (only sites in the snapshot, up to METRICS_SITE_LABELS_MAX; else "other").',
+      help: 'Checks decided, by outcome (allowed, denied, shadow_denied: let through by SHADOW_MODE, would have been denied), error id of a denial, and site (only sites in the snapshot, up to METRICS_SITE_LABELS_MAX; else "other").',
       labelNames: ['outcome', 'error_id', 'site'],
       registers,
       collect: () => this.addAllowedChecks(),
@@ -184,12 +188,16 @@ export class ServiceMetrics {
       help: 'Requests a dry-run brownout would have refused with error 105, let through.',
       registers,
     });
+    const sunsetAt = options.apiKeySunsetAt;
     new Gauge({
       name: 'sitekey_authz_apikey_sunset_timestamp_seconds',
       aggregator: 'first',
-      help: 'When API-key authentication retires (APIKEY_SUNSET_AT), in Unix seconds.',
+      help: 'When API-key authentication retires (`sitekey-authz sunset show`), in Unix seconds.',
       registers,
-    }).set(options.apiKeySunsetAt / 1000);
+      collect() {
+        this.set((typeof sunsetAt === 'function' ? sunsetAt() : sunsetAt) / 1000);
+      },
+    });
     this.checkDuration = new Histogram({
       name: 'sitekey_authz_check_duration_seconds',
       help: 'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
@@ -281,6 +289,13 @@ export class ServiceMetrics {
       help: 'Credential change notifications received on the LISTEN connection.',
       registers,
     });
+    this.rowsSkipped = new Counter({
+      name: 'sitekey_authz_snapshot_rows_skipped_total',
+      help: 'Rows a snapshot load left out because it cannot use them (written with SQL past the CLI), by table, at each load; the log names each once.',
+      labelNames: ['table'],
+      registers,
+    });
+    for (const table of ['sites', 'api_keys', 'allowlist_entries', 'brownouts']) this.rowsSkipped.inc({ table }, 0);
 
     new Gauge({
       name: 'sitekey_authz_db_pool_connections',
@@ -335,13 +350,14 @@ export class ServiceMetrics {
       tally.set(site, (tally.get(site) ?? 0) + 1);
       if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
     } else {
-      this.checks.inc({ outcome: 'denied', error_id: String(event.errorId), site });
-      if (event.authMethod !== undefined) this.checksByMethod.inc({ method: event.authMethod, outcome: 'denied' });
-      if (event.sunsetReason !== undefined) this.sunsetRefusals.inc({ reason: event.sunsetReason });
+      // A shadow denial was let through: counted apart, so that "denied" keeps meaning refused.
+      this.checks.inc({ outcome: event.shadow ? SHADOW_DENIED : 'denied', error_id: String(event.errorId), site });
+      if (event.authMethod !== undefined) this.checksByMethod.inc({ method: event.authMethod, outcome: event.shadow ? SHADOW_DENIED : 'denied' });
+      if (event.sunsetReason !== undefined && !event.shadow) this.sunsetRefusals.inc({ reason: event.sunsetReason });
       if (event.errorId === 106) this.tokenRefusals.inc({ reason: event.rule as TokenRule });
       else if (event.errorId === 107) this.tokenRefusals.inc({ reason: 'unregistered-client' });
     }
-    this.checkDuration.observe({ outcome: event.outcome }, event.durationSeconds);
+    this.checkDuration.observe({ outcome: event.outcome === 'denied' && event.shadow ? SHADOW_DENIED : event.outcome }, event.durationSeconds);
   }
 
   private addAllowedChecks(): void {
@@ -404,6 +420,10 @@ export class ServiceMetrics {
 
   onTokenKeysFetch(outcome: { readonly ok: boolean }): void {
     this.tokenKeyFetches?.inc({ result: outcome.ok ? 'ok' : 'failed' });
+  }
+
+  onRowSkipped(table: string): void {
+    this.rowsSkipped.inc({ table });
   }
 
   onLastUsedFlush(outcome: { readonly ok: boolean }): void {

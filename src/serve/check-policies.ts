@@ -1,22 +1,83 @@
-import type { Config } from '../config.js';
+import type { Config, SunsetVariable } from '../config.js';
 import type { SunsetPolicy } from '../decision/types.js';
 import { sunsetNotice, type AllowedResponsePolicy } from '../envoy/check-response.js';
+import type { Logger } from '../observe/logger.js';
 
-/** What a check is decided and answered with besides the snapshot, fixed by configuration. */
+/** What a check is decided and answered with besides the snapshot. */
 export interface CheckPolicies {
   readonly sunset: SunsetPolicy;
   readonly allowedResponse: AllowedResponsePolicy;
 }
 
-/** The one place `serve` and `explain` take them from, so that explain answers as the service does. */
-export function checkPolicies(config: Config): CheckPolicies {
+/** The environment's sunset policy: only the first value the database gets, when it holds none. */
+export function configuredSunsetPolicy(config: Config): SunsetPolicy {
+  return { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl };
+}
+
+/**
+ * The one place `serve` and `explain` take them from, so that explain answers as the service does:
+ * the sunset policy the database holds (or, while it holds none, the environment's), and the
+ * headers that follow from it. The deprecation date is APIKEY_DEPRECATED_AT if set, else the
+ * sunset, and never later than the sunset (RFC 9745).
+ */
+export function checkPolicies(config: Config, sunset: SunsetPolicy = configuredSunsetPolicy(config)): CheckPolicies {
+  const deprecatedAt = config.sunsetVariablesSet.includes('APIKEY_DEPRECATED_AT') ? Math.min(config.apiKeyDeprecatedAt, sunset.sunsetAt) : sunset.sunsetAt;
   return {
-    sunset: { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl },
-    allowedResponse: sunsetNotice({
-      deprecatedAt: config.apiKeyDeprecatedAt,
-      sunsetAt: config.apiKeySunsetAt,
-      guideUrl: config.migrationGuideUrl,
-      stripAuthorization: config.stripAuthorization,
-    }),
+    sunset,
+    allowedResponse: sunsetNotice({ deprecatedAt, sunsetAt: sunset.sunsetAt, guideUrl: sunset.guideUrl, stripAuthorization: config.stripAuthorization }),
   };
+}
+
+/** The sunset variables this process's environment set to something other than the database holds. */
+export function sunsetDisagreements(config: Config, stored: SunsetPolicy): SunsetVariable[] {
+  const differs: Record<Exclude<SunsetVariable, 'APIKEY_DEPRECATED_AT'>, boolean> = {
+    APIKEY_SUNSET_AT: config.apiKeySunsetAt !== stored.sunsetAt,
+    APIKEY_SUNSET_ENFORCE: config.apiKeySunsetEnforce !== stored.enforce,
+    MIGRATION_GUIDE_URL: config.migrationGuideUrl !== stored.guideUrl,
+  };
+  return config.sunsetVariablesSet.filter((name): name is keyof typeof differs => name in differs && differs[name as keyof typeof differs]);
+}
+
+/**
+ * The check policies of the stored sunset policy as it changes, built once per change. A process
+ * whose environment disagrees with the database says so once per stored policy, and follows the
+ * database.
+ */
+export class FollowedCheckPolicies {
+  /** The stored policy `current` was built from, as text: each full load reads a new, usually equal, one. */
+  private currentOf: string | undefined;
+  private current: CheckPolicies;
+  private lastStored: SunsetPolicy | undefined;
+  private readonly warned = new Set<string>();
+
+  constructor(
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {
+    this.current = checkPolicies(config);
+  }
+
+  /** The policies for the stored sunset policy; undefined (none stored): the last one stored, or before any the environment's. */
+  of(stored: SunsetPolicy | undefined): CheckPolicies {
+    // Called twice on every check: the same object as last time costs one comparison.
+    if (stored === undefined || stored === this.lastStored) return this.current;
+    this.lastStored = stored;
+    const said = JSON.stringify([stored.sunsetAt, stored.enforce, stored.guideUrl ?? null]);
+    if (said === this.currentOf) return this.current;
+    this.currentOf = said;
+    this.current = checkPolicies(this.config, { sunsetAt: stored.sunsetAt, enforce: stored.enforce, guideUrl: stored.guideUrl });
+    const differing = sunsetDisagreements(this.config, stored);
+    if (differing.length > 0 && !this.warned.has(said)) {
+      this.warned.add(said);
+      this.logger.warn(
+        {
+          variables: differing,
+          database: { sunsetAt: new Date(stored.sunsetAt).toISOString(), enforce: stored.enforce, guideUrl: stored.guideUrl ?? null },
+        },
+        `${differing.join(', ')} in this process's environment disagree with the sunset policy in the database; following the database ` +
+          '(`sitekey-authz sunset show`); the variables only seed a database that holds none',
+      );
+    }
+    return this.current;
+  }
 }

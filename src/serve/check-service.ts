@@ -1,4 +1,4 @@
-import { checkPolicies } from './check-policies.js';
+import { configuredSunsetPolicy, FollowedCheckPolicies, type CheckPolicies } from './check-policies.js';
 import type { Config } from '../config.js';
 import { parseClientIp } from '../allowlist/client-ip.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../envoy/grpc-server.js';
@@ -9,9 +9,10 @@ import type { Logger } from '../observe/logger.js';
 import { ServiceMetrics } from '../observe/metrics.js';
 import { CredentialCache, databaseTimeoutMs } from '../store/credential-cache.js';
 import { connectionPool } from '../store/database.js';
-import { DenialStatsRecorder } from '../store/denial-stats-recorder.js';
 import { AuthUsageRecorder } from '../store/auth-usage-recorder.js';
+import { DenialStatsRecorder, UNKNOWN_SITES, UNKNOWN_SITES_ADDRESS } from '../store/denial-stats-recorder.js';
 import { LastUsedRecorder } from '../store/last-used-recorder.js';
+import { seedSunsetPolicy } from '../store/sunset-policy.js';
 import { IssuerKeys } from '../token/issuer-keys.js';
 import { TokenVerifier } from '../token/token-verifier.js';
 import { authorizeCheck } from './authorize-check.js';
@@ -57,7 +58,24 @@ function openCredentialStore(config: Config, databaseUrl: string, logger: Logger
     }),
     (opened) => opened.stop(),
   );
-  return { pool, cache };
+  const followed = new FollowedCheckPolicies(config, logger);
+  /** The policies of the sunset policy in the last full load: read per check, the same for decision and answer. */
+  const policies = (): CheckPolicies => followed.of(cache.sunsetPolicy());
+  return { pool, cache, policies };
+}
+
+/**
+ * The environment's sunset policy becomes the database's if it holds none yet. Its notification
+ * brings it into every snapshot; until then the environment's applies, which is the same.
+ */
+function seedSunsetPolicyOnce(config: Config, store: CredentialStore, logger: Logger): void {
+  seedSunsetPolicy(store.pool, configuredSunsetPolicy(config)).then(
+    (seeded) => {
+      if (seeded) logger.info('the database held no sunset policy: seeded it from the environment (APIKEY_SUNSET_AT, APIKEY_SUNSET_ENFORCE, MIGRATION_GUIDE_URL)');
+    },
+    (error: unknown) =>
+      logger.warn({ err: error }, 'could not seed the sunset policy from the environment; the environment applies until `sitekey-authz sunset set` stores one'),
+  );
 }
 
 type CredentialStore = ReturnType<typeof openCredentialStore>;
@@ -108,13 +126,14 @@ function serviceMetrics(config: Config, store: CredentialStore, ready: () => boo
         return { ageSeconds: status.loaded ? status.staleSeconds : null, sites: status.sites, activeKeys: status.activeKeys, listening: status.listening };
       },
     },
-    apiKeySunsetAt: config.apiKeySunsetAt,
+    apiKeySunsetAt: () => store.policies().sunset.sunsetAt,
     pool,
     ready,
   });
   cache.onSync((event) => metrics.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds }));
   cache.onSyncFailure((event) => metrics.onSync({ kind: event.kind, ok: false, durationSeconds: 0 }));
   cache.onNotificationReceived(() => metrics.onNotification());
+  cache.onUnusableRowSkipped((row) => metrics.onRowSkipped(row.table));
   return metrics;
 }
 
@@ -130,13 +149,15 @@ function decisionObserver(config: Config, recorders: Recorders, metrics: Service
     metrics.observeCheck(event);
     logDecision(event);
     const now = Date.now();
-    // Refusals of sites we know, by client address (strangers' 108 and 101 are not counted).
+    // Refusals of sites we know, by client address; strangers' 101 all together, their 108 not at all.
     if (event.outcome === 'allowed') {
       recorders.usage.record(event.siteId, event.authMethod, event.clientId, now);
       if (event.keyId !== undefined) recorders.lastUsed.record(event.keyId, now);
       if (event.rehearsalBrownoutId !== undefined) recorders.refusals.record(event.siteId, 105, refusedAddress(event), true, now);
     } else if (event.siteKnown && event.siteId !== undefined) {
-      recorders.refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now);
+      recorders.refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now, event.shadow);
+    } else if (event.errorId === 101) {
+      recorders.refusals.record(UNKNOWN_SITES, 101, UNKNOWN_SITES_ADDRESS, false, now, event.shadow);
     }
   };
 }
@@ -149,7 +170,6 @@ function startCheckServer(
   metrics: ServiceMetrics,
   logger: Logger,
 ): Promise<AuthzGrpcServer> {
-  const { sunset, allowedResponse } = checkPolicies(config);
   return startGrpcServer({
     bindAddress: config.bindAddress,
     port: config.grpcPort,
@@ -160,10 +180,11 @@ function startCheckServer(
       clientIpSource: config.clientIpSource,
       maxBodyBytes: config.maxBodyBytes,
       logger,
-      allowedResponse,
-      authorize: (input) => authorizeCheck(input, { snapshot: (now) => store.cache.snapshot(now), sunset, tokens: tokens?.verifier }),
+      allowedResponse: () => store.policies().allowedResponse,
+      authorize: (input) => authorizeCheck(input, { snapshot: (now) => store.cache.snapshot(now), sunset: store.policies().sunset, tokens: tokens?.verifier }),
       onDecision: decisionObserver(config, recorders, metrics, logger),
       onFailure: (event) => metrics.observeUndecided(event),
+      shadowMode: config.shadowMode,
     },
   });
 }
@@ -222,6 +243,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     readiness,
     followSnapshot(reportTo) {
       report = reportTo;
+      seedSunsetPolicyOnce(config, store, logger);
       void store.cache.start().then(followReadiness, (error: unknown) => logger.error({ err: error }, 'credential snapshot failed to start'));
       void tokens?.keys.start().then(followReadiness);
       timer = setInterval(followReadiness, READINESS_POLL_MS);

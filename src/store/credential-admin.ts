@@ -4,7 +4,9 @@ import { hashApiKey, lastFive, maskApiKey } from '../decision/api-key.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
 import { AdminTransactions } from './admin-transactions.js';
 import type { AllowlistEntry } from '../allowlist/allowlist-entry.js';
+import { AuditLog } from './audit-log.js';
 import { SunsetAdmin } from './sunset-admin.js';
+import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import { TokenAdmin } from './token-admin.js';
 
 export { AdminError, type AdminErrorCode } from './admin-transactions.js';
@@ -55,10 +57,10 @@ interface KeySummaryRow {
   site_id: string;
   last_five: string;
   status: KeyStatus;
-  created_at: Date;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
+  created_at: StoredTimestamp;
+  expires_at: StoredTimestamp | null;
+  revoked_at: StoredTimestamp | null;
+  last_used_at: StoredTimestamp | null;
   note: string;
 }
 
@@ -66,7 +68,7 @@ interface SiteSummaryRow {
   id: string;
   name: string;
   enabled: boolean;
-  created_at: Date;
+  created_at: StoredTimestamp;
   active_keys: string;
   allowlist_entries: string;
 }
@@ -82,7 +84,7 @@ const SITE_SUMMARY = `SELECT s.id::text, s.name, s.enabled, s.created_at,
     (SELECT count(*) FROM allowlist_entries a WHERE a.site_id = s.id) AS allowlist_entries
   FROM sites s`;
 
-const iso = (at: Date | null): string | null => (at === null ? null : at.toISOString());
+const iso = optionalInstantText;
 
 function keySummary(row: KeySummaryRow): KeySummary {
   return {
@@ -90,7 +92,7 @@ function keySummary(row: KeySummaryRow): KeySummary {
     siteId: row.site_id,
     maskedKey: maskApiKey(row.last_five),
     status: row.status,
-    createdAt: row.created_at.toISOString(),
+    createdAt: instantText(row.created_at),
     expiresAt: iso(row.expires_at),
     revokedAt: iso(row.revoked_at),
     lastUsedAt: iso(row.last_used_at),
@@ -103,7 +105,7 @@ function siteSummary(row: SiteSummaryRow): SiteSummary {
     siteId: row.id,
     name: row.name,
     enabled: row.enabled,
-    createdAt: row.created_at.toISOString(),
+    createdAt: instantText(row.created_at),
     activeKeys: Number(row.active_keys),
     allowlistEntries: Number(row.allowlist_entries),
   };
@@ -121,6 +123,8 @@ export class CredentialAdmin {
   readonly sunset: SunsetAdmin;
   /** Token clients, each site's methods and the revocation of its tokens. */
   readonly tokens: TokenAdmin;
+  /** Who changed what and when, as every change recorded it. */
+  readonly auditLog: AuditLog;
 
   constructor(
     pool: pg.Pool,
@@ -130,6 +134,7 @@ export class CredentialAdmin {
     this.transactions = new AdminTransactions(pool, actor);
     this.sunset = new SunsetAdmin(this.transactions);
     this.tokens = new TokenAdmin(this.transactions);
+    this.auditLog = new AuditLog(this.transactions);
   }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {
@@ -233,11 +238,11 @@ export class CredentialAdmin {
   async listNetworks(siteId: SiteId): Promise<AllowlistEntrySummary[]> {
     return this.withClient(async (sql) => {
       await this.site(sql, siteId);
-      const { rows } = await sql.query<{ cidr: string; created_at: Date }>(
+      const { rows } = await sql.query<{ cidr: string; created_at: StoredTimestamp }>(
         'SELECT cidr::text, created_at FROM allowlist_entries WHERE site_id = $1 ORDER BY family(cidr), cidr',
         [siteId],
       );
-      return rows.map((row) => ({ cidr: row.cidr, createdAt: row.created_at.toISOString() }));
+      return rows.map((row) => ({ cidr: row.cidr, createdAt: instantText(row.created_at) }));
     });
   }
 

@@ -1,11 +1,12 @@
 import type pg from 'pg';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
-import type { CredentialSnapshot, SiteId } from '../decision/types.js';
+import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadAllSites, loadBrownouts, loadSites } from './snapshot-loader.js';
+import { loadAllSites, loadBrownouts, loadSites, type UnusableRow } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';
+import { loadSunsetPolicy } from './sunset-policy.js';
 
 export { CREDENTIALS_CHANNEL, LISTEN_APPLICATION_NAME } from './listen-session.js';
 
@@ -95,6 +96,17 @@ export class CredentialCache {
   private readonly syncListeners: Array<(event: SyncEvent) => void> = [];
   private readonly failureListeners: Array<(event: SyncFailureEvent) => void> = [];
   private readonly notificationListeners: Array<(event: undefined) => void> = [];
+  private readonly unusableRowListeners: Array<(event: UnusableRow) => void> = [];
+  /** Rows already logged as left out: each is said once, however often it is loaded again. */
+  private readonly unusableRowsSaid = new Set<string>();
+  private readonly onUnusableRow = (row: UnusableRow): void => {
+    const said = `${row.table} ${row.row}`;
+    if (!this.unusableRowsSaid.has(said)) {
+      this.unusableRowsSaid.add(said);
+      this.options.logger.warn({ table: row.table, row: row.row, reason: row.reason }, 'left a row out of the credential snapshot that it cannot use; fix or delete it with SQL');
+    }
+    this.notify(this.unusableRowListeners, row);
+  };
   private resolveStarted: () => void = () => undefined;
   /** Settles start(): on the first successful load, or on stop(). */
   private readonly started = new Promise<void>((resolveStarted) => (this.resolveStarted = resolveStarted));
@@ -123,6 +135,11 @@ export class CredentialCache {
     return this.isFresh(now) ? this.table : undefined;
   }
 
+  /** The sunset policy the database held at the last full load; undefined: none stored yet. */
+  sunsetPolicy(): SunsetPolicy | undefined {
+    return this.table.sunsetPolicy;
+  }
+
   status(now: number): CacheStatus {
     return {
       loaded: this.loaded,
@@ -145,6 +162,11 @@ export class CredentialCache {
   /** Observers of every failed sync. */
   onSyncFailure(listener: (event: SyncFailureEvent) => void): void {
     this.failureListeners.push(listener);
+  }
+
+  /** Observers of each row a load leaves out (every time it does). */
+  onUnusableRowSkipped(listener: (row: UnusableRow) => void): void {
+    this.unusableRowListeners.push(listener);
   }
 
   /** Observers of every notification received on the channel, acted on or not. */
@@ -209,8 +231,12 @@ export class CredentialCache {
     const startedAt = Date.now();
     const order = performance.now();
     try {
-      const [loaded, brownouts] = await Promise.all([loadAllSites(this.options.pool), loadBrownouts(this.options.pool)]);
-      this.table.replaceAll(loaded, brownouts, order);
+      const [loaded, brownouts, sunsetPolicy] = await Promise.all([
+        loadAllSites(this.options.pool, this.onUnusableRow),
+        loadBrownouts(this.options.pool, this.onUnusableRow),
+        loadSunsetPolicy(this.options.pool),
+      ]);
+      this.table.replaceAll(loaded, brownouts, order, sunsetPolicy);
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();
@@ -235,7 +261,7 @@ export class CredentialCache {
   private async reloadSites(siteIds: SiteId[]): Promise<void> {
     const order = performance.now();
     try {
-      const loaded = await loadSites(this.options.pool, siteIds);
+      const loaded = await loadSites(this.options.pool, siteIds, this.onUnusableRow);
       this.table.replaceSites(siteIds, loaded, order);
       this.synced({ kind: 'sites', sites: siteIds.length, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { ClientId, KeyHash, KeyId, SiteId } from '../decision/types.js';
+import type { StoredTimestamp } from './timestamps.js';
 
 /**
  * Credential rows as they are in the database now, for `explain` to say why a decision went as it
@@ -17,8 +18,8 @@ export interface SiteRecord {
 export interface KeyRecord {
   readonly keyId: KeyId;
   readonly siteId: SiteId;
-  readonly revokedAt: Date | null;
-  readonly expiresAt: Date | null;
+  readonly revokedAt: StoredTimestamp | null;
+  readonly expiresAt: StoredTimestamp | null;
 }
 
 export async function findSite(pool: pg.Pool, siteId: SiteId): Promise<SiteRecord | undefined> {
@@ -34,7 +35,7 @@ export async function findSite(pool: pg.Pool, siteId: SiteId): Promise<SiteRecor
 
 /** The key with this hash, whichever site it belongs to and whatever its state. */
 export async function findKey(pool: pg.Pool, keyHash: KeyHash): Promise<KeyRecord | undefined> {
-  const { rows } = await pool.query<{ id: string; site_id: string; revoked_at: Date | null; expires_at: Date | null }>(
+  const { rows } = await pool.query<{ id: string; site_id: string; revoked_at: StoredTimestamp | null; expires_at: StoredTimestamp | null }>(
     "SELECT id::text, site_id::text, revoked_at, expires_at FROM api_keys WHERE key_sha256 = decode($1, 'hex')",
     [keyHash],
   );

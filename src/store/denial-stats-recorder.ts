@@ -17,21 +17,31 @@ interface Group {
   readonly errorId: ErrorId;
   readonly clientIp: string;
   readonly rehearsal: boolean;
+  /** Let through by SHADOW_MODE; would have been refused. */
+  readonly shadow: boolean;
   count: number;
   firstSeen: number;
   lastSeen: number;
 }
+
+/**
+ * The site id under which refusals of unknown or disabled sites (101) are counted, all together and
+ * under the address UNKNOWN_SITES_ADDRESS: the id is whatever a client sent, so it gets no group of
+ * its own. No site has it (site ids are positive).
+ */
+export const UNKNOWN_SITES = '0';
+export const UNKNOWN_SITES_ADDRESS = 'any';
 
 /** Where refusals beyond maxGroups are counted: their site and error are kept, the address is not. */
 export const OVERFLOW_ADDRESS = 'other';
 
 // One statement per flush: the old hours go, the batch is added to its hour's rows.
 const FLUSH = `WITH expired AS (DELETE FROM denial_stats WHERE hour < now() - make_interval(days => $8))
-  INSERT INTO denial_stats AS d (hour, site_id, error_id, client_ip, rehearsal, count, first_seen, last_seen)
-  SELECT date_trunc('hour', v.first_seen), v.site_id, v.error_id, v.client_ip, v.rehearsal, v.count, v.first_seen, v.last_seen
-    FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::boolean[], $5::bigint[], $6::timestamptz[], $7::timestamptz[])
-         AS v(site_id, error_id, client_ip, rehearsal, count, first_seen, last_seen)
-  ON CONFLICT (hour, site_id, error_id, client_ip, rehearsal) DO UPDATE
+  INSERT INTO denial_stats AS d (hour, site_id, error_id, client_ip, rehearsal, shadow, count, first_seen, last_seen)
+  SELECT date_trunc('hour', v.first_seen), v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.first_seen, v.last_seen
+    FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::boolean[], $9::boolean[], $5::bigint[], $6::timestamptz[], $7::timestamptz[])
+         AS v(site_id, error_id, client_ip, rehearsal, shadow, count, first_seen, last_seen)
+  ON CONFLICT (hour, site_id, error_id, client_ip, rehearsal, shadow) DO UPDATE
      SET count = d.count + excluded.count, first_seen = LEAST(d.first_seen, excluded.first_seen),
          last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
 
@@ -51,12 +61,12 @@ export class DenialStatsRecorder {
     this.failures = new FlushFailureLog(options.logger, 'refusal counts');
   }
 
-  record(siteId: SiteId, errorId: ErrorId, clientIp: string, rehearsal: boolean, at: number): void {
-    this.add({ siteId, errorId, clientIp, rehearsal, count: 1, firstSeen: at, lastSeen: at });
+  record(siteId: SiteId, errorId: ErrorId, clientIp: string, rehearsal: boolean, at: number, shadow = false): void {
+    this.add({ siteId, errorId, clientIp, rehearsal, shadow, count: 1, firstSeen: at, lastSeen: at });
   }
 
   private add(counted: Group): void {
-    const keyOf = (address: string) => `${counted.siteId}|${counted.errorId}|${address}|${counted.rehearsal}`;
+    const keyOf = (address: string) => `${counted.siteId}|${counted.errorId}|${address}|${counted.rehearsal}|${counted.shadow}`;
     let key = keyOf(counted.clientIp);
     let group = this.groups.get(key);
     if (group === undefined && this.groups.size >= this.options.maxGroups) {
@@ -106,6 +116,7 @@ export class DenialStatsRecorder {
         batch.map((group) => new Date(group.firstSeen)),
         batch.map((group) => new Date(group.lastSeen)),
         this.options.retentionDays,
+        batch.map((group) => group.shadow),
       ]);
       this.failures.succeeded();
     } catch (error) {

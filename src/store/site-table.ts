@@ -1,4 +1,4 @@
-import type { Brownout, ClientId, CredentialSnapshot, SiteCredentials, SiteId } from '../decision/types.js';
+import type { Brownout, ClientId, CredentialSnapshot, SiteCredentials, SiteId, SunsetPolicy } from '../decision/types.js';
 
 /**
  * The sites a check reads, replaced whole by a full load or one site at a time by a reload. Loads
@@ -14,6 +14,7 @@ export class SiteTable implements CredentialSnapshot {
   /** Each site's token clients, indexed by client: kept with each write, as checks look clients up. */
   private clientSites = new Map<ClientId, SiteId>();
   private brownoutList: readonly Brownout[] = [];
+  private storedSunsetPolicy: SunsetPolicy | undefined;
   /** Keys across all sites, kept with each write: readiness reads it every second. */
   private keyCount = 0;
   private fullLoadStartedAt = -Infinity;
@@ -39,6 +40,11 @@ export class SiteTable implements CredentialSnapshot {
     return this.brownoutList;
   }
 
+  /** The sunset policy the database held at the last full load; undefined: none stored. */
+  get sunsetPolicy(): SunsetPolicy | undefined {
+    return this.storedSunsetPolicy;
+  }
+
   get size(): number {
     return this.sites.size;
   }
@@ -48,9 +54,10 @@ export class SiteTable implements CredentialSnapshot {
     return this.keyCount;
   }
 
-  replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number): void {
+  replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number, sunsetPolicy?: SunsetPolicy): void {
     if (startedAt <= this.fullLoadStartedAt) return;
     this.brownoutList = brownouts;
+    this.storedSunsetPolicy = sunsetPolicy;
     for (const [siteId, reloadedAt] of this.reloadStartedAt) {
       if (reloadedAt <= startedAt) {
         this.reloadStartedAt.delete(siteId);

@@ -41,6 +41,19 @@ const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256
                 FROM api_keys WHERE revoked_at IS NULL`;
 const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, masklen(cidr) AS prefix FROM allowlist_entries';
 
+/** A row the snapshot cannot use (written with SQL, past the CLI's checks): left out, and reported. */
+export interface UnusableRow {
+  readonly table: 'sites' | 'api_keys' | 'allowlist_entries' | 'brownouts';
+  /** The row's id, or for an allowlist entry its site and network. */
+  readonly row: string;
+  readonly reason: string;
+}
+
+/** Hears each row a load leaves out. */
+export type UnusableRowListener = (row: UnusableRow) => void;
+
+const ignoreUnusable: UnusableRowListener = () => undefined;
+const HASH = /^[0-9a-f]{64}$/;
 
 const NO_CLIENTS: ReadonlySet<ClientId> = new Set();
 
@@ -49,9 +62,23 @@ function siteAuthMethod(value: string): SiteAuthMethod {
   return value === 'both' ? 'both' : 'tokens';
 }
 
-function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[], tokenClients: TokenClientRow[]): LoadedSites {
+/**
+ * Rows that would break the decision are left out, each reported: a key that cannot be matched is
+ * refused (102), a site that cannot be built is unknown (101). One odd row never fails every check.
+ */
+function buildSites(
+  sites: SiteCredentialsRow[],
+  keys: ActiveKeyHashRow[],
+  allowlist: AllowlistNetworkRow[],
+  tokenClients: TokenClientRow[],
+  onUnusable: UnusableRowListener,
+): LoadedSites {
   const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
   for (const key of keys) {
+    if (!HASH.test(key.hash) || Number.isNaN(key.expires_at_ms)) {
+      onUnusable({ table: 'api_keys', row: key.id, reason: 'its hash or expiry cannot be read' });
+      continue;
+    }
     let siteKeys = keysBySite.get(key.site_id);
     if (siteKeys === undefined) keysBySite.set(key.site_id, (siteKeys = new Map()));
     siteKeys.set(key.hash, { keyId: key.id, expiresAt: key.expires_at_ms });
@@ -70,12 +97,23 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
   }
   const table: LoadedSites = new Map();
   for (const site of sites) {
+    if (Number.isNaN(site.grace_until_ms) || typeof site.enabled !== 'boolean') {
+      onUnusable({ table: 'sites', row: site.id, reason: 'its state or grace cannot be read; its requests get 101' });
+      continue;
+    }
     table.set(site.id, {
       siteId: site.id,
       enabled: site.enabled,
       graceUntil: site.grace_until_ms,
       keysByHash: keysBySite.get(site.id) ?? new Map(),
-      allowlist: buildAllowlist(entriesBySite.get(site.id) ?? []),
+      // Left out, an entry admits nobody: the site fails closed for those addresses.
+      allowlist: buildAllowlist(entriesBySite.get(site.id) ?? [], (entry) =>
+        onUnusable({
+          table: 'allowlist_entries',
+          row: `${site.id} ${entry.network}/${entry.prefix}`,
+          reason: 'an IPv4-mapped network wider than ::ffff:0:0/96, which would reach beyond IPv4',
+        }),
+      ),
       authMethod: siteAuthMethod(site.auth_method),
       tokensNotBefore: site.tokens_not_before_ms,
       tokenClients: clientsBySite.get(site.id) ?? NO_CLIENTS,
@@ -87,7 +125,7 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
 /** A condition on the column that holds the site id (`id` on sites, `site_id` on the others). */
 type SiteFilter = (column: string) => string;
 
-async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<LoadedSites> {
+async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[], onUnusable: UnusableRowListener): Promise<LoadedSites> {
   const client = await pool.connect();
   let rows: [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[], TokenClientRow[]];
   try {
@@ -106,7 +144,7 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
     throw error;
   }
   client.release();
-  return buildSites(...rows);
+  return buildSites(...rows, onUnusable);
 }
 
 interface BrownoutRow {
@@ -126,17 +164,27 @@ function toBrownout(row: BrownoutRow): Brownout {
   return { id: row.id, from: row.from_ms, until: row.until_ms, siteIds: row.site_ids && new Set(row.site_ids), dryRun: row.dry_run };
 }
 
+/** A brownout the decision can apply: times it can compare ('infinity' included), and site ids, not NULLs. */
+function usableBrownout(row: BrownoutRow): boolean {
+  return !Number.isNaN(row.from_ms) && !Number.isNaN(row.until_ms) && (row.site_ids === null || row.site_ids.every((siteId) => siteId !== null));
+}
+
 /** Brownouts not cancelled and not over yet. */
-export async function loadBrownouts(pool: pg.Pool): Promise<Brownout[]> {
-  return (await pool.query<BrownoutRow>(BROWNOUTS)).rows.map(toBrownout);
+export async function loadBrownouts(pool: pg.Pool, onUnusable: UnusableRowListener = ignoreUnusable): Promise<Brownout[]> {
+  const { rows } = await pool.query<BrownoutRow>(BROWNOUTS);
+  return rows.flatMap((row) => {
+    if (usableBrownout(row)) return [toBrownout(row)];
+    onUnusable({ table: 'brownouts', row: row.id, reason: 'its times or site ids cannot be read (a NULL among site_ids?)' });
+    return [];
+  });
 }
 
 /** Every site with its active keys and allowlist. */
-export function loadAllSites(pool: pg.Pool): Promise<LoadedSites> {
-  return readConsistently(pool, () => 'true', []);
+export function loadAllSites(pool: pg.Pool, onUnusable: UnusableRowListener = ignoreUnusable): Promise<LoadedSites> {
+  return readConsistently(pool, () => 'true', [], onUnusable);
 }
 
 /** The named sites; an id missing from the result no longer exists. */
-export function loadSites(pool: pg.Pool, siteIds: readonly SiteId[]): Promise<LoadedSites> {
-  return readConsistently(pool, (column) => `${column} = ANY($1::bigint[])`, [siteIds]);
+export function loadSites(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<LoadedSites> {
+  return readConsistently(pool, (column) => `${column} = ANY($1::bigint[])`, [siteIds], onUnusable);
 }

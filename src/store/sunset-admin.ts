@@ -1,6 +1,31 @@
-import type { SiteAuthMethod, SiteId } from '../decision/types.js';
+import type { SiteAuthMethod, SiteId, SunsetPolicy } from '../decision/types.js';
 import { maskApiKey } from '../decision/api-key.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
+import { UNKNOWN_SITES } from './denial-stats-recorder.js';
+import { loadSunsetPolicy, writeSunsetPolicy } from './sunset-policy.js';
+import { epochMsOf, instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
+
+/** The sunset policy in force, as `sunset show` gives it. */
+export interface SunsetPolicySummary {
+  readonly sunsetAt: string;
+  readonly enforce: boolean;
+  readonly guideUrl: string | null;
+  /** database: what every process follows; environment: none stored yet, this process's environment applies until serve seeds it. */
+  readonly source: 'database' | 'environment';
+  readonly updatedAt: string | null;
+}
+
+/** What `sunset set` changes; an absent field keeps its value. */
+export interface SunsetPolicyChange {
+  readonly sunsetAt?: number;
+  readonly enforce?: boolean;
+  /** null: no guide any more. */
+  readonly guideUrl?: string | null;
+}
+
+function policySummary(policy: SunsetPolicy, source: SunsetPolicySummary['source'], updatedAt: string | null): SunsetPolicySummary {
+  return { sunsetAt: new Date(policy.sunsetAt).toISOString(), enforce: policy.enforce, guideUrl: policy.guideUrl ?? null, source, updatedAt };
+}
 
 export interface BrownoutSummary {
   readonly brownoutId: string;
@@ -33,7 +58,8 @@ export interface MigrationKeyRow {
   readonly graceUntil: string | null;
   /** When API keys stop working for this site: the later of the sunset and its grace. */
   readonly cutoffAt: string;
-  readonly daysLeft: number;
+  /** null: the grace never ends ('infinity'). */
+  readonly daysLeft: number | null;
 }
 
 /** One site's move from API keys to tokens over the report's window. */
@@ -57,15 +83,18 @@ export interface MigrationSiteRow {
    */
   readonly wouldRefuseOnTokens: boolean;
   readonly cutoffAt: string;
-  readonly daysLeft: number;
+  readonly daysLeft: number | null;
 }
 
 export interface DenialReportRow {
-  readonly siteId: string;
+  /** null: unknown or disabled sites (101), counted together whatever id was sent. */
+  readonly siteId: string | null;
   readonly errorId: number;
   readonly clientIp: string;
   /** Counted by a dry-run brownout: let through, would have been refused with 105. */
   readonly rehearsal: boolean;
+  /** Let through by SHADOW_MODE: would have been refused with this error. */
+  readonly shadow: boolean;
   readonly count: number;
   readonly firstSeen: string;
   readonly lastSeen: string;
@@ -73,13 +102,13 @@ export interface DenialReportRow {
 
 interface BrownoutRow {
   id: string;
-  starts_at: Date;
-  ends_at: Date;
+  starts_at: StoredTimestamp;
+  ends_at: StoredTimestamp;
   site_ids: string[] | null;
   dry_run: boolean;
   note: string;
-  created_at: Date;
-  cancelled_at: Date | null;
+  created_at: StoredTimestamp;
+  cancelled_at: StoredTimestamp | null;
   state: BrownoutSummary['state'];
 }
 
@@ -90,21 +119,22 @@ const BROWNOUT_COLUMNS = `id::text, starts_at, ends_at, site_ids::text[] AS site
 const DAY_MS = 86_400_000;
 
 /** When API keys stop working for a site (the later of the sunset and its grace) and the days to it. */
-function keyCutoff(graceUntil: Date | null, sunsetAt: number, now: number): { readonly cutoffAt: string; readonly daysLeft: number } {
-  const cutoff = Math.max(sunsetAt, graceUntil?.getTime() ?? -Infinity);
-  return { cutoffAt: new Date(cutoff).toISOString(), daysLeft: Math.max(0, Math.ceil((cutoff - now) / DAY_MS)) };
+function keyCutoff(graceUntil: StoredTimestamp | null, sunsetAt: number, now: number): { readonly cutoffAt: string; readonly daysLeft: number | null } {
+  const cutoff = Math.max(sunsetAt, graceUntil === null ? -Infinity : epochMsOf(graceUntil));
+  // A grace written as 'infinity' never ends: no count of days.
+  return { cutoffAt: instantText(cutoff), daysLeft: Number.isFinite(cutoff) ? Math.max(0, Math.ceil((cutoff - now) / DAY_MS)) : null };
 }
 
 function brownoutSummary(row: BrownoutRow): BrownoutSummary {
   return {
     brownoutId: row.id,
-    from: row.starts_at.toISOString(),
-    until: row.ends_at.toISOString(),
+    from: instantText(row.starts_at),
+    until: instantText(row.ends_at),
     siteIds: row.site_ids,
     dryRun: row.dry_run,
     note: row.note,
-    createdAt: row.created_at.toISOString(),
-    cancelledAt: row.cancelled_at?.toISOString() ?? null,
+    createdAt: instantText(row.created_at),
+    cancelledAt: optionalInstantText(row.cancelled_at),
     state: row.state,
   };
 }
@@ -116,15 +146,42 @@ function brownoutSummary(row: BrownoutRow): BrownoutSummary {
 export class SunsetAdmin {
   constructor(private readonly transactions: AdminTransactions) {}
 
+  /** The sunset policy every process follows: the database's, or `fallback` (the environment's) while it holds none. */
+  async policy(fallback: SunsetPolicy): Promise<SunsetPolicySummary> {
+    return this.transactions.read(async (sql) => {
+      const stored = await loadSunsetPolicy(sql);
+      return stored === undefined ? policySummary(fallback, 'environment', null) : policySummary(stored, 'database', stored.updatedAt);
+    });
+  }
+
+  /** Changes the stored policy (starting from `fallback` when none is stored); audited as sunset.set. */
+  async setPolicy(change: SunsetPolicyChange, fallback: SunsetPolicy): Promise<{ readonly policy: SunsetPolicySummary; readonly previous: SunsetPolicySummary }> {
+    return this.transactions.change(async (sql) => {
+      const stored = await loadSunsetPolicy(sql, true);
+      const before = stored ?? fallback;
+      const after: SunsetPolicy = {
+        sunsetAt: change.sunsetAt ?? before.sunsetAt,
+        enforce: change.enforce ?? before.enforce,
+        guideUrl: change.guideUrl === undefined ? before.guideUrl : (change.guideUrl ?? undefined),
+      };
+      await writeSunsetPolicy(sql, after);
+      const written = await loadSunsetPolicy(sql);
+      const policy = policySummary(after, 'database', written?.updatedAt ?? null);
+      const previous = policySummary(before, stored === undefined ? 'environment' : 'database', stored?.updatedAt ?? null);
+      await this.transactions.audit(sql, 'sunset.set', null, { policy, previous });
+      return { policy, previous };
+    });
+  }
+
   /** Sets (a Date) or clears (null) the site's grace; returns the previous value. */
   async setGrace(siteId: SiteId, until: Date | null): Promise<{ readonly siteId: SiteId; readonly graceUntil: string | null; readonly previous: string | null }> {
     return this.transactions.change(async (sql) => {
-      const { rows } = await sql.query<{ previous: Date | null }>('SELECT apikey_grace_until AS previous FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
+      const { rows } = await sql.query<{ previous: StoredTimestamp | null }>('SELECT apikey_grace_until AS previous FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
       const row = rows[0];
       if (row === undefined) throw siteNotFound(siteId);
       await sql.query('UPDATE sites SET apikey_grace_until = $2, updated_at = now() WHERE id = $1', [siteId, until]);
       const graceUntil = until?.toISOString() ?? null;
-      const previous = row.previous?.toISOString() ?? null;
+      const previous = optionalInstantText(row.previous);
       await this.transactions.audit(sql, until ? 'site.grace' : 'site.grace.clear', siteId, { graceUntil, previous });
       return { siteId, graceUntil, previous };
     });
@@ -176,10 +233,10 @@ export class SunsetAdmin {
       const { rows } = await sql.query<{
         site_id: string;
         site_name: string;
-        grace_until: Date | null;
+        grace_until: StoredTimestamp | null;
         key_id: string;
         last_five: string;
-        last_used_at: Date;
+        last_used_at: StoredTimestamp;
       }>(
         `SELECT s.id::text AS site_id, s.name AS site_name, s.apikey_grace_until AS grace_until,
                 k.id::text AS key_id, k.last_five, k.last_used_at
@@ -194,8 +251,8 @@ export class SunsetAdmin {
           siteName: row.site_name,
           keyId: row.key_id,
           maskedKey: maskApiKey(row.last_five),
-          lastUsedAt: row.last_used_at.toISOString(),
-          graceUntil: row.grace_until?.toISOString() ?? null,
+          lastUsedAt: instantText(row.last_used_at),
+          graceUntil: optionalInstantText(row.grace_until),
           ...keyCutoff(row.grace_until, sunsetAt, now),
         };
       });
@@ -213,11 +270,11 @@ export class SunsetAdmin {
         site_id: string;
         site_name: string;
         auth_method: SiteAuthMethod;
-        grace_until: Date | null;
+        grace_until: StoredTimestamp | null;
         token_requests: string;
         key_requests: string;
-        last_token_use: Date | null;
-        last_key_use: Date | null;
+        last_token_use: StoredTimestamp | null;
+        last_key_use: StoredTimestamp | null;
         token_clients: number;
         would_refuse: boolean;
       }>(
@@ -259,8 +316,8 @@ export class SunsetAdmin {
           tokenRequests,
           keyRequests,
           tokenShare: total === 0 ? null : tokenRequests / total,
-          lastTokenUseAt: row.last_token_use?.toISOString() ?? null,
-          lastKeyUseAt: row.last_key_use?.toISOString() ?? null,
+          lastTokenUseAt: optionalInstantText(row.last_token_use),
+          lastKeyUseAt: optionalInstantText(row.last_key_use),
           tokenClients: row.token_clients,
           wouldRefuseOnTokens: row.would_refuse,
           ...keyCutoff(row.grace_until, sunsetAt, now),
@@ -272,30 +329,38 @@ export class SunsetAdmin {
   /** Refusals (and dry-run rehearsals) since `since`, by site, error and client address, most first. */
   async denialReport(since: Date, siteId: SiteId | undefined): Promise<DenialReportRow[]> {
     return this.transactions.read(async (sql) => {
+      if (siteId !== undefined && (await sql.query('SELECT 1 FROM sites WHERE id = $1', [siteId])).rowCount === 0) {
+        throw new AdminError(
+          'SITE_NOT_FOUND',
+          `site ${siteId} does not exist (see \`sitekey-authz site list\`); requests naming it are refused with 101 and counted with every unknown site: \`sitekey-authz report denials\` without --site`,
+        );
+      }
       const { rows } = await sql.query<{
         site_id: string;
         error_id: number;
         client_ip: string;
         rehearsal: boolean;
+        shadow: boolean;
         count: string;
-        first_seen: Date;
-        last_seen: Date;
+        first_seen: StoredTimestamp;
+        last_seen: StoredTimestamp;
       }>(
-        `SELECT site_id::text, error_id, client_ip, rehearsal, sum(count)::text AS count, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+        `SELECT site_id::text, error_id, client_ip, rehearsal, shadow, sum(count)::text AS count, min(first_seen) AS first_seen, max(last_seen) AS last_seen
            FROM denial_stats
           WHERE last_seen >= $1 AND ($2::bigint IS NULL OR site_id = $2)
-          GROUP BY site_id, error_id, client_ip, rehearsal
+          GROUP BY site_id, error_id, client_ip, rehearsal, shadow
           ORDER BY site_id, sum(count) DESC, error_id, client_ip`,
         [since, siteId ?? null],
       );
       return rows.map((row) => ({
-        siteId: row.site_id,
+        siteId: row.site_id === UNKNOWN_SITES ? null : row.site_id,
         errorId: row.error_id,
         clientIp: row.client_ip,
         rehearsal: row.rehearsal,
+        shadow: row.shadow,
         count: Number(row.count),
-        firstSeen: row.first_seen.toISOString(),
-        lastSeen: row.last_seen.toISOString(),
+        firstSeen: instantText(row.first_seen),
+        lastSeen: instantText(row.last_seen),
       }));
     });
   }

@@ -55,7 +55,18 @@ const CASES: readonly Case[] = [
   },
   { name: 'an IPv6 client outside the allowlist', args: ['--authorization', `1001:${KEY}`, '--ip', '2001:db8:43::1'], id: 103, why: /IP 2001:db8:43::1 is not in/ },
   { name: 'a site whose allowlist is empty', args: auth(`1004:${NO_ALLOWLIST_SITES}`), id: 103, why: /site 1004's allowlist is empty, so it admits nobody/ },
-  { name: 'a client address that is no IP', args: ['--authorization', `1001:${KEY}`, '--ip', 'gateway.local'], id: 103, why: /the client address "gateway\.local" .* is not an IP address/ },
+  {
+    // --ip refuses it as a typo; a request file can still carry what a misconfigured proxy would send.
+    name: 'a client address that is no IP',
+    request: {
+      attributes: {
+        source: { address: { socketAddress: { address: 'gateway.local' } } },
+        request: { http: { headers: { authorization: `1001:${KEY}` }, body: body(`"siteid":1001,"apikey":"${KEY}"`) } },
+      },
+    },
+    id: 103,
+    why: /the client address "gateway\.local" .* is not an IP address/,
+  },
   { name: 'a key never issued', args: auth(`1001:${NEVER_ISSUED}`), id: 102, why: /key \*{5}\S{5} is unknown: it is no key of any site/ },
   { name: 'a revoked key', args: auth(`1001:${REVOKED}`), id: 102, why: /\(key \d+ of site 1001\) was revoked at \d{4}-/ },
   { name: 'an expired key', args: auth(`1001:${EXPIRED}`), id: 102, why: /\(key \d+ of site 1001\) expired at 2020-01-01T00:00:00\.000Z/ },

@@ -160,7 +160,7 @@ describe('the API-key sunset', () => {
     const text = await cli('report', 'denials', '--site', '1002');
     assert.match(text, /1002\s+103\s+198\.51\.100\.9\s+no\s+5/);
     const csv = await cli('report', 'denials', '--csv');
-    assert.equal(csv.split('\n')[0], 'site_id,error_id,client_ip,rehearsal,count,first_seen,last_seen');
+    assert.equal(csv.split('\n')[0], 'site_id,error_id,client_ip,rehearsal,count,first_seen,last_seen,shadow');
   });
 
   it('lists exactly the sites that used an API key in the window, most recent first', async () => {
@@ -197,12 +197,9 @@ describe('the API-key sunset', () => {
 
     before(async () => {
       await cli('site', 'grace', '1002', '--until', '2099-01-01');
-      enforced = await startService({
-        DATABASE_URL: database.url,
-        ...env,
-        APIKEY_SUNSET_AT: '2026-01-01T00:00:00Z',
-        APIKEY_SUNSET_ENFORCE: 'true',
-      });
+      // The database holds the policy the first serve seeded: enforcement is set there, not in serve's environment.
+      await cli('sunset', 'set', '--at', '2026-01-01T00:00:00Z', '--enforce');
+      enforced = await startService({ DATABASE_URL: database.url, ...env });
       enforcedClient = authorizationClient(enforced.grpcTarget);
     });
 

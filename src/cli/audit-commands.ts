@@ -1,0 +1,63 @@
+import { countOption, siteIdArgument, UsageError, SITE_ID_FORM } from './arguments.js';
+import type { Command, CommandLine } from './commands.js';
+import { oneLine, shortTime, table } from './output.js';
+
+const DAY_MS = 86_400_000;
+const MAX_SINCE_DAYS = 3_650;
+const DEFAULT_SINCE_DAYS = 30;
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 10_000;
+// Details are JSON of any size (a brownout's, a policy's): a table line shows their start.
+const MAX_DETAILS_SHOWN = 120;
+// An action such as key.revoke or site.grace.clear, or its group such as key.
+const ACTION = /^[a-z]+(\.[a-z-]+)*$/;
+
+const text = (line: CommandLine, name: string): string | undefined => {
+  const value = line.options[name];
+  return typeof value === 'string' ? value : undefined;
+};
+
+function shortDetails(details: unknown): string {
+  const json = JSON.stringify(details) ?? '';
+  if (json === '{}') return '';
+  return json.length > MAX_DETAILS_SHOWN ? `${json.slice(0, MAX_DETAILS_SHOWN - 1)}…` : json;
+}
+
+/** `audit list`: who changed what and when, as the changes recorded it. */
+export const AUDIT_COMMANDS: readonly Command[] = [
+  {
+    name: 'audit list',
+    synopsis: '[--site ID] [--since DAYS] [--action NAME] [--limit N]',
+    summary: `who changed what and when, newest first (default: the last ${DEFAULT_SINCE_DAYS} days, at most ${DEFAULT_LIMIT} entries)`,
+    options: { site: { type: 'string' }, since: { type: 'string' }, action: { type: 'string' }, limit: { type: 'string' } },
+    arity: [0, 0],
+    rules: {
+      '--site ID': `only changes of this site: ${SITE_ID_FORM}`,
+      '--since DAYS': `how far back, in whole days from 1 to ${MAX_SINCE_DAYS} (default ${DEFAULT_SINCE_DAYS})`,
+      '--action NAME':
+        'only this action, e.g. key.revoke, site.disable, sunset.set, brownout.add; or a group, e.g. key for key.issue, key.import and key.revoke',
+      '--limit N': `at most N entries, from 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}); the output says when older ones were left out`,
+    },
+    example: 'sitekey-authz audit list --site 1001 --since 7 --action key',
+    run: async ({ withAdmin, now }, line) => {
+      const siteText = text(line, 'site');
+      const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
+      const days = countOption('since', text(line, 'since'), 'days', DEFAULT_SINCE_DAYS, MAX_SINCE_DAYS);
+      const limit = countOption('limit', text(line, 'limit'), 'entries', DEFAULT_LIMIT, MAX_LIMIT);
+      const action = text(line, 'action');
+      if (action !== undefined && !ACTION.test(action)) {
+        throw new UsageError(`--action "${action}" is not an action name; try --action key.revoke, or --action key for every key change`);
+      }
+      const { entries, more } = await withAdmin((admin) => admin.auditLog.list({ since: new Date(now - days * DAY_MS), siteId, action, limit }));
+      const scope = `${siteId === undefined ? '' : ` of site ${siteId}`}${action === undefined ? '' : ` matching ${action}`}`;
+      const rows = entries.map((entry) => [shortTime(entry.at), entry.actor, entry.action, entry.siteId ?? '-', oneLine(shortDetails(entry.details))]);
+      const listed =
+        entries.length === 0 ? `no changes${scope} in the last ${days} day(s)` : table(['AT', 'ACTOR', 'ACTION', 'SITE', 'DETAILS'], rows);
+      return {
+        text: listed,
+        json: entries,
+        warnings: more ? [`showing the newest ${limit}; older changes${scope} were left out: give --limit ${Math.min(limit * 10, MAX_LIMIT)} or a shorter --since`] : [],
+      };
+    },
+  },
+];
