@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { loadSunsetPolicy, seedSunsetPolicy, writeSunsetPolicy } from '../../src/store/sunset-policy.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { eventually } from '../support/eventually.js';
+import { loadSunsetPolicy, seedSunsetPolicy, writeSunsetPolicy } from '../../../src/store/sunset-policy.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { eventually } from '../../support/eventually.js';
 
 const POLICY = { sunsetAt: Date.parse('2026-12-31T23:59:59Z'), enforce: false, guideUrl: undefined };
 
