@@ -8,6 +8,14 @@ export type ClientIpSource =
   | { readonly kind: 'xff'; readonly trustedHops: number }
   | { readonly kind: 'header'; readonly name: string };
 
+/** TLS on the gRPC port (README, "TLS on the Check port"): PEM files, read again when they change. */
+export interface GrpcTlsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** Set: a client certificate issued by this CA is required. */
+  readonly clientCaFile: string | undefined;
+}
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface Config {
@@ -17,6 +25,8 @@ export interface Config {
   readonly databaseListenUrl: string | undefined;
   readonly dataDir: string;
   readonly grpcPort: number;
+  /** Unset: the gRPC port speaks plaintext HTTP/2. */
+  readonly grpcTls: GrpcTlsFiles | undefined;
   readonly metricsPort: number;
   readonly bindAddress: string;
   readonly logLevel: LogLevel;
@@ -138,6 +148,19 @@ function clientIpSource(env: Env): ClientIpSource {
   throw new ConfigError('CLIENT_IP_SOURCE', `expected peer, xff or header:<name>, got "${value}"`);
 }
 
+function grpcTls(env: Env): GrpcTlsFiles | undefined {
+  const certFile = text(env, 'GRPC_TLS_CERT_FILE');
+  const keyFile = text(env, 'GRPC_TLS_KEY_FILE');
+  const clientCaFile = text(env, 'GRPC_TLS_CLIENT_CA_FILE');
+  if (certFile === undefined && keyFile === undefined) {
+    if (clientCaFile !== undefined) throw new ConfigError('GRPC_TLS_CLIENT_CA_FILE', 'a client certificate is asked for only over TLS: set GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE too');
+    return undefined;
+  }
+  if (certFile === undefined) throw new ConfigError('GRPC_TLS_CERT_FILE', 'must be set with GRPC_TLS_KEY_FILE: the PEM certificate (chain) the gRPC port serves');
+  if (keyFile === undefined) throw new ConfigError('GRPC_TLS_KEY_FILE', 'must be set with GRPC_TLS_CERT_FILE: the PEM private key of that certificate');
+  return { certFile: resolve(certFile), keyFile: resolve(keyFile), clientCaFile: clientCaFile === undefined ? undefined : resolve(clientCaFile) };
+}
+
 const WORKERS_MAX = 64;
 
 /**
@@ -194,6 +217,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseListenUrl: postgresUrl(env, 'DATABASE_LISTEN_URL') ?? databaseUrl,
     dataDir: resolve(text(env, 'DATA_DIR') ?? '.data'),
     grpcPort: port(env, 'GRPC_PORT', 9001),
+    grpcTls: grpcTls(env),
     metricsPort: port(env, 'METRICS_PORT', 9464),
     bindAddress,
     logLevel: logLevel as LogLevel,

@@ -128,6 +128,7 @@ function startCheckServer(config: Config, store: CredentialStore, recorders: Rec
   return startGrpcServer({
     bindAddress: config.bindAddress,
     port: config.grpcPort,
+    tls: config.grpcTls,
     maxBodyBytes: config.maxBodyBytes,
     maxConnections: config.grpcMaxConnections,
     logger,
