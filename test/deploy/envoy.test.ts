@@ -72,6 +72,42 @@ describe('deploy/envoy/sitekey-authz-tls-sds.yaml against Envoy\'s protos', () =
   });
 });
 
+const JWT_AUTHN = readYaml(join(DEPLOY_DIR, 'envoy', 'jwt-authn.yaml')) as Json;
+
+/** envoy.yaml with the optional jwt_authn filter (before ext_authz) and its JWKS cluster, as the README says to add them. */
+function withJwtAuthn(): Json {
+  const config = copy();
+  const filters: Json[] = bootstrapParts(config).connectionManager.http_filters;
+  filters.splice(filters.findIndex((filter) => filter.name === 'envoy.filters.http.ext_authz'), 0, structuredClone(JWT_AUTHN.http_filter));
+  config.static_resources.clusters.push(structuredClone(JWT_AUTHN.cluster));
+  return config;
+}
+
+describe('deploy/envoy/jwt-authn.yaml, the optional token filter', () => {
+  it('makes, in envoy.yaml before ext_authz, a valid bootstrap', () => {
+    const config = withJwtAuthn();
+    assert.deepEqual(envoySchema.validate(BOOTSTRAP_TYPE, config), []);
+    const names: string[] = bootstrapParts(config).connectionManager.http_filters.map((filter: Json) => filter.name);
+    assert.deepEqual(names, ['envoy.filters.http.health_check', 'envoy.filters.http.jwt_authn', 'envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
+  });
+
+  it('catches a misspelt provider field in it', () => {
+    const config = withJwtAuthn();
+    const provider = bootstrapParts(config).connectionManager.http_filters[1].typed_config.providers.partner_tokens;
+    provider.audience = provider.audiences;
+    delete provider.audiences;
+    assert.ok(envoySchema.validate(BOOTSTRAP_TYPE, config).some((problem) => /JwtProvider has no field "audience"/.test(problem)));
+  });
+
+  it('forwards the token to the service, refuses only a token that fails, and fetches keys from a cluster that exists', () => {
+    const { providers, rules } = JWT_AUTHN.http_filter.typed_config;
+    const provider = providers.partner_tokens;
+    assert.equal(provider.forward, true, 'the service still sees Authorization and verifies the token itself');
+    assert.deepEqual(rules[0].requires.requires_any.requirements, [{ provider_name: 'partner_tokens' }, { allow_missing: {} }]);
+    assert.equal(provider.remote_jwks.http_uri.cluster, JWT_AUTHN.cluster.name);
+  });
+});
+
 describe('deploy/envoy/envoy.yaml does what the service needs', () => {
   const { connectionManager, extAuthz, authzCluster } = bootstrapParts(bootstrap);
 
