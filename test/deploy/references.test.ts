@@ -69,6 +69,8 @@ describe('every reference in the rendered overlays resolves', { skip: noKustomiz
     ['a PodDisruptionBudget selector typo', 'overlays/istio', (o) => (find(o, 'PodDisruptionBudget', 'sitekey-authz').spec.selector.matchLabels['app.kubernetes.io/name'] = 'sitekey'), /PodDisruptionBudget sitekey-authz\/sitekey-authz: selector .* selects no pod/],
     ['a HorizontalPodAutoscaler target typo', 'overlays/envoy', (o) => (find(o, 'HorizontalPodAutoscaler', 'sitekey-authz').spec.scaleTargetRef.name = 'sitekey'), /scaleTargetRef Deployment sitekey does not exist/],
     ['a DestinationRule host typo', 'overlays/istio', (o) => (find(o, 'DestinationRule', 'sitekey-authz').spec.host = 'sitekey-authz.sitekey.svc.cluster.local'), /host sitekey-authz\.sitekey\.svc\.cluster\.local is no Service/],
+    ['a priorityClassName typo', 'overlays/istio', (o) => (find(o, 'Deployment', 'sitekey-authz').spec.template.spec.priorityClassName = 'partner-egde'), /Deployment sitekey-authz: priorityClassName partner-egde is no PriorityClass/],
+    ['a ServiceMonitor port typo on the front proxy', 'overlays/envoy', (o) => (find(o, 'ServiceMonitor', 'envoy-front-proxy').spec.endpoints[0].port = 'metric'), /ServiceMonitor partner-edge\/envoy-front-proxy: endpoint port "metric"/],
     ['a Certificate issuer typo', 'overlays/envoy', (o) => (find(o, 'Certificate', 'sitekey-authz-tls').spec.issuerRef.name = 'sitekey-ca'), /issuerRef ClusterIssuer sitekey-ca does not exist/],
   ];
   for (const [mistake, overlay, plant, expected] of planted) {

@@ -9,6 +9,7 @@ export interface PodShape {
   readonly labels: Labels;
   readonly serviceAccount: string;
   readonly ports: Readonly<Record<string, number>>;
+  readonly priorityClassName?: string | undefined;
   /** What makes it: "Deployment partner-api", or where an outside workload comes from. */
   readonly from: string;
 }
@@ -69,6 +70,7 @@ function podsOf(objects: readonly KubernetesObject[]): PodShape[] {
         labels: template.metadata?.labels ?? {},
         serviceAccount: template.spec.serviceAccountName ?? 'default',
         ports,
+        priorityClassName: template.spec.priorityClassName,
         from: `${object.kind} ${object.metadata.name}`,
       };
     });
@@ -257,5 +259,9 @@ export function referenceProblems(world: World): string[] {
     DestinationRule: destinationRuleProblems,
     Certificate: certificateProblems,
   };
-  return world.objects.flatMap((object) => check[object.kind]?.(world, object) ?? []);
+  const priorityClasses = new Set(world.all('PriorityClass').map((object) => object.metadata.name));
+  const unknownPriorities = world.pods
+    .filter((pod) => pod.priorityClassName !== undefined && !priorityClasses.has(pod.priorityClassName))
+    .map((pod) => `${pod.from}: priorityClassName ${pod.priorityClassName} is no PriorityClass`);
+  return [...world.objects.flatMap((object) => check[object.kind]?.(world, object) ?? []), ...unknownPriorities];
 }
