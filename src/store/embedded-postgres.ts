@@ -451,6 +451,9 @@ async function checkOwner(clusterDir: string, runner: Runner): Promise<void> {
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const clusterDir = join(options.dataDir, 'pg');
+  // An installation without the binaries (the image) needs DATABASE_URL, whatever DATA_DIR is:
+  // say that first, not that a read-only /app/.data cannot be made.
+  binaryPackage();
   try {
     await mkdir(options.dataDir, { recursive: true });
   } catch (error) {
