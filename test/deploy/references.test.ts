@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test';
 import { stringify } from 'yaml';
 import { promtool, WITHOUT_PROMTOOL } from '../support/promtool.js';
 import { DEPLOY_DIR, findKustomize, ISTIOD_VALUES, readYaml, render, type KubernetesObject } from './manifests.js';
-import { OUTSIDE_WORKLOADS, referenceProblems, World } from './references.js';
+import { OUTSIDE_WORKLOADS, referenceProblems, selectsPod, World, type PodShape } from './references.js';
 
 type Json = Record<string, any>;
 
@@ -81,6 +81,49 @@ describe('every reference in the rendered overlays resolves', { skip: noKustomiz
       assert.ok(problems.some((problem) => expected.test(problem)), `expected ${expected}, got:\n${problems.join('\n')}`);
     });
   }
+});
+
+describe('no caller reaches the partner API except through the edge that checks it', { skip: noKustomize }, () => {
+  const selecting = (objects: KubernetesObject[], kind: string, pod: PodShape) =>
+    objects.filter((object) => object.kind === kind && (object.metadata.namespace ?? 'default') === pod.namespace && selectsPod((object as Json).spec.selector ?? (object as Json).spec.podSelector, pod));
+
+  it('Istio: the API takes only mutual TLS, and only from the gateway whose pods run the CUSTOM check', () => {
+    const objects = objectsOf('overlays/istio');
+    const world = new World(objects, OUTSIDE_WORKLOADS, meshProviders);
+    const api = world.pods.filter((pod) => pod.labels.app === 'partner-api');
+    assert.ok(api.length > 0, 'the partner API in the render');
+    const checked = world.pods.filter((pod) => selecting(objects, 'AuthorizationPolicy', pod).some((policy) => (policy as Json).spec.action === 'CUSTOM'));
+    for (const pod of api) {
+      assert.ok(selecting(objects, 'PeerAuthentication', pod).some((policy) => (policy as Json).spec.mtls.mode === 'STRICT'), 'STRICT mutual TLS');
+      const allows = selecting(objects, 'AuthorizationPolicy', pod).filter((policy) => ((policy as Json).spec.action ?? 'ALLOW') === 'ALLOW');
+      assert.ok(allows.length > 0, 'an ALLOW policy (without one, Istio allows every caller)');
+      const principals = allows.flatMap((policy) => ((policy as Json).spec.rules as Json[]).flatMap((rule) => (rule.from ?? []) as Json[]).flatMap((from) => (from.source?.principals ?? ['*']) as string[]));
+      for (const principal of principals) {
+        const [, namespace, account] = /^cluster\.local\/ns\/([^/]+)\/sa\/([^/]+)$/.exec(principal) ?? [];
+        const callers = world.pods.filter((caller) => caller.namespace === namespace && caller.serviceAccount === account);
+        assert.ok(callers.length > 0 && callers.every((caller) => checked.includes(caller)), `${principal} is a pod that runs the CUSTOM check`);
+      }
+    }
+  });
+
+  it('Envoy: a NetworkPolicy admits only the front proxy, which runs the ext_authz check', () => {
+    const objects = objectsOf('overlays/envoy');
+    const world = new World(objects, OUTSIDE_WORKLOADS, meshProviders);
+    const api = world.pods.filter((pod) => pod.labels.app === 'partner-api');
+    assert.ok(api.length > 0, 'the partner API in the render');
+    for (const pod of api) {
+      const policies = selecting(objects, 'NetworkPolicy', pod).filter((policy) => ((policy as Json).spec.policyTypes as string[]).includes('Ingress'));
+      assert.ok(policies.length > 0, 'an ingress NetworkPolicy on the API');
+      for (const rule of policies.flatMap((policy) => (policy as Json).spec.ingress as Json[])) {
+        const peers = (rule.from ?? []) as Json[];
+        assert.ok(peers.length > 0, 'no rule open to everyone');
+        for (const peer of peers) {
+          assert.equal(peer.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'], 'partner-edge');
+          assert.deepEqual(peer.podSelector?.matchLabels, { 'app.kubernetes.io/name': 'envoy-front-proxy' });
+        }
+      }
+    }
+  });
 });
 
 describe('promtool checks every rule group of every rendered PrometheusRule', { skip: noKustomize || WITHOUT_PROMTOOL }, () => {

@@ -94,6 +94,11 @@ function selects(selector: Json | undefined, labels: Labels): boolean {
   return true;
 }
 
+/** Whether a label selector (matchLabels/matchExpressions) selects the pod. */
+export function selectsPod(selector: Json | undefined, pod: PodShape): boolean {
+  return selects(selector, pod.labels);
+}
+
 function describeSelector(selector: Json | undefined): string {
   return JSON.stringify(selector?.matchLabels ?? selector ?? {});
 }
