@@ -16,7 +16,7 @@ import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '../observe/logger.js';
 import type { GrpcTlsFiles } from '../config.js';
 import { createAuthorizationService, type AuthorizationServiceDeps } from './authorization-service.js';
-import { grpcTlsCredentials, type GrpcTlsCredentials } from './tls-credentials.js';
+import { grpcTlsCredentials } from './tls-credentials.js';
 import { AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_NAME } from './proto.js';
 
 /** The names grpc.health.v1.Health answers for: the whole server ('') and the ext_authz service. */
@@ -269,6 +269,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
   const limits: GrpcLimits = { ...GRPC_LIMITS, ...options.limits };
   // grpc-js writes its own plain-text lines to stderr; keep every line of ours JSON.
   setGrpcLogger({ error: (...args: unknown[]) => logger.warn({ source: 'grpc-js' }, format(...args)) });
+  // Read first: a missing or bad file stops start-up with one line naming it.
+  const tls = options.tls && grpcTlsCredentials(options.tls, { checkIntervalMs: limits.tlsFileCheckMs, handshakeTimeoutMs: limits.handshakeTimeoutMs, logger });
   const server = new Server(grpcServerOptions(limits, options.maxBodyBytes));
   // Envoy and probes must not route checks here before credential data is loaded.
   const health = new HealthImplementation(
@@ -285,11 +287,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
       'GRPC_MAX_CONNECTIONS lowered to leave file descriptors for /readyz and the database; raise the open-file limit (ulimit -n) to allow more',
     );
   }
-  let tls: GrpcTlsCredentials | undefined;
-  const { listener, connections } = await (async () => {
-    tls = options.tls && grpcTlsCredentials(options.tls, { checkIntervalMs: limits.tlsFileCheckMs, handshakeTimeoutMs: limits.handshakeTimeoutMs, logger });
-    return listen(server, options, limits, maxConnections, tls?.credentials ?? ServerCredentials.createInsecure());
-  })().catch((error: unknown) => {
+  const { listener, connections } = await listen(server, options, limits, maxConnections, tls?.credentials ?? ServerCredentials.createInsecure()).catch((error: unknown) => {
     tls?.stop();
     server.forceShutdown();
     throw error;
