@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { stringify } from 'yaml';
+import { loadConfig } from '../../src/config.js';
 import { promtool, WITHOUT_PROMTOOL } from '../support/promtool.js';
 import { DEPLOY_DIR, findKustomize, ISTIOD_VALUES, readYaml, render, type KubernetesObject } from './manifests.js';
 import { OUTSIDE_WORKLOADS, referenceProblems, selectsPod, World, type PodShape } from './references.js';
@@ -79,6 +80,28 @@ describe('every reference in the rendered overlays resolves', { skip: noKustomiz
       plant(objects);
       const problems = problemsOf(objects);
       assert.ok(problems.some((problem) => expected.test(problem)), `expected ${expected}, got:\n${problems.join('\n')}`);
+    });
+  }
+});
+
+describe('both overlays serve the Check port over TLS with client certificates', { skip: noKustomize }, () => {
+  for (const overlay of ['overlays/istio', 'overlays/envoy']) {
+    it(`${overlay}: GRPC_TLS_* name files of a mounted Secret that a Certificate writes, and readiness asks /readyz`, () => {
+      const objects = objectsOf(overlay);
+      const pod = find(objects, 'Deployment', 'sitekey-authz').spec.template.spec as Json;
+      const container = pod.containers[0] as Json;
+      const env = Object.fromEntries((container.env as Json[]).map((variable) => [variable.name, variable.value]));
+      const tls = loadConfig(env).grpcTls;
+      assert.ok(tls?.clientCaFile, 'TLS on, client certificates required');
+      for (const file of [tls.certFile, tls.keyFile, tls.clientCaFile]) {
+        const mount = (container.volumeMounts as Json[]).find((entry) => dirname(file) === entry.mountPath);
+        assert.ok(mount, `${file} is in a mounted volume`);
+        const secretName = (pod.volumes as Json[]).find((volume) => volume.name === mount.name)?.secret?.secretName;
+        assert.ok(objects.some((object) => object.kind === 'Certificate' && (object as Json).spec.secretName === secretName && object.metadata.namespace === 'sitekey-authz'), `a Certificate writes ${secretName}`);
+        assert.equal(mount.subPath, undefined, 'no subPath: it would never see a renewal');
+      }
+      assert.equal(container.readinessProbe.grpc, undefined, "Kubernetes' gRPC probe speaks no TLS");
+      assert.equal(container.readinessProbe.httpGet.path, '/readyz');
     });
   }
 });
