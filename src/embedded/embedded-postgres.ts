@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort, isAlive } from './processes.js';
-import { EmbeddedPostgresError, OR_DATABASE_URL, OS_USER, reason, runnerFor, spawned, spawnIn, type Runner } from './postgres-binaries.js';
+import { binaryPackage, EmbeddedPostgresError, OR_DATABASE_URL, OS_USER, reason, runnerFor, spawned, spawnIn, type Runner } from './postgres-binaries.js';
 
 export { EmbeddedPostgresError } from './postgres-binaries.js';
 export { freePort, isAlive } from './processes.js';
@@ -292,6 +292,9 @@ async function checkOwner(clusterDir: string, runner: Runner): Promise<void> {
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const clusterDir = join(options.dataDir, 'pg');
+  // An installation without the binaries (the image) needs DATABASE_URL, whatever DATA_DIR is:
+  // say that first, not that a read-only /app/.data cannot be made.
+  binaryPackage();
   try {
     await mkdir(options.dataDir, { recursive: true });
   } catch (error) {

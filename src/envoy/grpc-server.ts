@@ -14,7 +14,9 @@ import { createServer as createTcpServer, type AddressInfo, type Socket } from '
 import { format } from 'node:util';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '../observe/logger.js';
+import type { GrpcTlsFiles } from '../config.js';
 import { createAuthorizationService, type AuthorizationServiceDeps } from './authorization-service.js';
+import { grpcTlsCredentials } from './tls-credentials.js';
 import { AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_NAME } from './proto.js';
 
 /** The names grpc.health.v1.Health answers for: the whole server ('') and the ext_authz service. */
@@ -71,6 +73,12 @@ export const GRPC_LIMITS = Object.freeze({
    * connections must not make the process unable to accept its probes.
    */
   reservedFileDescriptors: 128,
+  /**
+   * With TLS, how often the certificate files are read again: cert-manager renews well before expiry
+   * and kubelet updates a Secret volume within about a minute, so a renewed certificate reaches new
+   * connections within that minute and this.
+   */
+  tlsFileCheckMs: 10_000,
 });
 
 export type GrpcLimits = { readonly [Limit in keyof typeof GRPC_LIMITS]: number };
@@ -191,6 +199,8 @@ export interface GrpcServerOptions {
   readonly maxConnections: number;
   /** Production uses GRPC_LIMITS; tests shorten its time-outs. */
   readonly limits?: Partial<GrpcLimits>;
+  /** GRPC_TLS_*: TLS (and a client certificate, with a CA) on the port; undefined: plaintext. */
+  readonly tls?: GrpcTlsFiles | undefined;
 }
 
 export interface AuthzGrpcServer {
@@ -216,9 +226,11 @@ const REFUSED_WARNING_INTERVAL_MS = 60_000;
  * Our own TCP listener, handing each connection to grpc-js (its connection injector): grpc-js's
  * bindAsync offers neither a cap on connections nor a handshake time-out.
  */
-async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLimits, maxConnections: number) {
+async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLimits, maxConnections: number, credentials: ServerCredentials) {
   const { logger } = options;
-  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  // With TLS credentials grpc-js puts a TLS server between the socket and HTTP/2: a client that does
+  // not complete a TLS handshake (plaintext, no or an unknown client certificate) gets no session.
+  const injector = server.createConnectionInjector(credentials);
   const connections = new Set<Socket>();
   const listener = createTcpServer((socket) => {
     connections.add(socket);
@@ -257,6 +269,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
   const limits: GrpcLimits = { ...GRPC_LIMITS, ...options.limits };
   // grpc-js writes its own plain-text lines to stderr; keep every line of ours JSON.
   setGrpcLogger({ error: (...args: unknown[]) => logger.warn({ source: 'grpc-js' }, format(...args)) });
+  // Read first: a missing or bad file stops start-up with one line naming it.
+  const tls = options.tls && grpcTlsCredentials(options.tls, { checkIntervalMs: limits.tlsFileCheckMs, handshakeTimeoutMs: limits.handshakeTimeoutMs, logger });
   const server = new Server(grpcServerOptions(limits, options.maxBodyBytes));
   // Envoy and probes must not route checks here before credential data is loaded.
   const health = new HealthImplementation(
@@ -273,12 +287,13 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
       'GRPC_MAX_CONNECTIONS lowered to leave file descriptors for /readyz and the database; raise the open-file limit (ulimit -n) to allow more',
     );
   }
-  const { listener, connections } = await listen(server, options, limits, maxConnections).catch((error: unknown) => {
+  const { listener, connections } = await listen(server, options, limits, maxConnections, tls?.credentials ?? ServerCredentials.createInsecure()).catch((error: unknown) => {
+    tls?.stop();
     server.forceShutdown();
     throw error;
   });
   const port = (listener.address() as AddressInfo).port;
-  logger.info({ address: hostPort(options.bindAddress, port), maxConnections }, 'gRPC server listening (ext_authz Check and health)');
+  logger.info({ address: hostPort(options.bindAddress, port), maxConnections, tls: tls !== undefined }, 'gRPC server listening (ext_authz Check and health)');
 
   const setServing = (serving: boolean): void => {
     const status: ServingStatus = serving ? 'SERVING' : 'NOT_SERVING';
@@ -289,6 +304,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
   const shutdown = (graceMs: number): Promise<void> => {
     closed ??= new Promise<void>((resolveClosed) => {
       setServing(false);
+      tls?.stop();
       listener.close();
       const timer = setTimeout(() => {
         logger.warn({ graceMs }, 'gRPC calls still open after the shutdown grace period; closing them');

@@ -173,6 +173,7 @@ function startCheckServer(
   return startGrpcServer({
     bindAddress: config.bindAddress,
     port: config.grpcPort,
+    tls: config.grpcTls,
     maxBodyBytes: config.maxBodyBytes,
     maxConnections: config.grpcMaxConnections,
     logger,

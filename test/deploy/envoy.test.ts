@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BOOTSTRAP_TYPE, bootstrapParts, envoySchema, http2Options } from './envoy-bootstrap.js';
-import { ENVOY_BOOTSTRAP, readYaml } from './manifests.js';
+import { join } from 'node:path';
+import { DEPLOY_DIR, ENVOY_BOOTSTRAP, readYaml } from './manifests.js';
 
 type Json = Record<string, any>;
 
@@ -57,6 +58,56 @@ describe('deploy/envoy/envoy.yaml against Envoy\'s bootstrap protos', () => {
   });
 });
 
+const SDS_FILE = join(DEPLOY_DIR, 'envoy', 'sitekey-authz-tls-sds.yaml');
+
+describe('deploy/envoy/sitekey-authz-tls-sds.yaml against Envoy\'s protos', () => {
+  it('is a valid envoy.service.discovery.v3.DiscoveryResponse of TLS Secrets', () => {
+    assert.deepEqual(envoySchema.validate('envoy.service.discovery.v3.DiscoveryResponse', readYaml(SDS_FILE)), []);
+  });
+
+  it('catches a misspelt field in a Secret', () => {
+    const sds = structuredClone(readYaml(SDS_FILE)) as Json;
+    sds.resources[0].tls_certificate.watched_directorys = sds.resources[0].tls_certificate.watched_directory;
+    assert.ok(envoySchema.validate('envoy.service.discovery.v3.DiscoveryResponse', sds).some((problem) => /has no field "watched_directorys"/.test(problem)));
+  });
+});
+
+const JWT_AUTHN = readYaml(join(DEPLOY_DIR, 'envoy', 'jwt-authn.yaml')) as Json;
+
+/** envoy.yaml with the optional jwt_authn filter (before ext_authz) and its JWKS cluster, as the README says to add them. */
+function withJwtAuthn(): Json {
+  const config = copy();
+  const filters: Json[] = bootstrapParts(config).connectionManager.http_filters;
+  filters.splice(filters.findIndex((filter) => filter.name === 'envoy.filters.http.ext_authz'), 0, structuredClone(JWT_AUTHN.http_filter));
+  config.static_resources.clusters.push(structuredClone(JWT_AUTHN.cluster));
+  return config;
+}
+
+describe('deploy/envoy/jwt-authn.yaml, the optional token filter', () => {
+  it('makes, in envoy.yaml before ext_authz, a valid bootstrap', () => {
+    const config = withJwtAuthn();
+    assert.deepEqual(envoySchema.validate(BOOTSTRAP_TYPE, config), []);
+    const names: string[] = bootstrapParts(config).connectionManager.http_filters.map((filter: Json) => filter.name);
+    assert.deepEqual(names, ['envoy.filters.http.health_check', 'envoy.filters.http.jwt_authn', 'envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
+  });
+
+  it('catches a misspelt provider field in it', () => {
+    const config = withJwtAuthn();
+    const provider = bootstrapParts(config).connectionManager.http_filters[1].typed_config.providers.partner_tokens;
+    provider.audience = provider.audiences;
+    delete provider.audiences;
+    assert.ok(envoySchema.validate(BOOTSTRAP_TYPE, config).some((problem) => /JwtProvider has no field "audience"/.test(problem)));
+  });
+
+  it('forwards the token to the service, refuses only a token that fails, and fetches keys from a cluster that exists', () => {
+    const { providers, rules } = JWT_AUTHN.http_filter.typed_config;
+    const provider = providers.partner_tokens;
+    assert.equal(provider.forward, true, 'the service still sees Authorization and verifies the token itself');
+    assert.deepEqual(rules[0].requires.requires_any.requirements, [{ provider_name: 'partner_tokens' }, { allow_missing: {} }]);
+    assert.equal(provider.remote_jwks.http_uri.cluster, JWT_AUTHN.cluster.name);
+  });
+});
+
 describe('deploy/envoy/envoy.yaml does what the service needs', () => {
   const { connectionManager, extAuthz, authzCluster } = bootstrapParts(bootstrap);
 
@@ -87,6 +138,21 @@ describe('deploy/envoy/envoy.yaml does what the service needs', () => {
     assert.equal(format.key_id, '%DYNAMIC_METADATA(envoy.filters.http.ext_authz:key_id)%');
     const filterNames = connectionManager.http_filters.map((filter: Json) => filter.name);
     assert.ok(filterNames.includes('envoy.filters.http.ext_authz'), 'the metadata namespace is the filter\'s name');
+  });
+
+  it('calls the service over mutual TLS, with certificates from file-based SDS that watches the mounted Secret', () => {
+    const tls = authzCluster.transport_socket.typed_config;
+    assert.equal(tls['@type'], 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext');
+    assert.deepEqual(tls.common_tls_context.alpn_protocols, ['h2']);
+    const address = authzCluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address;
+    assert.equal(tls.sni, address, 'SNI is the name Envoy calls');
+    assert.deepEqual(tls.common_tls_context.combined_validation_context.default_validation_context.match_typed_subject_alt_names, [{ san_type: 'DNS', matcher: { exact: address } }]);
+    const sdsFile = tls.common_tls_context.tls_certificate_sds_secret_configs[0].sds_config.path_config_source.path as string;
+    assert.equal(sdsFile, '/etc/envoy/sitekey-authz-tls-sds.yaml', 'the SDS file in the ConfigMap mounted at /etc/envoy');
+    const secrets = (readYaml(SDS_FILE) as Json).resources as Json[];
+    const names = [tls.common_tls_context.tls_certificate_sds_secret_configs[0].name, tls.common_tls_context.combined_validation_context.validation_context_sds_secret_config.name];
+    assert.deepEqual(secrets.map((secret) => secret.name), names, 'every secret the cluster names is in the SDS file');
+    for (const secret of secrets) assert.equal((secret.tls_certificate ?? secret.validation_context).watched_directory.path, '/etc/sitekey-authz-tls', 'reloaded when kubelet swaps the Secret');
   });
 
   it('runs the router last and the health check before ext_authz', () => {

@@ -220,6 +220,14 @@ describe('the image layout, run with production dependencies only', () => {
     });
   }
 
+  it('says to set DATABASE_URL, not that DATA_DIR cannot be made, where DATA_DIR is read-only (the image\'s /app/.data)', async () => {
+    // Under a file: cannot be made even by root, as /app/.data cannot on a read-only root filesystem.
+    const { code, output } = await run(['serve'], { DATA_DIR: join(imageDir, 'package.json', '.data') });
+    assert.notEqual(code, 0);
+    assert.match(output, /DATABASE_URL is unset, and this installation has no embedded PostgreSQL/);
+    assert.doesNotMatch(output, /cannot create DATA_DIR/);
+  });
+
   it('migrates and serves from DATABASE_URL, without any development or optional package', async () => {
     const migrate = await run(['migrate'], { DATABASE_URL: database.url });
     assert.equal(migrate.code, 0, migrate.output);

@@ -1,4 +1,6 @@
+import * as certManagerV1 from '@kubernetes-models/cert-manager/cert-manager.io/v1';
 import * as istioSecurityV1 from '@kubernetes-models/istio/security.istio.io/v1';
+import * as istioSecurityV1beta1 from '@kubernetes-models/istio/security.istio.io/v1beta1';
 import * as istioNetworkingV1beta1 from '@kubernetes-models/istio/networking.istio.io/v1beta1';
 import * as monitoringV1 from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import * as coreV1 from 'kubernetes-models/v1';
@@ -7,6 +9,7 @@ import * as autoscalingV2 from 'kubernetes-models/autoscaling/v2';
 import * as batchV1 from 'kubernetes-models/batch/v1';
 import * as networkingV1 from 'kubernetes-models/networking.k8s.io/v1';
 import * as policyV1 from 'kubernetes-models/policy/v1';
+import * as schedulingV1 from 'kubernetes-models/scheduling.k8s.io/v1';
 import type { KubernetesObject } from './manifests.js';
 
 interface ModelClass {
@@ -17,7 +20,7 @@ interface ModelClass {
 
 /** The schema of every apiVersion/kind our manifests use, from the models packages. */
 const MODELS = new Map<string, ModelClass>();
-for (const group of [coreV1, appsV1, autoscalingV2, batchV1, networkingV1, policyV1, istioSecurityV1, istioNetworkingV1beta1, monitoringV1]) {
+for (const group of [coreV1, appsV1, autoscalingV2, batchV1, networkingV1, policyV1, schedulingV1, istioSecurityV1beta1, istioSecurityV1, istioNetworkingV1beta1, monitoringV1, certManagerV1]) {
   for (const exported of Object.values(group) as unknown[]) {
     if (typeof exported !== 'function') continue;
     const model = exported as unknown as Partial<ModelClass>;

@@ -153,12 +153,26 @@ describe('the sitekey-authz Deployment is built for production', () => {
     );
   });
 
-  it('admits Check calls only from labelled proxies and scrapes only from Prometheus, and reaches only DNS and PostgreSQL', () => {
+  it('admits scrapes only from Prometheus, leaves the Check port to the overlays, and reaches only DNS and the named database', () => {
     const policy = baseObject('NetworkPolicy');
     assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress']);
-    assert.deepEqual(policy.spec.ingress.map((rule: Json) => rule.ports.map((port: Json) => port.port)), [['grpc'], ['metrics']]);
+    assert.deepEqual(policy.spec.ingress.map((rule: Json) => rule.ports.map((port: Json) => port.port)), [['metrics']]);
     assert.deepEqual(policy.spec.egress.map((rule: Json) => rule.ports.map((port: Json) => port.port)), [[53, 53], [5432]]);
+    for (const rule of policy.spec.egress as Json[]) assert.ok(rule.to?.length > 0, 'every egress rule names where it goes');
   });
+
+  for (const overlay of ['istio', 'envoy']) {
+    it(`overlays/${overlay} admits Check calls from its proxies' namespace and pods only, never from any namespace`, () => {
+      const [policy] = objectsOf(join(DEPLOY_DIR, 'kubernetes', 'overlays', overlay, 'check-callers-network-policy.yaml')) as Json[];
+      const peers = (policy!.spec.ingress as Json[]).flatMap((rule) => rule.from as Json[]);
+      assert.ok(peers.length > 0);
+      for (const peer of peers) {
+        assert.ok(peer.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'], 'a namespace named');
+        assert.ok(Object.keys(peer.podSelector?.matchLabels ?? {}).length > 0, 'pods named');
+      }
+      assert.deepEqual((policy!.spec.ingress as Json[]).map((rule) => rule.ports.map((port: Json) => port.port)), [['grpc']]);
+    });
+  }
 });
 
 describe('the PrometheusRule carries the service\'s alert rules', () => {

@@ -61,11 +61,11 @@ type CheckClient = grpc.Client & {
 };
 
 /** `grpc.use_local_subchannel_pool: 1` gives the client a connection of its own instead of a shared one. */
-export function authorizationClient(target: string, options: grpc.ChannelOptions = {}): CheckClient {
+export function authorizationClient(target: string, options: grpc.ChannelOptions = {}, credentials = grpc.credentials.createInsecure()): CheckClient {
   const proto = grpc.loadPackageDefinition(upstreamDefinition) as unknown as {
     envoy: { service: { auth: { v3: { Authorization: new (target: string, credentials: grpc.ChannelCredentials, options: grpc.ChannelOptions) => CheckClient } } } };
   };
-  return new proto.envoy.service.auth.v3.Authorization(target, grpc.credentials.createInsecure(), options);
+  return new proto.envoy.service.auth.v3.Authorization(target, credentials, options);
 }
 
 /** The CheckRequest Envoy sends for a partner's POST. */

@@ -10,9 +10,9 @@ export type HealthClient = grpc.Client & {
   ): void;
 };
 
-export function healthClient(target: string): HealthClient {
+export function healthClient(target: string, credentials = grpc.credentials.createInsecure()): HealthClient {
   const Health = grpc.makeGenericClientConstructor(healthService as grpc.ServiceDefinition, 'Health');
-  return new Health(target, grpc.credentials.createInsecure()) as unknown as HealthClient;
+  return new Health(target, credentials) as unknown as HealthClient;
 }
 
 /** The status, or a failure within 5 s: a server that is not there must fail a test, not hang it. */

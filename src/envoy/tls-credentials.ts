@@ -1,0 +1,181 @@
+import { ServerCredentials } from '@grpc/grpc-js';
+import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import type { SecureServerOptions } from 'node:http2';
+import type { SecureContextOptions } from 'node:tls';
+import type { GrpcTlsFiles } from '../config.js';
+import type { Logger } from '../observe/logger.js';
+
+/** A TLS file that cannot be used; its message names the setting and the file, on one line. */
+export class TlsFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TlsFileError';
+  }
+}
+
+/** The certificate, key and client CA read from GRPC_TLS_*_FILE, checked to belong together. */
+interface TlsMaterial {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly clientCa: Buffer | undefined;
+  readonly certificate: X509Certificate;
+}
+
+type FileContents = { readonly cert: Buffer; readonly key: Buffer; readonly clientCa: Buffer | undefined };
+
+function named(setting: string, path: string): string {
+  return `${setting} (${path})`;
+}
+
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.message) : String(error);
+  return text.split('\n')[0] ?? text;
+}
+
+function certificateIn(contents: Buffer, setting: string, path: string): X509Certificate {
+  try {
+    return new X509Certificate(contents);
+  } catch (error) {
+    throw new TlsFileError(`${named(setting, path)} holds no PEM certificate (${firstLine(error)})`);
+  }
+}
+
+/** Checks what the files hold; throws a TlsFileError naming the file at fault. */
+function materialOf(files: GrpcTlsFiles, contents: FileContents): TlsMaterial {
+  const certificate = certificateIn(contents.cert, 'GRPC_TLS_CERT_FILE', files.certFile);
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(contents.key);
+  } catch (error) {
+    throw new TlsFileError(`${named('GRPC_TLS_KEY_FILE', files.keyFile)} holds no PEM private key (${firstLine(error)})`);
+  }
+  if (!certificate.checkPrivateKey(key)) {
+    throw new TlsFileError(`${named('GRPC_TLS_KEY_FILE', files.keyFile)} is not the key of the certificate in ${named('GRPC_TLS_CERT_FILE', files.certFile)}`);
+  }
+  if (files.clientCaFile !== undefined && contents.clientCa !== undefined) {
+    certificateIn(contents.clientCa, 'GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile);
+  }
+  return { cert: contents.cert, key: contents.key, clientCa: contents.clientCa, certificate };
+}
+
+function unreadable(setting: string, path: string, error: unknown): TlsFileError {
+  return new TlsFileError(`${named(setting, path)} cannot be read (${firstLine(error)})`);
+}
+
+function readNow(files: GrpcTlsFiles): FileContents {
+  const read = (setting: string, path: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw unreadable(setting, path, error);
+    }
+  };
+  return {
+    cert: read('GRPC_TLS_CERT_FILE', files.certFile),
+    key: read('GRPC_TLS_KEY_FILE', files.keyFile),
+    clientCa: files.clientCaFile === undefined ? undefined : read('GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile),
+  };
+}
+
+async function readLater(files: GrpcTlsFiles): Promise<FileContents> {
+  const read = (setting: string, path: string): Promise<Buffer> => readFile(path).catch((error: unknown) => Promise.reject(unreadable(setting, path, error)));
+  const [cert, key, clientCa] = await Promise.all([
+    read('GRPC_TLS_CERT_FILE', files.certFile),
+    read('GRPC_TLS_KEY_FILE', files.keyFile),
+    files.clientCaFile === undefined ? undefined : read('GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile),
+  ]);
+  return { cert, key, clientCa };
+}
+
+function fingerprintOf(contents: FileContents): string {
+  const hash = createHash('sha256').update(contents.cert).update('\0').update(contents.key);
+  if (contents.clientCa !== undefined) hash.update('\0').update(contents.clientCa);
+  return hash.digest('hex');
+}
+
+function contextOptions(material: TlsMaterial): SecureContextOptions {
+  return { cert: material.cert, key: material.key, ...(material.clientCa === undefined ? {} : { ca: material.clientCa }) };
+}
+
+function describe(material: TlsMaterial): Record<string, string> {
+  return { subject: material.certificate.subject.replaceAll('\n', ', '), validTo: material.certificate.validTo, sha256: material.certificate.fingerprint256 };
+}
+
+/**
+ * grpc-js server credentials whose certificate can be replaced: grpc-js hands a new secure context to
+ * its TLS server (setSecureContext), which serves it to new connections and leaves open ones alone.
+ */
+class ReplaceableServerCredentials extends ServerCredentials {
+  constructor(serverOptions: SecureServerOptions, initial: SecureContextOptions) {
+    super(serverOptions, initial);
+  }
+
+  replace(options: SecureContextOptions): void {
+    this.updateSecureContextOptions(options);
+  }
+
+  _equals(other: ServerCredentials): boolean {
+    return other === this;
+  }
+}
+
+export interface GrpcTlsCredentials {
+  readonly credentials: ServerCredentials;
+  /** Stops looking at the files. */
+  stop(): void;
+}
+
+/**
+ * TLS for the gRPC port from GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE and GRPC_TLS_CLIENT_CA_FILE. Read
+ * now (a bad or missing file throws a TlsFileError naming it), then every checkIntervalMs: cert-manager
+ * and kubelet replace Secret files, often by swapping a symlink, so the files are read again by path
+ * and their contents compared. New contents that hold together are served to new connections; contents
+ * that do not are logged once and the certificate in use is kept.
+ */
+export function grpcTlsCredentials(files: GrpcTlsFiles, options: { readonly checkIntervalMs: number; readonly handshakeTimeoutMs: number; readonly logger: Logger }): GrpcTlsCredentials {
+  const { logger } = options;
+  const initialContents = readNow(files);
+  const initial = materialOf(files, initialContents);
+  const requireClientCertificate = files.clientCaFile !== undefined;
+  const credentials = new ReplaceableServerCredentials(
+    // A client without a certificate from the CA is refused in the handshake.
+    { requestCert: requireClientCertificate, rejectUnauthorized: requireClientCertificate, handshakeTimeout: options.handshakeTimeoutMs },
+    contextOptions(initial),
+  );
+  logger.info({ ...describe(initial), clientCertificateRequired: requireClientCertificate }, 'gRPC port serves TLS');
+
+  let served = fingerprintOf(initialContents);
+  let rejected: string | undefined;
+  let checking = false;
+  const check = async (): Promise<void> => {
+    if (checking) return;
+    checking = true;
+    try {
+      const contents = await readLater(files);
+      const fingerprint = fingerprintOf(contents);
+      if (fingerprint === served || fingerprint === rejected) return;
+      try {
+        const material = materialOf(files, contents);
+        credentials.replace(contextOptions(material));
+        served = fingerprint;
+        rejected = undefined;
+        logger.info(describe(material), 'gRPC TLS certificate reloaded: new connections get it');
+      } catch (error) {
+        rejected = fingerprint;
+        logger.error({ err: error }, `gRPC TLS files changed but cannot be used; the certificate in use is kept: ${firstLine(error)}`);
+      }
+    } catch (error) {
+      // A file missing for a moment, as while a Secret volume swaps its link: logged once, kept.
+      const message = firstLine(error);
+      if (rejected !== message) logger.error({ err: error }, `gRPC TLS files cannot be read; the certificate in use is kept: ${message}`);
+      rejected = message;
+    } finally {
+      checking = false;
+    }
+  };
+  const timer = setInterval(() => void check(), options.checkIntervalMs);
+  timer.unref();
+  return { credentials, stop: () => clearInterval(timer) };
+}
