@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig } from '../../src/config.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
-import { freePort } from '../../src/embedded/embedded-postgres.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { DEPLOY_DIR } from './manifests.js';
+import { loadConfig } from '../../../src/config.js';
+import { PACKAGE_ROOT } from '../../../src/paths.js';
+import { freePort } from '../../../src/embedded/embedded-postgres.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { DEPLOY_DIR } from '../../deploy/manifests.js';
 
 /**
  * The container image, checked without a Docker engine (none runs here): the Dockerfile's

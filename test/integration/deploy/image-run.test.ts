@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import { PACKAGE_ROOT } from '../../src/paths.js';
-import { freePort } from '../../src/embedded/embedded-postgres.js';
-import { seedSite } from '../support/credentials.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { authorizationClient, check, verdict } from '../support/envoy-client.js';
-import { eventually } from '../support/eventually.js';
+import { PACKAGE_ROOT } from '../../../src/paths.js';
+import { freePort } from '../../../src/embedded/embedded-postgres.js';
+import { seedSite } from '../../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { authorizationClient, check, verdict } from '../../support/envoy-client.js';
+import { eventually } from '../../support/eventually.js';
 
 /**
  * The image, built from the Dockerfile unchanged and run for real with podman: read-only, as the

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { loadConfig } from '../../src/config.js';
-import { promtool, WITHOUT_PROMTOOL } from '../support/promtool.js';
-import { DEPLOY_DIR, findKustomize, ISTIOD_VALUES, readYaml, render, type KubernetesObject } from './manifests.js';
-import { OUTSIDE_WORKLOADS, referenceProblems, selectsPod, World, type PodShape } from './references.js';
+import { loadConfig } from '../../../src/config.js';
+import { promtool, WITHOUT_PROMTOOL } from '../../support/promtool.js';
+import { DEPLOY_DIR, findKustomize, ISTIOD_VALUES, readYaml, render, type KubernetesObject } from '../../deploy/manifests.js';
+import { OUTSIDE_WORKLOADS, referenceProblems, selectsPod, World, type PodShape } from '../../deploy/references.js';
 
 type Json = Record<string, any>;
 
