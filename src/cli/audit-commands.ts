@@ -1,5 +1,5 @@
 import { countOption, siteIdArgument, UsageError, SITE_ID_FORM } from './arguments.js';
-import type { Command, CommandLine } from './commands.js';
+import { option, type Command } from './command.js';
 import { oneLine, shortTime, table } from './output.js';
 
 const DAY_MS = 86_400_000;
@@ -12,10 +12,6 @@ const MAX_DETAILS_SHOWN = 120;
 // An action such as key.revoke or site.grace.clear, or its group such as key.
 const ACTION = /^[a-z]+(\.[a-z-]+)*$/;
 
-const text = (line: CommandLine, name: string): string | undefined => {
-  const value = line.options[name];
-  return typeof value === 'string' ? value : undefined;
-};
 
 function shortDetails(details: unknown): string {
   const json = JSON.stringify(details) ?? '';
@@ -40,11 +36,11 @@ export const AUDIT_COMMANDS: readonly Command[] = [
     },
     example: 'sitekey-authz audit list --site 1001 --since 7 --action key',
     run: async ({ withAdmin, now }, line) => {
-      const siteText = text(line, 'site');
+      const siteText = option(line, 'site');
       const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
-      const days = countOption('since', text(line, 'since'), 'days', DEFAULT_SINCE_DAYS, MAX_SINCE_DAYS);
-      const limit = countOption('limit', text(line, 'limit'), 'entries', DEFAULT_LIMIT, MAX_LIMIT);
-      const action = text(line, 'action');
+      const days = countOption('since', option(line, 'since'), 'days', DEFAULT_SINCE_DAYS, MAX_SINCE_DAYS);
+      const limit = countOption('limit', option(line, 'limit'), 'entries', DEFAULT_LIMIT, MAX_LIMIT);
+      const action = option(line, 'action');
       if (action !== undefined && !ACTION.test(action)) {
         throw new UsageError(`--action "${action}" is not an action name; try --action key.revoke, or --action key for every key change`);
       }

@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { HeaderAppendAction } from '../envoy/messages.js';
-import { EXIT_ALLOWED, EXIT_DENIED } from './request-options.js';
+import { EXIT_ALLOWED, EXIT_DENIED } from './exit-codes.js';
 
 /** What `check` and `explain` print with --json: the same object for the service's answer and explain's. */
 export interface CheckAnswer {

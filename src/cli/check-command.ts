@@ -3,9 +3,10 @@ import type { CheckRequestMessage } from '../envoy/messages.js';
 import { AUTHORIZATION_SERVICE } from '../envoy/proto.js';
 import { UsageError } from './arguments.js';
 import { answerOf, exitStatusOf, grpcCodeName, noVerdict, verdictText, type ReceivedCheckResponse } from './check-answer.js';
-import type { CommandContext, CommandLine } from './commands.js';
+import { option, type CommandContext, type CommandLine } from './command.js';
 import type { CommandOutput } from './output.js';
-import { EXIT_NO_VERDICT, requestFromOptions } from './request-options.js';
+import { EXIT_NO_VERDICT } from './exit-codes.js';
+import { requestFromOptions } from './request-options.js';
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 
@@ -60,9 +61,8 @@ function unreachable(details: string, target: string): string | undefined {
  * Exit 0 allowed, 1 denied, 2 no verdict (the RPC failed: unreachable, UNAVAILABLE, time-out).
  */
 export async function runCheck({ config, readStdin }: CommandContext, line: CommandLine): Promise<CommandOutput> {
-  const option = (name: string) => (typeof line.options[name] === 'string' ? (line.options[name] as string) : undefined);
-  const target = option('target') ?? `localhost:${config.grpcPort}`;
-  const timeoutMs = timeoutOption(option('timeout-ms'));
+  const target = option(line, 'target') ?? `localhost:${config.grpcPort}`;
+  const timeoutMs = timeoutOption(option(line, 'timeout-ms'));
   const { request, notes } = await requestFromOptions(line, readStdin);
   try {
     const response = await sendCheck(target, request, timeoutMs);

@@ -1,8 +1,6 @@
-import type pg from 'pg';
-import { SETTINGS, type Config, type Setting } from '../config.js';
+import { SETTINGS } from '../config.js';
 import { IPV4_MAPPED } from '../allowlist/client-ip.js';
-import type { Logger } from '../observe/logger.js';
-import type { CredentialAdmin, KeySummary } from '../store/credential-admin.js';
+import type { KeySummary } from '../store/credential-admin.js';
 import { ALLOWLIST_ENTRY_FORM, coversIpv4Mapped } from '../allowlist/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
 import { runningEmbeddedUrl } from '../embedded/embedded-postgres.js';
@@ -20,60 +18,18 @@ import {
   siteIdArgument,
   textOption,
 } from './arguments.js';
-import { shortTime, table, type CommandOutput } from './output.js';
-import { CHECK_OPTIONS, CHECK_SYNOPSIS, EXIT_NO_VERDICT, REQUEST_OPTIONS, REQUEST_RULES, REQUEST_SYNOPSIS } from './request-options.js';
+import { shortTime, table } from './output.js';
+import { option, positional, type Command } from './command.js';
+import { EXIT_NO_VERDICT } from './exit-codes.js';
+import { CHECK_OPTIONS, CHECK_SYNOPSIS, REQUEST_OPTIONS, REQUEST_RULES, REQUEST_SYNOPSIS } from './request-options.js';
 import { AUDIT_COMMANDS } from './audit-commands.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
 import { TOKEN_COMMANDS } from './token-commands.js';
-
-export interface CommandContext {
-  readonly config: Config;
-  readonly logger: Logger;
-  /** Epoch ms when the command started. */
-  readonly now: number;
-  readonly readStdin: () => Promise<string>;
-  /** Opens the database (migrating an embedded one), runs `work` against it, and closes it again. */
-  readonly withAdmin: <T>(work: (admin: CredentialAdmin) => Promise<T>) => Promise<T>;
-  /** The same, for commands that read the credential tables themselves (`explain`). */
-  readonly withPool: <T>(work: (pool: pg.Pool) => Promise<T>) => Promise<T>;
-}
-
-export interface CommandLine {
-  readonly positionals: readonly string[];
-  readonly options: Readonly<Record<string, string | boolean | string[] | undefined>>;
-}
-
-export interface Command {
-  /** `serve`, or a group and a verb such as `site add`. */
-  readonly name: string;
-  /** What follows the name in the usage line. */
-  readonly synopsis: string;
-  readonly summary: string;
-  /** The command's own options, beside the global --json, --actor and --help. */
-  readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly multiple?: boolean }>>;
-  /** How many positional arguments it takes: [min, max]. */
-  readonly arity: readonly [number, number];
-  /** The exit status when it fails, if not the usual 1 (`check` and `explain`: 2, no verdict; 1 means denied). */
-  readonly failureExit?: number;
-  /** For `--help`: each argument and option of the synopsis, with the rule its value must follow. */
-  readonly rules?: Readonly<Record<string, string>>;
-  /** For `--help`: a command line to copy. */
-  readonly example?: string;
-  /** For `--help`: the environment variables it reads (serve: all of them). */
-  readonly environment?: readonly Setting[];
-  /** Resolves to what to print, or to undefined once `serve` has stopped. */
-  run(context: CommandContext, line: CommandLine): Promise<CommandOutput | undefined>;
-}
 
 const MAX_NAME = 200;
 const MAX_NOTE = 500;
 const string = { type: 'string' } as const;
 
-const option = (line: CommandLine, name: string): string | undefined => {
-  const value = line.options[name];
-  return typeof value === 'string' ? value : undefined;
-};
-const positional = (line: CommandLine, index: number): string => line.positionals[index] ?? '';
 
 function keyRows(keys: readonly KeySummary[]): string[][] {
   return keys.map((key) => [
@@ -428,3 +384,5 @@ export const COMMANDS: readonly Command[] = [
   ...TOKEN_COMMANDS,
   ...AUDIT_COMMANDS,
 ];
+
+export type { Command, CommandContext, CommandLine } from './command.js';

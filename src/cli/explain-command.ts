@@ -3,7 +3,6 @@ import { checkPolicies } from '../serve/check-policies.js';
 import type { ClientIpSource, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';
-import { decide } from '../decision/decide.js';
 import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
 import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
 import type { Allowed, BodyRule, CheckInput, Decision, Denial, HeaderRule, SiteId, TokenRule } from '../decision/types.js';
@@ -19,7 +18,7 @@ import { loadSunsetPolicy } from '../store/sunset-policy.js';
 import { epochMsOf, instantText } from '../store/timestamps.js';
 import { UsageError } from './arguments.js';
 import { answerOf, exitStatusOf, verdictText, type CheckAnswer } from './check-answer.js';
-import type { CommandContext, CommandLine } from './commands.js';
+import type { CommandContext, CommandLine } from './command.js';
 import { oneLine, type CommandOutput } from './output.js';
 import { requestFromOptions } from './request-options.js';
 

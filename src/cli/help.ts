@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../paths.js';
-import { COMMANDS, type Command } from './commands.js';
+import type { Command } from './command.js';
+import { COMMANDS } from './commands.js';
 
 // Long rules are wrapped to fit an ordinary terminal.
 const WIDTH = 100;

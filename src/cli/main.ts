@@ -9,15 +9,12 @@ import { AdminError, CredentialAdmin } from '../store/credential-admin.js';
 import { connectionPool, openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { textOption, UsageError } from './arguments.js';
-import { COMMANDS, type Command, type CommandContext } from './commands.js';
+import type { Command, CommandContext } from './command.js';
+import { COMMANDS } from './commands.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { commandHelp, groupHelp, PROGRAM_HELP, usageLine, versionText } from './help.js';
 import { printable, type CommandOutput } from './output.js';
 
-const EXIT_OK = 0;
-/** The command was understood but refused or failed: unknown site, duplicate key, database down. */
-const EXIT_FAILED = 1;
-/** The command line or the configuration is wrong: nothing was attempted. */
-const EXIT_USAGE = 2;
 
 const MAX_ACTOR = 100;
 const GLOBAL_OPTIONS = {

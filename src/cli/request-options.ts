@@ -5,13 +5,8 @@ import { parseClientIp } from '../allowlist/client-ip.js';
 import { bearerToken, canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CheckRequestMessage, HeaderValueMessage } from '../envoy/messages.js';
 import { UsageError } from './arguments.js';
-import type { CommandLine } from './commands.js';
+import type { CommandLine } from './command.js';
 
-/** Exit statuses of `check` and `explain`: what the service answers, or would answer. */
-export const EXIT_ALLOWED = 0;
-export const EXIT_DENIED = 1;
-/** Bad arguments, or no verdict: the service was unreachable or answered UNAVAILABLE, or the database was. */
-export const EXIT_NO_VERDICT = 2;
 
 const string = { type: 'string' } as const;
 const strings = { type: 'string', multiple: true } as const;

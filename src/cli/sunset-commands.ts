@@ -2,7 +2,7 @@ import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
 import { guideUrlProblem } from '../sunset-values.js';
 import { countOption, instantOption, SITE_ID_FORM, siteIdArgument, textOption, UsageError } from './arguments.js';
-import type { Command, CommandLine } from './commands.js';
+import { option, options, type Command, type CommandLine } from './command.js';
 import { shortTime, table, type CommandOutput } from './output.js';
 
 const MAX_NOTE = 500;
@@ -12,14 +12,6 @@ const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 const BROWNOUT_ID = /^[1-9][0-9]{0,18}$/;
 
-const text = (line: CommandLine, name: string): string | undefined => {
-  const value = line.options[name];
-  return typeof value === 'string' ? value : undefined;
-};
-const texts = (line: CommandLine, name: string): string[] => {
-  const value = line.options[name];
-  return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
-};
 
 // A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), @SUM(1)):
 // OWASP's CSV-injection rule puts a ' before it, which the spreadsheet shows as text.
@@ -99,8 +91,8 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     },
     example: 'sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate',
     run: async ({ withAdmin, config }, line) => {
-      const atText = text(line, 'at');
-      const guide = text(line, 'guide');
+      const atText = option(line, 'at');
+      const guide = option(line, 'guide');
       if (line.options.enforce === true && line.options['no-enforce'] === true) throw new UsageError('give --enforce or --no-enforce, not both');
       if (guide !== undefined && line.options['no-guide'] === true) throw new UsageError('give --guide URL or --no-guide, not both');
       const problem = guide === undefined ? undefined : guideUrlProblem(guide);
@@ -129,7 +121,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     example: 'sitekey-authz site grace 1001 --until 2027-03-31',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdArgument(line.positionals[0] ?? '');
-      const untilText = text(line, 'until');
+      const untilText = option(line, 'until');
       const clear = line.options.clear === true;
       if ((untilText === undefined) === !clear) {
         throw new UsageError(`give exactly one of --until and --clear: sitekey-authz site grace ${siteId} --until 2027-03-31, or --clear`);
@@ -159,15 +151,15 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     },
     example: BROWNOUT_HINT.slice('e.g. '.length),
     run: async ({ withAdmin, now }, line) => {
-      const fromText = text(line, 'from');
-      const untilText = text(line, 'until');
+      const fromText = option(line, 'from');
+      const untilText = option(line, 'until');
       if (fromText === undefined || untilText === undefined) throw new UsageError(`--from and --until are both needed; ${BROWNOUT_HINT}`);
       const from = fromText === 'now' ? new Date(now) : instantOption('from', fromText);
       const until = instantOption('until', untilText);
       if (until <= from) throw new UsageError(`--until must be after --from; ${BROWNOUT_HINT}`);
       if (until.getTime() <= now) throw new UsageError(`--until ${untilText} is in the past: the brownout would never run`);
-      const siteIds = [...new Set(texts(line, 'site').map(siteIdArgument))];
-      const note = textOption('note', text(line, 'note'), MAX_NOTE);
+      const siteIds = [...new Set(options(line, 'site').map(siteIdArgument))];
+      const note = textOption('note', option(line, 'note'), MAX_NOTE);
       const dryRun = line.options['dry-run'] === true;
       const brownout = await withAdmin((admin) => admin.sunset.addBrownout({ from, until, siteIds: siteIds.length > 0 ? siteIds : null, dryRun, note }));
       return {
@@ -230,7 +222,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     },
     example: 'sitekey-authz report migration --since 60 --csv > migration.csv',
     run: async ({ withAdmin, now, config }, line) => {
-      const days = countOption('since', text(line, 'since'), 'days', 30, MAX_SINCE_DAYS);
+      const days = countOption('since', option(line, 'since'), 'days', 30, MAX_SINCE_DAYS);
       const since = new Date(now - days * DAY_MS);
       // The sunset the service follows: the database's, not this terminal's environment.
       const sunsetAt = await withAdmin(async (admin) => Date.parse((await admin.sunset.policy(configuredSunsetPolicy(config))).sunsetAt));
@@ -287,9 +279,9 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     },
     example: 'sitekey-authz report denials --site 1001 --since 48',
     run: async ({ withAdmin, now }, line) => {
-      const siteText = text(line, 'site');
+      const siteText = option(line, 'site');
       const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
-      const hours = countOption('since', text(line, 'since'), 'hours', 24, MAX_SINCE_HOURS);
+      const hours = countOption('since', option(line, 'since'), 'hours', 24, MAX_SINCE_HOURS);
       const rows = await withAdmin((admin) => admin.sunset.denialReport(new Date(now - hours * HOUR_MS), siteId));
       return report<DenialReportRow>(
         line,

@@ -1,6 +1,6 @@
 import type { ClientId, SiteAuthMethod } from '../decision/types.js';
 import { siteIdArgument, SITE_ID_FORM, textOption, UsageError } from './arguments.js';
-import type { Command, CommandLine } from './commands.js';
+import { option, positional, type Command } from './command.js';
 import { shortTime, table } from './output.js';
 
 const MAX_NOTE = 500;
@@ -10,11 +10,6 @@ const CLIENT_ID = /^[\x21-\x7e]+$/;
 const CLIENT_ID_FORM = `the OAuth client id the issuer puts in the token's client_id claim: 1 to ${CLIENT_ID_MAX} visible ASCII characters, no spaces, e.g. partner-1001`;
 const SITE_AUTH_METHODS: readonly SiteAuthMethod[] = ['both', 'tokens'];
 
-const positional = (line: CommandLine, index: number): string => line.positionals[index] ?? '';
-const option = (line: CommandLine, name: string): string | undefined => {
-  const value = line.options[name];
-  return typeof value === 'string' ? value : undefined;
-};
 
 function clientIdArgument(text: string): ClientId {
   if (text.length === 0 || text.length > CLIENT_ID_MAX || !CLIENT_ID.test(text)) {

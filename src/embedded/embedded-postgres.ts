@@ -1,13 +1,8 @@
-import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, chown, cp, link, lstat, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
-import { arch, platform } from 'node:os';
+import { chown, link, mkdir, mkdtemp, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort, isAlive } from './processes.js';
 import { binaryPackage, EmbeddedPostgresError, OR_DATABASE_URL, OS_USER, reason, runnerFor, spawned, spawnIn, type Runner } from './postgres-binaries.js';

@@ -9,7 +9,6 @@ import { loadConfig } from '../../../src/config.js';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { freePort } from '../../../src/embedded/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
-import { DEPLOY_DIR } from '../../deploy/manifests.js';
 
 /**
  * The container image, checked without a Docker engine (none runs here): the Dockerfile's

@@ -1,0 +1,66 @@
+import type pg from 'pg';
+import type { Config, Setting } from '../config.js';
+import type { Logger } from '../observe/logger.js';
+import type { CredentialAdmin } from '../store/credential-admin.js';
+import type { CommandOutput } from './output.js';
+
+/**
+ * What a command of `sitekey-authz` is, and what it gets: the one place the command modules and the
+ * table of commands (commands.ts) share, so that none of them imports another.
+ */
+
+export interface CommandContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  /** Epoch ms when the command started. */
+  readonly now: number;
+  readonly readStdin: () => Promise<string>;
+  /** Opens the database (migrating an embedded one), runs `work` against it, and closes it again. */
+  readonly withAdmin: <T>(work: (admin: CredentialAdmin) => Promise<T>) => Promise<T>;
+  /** The same, for commands that read the credential tables themselves (`explain`). */
+  readonly withPool: <T>(work: (pool: pg.Pool) => Promise<T>) => Promise<T>;
+}
+
+export interface CommandLine {
+  readonly positionals: readonly string[];
+  readonly options: Readonly<Record<string, string | boolean | string[] | undefined>>;
+}
+
+export interface Command {
+  /** `serve`, or a group and a verb such as `site add`. */
+  readonly name: string;
+  /** What follows the name in the usage line. */
+  readonly synopsis: string;
+  readonly summary: string;
+  /** The command's own options, beside the global --json, --actor and --help. */
+  readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly multiple?: boolean }>>;
+  /** How many positional arguments it takes: [min, max]. */
+  readonly arity: readonly [number, number];
+  /** The exit status when it fails, if not the usual 1 (`check` and `explain`: 2, no verdict; 1 means denied). */
+  readonly failureExit?: number;
+  /** For `--help`: each argument and option of the synopsis, with the rule its value must follow. */
+  readonly rules?: Readonly<Record<string, string>>;
+  /** For `--help`: a command line to copy. */
+  readonly example?: string;
+  /** For `--help`: the environment variables it reads (serve: all of them). */
+  readonly environment?: readonly Setting[];
+  /** Resolves to what to print, or to undefined once `serve` has stopped. */
+  run(context: CommandContext, line: CommandLine): Promise<CommandOutput | undefined>;
+}
+
+/** The value of a string option, undefined when it was not given. */
+export function option(line: CommandLine, name: string): string | undefined {
+  const value = line.options[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Every value of a repeatable string option, in the order given. */
+export function options(line: CommandLine, name: string): string[] {
+  const value = line.options[name];
+  return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
+}
+
+/** The positional argument at `index`, '' when missing (its parser says what was expected). */
+export function positional(line: CommandLine, index: number): string {
+  return line.positionals[index] ?? '';
+}
