@@ -143,7 +143,7 @@ export function timeDecisions(body: HostileBody, runs: number): { readonly bestM
   };
 }
 
-/** `make bench`: each 1 MiB hostile body decided by decide(); the target is 100 ms each (issue #8). */
+/** `make bench`: each 1 MiB hostile body decided by decide(); the target is 100 ms each. */
 export function runHostileBodiesBench(runs = 20): void {
   console.log(`decide() on 1 MiB hostile bodies, valid key and allowlisted IP, ${runs} runs each (ms per decision):`);
   for (const body of HOSTILE_BODIES) {

@@ -1,7 +1,7 @@
 import { LARGE_BODY_BYTES } from './bench-sites.js';
 import { median, type LoadRun, type ServeBenchResults } from './serve-bench.js';
 
-/** Issue 14's targets, for the benchmark and never for a unit test. */
+/** The performance targets, for the benchmark and never for a unit test. */
 export const TARGETS = Object.freeze({
   /** One process's saturation throughput as a share of the no-op's. */
   minShareOfNoop: 0.9,
@@ -104,7 +104,7 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
       `(${integer(serveRate)} against ${integer(noopRate)} req/s, medians of ${saturationRounds.length} alternating rounds of ${settings.seconds} s); ` +
       `**with a repeated Bearer token, ${percent(tokenRatio)}** (${integer(tokenServeRate)} against ${integer(tokenNoopRate)} req/s).`,
     '',
-    '| target (issue 14) | measured | met |',
+    '| target | measured | met |',
     '|---|---|---|',
     `| one process at ${percent(TARGETS.minShareOfNoop)} or more of the no-op | ${percent(ratio)} | ${yes(ratio >= TARGETS.minShareOfNoop)} |`,
     `| a repeated Bearer token: one process at ${percent(TARGETS.minShareOfNoop)} or more of the no-op answering a token's allow | ${percent(tokenRatio)} | ${yes(tokenRatio >= TARGETS.minShareOfNoop)} |`,

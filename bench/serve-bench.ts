@@ -21,7 +21,7 @@ export interface BenchSettings {
   readonly databaseUrl: string | undefined;
 }
 
-/** h2load's saturation load, as issue 14 measured it: 4 connections, 32 streams each. */
+/** h2load's saturation load, as the performance targets are measured: 4 connections, 32 streams each. */
 export const SATURATION = { connections: 4, streams: 32 } as const;
 /** The deny-heavy mix: one h2load per request file, each on one connection. */
 const MIX_PER_FILE = { connections: 1, streams: 16 } as const;
@@ -226,7 +226,7 @@ export async function warmUp(server: BenchServer, files: readonly RequestFile[],
 }
 
 /**
- * Issue 14's benchmark: a real `serve` (embedded PostgreSQL, BENCH_SITES sites, LOG_LEVEL=info) beside
+ * The service benchmark: a real `serve` (embedded PostgreSQL, BENCH_SITES sites, LOG_LEVEL=info) beside
  * the no-op Check server on the same gRPC stack, both under h2load, each in its own process.
  */
 export async function runServeBench(settings: BenchSettings, log: (line: string) => void): Promise<ServeBenchResults> {

@@ -42,7 +42,7 @@ function bitsToAddress(bits: bigint, family: 'ipv4' | 'ipv6'): string {
 /**
  * An allowlist entry typed by an account manager: `a.b.c.d/n`, `x:y::/n`, or a single address (a
  * /32 or /128). `::ffff:a.b.c.d/n` is the IPv4 network it maps, because the decision sees an
- * IPv4-mapped client as IPv4 (issue #3, decision 3). Host bits must be zero, as PostgreSQL's cidr
+ * IPv4-mapped client as IPv4 (RFC 4291 §2.5.5.2: the mapped range is IPv4). Host bits must be zero, as PostgreSQL's cidr
  * requires; the reason then names the network that was probably meant.
  */
 export function parseAllowlistEntry(text: string): ParsedAllowlistEntry {

@@ -26,7 +26,7 @@ function canonicalIpv6(text: string): string | undefined {
 
 /**
  * The client address as the allowlist sees it, or undefined when the text is not an IP address.
- * `::ffff:a.b.c.d` counts as the IPv4 address a.b.c.d (issue #3, decision 3).
+ * `::ffff:a.b.c.d` counts as the IPv4 address a.b.c.d (RFC 4291 §2.5.5.2: the mapped range is IPv4).
  */
 export function parseClientIp(text: string | undefined): ClientIp | undefined {
   if (text === undefined) return undefined;

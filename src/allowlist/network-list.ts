@@ -121,7 +121,7 @@ const CLIENT = new Uint32Array(4);
 /**
  * Networks of one address family, and whether an address is in one of them: what a BlockList of
  * subnets answers, in plain arithmetic. BlockList.check builds a native SocketAddress from the text
- * on every call, the largest cost and source of garbage of an allowed check (issue #14); this reads
+ * on every call, the largest cost and source of garbage of an allowed check; this reads
  * the text into a shared word buffer. Lookup is a scan, as BlockList's is: allowlists are short.
  * A snapshot holds one list per site and family, so a list is one array of numbers and little else.
  */

@@ -16,7 +16,7 @@ export function canonicalApiKey(text: string): ApiKey | undefined {
 
 /**
  * The one-shot crypto.hash (Node 20.12 and later) makes no Hash object: on every check it costs a
- * third of createHash's update and digest (issue #14). Hashes are not cached: a cache would hold keys
+ * third of createHash's update and digest. Hashes are not cached: a cache would hold keys
  * in clear, and a key is held in memory only as its hash.
  */
 const sha256Hex: (text: string) => string =

@@ -40,7 +40,7 @@ export interface SiteCredentials {
   readonly tokenClients: ReadonlySet<ClientId>;
 }
 
-/** A scheduled refusal of API-key requests ahead of the sunset, as GitHub ran them (issue #11). */
+/** A scheduled refusal of API-key requests ahead of the sunset, as GitHub ran them. */
 export interface Brownout {
   readonly id: string;
   /** Epoch ms; refused from `from` (inclusive) until `until` (exclusive). */
@@ -61,7 +61,7 @@ export interface CredentialSnapshot {
   readonly brownouts: readonly Brownout[];
 }
 
-/** When API-key authentication ends, from configuration (issue #11). */
+/** When API-key authentication ends, from configuration. */
 export interface SunsetPolicy {
   /** Epoch ms of the retirement (APIKEY_SUNSET_AT). */
   readonly sunsetAt: number;

@@ -15,8 +15,7 @@ export const ALLOWED_RESPONSES_MAX = 10_000;
  * of the site id, the method, the key id or client id and the policy fixed at start-up, nothing else (see toCheckResponse), so a kept encoding
  * is the encoding of that response whatever the credential snapshot says later: a revoked key, a
  * changed allowlist or a disabled site make the decision a denial, which is never taken from here.
- * Building the response with its Struct metadata and encoding it cost more than the decision itself
- * (issue #14).
+ * Building the response with its Struct metadata and encoding it cost more than the decision itself.
  *
  * Only allowed checks add entries, so only holders of a valid key and address can grow it, and at
  * most ALLOWED_RESPONSES_MAX of them: when full, the oldest entry makes room.

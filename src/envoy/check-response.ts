@@ -8,7 +8,7 @@ export const SITE_ID_HEADER = 'x-site-id';
 /**
  * Replaces whatever the client sent under this name. `append` stays unset: with it unset, recent
  * Envoy applies append_action, whose default (APPEND_IF_EXISTS_OR_ADD) would leave a forged
- * x-site-id beside ours (issue #3, decision 6).
+ * x-site-id beside ours.
  */
 function overwrite(key: string, value: string): HeaderValueOptionMessage {
   return { header: { key, value }, append_action: HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD };

@@ -88,7 +88,7 @@ const HEADERS_READ: ReadonlySet<string> = new Set([
  * The headers the view reads, from both places Envoy may send them: HttpRequest.headers (a map) and
  * HttpRequest.header_map (a list, used with encode_raw_headers). A name seen more than once, in
  * either or across both, is joined by "," as Envoy joins repeated headers. Envoy sends every header
- * of the request; copying only these keeps the others off every check's bill (issue #14).
+ * of the request; copying only these keeps the others off every check's bill.
  */
 function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSource): RequestHeaders {
   const headers = new Map<string, string>();

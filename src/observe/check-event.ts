@@ -33,7 +33,7 @@ export interface AllowedCheckEvent extends CheckEventFacts {
   readonly shadow: false;
   readonly siteId: SiteId;
   readonly authMethod: AuthMethod;
-  /** A dry-run brownout would have refused it (105): its id (issue #11). */
+  /** A dry-run brownout would have refused it (105): its id. */
   readonly rehearsalBrownoutId: string | undefined;
   readonly sunsetReason: undefined;
   readonly errorId: undefined;

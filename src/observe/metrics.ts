@@ -99,7 +99,7 @@ export class ServiceMetrics {
   /**
    * Allowed checks by site label since the last read of the counters, which add them up when read
    * (their collect). An increment through prom-client builds and hashes a label set: on every allowed
-   * check, that cost more than the rest of the metrics (issue #14). Holds at most one entry per site
+   * check, that cost more than the rest of the metrics. Holds at most one entry per site
    * label, so METRICS_SITE_LABELS_MAX + 1.
    */
   private readonly allowedUncounted: Readonly<Record<AuthMethod, Map<string, number>>> = { api_key: new Map(), token: new Map() };

@@ -112,14 +112,14 @@ function siteSummary(row: SiteSummaryRow): SiteSummary {
 }
 
 /**
- * Every administrative change to sites, keys and allowlists (issue #3, CLI): each runs in one
+ * Every administrative change to sites, keys and allowlists: each runs in one
  * transaction together with its audit_log row, so no change is ever made unrecorded. Keys are
  * stored as SHA-256 and their last five characters only. The triggers of migration 002 tell
  * every running replica.
  */
 export class CredentialAdmin {
   private readonly transactions: AdminTransactions;
-  /** Grace, brownouts and the reports of the API-key sunset (issue #11). */
+  /** Grace, brownouts and the reports of the API-key sunset. */
   readonly sunset: SunsetAdmin;
   /** Token clients, each site's methods and the revocation of its tokens. */
   readonly tokens: TokenAdmin;

@@ -57,7 +57,7 @@ const UNDEFINED_TABLE = '42P01';
 /**
  * The bound on every database wait of the service: connecting, each query, each lock. A third of
  * the staleness limit, so that a load that hangs fails, and is retried, well before the snapshot
- * it would have renewed is too old (issue #8).
+ * it would have renewed is too old.
  */
 export function databaseTimeoutMs(maxStalenessSeconds: number): number {
   if (maxStalenessSeconds === 0) return 30_000;
@@ -71,7 +71,7 @@ export function databaseTimeoutMs(maxStalenessSeconds: number): number {
  *
  * Its age is the time since the last successful full load began, on this process's own clock: a
  * lock that never comes, a query that never returns or a frozen server leave the age growing until
- * checks answer UNAVAILABLE, whatever state the connections are in (issue #8). Per-site reloads do
+ * checks answer UNAVAILABLE, whatever state the connections are in. Per-site reloads do
  * not wait behind a full load, so a revocation's reload is not stuck behind one that hangs; SiteTable
  * keeps whichever read is newer.
  */

@@ -46,7 +46,7 @@ const FLUSH = `WITH expired AS (DELETE FROM denial_stats WHERE hour < now() - ma
          last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
 
 /**
- * Refusals of known sites by error and client address, for `report denials` (issue #11): counted in
+ * Refusals of known sites by error and client address, for `report denials`: counted in
  * memory on the request path, written in one statement per flush. Strangers cannot grow it without
  * bound: past maxGroups a new address is counted under OVERFLOW_ADDRESS for its site and error.
  */

@@ -21,7 +21,7 @@ const FLUSH = `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, 
                 WHERE k.id = v.id`;
 
 /**
- * When each key was last used, for account managers and the migration report (issue #4). `record`
+ * When each key was last used, for account managers and the migration report. `record`
  * only touches memory, so the request path never waits on the database; a timer writes the batch.
  */
 export class LastUsedRecorder {

@@ -140,7 +140,7 @@ function brownoutSummary(row: BrownoutRow): BrownoutSummary {
 }
 
 /**
- * The API-key sunset as account managers run it (issue #11): per-site grace, brownouts, and the
+ * The API-key sunset as account managers run it: per-site grace, brownouts, and the
  * reports they work from. Changes are audited; the triggers carry them to every replica.
  */
 export class SunsetAdmin {

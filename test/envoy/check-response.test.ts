@@ -110,7 +110,7 @@ describe('toCheckResponse', () => {
   }
 });
 
-describe('sunset notice on allowed responses (issue #11)', () => {
+describe('sunset notice on allowed responses', () => {
   const notice = sunsetNotice({
     deprecatedAt: Date.parse('2026-11-01T00:00:00Z'),
     sunsetAt: Date.parse('2026-12-31T23:59:59Z'),

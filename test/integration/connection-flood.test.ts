@@ -23,7 +23,7 @@ function probe(url: string): Promise<number | undefined> {
 }
 
 /**
- * Issue 8: with a 256 descriptor limit, 300 idle TCP connections to the gRPC port made /readyz
+ * With a 256 descriptor limit, 300 idle TCP connections to the gRPC port made /readyz
  * unreachable (every descriptor was taken, so the HTTP port could accept nothing). The real `serve`,
  * its open-file limit lowered with prlimit, must keep answering probes and checks.
  */

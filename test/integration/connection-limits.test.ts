@@ -13,7 +13,7 @@ import { authorizationClient, check, verdict } from '../support/envoy-client.js'
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 /**
- * Issue 8, "idle connections and silent streams are unbounded": what a client may hold open on the
+ * Idle connections and silent streams must be bounded: what a client may hold open on the
  * gRPC port and on the operator HTTP port, against real servers on 127.0.0.1. Time-outs are shortened
  * through the limits options so that the tests take seconds; production values are GRPC_LIMITS and
  * HTTP_ENDPOINT_LIMITS.

@@ -5,7 +5,7 @@ import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
 
-/** Issue 8: an IPv6 allowlist entry that covers ::ffff:0:0/96 must not admit IPv4 clients, end to end. */
+/** An IPv6 allowlist entry that covers ::ffff:0:0/96 must not admit IPv4 clients, end to end. */
 describe('an IPv6-only allowlist, through the CLI and serve', () => {
   let database: TestDatabase;
   let service: RunningService;

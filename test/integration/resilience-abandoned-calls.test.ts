@@ -42,7 +42,7 @@ interface Footprint {
 }
 
 /**
- * Issue 14, "5,000 abandoned calls and 500 idle connections leave memory and file descriptors where
+ * "5,000 abandoned calls and 500 idle connections leave memory and file descriptors where
  * they were": read from outside, in /proc/<pid> of the real `serve`, and from its own /metrics.
  */
 describe(`${ABANDONED_CALLS} abandoned calls and ${IDLE_CONNECTIONS} idle connections`, () => {

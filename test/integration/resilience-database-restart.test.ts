@@ -29,7 +29,7 @@ interface ReadyzBody {
 }
 
 /**
- * Issue 14, "checks under load while PostgreSQL is stopped and restarted, none failing while the
+ * "Checks under load while PostgreSQL is stopped and restarted, none failing while the
  * snapshot is fresh". This file stops and restarts a PostgreSQL server, so it runs a private one
  * (the one `make test` starts is shared by every other test file, running alongside).
  */

@@ -42,7 +42,7 @@ function refusesConnections(target: string): Promise<boolean> {
 }
 
 /**
- * Issue 14, "SIGTERM during load loses no in-flight check", with the pod configured as Kubernetes runs
+ * SIGTERM during load loses no in-flight check, with the pod configured as Kubernetes runs
  * it: SHUTDOWN_DELAY_SECONDS keeps checks answered while Envoy's health checks notice NOT_SERVING, and
  * SHUTDOWN_GRACE_SECONDS lets the checks still in flight when the server stops accepting finish.
  */

@@ -1,7 +1,7 @@
 -- Up Migration
 
--- Every running replica LISTENs on sitekey_credentials and reloads the site named in the payload
--- (issue #4). NOTIFY is sent at commit, and identical payloads in one transaction are sent once.
+-- Every running replica LISTENs on sitekey_credentials and reloads the site named in the payload.
+-- NOTIFY is sent at commit, and identical payloads in one transaction are sent once.
 -- TG_ARGV[0] names the column holding the site id: `id` on sites, `site_id` on the others.
 -- An UPDATE that moves a row between sites changes both.
 CREATE FUNCTION sitekey_notify_site() RETURNS trigger LANGUAGE plpgsql AS $$

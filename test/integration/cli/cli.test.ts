@@ -17,7 +17,7 @@ const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 const USAGE = 2;
 const FAILED = 1;
 
-/** Every `sitekey-authz` admin command, run as a real process against a real PostgreSQL (issue #3, CLI). */
+/** Every `sitekey-authz` admin command, run as a real process against a real PostgreSQL. */
 describe('sitekey-authz CLI', () => {
   let database: TestDatabase;
   let sql: pg.Client;

@@ -66,7 +66,7 @@ const randomIp = () => (randomInt(2) ? `${randomInt(256)}.${randomInt(256)}.${ra
 const randomSiteId = () => String(randomInt(4000, 2 ** 47));
 
 describe('service metrics', () => {
-  it('counts API-key requests by site, 105 refusals by reason and dry-run rehearsals, and exports the sunset (issue #11)', async () => {
+  it('counts API-key requests by site, 105 refusals by reason and dry-run rehearsals, and exports the sunset', async () => {
     const f = fixture();
     const during = (dryRun: boolean) => snapshotOf(
       [{ siteId: '1001', keys: [{ key: KEY, keyId: '11' }], cidrs: ['203.0.113.0/24'] }],
