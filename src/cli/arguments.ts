@@ -1,3 +1,4 @@
+import { canonicalPositiveId } from '../common/positive-id.js';
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
@@ -19,7 +20,6 @@ export const EXPIRES_FORM = 'an ISO 8601 date or time with a zone';
 export const EXPIRES_EXAMPLES = ['2027-01-31', '2027-01-31T12:00:00Z'] as const;
 // Not a UUID, so the masking of every CLI message (maskApiKeysIn) leaves it readable, and plainly no real key.
 export const API_KEY_FORM = 'a UUID such as xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx';
-const KEY_ID = /^[1-9][0-9]{0,18}$/;
 // Control characters (C0, DEL and C1) would garble `site list` and `key list` in a terminal.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // Invisible direction marks, embeddings, overrides and isolates make text display other than it
@@ -37,7 +37,7 @@ export function siteIdArgument(text: string): SiteId {
 }
 
 export function keyIdArgument(text: string): KeyId {
-  if (!KEY_ID.test(text)) {
+  if (canonicalPositiveId(text) === undefined) {
     const whatItIs = canonicalApiKey(text) === undefined ? `"${text}" is not a key id` : 'that is an API key, not a key id';
     throw new UsageError(`${whatItIs}: expected ${KEY_ID_FORM}`);
   }

@@ -3,9 +3,9 @@ import { checkPolicies } from '../serve/check-policies.js';
 import type { ClientIpSource, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';
-import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
+import { HEADER_RULE_WORDS, TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
 import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
-import type { Allowed, BodyRule, CheckInput, Decision, Denial, HeaderRule, SiteId, TokenRule } from '../decision/types.js';
+import type { Allowed, BodyRule, CheckInput, Decision, Denial, SiteId, TokenRule } from '../decision/types.js';
 import { toCheckResponse } from '../envoy/check-response.js';
 import { viewCheckRequest } from '../envoy/request-view.js';
 import { authorizeCheck } from '../serve/authorize-check.js';
@@ -29,13 +29,6 @@ const MAX_LISTED_NETWORKS = 20;
 // A client address comes from the request: quote only so much of it.
 const MAX_QUOTED = 64;
 
-const HEADER_RULE_WORDS: Readonly<Record<HeaderRule, string>> = {
-  'header-missing': 'the request has no Authorization header, or an empty one; a partner sends Authorization: <site id>:<API key>',
-  'header-malformed': 'the Authorization header is not <site id>:<API key> with exactly one colon',
-  'site-id-invalid':
-    'the site id in the Authorization header is not a positive whole number without sign, spaces or leading zero, at most 9223372036854775807',
-  'api-key-invalid': 'the API key in the Authorization header is not a UUID (8-4-4-4-12 hexadecimal digits)',
-};
 
 /** What to do about some body rules; the partner-facing message already names the rule. */
 const BODY_RULE_HINTS: Readonly<Partial<Record<BodyRule, string>>> = {

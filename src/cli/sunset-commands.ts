@@ -1,3 +1,4 @@
+import { canonicalPositiveId } from '../common/positive-id.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
 import { guideUrlProblem } from '../sunset-values.js';
@@ -10,7 +11,6 @@ const MAX_SINCE_DAYS = 3_650;
 const MAX_SINCE_HOURS = 24 * 3_650;
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
-const BROWNOUT_ID = /^[1-9][0-9]{0,18}$/;
 
 
 // A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), @SUM(1)):
@@ -202,7 +202,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     example: 'sitekey-authz brownout cancel 3',
     run: async ({ withAdmin }, line) => {
       const brownoutId = line.positionals[0] ?? '';
-      if (!BROWNOUT_ID.test(brownoutId)) throw new UsageError(`"${brownoutId}" is not a brownout id: expected the number in the ID column of \`sitekey-authz brownout list\``);
+      if (canonicalPositiveId(brownoutId) === undefined) throw new UsageError(`"${brownoutId}" is not a brownout id: expected the number in the ID column of \`sitekey-authz brownout list\``);
       const { brownout, changed } = await withAdmin((admin) => admin.sunset.cancelBrownout(brownoutId));
       return {
         text: changed ? `cancelled brownout ${brownoutId}` : `brownout ${brownoutId} was already cancelled at ${brownout.cancelledAt}`,

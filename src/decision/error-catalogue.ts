@@ -1,4 +1,4 @@
-import type { BodyRule, Denial, ErrorId, TokenRule } from './types.js';
+import type { BodyRule, Denial, ErrorId, HeaderRule, TokenRule } from './types.js';
 
 /**
  * The gRPC status codes a denial carries to Envoy (google.rpc.Code), named here so that the
@@ -53,6 +53,18 @@ function bodyRuleMessage(denial: DenialOf<104>): string {
   if (denial.rule === 'body-too-large') return BODY_RULE_MESSAGES[denial.rule](denial.maxBodyBytes);
   return (denial.clientId !== undefined ? TOKEN_BODY_RULE_MESSAGES[denial.rule] : undefined) ?? BODY_RULE_MESSAGES[denial.rule];
 }
+
+/**
+ * Which header rule a 108 broke, in words: the partner gets one message for all (spec, Errors 108),
+ * while the decision log and `explain` say which, so support knows what to tell them.
+ */
+export const HEADER_RULE_WORDS: { readonly [R in HeaderRule]: string } = Object.freeze({
+  'header-missing': 'the request has no Authorization header, or an empty one; a partner sends Authorization: <site id>:<API key>',
+  'header-malformed': 'the Authorization header is not <site id>:<API key> with exactly one colon, nor Bearer <token>',
+  'site-id-invalid':
+    'the site id in the Authorization header is not a positive whole number without sign, spaces or leading zero, at most 9223372036854775807',
+  'api-key-invalid': 'the API key in the Authorization header is not a UUID (8-4-4-4-12 hexadecimal digits)',
+});
 
 /**
  * What is wrong with a token, in words a migrating partner can act on (RFC 6750 error_description:

@@ -1,3 +1,4 @@
+import { canonicalPositiveId } from '../common/positive-id.js';
 import { canonicalApiKey } from './api-key.js';
 import type { ApiKey, HeaderRule, SiteId } from './types.js';
 
@@ -18,16 +19,9 @@ export function bearerToken(value: string | undefined): string | undefined {
   return scheme === null ? undefined : value.slice(scheme[0].length);
 }
 
-// A positive decimal with no sign, no leading zero and no spaces.
-const SITE_ID = /^[1-9][0-9]{0,18}$/;
-const BIGINT_MAX = 9_223_372_036_854_775_807n;
-const BIGINT_MAX_DIGITS = BIGINT_MAX.toString().length;
-
 /** The canonical site id for text that is one, else undefined; shared by the header and body checks and the CLI. */
 export function canonicalSiteId(text: string): SiteId | undefined {
-  if (!SITE_ID.test(text)) return undefined;
-  // Only a 19-digit id can pass BIGINT_MAX; a BigInt for every check's id is garbage.
-  return text.length < BIGINT_MAX_DIGITS || BigInt(text) <= BIGINT_MAX ? text : undefined;
+  return canonicalPositiveId(text);
 }
 
 /**

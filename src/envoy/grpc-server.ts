@@ -1,3 +1,4 @@
+import { RateLimit } from '../common/rate-limit.js';
 import {
   Server,
   ServerCredentials,
@@ -241,12 +242,11 @@ async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLi
   // Beyond the cap, node accepts and closes at once.
   listener.maxConnections = maxConnections;
   let refusedSinceWarning = 0;
-  let lastWarning = -Infinity;
+  const refusedWarning = new RateLimit(REFUSED_WARNING_INTERVAL_MS, () => performance.now());
   listener.on('drop', () => {
     refusedSinceWarning += 1;
-    if (performance.now() - lastWarning < REFUSED_WARNING_INTERVAL_MS) return;
+    if (!refusedWarning.open()) return;
     logger.warn({ refused: refusedSinceWarning, maxConnections }, 'gRPC connections refused: GRPC_MAX_CONNECTIONS are open');
-    lastWarning = performance.now();
     refusedSinceWarning = 0;
   });
   const address = hostPort(options.bindAddress, options.port);

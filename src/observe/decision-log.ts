@@ -1,23 +1,17 @@
-import { ERROR_CATALOGUE } from '../decision/error-catalogue.js';
+import { RateLimit } from '../common/rate-limit.js';
+import { ERROR_CATALOGUE, HEADER_RULE_WORDS } from '../decision/error-catalogue.js';
 import type { HeaderRule } from '../decision/types.js';
 import type { CheckEvent, DeniedCheckEvent } from './check-event.js';
 import type { Logger } from './logger.js';
 
 const HINT_INTERVAL_MS = 60_000;
 
-// 108 answers every header fault with one message (spec, Errors 108); support needs to know which.
-const HEADER_RULE_IN_WORDS: Readonly<Record<HeaderRule, string>> = Object.freeze({
-  'header-missing': 'the Authorization header is missing or empty',
-  'header-malformed': 'the Authorization header is not exactly <site id>:<API key>',
-  'site-id-invalid': 'the site id in the Authorization header is not a positive whole number within bigint',
-  'api-key-invalid': 'the API key in the Authorization header is not a UUID',
-});
 
 /** Why the check was refused, in words for the person reading the log. */
 function reasonInWords(event: DeniedCheckEvent): string {
   switch (event.errorId) {
     case 108:
-      return HEADER_RULE_IN_WORDS[event.rule as HeaderRule];
+      return HEADER_RULE_WORDS[event.rule as HeaderRule];
     case 101:
       return `site ${event.siteId} is not a registered site, or it is disabled`;
     case 106:
@@ -62,7 +56,7 @@ export interface DecisionLogOptions {
  */
 export function createDecisionLog(logger: Logger, options: DecisionLogOptions): (event: CheckEvent) => void {
   const { allowedSampleRate, random = Math.random, now = Date.now } = options;
-  let lastBodyHintAt = -Infinity;
+  const bodyHint = new RateLimit(HINT_INTERVAL_MS, now);
   return (event) => {
     if (event.outcome === 'allowed') {
       if (event.rehearsalBrownoutId !== undefined) {
@@ -80,8 +74,7 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
     const denied = { errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) };
     if (event.shadow) logger.info({ ...checkFields(event), event: 'check.shadow-denied', shadow: true, ...denied }, 'check allowed by SHADOW_MODE; it would have been denied');
     else logger.info({ ...checkFields(event), event: 'check.denied', ...denied }, 'check denied');
-    if (event.rule === 'body-not-forwarded' && now() - lastBodyHintAt >= HINT_INTERVAL_MS) {
-      lastBodyHintAt = now();
+    if (event.rule === 'body-not-forwarded' && bodyHint.open()) {
       logger.warn(
         { event: 'hint.with_request_body' },
         'requests declare a body but Envoy sent none: enable with_request_body on the ext_authz filter ' +

@@ -1,3 +1,4 @@
+import { UNDEFINED_TABLE } from './database.js';
 import type pg from 'pg';
 import type { SiteId } from '../decision/types.js';
 
@@ -26,7 +27,6 @@ export class AdminError extends Error {
 export const siteNotFound = (siteId: SiteId): AdminError =>
   new AdminError('SITE_NOT_FOUND', `site ${siteId} does not exist; add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``);
 
-const UNDEFINED_TABLE = '42P01';
 
 /** A database without our tables gets a message that says how to create them. */
 function schemaHint(error: unknown): unknown {

@@ -1,3 +1,4 @@
+import { UNDEFINED_TABLE } from './database.js';
 import type pg from 'pg';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types.js';
@@ -52,7 +53,6 @@ export interface SyncFailureEvent {
 const RELOAD_RETRY_MS = 1_000;
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
 const TICK_MAX_MS = 1_000;
-const UNDEFINED_TABLE = '42P01';
 
 /**
  * The bound on every database wait of the service: connecting, each query, each lock. A third of

@@ -123,3 +123,6 @@ export async function openDatabase(config: Config, logger: Logger, use: 'service
     },
   };
 }
+
+/** SQLSTATE undefined_table: the database has no sitekey-authz tables yet (not migrated). */
+export const UNDEFINED_TABLE = '42P01';

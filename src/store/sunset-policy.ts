@@ -1,3 +1,4 @@
+import { UNDEFINED_TABLE } from './database.js';
 import type pg from 'pg';
 import type { SunsetPolicy } from '../decision/types.js';
 
@@ -16,7 +17,6 @@ const SELECT = `SELECT (extract(epoch FROM sunset_at) * 1000)::float8 AS sunset_
                        to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
                   FROM sunset_policy`;
 
-const UNDEFINED_TABLE = '42P01';
 
 /**
  * The sunset policy in the database; undefined while it holds none (nobody seeded or set it yet), or

@@ -57,7 +57,7 @@ describe('decision log', () => {
         errorId: 108,
         code: 'HEADER_INVALID',
         rule: 'header-malformed',
-        reason: 'the Authorization header is not exactly <site id>:<API key>',
+        reason: 'the Authorization header is not <site id>:<API key> with exactly one colon, nor Bearer <token>',
         siteId: undefined,
         maskedKey: undefined,
         keyId: undefined,
@@ -66,7 +66,7 @@ describe('decision log', () => {
     {
       name: '108 for a missing header',
       args: {},
-      expect: { errorId: 108, rule: 'header-missing', reason: 'the Authorization header is missing or empty' },
+      expect: { errorId: 108, rule: 'header-missing', reason: 'the request has no Authorization header, or an empty one; a partner sends Authorization: <site id>:<API key>' },
     },
     {
       name: '101 names the site asked for and the masked key',
@@ -144,7 +144,7 @@ describe('decision log', () => {
     {
       errorId: 108,
       args: {},
-      line: { errorId: 108, code: 'HEADER_INVALID', rule: 'header-missing', reason: 'the Authorization header is missing or empty' },
+      line: { errorId: 108, code: 'HEADER_INVALID', rule: 'header-missing', reason: 'the request has no Authorization header, or an empty one; a partner sends Authorization: <site id>:<API key>' },
     },
     {
       errorId: 101,
