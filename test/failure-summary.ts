@@ -26,9 +26,11 @@ export default async function* failureSummary(source: AsyncIterable<TestEvent>):
   let failed = 0;
   const failures: Failure[] = [];
   for await (const event of source) {
-    if (event.type === 'test:pass' && event.data.details.type !== 'suite') {
-      if (event.data.skip !== undefined && event.data.skip !== false) skipped += 1;
-      else passed += 1;
+    if (event.type === 'test:pass') {
+      const skip = event.data.skip !== undefined && event.data.skip !== false;
+      // A skipped suite (a tool that is missing) counts as one skipped test: its tests never ran.
+      if (skip) skipped += 1;
+      else if (event.data.details.type !== 'suite') passed += 1;
     }
     if (event.type === 'test:fail') {
       const failureType = (event.data.details.error as { failureType?: string }).failureType;

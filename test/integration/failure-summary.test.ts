@@ -20,6 +20,9 @@ import { before, describe, it } from 'node:test';
 it('passes', () => {});
 it('compares', () => assert.equal(1 + 1, 3));
 it.skip('is skipped', () => {});
+describe('a suite skipped for a missing tool', { skip: 'no such tool' }, () => {
+  it('never runs', () => {});
+});
 describe('a suite whose hook fails', () => {
   before(() => { throw new Error('no database here\\nsecond line'); });
   it('is cancelled', () => {});
@@ -31,7 +34,7 @@ describe('a suite whose hook fails', () => {
       const run = spawnSync(process.execPath, ['--test', `--test-reporter=${REPORTER}`, '--test-reporter-destination=stdout', file], { encoding: 'utf8', env });
       assert.notEqual(run.status, 0);
       const lines = run.stdout.trim().split('\n');
-      assert.equal(lines.at(-1), 'summary: 1 passed, 2 failed, 1 skipped');
+      assert.equal(lines.at(-1), 'summary: 1 passed, 2 failed, 2 skipped');
       assert.ok(lines.some((line) => line.startsWith('  FAILED compares (') && line.includes('fixture.test.mjs:4')), run.stdout);
       assert.ok(lines.some((line) => line.trim() === 'Expected values to be strictly equal:'), run.stdout);
       assert.ok(lines.some((line) => line.startsWith('  FAILED a suite whose hook fails')), run.stdout);
