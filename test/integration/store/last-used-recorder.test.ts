@@ -6,6 +6,7 @@ import { createLogger } from '../../../src/observe/logger.js';
 import { LastUsedRecorder, type StatementRunner } from '../../../src/store/last-used-recorder.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { eventually } from '../../support/eventually.js';
 
 /** The real pool, counting the statements the recorder sends and failing one on request. */
 class CountingRunner implements StatementRunner {
@@ -117,8 +118,9 @@ describe('last-used recorder', () => {
     const recorder = new LastUsedRecorder({ pool: runner, flushSeconds: 1, logger: createLogger('silent') });
     const at = Date.parse('2026-11-22T13:00:00Z');
     recorder.record(keyIds[3] ?? '', at);
-    await new Promise((resolveLater) => setTimeout(resolveLater, 1_500));
-    assert.equal((await lastUsed()).get(keyIds[3] ?? ''), at);
+    // Waits for the write itself, not for a time a loaded machine may overrun; stop() then waits for
+    // any flush under way, so nothing is left running after the test.
+    await eventually('the timer to write the time', async () => (await lastUsed()).get(keyIds[3] ?? ''), (written) => written === at, 15_000);
     await recorder.stop();
   });
 
