@@ -119,7 +119,7 @@ const BROWNOUT_COLUMNS = `id::text, starts_at, ends_at, site_ids::text[] AS site
 const DAY_MS = 86_400_000;
 
 /** When API keys stop working for a site (the later of the sunset and its grace) and the days to it. */
-function keyCutoff(graceUntil: StoredTimestamp | null, sunsetAt: number, now: number): { readonly cutoffAt: string; readonly daysLeft: number | null } {
+export function keyCutoff(graceUntil: StoredTimestamp | null, sunsetAt: number, now: number): { readonly cutoffAt: string; readonly daysLeft: number | null } {
   const cutoff = Math.max(sunsetAt, graceUntil === null ? -Infinity : epochMsOf(graceUntil));
   // A grace written as 'infinity' never ends: no count of days.
   return { cutoffAt: instantText(cutoff), daysLeft: Number.isFinite(cutoff) ? Math.max(0, Math.ceil((cutoff - now) / DAY_MS)) : null };
