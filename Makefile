@@ -2,7 +2,7 @@
 NPM ?= npm
 STAMP := node_modules/.installed-stamp
 
-.PHONY: run test test-unit build bench soak install clean issuer
+.PHONY: run test test-unit build bench soak install clean issuer manifests
 
 run: build
 	node dist/src/cli/main.js serve
@@ -13,6 +13,10 @@ test: build
 # The fast lane: every test that needs no database, no child process and no network (not test/integration/).
 test-unit: build
 	node dist/test/run-tests.js --lane=unit
+
+# Renders what is generated in deploy/ (the PrometheusRule, from deploy/observability/prometheus-rules.yaml).
+manifests: build
+	node dist/test/deploy/prometheus-rule.js
 
 # A real OpenID provider on 127.0.0.1:$${ISSUER_PORT:-9470} for trying tokens (README, "Token-based authentication").
 issuer: build

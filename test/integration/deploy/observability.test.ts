@@ -124,6 +124,7 @@ describe('dashboard and alert rules (deploy/observability)', () => {
       'SitekeyAuthzApiKeyTrafficAfterSunset',
       'SitekeyAuthzChecksUndecided',
       'SitekeyAuthzDenialRateSpike',
+      'SitekeyAuthzDown',
       'SitekeyAuthzLatencyP99OverBudget',
       'SitekeyAuthzListenDown',
       'SitekeyAuthzNoReadyReplicas',
