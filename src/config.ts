@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { guideUrlProblem, parseInstant } from './sunset-values.js';
+import { guideUrlProblem, parseInstant } from './common/sunset-values.js';
 
 /** Where the client address of a check comes from (README, "Source IP"). */
 export type ClientIpSource =

@@ -3,7 +3,7 @@ import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
 import { parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
-import { parseInstant } from '../sunset-values.js';
+import { parseInstant } from '../common/sunset-values.js';
 
 /** A command line that cannot be carried out as typed; the message says what to type instead. */
 export class UsageError extends Error {

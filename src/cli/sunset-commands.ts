@@ -1,7 +1,7 @@
 import { canonicalPositiveId } from '../common/positive-id.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
-import { guideUrlProblem } from '../sunset-values.js';
+import { guideUrlProblem } from '../common/sunset-values.js';
 import { countOption, instantOption, SITE_ID_FORM, siteIdArgument, textOption, UsageError } from './arguments.js';
 import { option, options, type Command, type CommandLine } from './command.js';
 import { shortTime, table, type CommandOutput } from './output.js';

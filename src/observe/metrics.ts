@@ -5,6 +5,9 @@ import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
 import type { AuthMethod, SiteId, TokenRule } from '../decision/types.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
+import { SiteLabels } from './site-labels.js';
+
+export { OTHER_SITE } from './site-labels.js';
 
 /** The credential snapshot as the metrics see it: read at each scrape. */
 export interface SnapshotStatus {
@@ -51,8 +54,6 @@ export interface ServiceMetricsOptions {
 /** The `outcome` label of a check SHADOW_MODE let through that would have been denied. */
 export const SHADOW_DENIED = 'shadow_denied';
 
-/** The `site` label value of every site beyond the cap, every unknown id, and checks without a site. */
-export const OTHER_SITE = 'other';
 
 // A check takes microseconds when it is all in memory; Envoy gives up at its timeout (200 ms by
 // default, README "Envoy"): buckets from 25 µs to 250 ms resolve both ends.
@@ -70,24 +71,6 @@ function packageVersion(): string {
   return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 
-/**
- * Which sites get a `site` label: only those the check proved to be in the snapshot, at most `max`
- * of them, first come first labelled. A value that a client wrote (an unknown id, an IP, a path)
- * never becomes a label, so no request can add a series.
- */
-class SiteLabels {
-  private readonly labelled = new Set<SiteId>();
-  constructor(private readonly max: number) {}
-
-  of(event: CheckEvent): string {
-    const { siteId } = event;
-    if (siteId === undefined || !event.siteKnown) return OTHER_SITE;
-    if (this.labelled.has(siteId)) return siteId;
-    if (this.labelled.size >= this.max) return OTHER_SITE;
-    this.labelled.add(siteId);
-    return siteId;
-  }
-}
 
 /**
  * Every metric the service exposes on /metrics, declared once, in its own registry (tests make
@@ -429,35 +412,5 @@ export class ServiceMetrics {
   onLastUsedFlush(outcome: { readonly ok: boolean }): void {
     this.lastUsedFlushes.inc();
     if (!outcome.ok) this.lastUsedFlushFailures.inc();
-  }
-}
-
-/**
- * The primary's own metrics with WORKERS above 1, beside the workers' aggregated ones: how many
- * workers run, and how many were replaced after dying.
- */
-export class WorkerPoolMetrics {
-  readonly registry = new Registry();
-  private readonly replaced: Counter;
-
-  constructor(options: { readonly running: () => number }) {
-    const registers = [this.registry];
-    this.replaced = new Counter({
-      name: 'sitekey_authz_workers_replaced_total',
-      help: 'Worker processes that exited unexpectedly and were replaced (WORKERS above 1).',
-      registers,
-    });
-    new Gauge({
-      name: 'sitekey_authz_workers',
-      help: 'Worker processes running (WORKERS above 1).',
-      registers,
-      collect() {
-        this.set(options.running());
-      },
-    });
-  }
-
-  onWorkerReplaced(): void {
-    this.replaced.inc();
   }
 }

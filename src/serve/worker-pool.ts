@@ -3,7 +3,7 @@ import { AggregatorRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
-import { WorkerPoolMetrics } from '../observe/metrics.js';
+import { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
 import { startCheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';

@@ -1,0 +1,24 @@
+import type { SiteId } from '../decision/types.js';
+import type { CheckEvent } from './check-event.js';
+
+/** The `site` label value of every site beyond the cap, every unknown id, and checks without a site. */
+export const OTHER_SITE = 'other';
+
+/**
+ * Which sites get a `site` label: only those the check proved to be in the snapshot, at most `max`
+ * of them, first come first labelled. A value that a client wrote (an unknown id, an IP, a path)
+ * never becomes a label, so no request can add a series.
+ */
+export class SiteLabels {
+  private readonly labelled = new Set<SiteId>();
+  constructor(private readonly max: number) {}
+
+  of(event: CheckEvent): string {
+    const { siteId } = event;
+    if (siteId === undefined || !event.siteKnown) return OTHER_SITE;
+    if (this.labelled.has(siteId)) return siteId;
+    if (this.labelled.size >= this.max) return OTHER_SITE;
+    this.labelled.add(siteId);
+    return siteId;
+  }
+}
