@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
-import type { AuthMethod, SiteId, TokenRule } from '../decision/types.js';
+import type { AuthMethod, TokenRule } from '../decision/types.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { SiteLabels } from './site-labels.js';
