@@ -26,6 +26,8 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
 # 3. The image: compiled code, its runtime files, production dependencies; no compiler, no npm cache.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
+# Outside a container serve listens on loopback only; in one, the ports must be reachable from the network.
+ENV BIND_ADDRESS=0.0.0.0
 WORKDIR /app
 COPY --from=dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
