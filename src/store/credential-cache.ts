@@ -49,6 +49,13 @@ export interface SyncFailureEvent {
 }
 
 const RELOAD_RETRY_MS = 1_000;
+/**
+ * Anyone who can log in may NOTIFY '*': after a full load that a notification started, the next one
+ * waits this long, and every '*' that arrives meanwhile is served by that one load.
+ */
+export const NOTIFIED_FULL_LOAD_INTERVAL_MS = 5_000;
+/** More sites than this named before their reload are served by one (coalesced) full load instead. */
+export const PENDING_SITES_MAX = 10_000;
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
 const TICK_MAX_MS = 1_000;
 const UNDEFINED_TABLE = '42P01';
@@ -65,8 +72,10 @@ export function databaseTimeoutMs(maxStalenessSeconds: number): number {
 
 /**
  * The in-memory credential snapshot a check reads: loaded whole at start, kept current by
- * LISTEN/NOTIFY one site at a time, reloaded whole after every reconnect, every refreshSeconds, and
- * whenever a third of the staleness limit has passed without a successful full load.
+ * LISTEN/NOTIFY one site at a time, reloaded whole after every reconnect, every refreshSeconds,
+ * whenever a third of the staleness limit has passed without a successful full load, and on a '*'
+ * notification (at most one such load per NOTIFIED_FULL_LOAD_INTERVAL_MS: notifications are hints
+ * that anyone with a login can send).
  *
  * Its age is the time since the last successful full load began, on this process's own clock: a
  * lock that never comes, a query that never returns or a frozen server leave the age growing until
@@ -89,6 +98,9 @@ export class CredentialCache {
   private readonly pendingSites = new Set<SiteId>();
   private siteReload: Promise<void> | undefined;
   private siteReloadRetryAt = 0;
+  /** When the last full load asked for by a notification was started, and the one that waits for its turn. */
+  private lastNotifiedFullLoadAt = Number.NEGATIVE_INFINITY;
+  private notifiedFullLoadTimer: NodeJS.Timeout | undefined;
 
   private readonly outageLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly ignoredLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
@@ -156,6 +168,7 @@ export class CredentialCache {
     this.stopped = true;
     this.resolveStarted();
     for (const timer of this.timers) clearInterval(timer);
+    clearTimeout(this.notifiedFullLoadTimer);
     await this.session.stop();
     await Promise.allSettled([this.fullLoad, this.siteReload]);
   }
@@ -203,6 +216,19 @@ export class CredentialCache {
       this.fullLoad = undefined;
       if (this.fullLoadOwed && !this.stopped) this.requestFullLoad();
     });
+  }
+
+  /** A full load for a notification: at once if none was started for one lately, else one at the end of the interval. */
+  private requestNotifiedFullLoad(): void {
+    if (this.stopped || this.notifiedFullLoadTimer !== undefined) return;
+    const waitMs = this.lastNotifiedFullLoadAt + NOTIFIED_FULL_LOAD_INTERVAL_MS - performance.now();
+    const start = () => {
+      this.notifiedFullLoadTimer = undefined;
+      this.lastNotifiedFullLoadAt = performance.now();
+      this.requestFullLoad();
+    };
+    if (waitMs <= 0) start();
+    else this.notifiedFullLoadTimer = setTimeout(start, waitMs).unref();
   }
 
   private async loadAll(): Promise<void> {
@@ -254,7 +280,7 @@ export class CredentialCache {
   private onNotification(payload: string | undefined): void {
     this.notify(this.notificationListeners, undefined);
     if (payload === '*') {
-      this.requestFullLoad();
+      this.requestNotifiedFullLoad();
       return;
     }
     const siteId = payload === undefined ? undefined : canonicalSiteId(payload);
@@ -265,6 +291,12 @@ export class CredentialCache {
       return;
     }
     this.pendingSites.add(siteId);
+    if (this.pendingSites.size > PENDING_SITES_MAX) {
+      // A full load reads these sites too, and costs no more than a query naming this many.
+      this.pendingSites.clear();
+      this.requestNotifiedFullLoad();
+      return;
+    }
     // The notifications of one transaction arrive together: one reload for the lot.
     queueMicrotask(() => this.reloadPendingSites());
   }

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { hashApiKey } from '../../src/decision/api-key.js';
 import type { CredentialSnapshot } from '../../src/decision/types.js';
 import { createLogger } from '../../src/observe/logger.js';
-import { CredentialCache, LISTEN_APPLICATION_NAME } from '../../src/store/credential-cache.js';
+import { CredentialCache, LISTEN_APPLICATION_NAME, NOTIFIED_FULL_LOAD_INTERVAL_MS } from '../../src/store/credential-cache.js';
 import { insertSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
@@ -224,6 +224,51 @@ describe('credential cache', () => {
     assert.ok(fullLoads >= 1, 'a full load followed');
     await sql.query("INSERT INTO allowlist_entries VALUES (1001, '203.0.113.0/24')");
     await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('203.0.113.1', 'ipv4') === true, async () => {});
+  });
+
+  it("serves a role with no grants looping NOTIFY '*' with at most one full load per interval, while changes still arrive", async () => {
+    const cache = newCache();
+    let fullLoads = 0;
+    cache.onSync((event) => (fullLoads += event.kind === 'full' ? 1 : 0));
+    await cache.start();
+    const role = `stormer_${process.pid}`;
+    await sql.query(`CREATE ROLE ${role} LOGIN PASSWORD 'storm-secret'`);
+    const stormUrl = new URL(database.url);
+    stormUrl.username = role;
+    stormUrl.password = 'storm-secret';
+    const stormer = new pg.Client({ connectionString: stormUrl.toString() });
+    await stormer.connect();
+    try {
+      fullLoads = 0;
+      let storming = true;
+      let sent = 0;
+      const storm = (async () => {
+        while (storming) {
+          await stormer.query("NOTIFY sitekey_credentials, '*'");
+          sent += 1;
+        }
+      })();
+      const stormStarted = performance.now();
+      // A per-site change is not held up by the storm.
+      const disabled = await timeUntil([cache], (s) => s?.site('1001')?.enabled === false, () => sql.query('UPDATE sites SET enabled = false WHERE id = 1001'));
+      assert.ok(disabled < BOUND_MS, `a change during the storm took ${Math.round(disabled)} ms`);
+      // A TRUNCATE ('*', like the storm's) is in the snapshot by the end of the interval at the latest.
+      const truncated = await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('203.0.113.1', 'ipv4') === false, () => sql.query('TRUNCATE allowlist_entries'));
+      assert.ok(truncated < NOTIFIED_FULL_LOAD_INTERVAL_MS + BOUND_MS, `the TRUNCATE during the storm took ${Math.round(truncated)} ms`);
+      while (performance.now() - stormStarted < 2 * NOTIFIED_FULL_LOAD_INTERVAL_MS) await sleep(100);
+      storming = false;
+      await storm;
+      const stormMs = performance.now() - stormStarted;
+      assert.ok(sent > 100, `only ${sent} notifications sent`);
+      const allowed = Math.ceil(stormMs / NOTIFIED_FULL_LOAD_INTERVAL_MS) + 1;
+      assert.ok(fullLoads <= allowed, `${fullLoads} full loads for ${sent} notifications in ${Math.round(stormMs)} ms (at most ${allowed})`);
+      assert.equal(cache.status(Date.now()).ready, true);
+    } finally {
+      await stormer.end();
+      await sql.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+      await sql.query('UPDATE sites SET enabled = true WHERE id = 1001');
+      await sql.query("INSERT INTO allowlist_entries VALUES (1001, '203.0.113.0/24')");
+    }
   });
 
   it('retries a per-site reload that failed, and reports the failure', async () => {
