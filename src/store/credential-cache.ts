@@ -97,6 +97,9 @@ export class CredentialCache {
   /** Sites named by notifications since the running reload took its batch. */
   private readonly pendingSites = new Set<SiteId>();
   private siteReload: Promise<void> | undefined;
+  /** The running reload of brownouts alone, and whether another must follow it. */
+  private brownoutReload: Promise<void> | undefined;
+  private brownoutReloadOwed = false;
   private siteReloadRetryAt = 0;
   /** When the last full load asked for by a notification was started, and the one that waits for its turn. */
   private lastNotifiedFullLoadAt = Number.NEGATIVE_INFINITY;
@@ -170,7 +173,7 @@ export class CredentialCache {
     for (const timer of this.timers) clearInterval(timer);
     clearTimeout(this.notifiedFullLoadTimer);
     await this.session.stop();
-    await Promise.allSettled([this.fullLoad, this.siteReload]);
+    await Promise.allSettled([this.fullLoad, this.siteReload, this.brownoutReload]);
   }
 
   private every(ms: number, work: () => void): void {
@@ -231,6 +234,26 @@ export class CredentialCache {
     else this.notifiedFullLoadTimer = setTimeout(start, waitMs).unref();
   }
 
+  private requestBrownoutReload(): void {
+    if (this.stopped || !this.loaded) return;
+    if (this.brownoutReload !== undefined) {
+      this.brownoutReloadOwed = true;
+      return;
+    }
+    this.brownoutReloadOwed = false;
+    const order = performance.now();
+    this.brownoutReload = loadBrownouts(this.options.pool)
+      .then(
+        (brownouts) => this.table.replaceBrownouts(brownouts, order),
+        // The full load that follows every '*' retries it, and the staleness limit applies as ever.
+        (error: unknown) => this.failed({ kind: 'sites', error }),
+      )
+      .finally(() => {
+        this.brownoutReload = undefined;
+        if (this.brownoutReloadOwed) this.requestBrownoutReload();
+      });
+  }
+
   private async loadAll(): Promise<void> {
     const startedAt = Date.now();
     const order = performance.now();
@@ -280,6 +303,9 @@ export class CredentialCache {
   private onNotification(payload: string | undefined): void {
     this.notify(this.notificationListeners, undefined);
     if (payload === '*') {
+      // Brownouts notify '*' on every change, and a cancelled one must let requests through within
+      // a second: their few rows are read at once, the rest waits for its turn.
+      this.requestBrownoutReload();
       this.requestNotifiedFullLoad();
       return;
     }

@@ -15,6 +15,8 @@ export class SiteTable implements CredentialSnapshot {
   /** Keys across all sites, kept with each write: readiness reads it every second. */
   private keyCount = 0;
   private fullLoadStartedAt = -Infinity;
+  /** When the read of the brownouts held began: a full load, or a reload of brownouts alone. */
+  private brownoutsStartedAt = -Infinity;
   /** Sites reloaded on their own after the last full load started, and when each reload started. */
   private readonly reloadStartedAt = new Map<SiteId, number>();
 
@@ -22,7 +24,7 @@ export class SiteTable implements CredentialSnapshot {
     return this.sites.get(siteId);
   }
 
-  /** Brownouts change only with a full load: their notification asks for one. */
+  /** Brownouts change with a full load, or on their own when a '*' notification (which they send) arrives. */
   get brownouts(): readonly Brownout[] {
     return this.brownoutList;
   }
@@ -38,7 +40,7 @@ export class SiteTable implements CredentialSnapshot {
 
   replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number): void {
     if (startedAt <= this.fullLoadStartedAt) return;
-    this.brownoutList = brownouts;
+    this.replaceBrownouts(brownouts, startedAt);
     for (const [siteId, reloadedAt] of this.reloadStartedAt) {
       if (reloadedAt <= startedAt) {
         this.reloadStartedAt.delete(siteId);
@@ -52,6 +54,12 @@ export class SiteTable implements CredentialSnapshot {
     this.keyCount = 0;
     for (const site of loaded.values()) this.keyCount += site.keysByHash.size;
     this.fullLoadStartedAt = startedAt;
+  }
+
+  replaceBrownouts(brownouts: readonly Brownout[], startedAt: number): void {
+    if (startedAt <= this.brownoutsStartedAt) return;
+    this.brownoutList = brownouts;
+    this.brownoutsStartedAt = startedAt;
   }
 
   /** `loaded` holds the named sites that still exist; a named site missing from it was deleted. */
