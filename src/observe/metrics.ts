@@ -71,6 +71,11 @@ function packageVersion(): string {
  * of them, first come first labelled. A value that a client wrote (an unknown id, an IP, a path)
  * never becomes a label, so no request can add a series.
  */
+/**
+ * The `site` label: a site earns its own only with an allowed check, which only its credentials can
+ * bring. Anyone can send checks naming existing site ids with a wrong key or from any address; those
+ * denials keep a label the site already has, but never take one of the METRICS_SITE_LABELS_MAX places.
+ */
 class SiteLabels {
   private readonly labelled = new Set<SiteId>();
   constructor(private readonly max: number) {}
@@ -79,7 +84,7 @@ class SiteLabels {
     const { siteId } = event;
     if (siteId === undefined || !event.siteKnown) return OTHER_SITE;
     if (this.labelled.has(siteId)) return siteId;
-    if (this.labelled.size >= this.max) return OTHER_SITE;
+    if (event.outcome !== 'allowed' || this.labelled.size >= this.max) return OTHER_SITE;
     this.labelled.add(siteId);
     return siteId;
   }
@@ -131,7 +136,7 @@ export class ServiceMetrics {
 
     this.checks = new Counter({
       name: 'sitekey_authz_checks_total',
-      help: 'Checks decided, by outcome (allowed, denied), error id of a denial, and site (only sites in the snapshot, up to METRICS_SITE_LABELS_MAX; else "other").',
+      help: 'Checks decided, by outcome (allowed, denied), error id of a denial, and site (only sites that have had an allowed check, up to METRICS_SITE_LABELS_MAX; else "other").',
       labelNames: ['outcome', 'error_id', 'site'],
       registers,
       collect: () => this.addAllowedChecks(),

@@ -18,12 +18,12 @@ describe('migrate', () => {
     const failures = runs.flatMap((run) => (run.status === 'rejected' ? [String(run.reason)] : []));
     assert.deepEqual(failures, []);
     const applied = runs.flatMap((run) => (run.status === 'fulfilled' ? run.value : []));
-    assert.deepEqual(applied.sort(), ['001_initial-schema', '002_notify-credential-changes', '003_apikey-sunset']);
+    assert.deepEqual(applied.sort(), ['001_initial-schema', '002_notify-credential-changes', '003_apikey-sunset', '006_denial-overflow-addresses']);
     const sql = new pg.Client({ connectionString: database.url });
     await sql.connect();
     try {
       const { rows } = await sql.query('SELECT name FROM schema_migrations ORDER BY id');
-      assert.deepEqual(rows.map((row) => row.name), ['001_initial-schema', '002_notify-credential-changes', '003_apikey-sunset']);
+      assert.deepEqual(rows.map((row) => row.name), ['001_initial-schema', '002_notify-credential-changes', '003_apikey-sunset', '006_denial-overflow-addresses']);
     } finally {
       await sql.end();
     }
