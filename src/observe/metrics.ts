@@ -107,6 +107,7 @@ export class ServiceMetrics {
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
   private readonly checkDuration: Histogram<'outcome'>;
   private readonly undecided: Counter<'reason'>;
+  private readonly incompleteRequestsReset: Counter;
   private readonly syncs: Counter<'kind'>;
   private readonly syncFailures: Counter<'kind'>;
   private readonly syncDuration: Histogram<'kind'>;
@@ -181,6 +182,11 @@ export class ServiceMetrics {
       registers,
     });
     for (const reason of ['unavailable', 'internal']) this.undecided.inc({ reason }, 0);
+    this.incompleteRequestsReset = new Counter({
+      name: 'sitekey_authz_grpc_incomplete_requests_reset_total',
+      help: 'Requests that had begun but not all arrived, answered RESOURCE_EXHAUSTED and reset (oldest first) because all of them together held more bytes than the budget.',
+      registers,
+    });
 
     new Gauge({
       name: 'sitekey_authz_ready',
@@ -323,6 +329,10 @@ export class ServiceMetrics {
       this.apiKeyRequests.inc({ site }, checks);
     }
     this.allowedUncounted.clear();
+  }
+
+  onIncompleteRequestReset(): void {
+    this.incompleteRequestsReset.inc();
   }
 
   observeUndecided(event: UndecidedCheckEvent): void {

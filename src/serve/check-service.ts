@@ -131,6 +131,7 @@ function startCheckServer(config: Config, store: CredentialStore, recorders: Rec
     maxBodyBytes: config.maxBodyBytes,
     maxConnections: config.grpcMaxConnections,
     logger,
+    onIncompleteRequestReset: () => metrics.onIncompleteRequestReset(),
     authorization: {
       clientIpSource: config.clientIpSource,
       maxBodyBytes: config.maxBodyBytes,
