@@ -4,7 +4,7 @@ import type { CredentialSnapshot, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../observe/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadAllSites, loadBrownouts, loadSites } from './snapshot-loader.js';
+import { loadBrownouts, loadSites, resyncSites } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';
 
 export { CREDENTIALS_CHANNEL, LISTEN_APPLICATION_NAME } from './listen-session.js';
@@ -85,6 +85,13 @@ export function databaseTimeoutMs(maxStalenessSeconds: number): number {
  */
 export class CredentialCache {
   private readonly table = new SiteTable();
+  /**
+   * Each site's digest as the last full resync read it: the next one reads again only the sites whose
+   * digest changed. A site reloaded on its own since has none, so that the next resync reads it too.
+   */
+  private digests = new Map<SiteId, string>();
+  /** Sites reloaded on their own while a full resync ran: its digests of them may be older than what the table holds. */
+  private readonly reloadedDuringResync = new Set<SiteId>();
   private readonly session: ListenSession;
   private loaded = false;
   private lastFullLoadStartedAt: number | undefined;
@@ -257,13 +264,16 @@ export class CredentialCache {
   private async loadAll(): Promise<void> {
     const startedAt = Date.now();
     const order = performance.now();
+    this.reloadedDuringResync.clear();
     try {
-      const [loaded, brownouts] = await Promise.all([loadAllSites(this.options.pool), loadBrownouts(this.options.pool)]);
-      this.table.replaceAll(loaded, brownouts, order);
+      const [resync, brownouts] = await Promise.all([resyncSites(this.options.pool, this.digests), loadBrownouts(this.options.pool)]);
+      const notSeen = this.table.applyResync(resync.changed, resync.removed, brownouts, order);
+      for (const siteId of [...notSeen, ...this.reloadedDuringResync]) resync.digests.delete(siteId);
+      this.digests = resync.digests;
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();
-      this.synced({ kind: 'full', sites: loaded.size, durationSeconds: (performance.now() - order) / 1000 });
+      this.synced({ kind: 'full', sites: this.table.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       // Not owed at once: the tick tries again, while the snapshot ages.
       this.failed({ kind: 'full', error });
@@ -286,6 +296,10 @@ export class CredentialCache {
     try {
       const loaded = await loadSites(this.options.pool, siteIds);
       this.table.replaceSites(siteIds, loaded, order);
+      for (const siteId of siteIds) {
+        this.digests.delete(siteId);
+        this.reloadedDuringResync.add(siteId);
+      }
       this.synced({ kind: 'sites', sites: siteIds.length, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       for (const siteId of siteIds) this.pendingSites.add(siteId);

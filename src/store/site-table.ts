@@ -56,6 +56,33 @@ export class SiteTable implements CredentialSnapshot {
     this.fullLoadStartedAt = startedAt;
   }
 
+  /**
+   * A full resync that read again only the sites whose data changed: `changed` replaces them, `removed`
+   * go, every other site keeps its object. Like replaceAll, it never undoes a per-site reload that
+   * began after it; it returns those sites, whose digest the resync did not see.
+   */
+  applyResync(changed: ReadonlyMap<SiteId, SiteCredentials>, removed: readonly SiteId[], brownouts: readonly Brownout[], startedAt: number): SiteId[] {
+    if (startedAt <= this.fullLoadStartedAt) return [...changed.keys(), ...removed];
+    this.replaceBrownouts(brownouts, startedAt);
+    const newer = new Set<SiteId>();
+    for (const [siteId, reloadedAt] of this.reloadStartedAt) {
+      if (reloadedAt <= startedAt) this.reloadStartedAt.delete(siteId);
+      else newer.add(siteId);
+    }
+    for (const [siteId, site] of changed) {
+      if (newer.has(siteId)) continue;
+      this.keyCount += site.keysByHash.size - (this.sites.get(siteId)?.keysByHash.size ?? 0);
+      this.sites.set(siteId, site);
+    }
+    for (const siteId of removed) {
+      if (newer.has(siteId)) continue;
+      this.keyCount -= this.sites.get(siteId)?.keysByHash.size ?? 0;
+      this.sites.delete(siteId);
+    }
+    this.fullLoadStartedAt = startedAt;
+    return [...newer];
+  }
+
   replaceBrownouts(brownouts: readonly Brownout[], startedAt: number): void {
     if (startedAt <= this.brownoutsStartedAt) return;
     this.brownoutList = brownouts;

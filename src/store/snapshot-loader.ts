@@ -61,21 +61,36 @@ export function buildAllowlist(entries: Iterable<Pick<AllowlistNetworkRow, 'netw
   return new SiteAllowlist(ipv4.size > 0 ? ipv4 : undefined, ipv6.size > 0 ? ipv6 : undefined);
 }
 
-function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[]): SiteTable {
+/** Rows handled between two yields to the event loop while a snapshot is built: a check waits for one slice at most. */
+const SLICE_ROWS = 2_000;
+
+/** Lets the checks that queued meanwhile run. */
+function yieldToChecks(): Promise<void> {
+  return new Promise((resolveYield) => setImmediate(resolveYield));
+}
+
+/** The sites of these rows, or only the `wanted` ones. */
+async function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allowlist: AllowlistNetworkRow[], wanted?: ReadonlySet<SiteId>): Promise<SiteTable> {
   const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
+  let rows = 0;
   for (const key of keys) {
+    if (wanted !== undefined && !wanted.has(key.site_id)) continue;
     let siteKeys = keysBySite.get(key.site_id);
     if (siteKeys === undefined) keysBySite.set(key.site_id, (siteKeys = new Map()));
     siteKeys.set(key.hash, { keyId: key.id, expiresAt: key.expires_at_ms });
+    if (++rows % SLICE_ROWS === 0) await yieldToChecks();
   }
   const entriesBySite = new Map<SiteId, AllowlistNetworkRow[]>();
   for (const entry of allowlist) {
+    if (wanted !== undefined && !wanted.has(entry.site_id)) continue;
     let entries = entriesBySite.get(entry.site_id);
     if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
     entries.push(entry);
+    if (++rows % SLICE_ROWS === 0) await yieldToChecks();
   }
   const table: SiteTable = new Map();
   for (const site of sites) {
+    if (wanted !== undefined && !wanted.has(site.id)) continue;
     table.set(site.id, {
       siteId: site.id,
       enabled: site.enabled,
@@ -83,6 +98,8 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
       keysByHash: keysBySite.get(site.id) ?? new Map(),
       allowlist: buildAllowlist(entriesBySite.get(site.id) ?? []),
     });
+    // A site costs several rows' work: its maps and its allowlist's lists.
+    if (++rows % (SLICE_ROWS / 4) === 0) await yieldToChecks();
   }
   return table;
 }
@@ -90,17 +107,22 @@ function buildSites(sites: SiteCredentialsRow[], keys: ActiveKeyHashRow[], allow
 /** A condition on the column that holds the site id (`id` on sites, `site_id` on the others). */
 type SiteFilter = (column: string) => string;
 
-async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
+/** The three tables' rows of the sites `filter` selects, read in the transaction `client` has open. */
+async function readSiteRows(client: pg.PoolClient, filter: SiteFilter, params: unknown[]): Promise<[SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[]]> {
+  const sites = await client.query<SiteCredentialsRow>(`${SITES} WHERE ${filter('id')}`, params);
+  const keys = await client.query<ActiveKeyHashRow>(`${KEYS} AND ${filter('site_id')}`, params);
+  const allowlist = await client.query<AllowlistNetworkRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
+  return [sites.rows, keys.rows, allowlist.rows];
+}
+
+/** Runs `read` in one REPEATABLE READ transaction, so a key never appears without its site or allowlist. */
+async function inOneSnapshot<T>(pool: pg.Pool, read: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
-  let rows: [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[]];
+  let result: T;
   try {
-    // One snapshot of the three tables, so a key never appears without its site or allowlist.
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const sites = await client.query<SiteCredentialsRow>(`${SITES} WHERE ${filter('id')}`, params);
-    const keys = await client.query<ActiveKeyHashRow>(`${KEYS} AND ${filter('site_id')}`, params);
-    const allowlist = await client.query<AllowlistNetworkRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
+    result = await read(client);
     await client.query('COMMIT');
-    rows = [sites.rows, keys.rows, allowlist.rows];
   } catch (error) {
     // Discarded, not rolled back: after a time-out the connection may still be busy with the query,
     // and a ROLLBACK would wait behind it. Closing the connection ends the transaction too.
@@ -108,7 +130,75 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
     throw error;
   }
   client.release();
+  return result;
+}
+
+async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[]): Promise<SiteTable> {
+  const rows = await inOneSnapshot(pool, (client) => readSiteRows(client, filter, params));
   return buildSites(...rows);
+}
+
+/**
+ * Per site, a digest of everything the snapshot holds of it (the columns SITES, KEYS and ALLOWLIST
+ * read; a column added to those must be added here). Empty parts stay in place, so that no two
+ * different sites can spell the same text.
+ */
+const SITE_DIGESTS = `
+  WITH keys AS (
+         SELECT site_id, string_agg(encode(key_sha256, 'hex') || ':' || id || ':' || coalesce((extract(epoch FROM expires_at) * 1000)::float8::text, '-'), ',' ORDER BY id) AS keys
+           FROM api_keys WHERE revoked_at IS NULL GROUP BY site_id),
+       networks AS (
+         SELECT site_id, string_agg(host(cidr) || '/' || masklen(cidr), ',' ORDER BY cidr) AS networks
+           FROM allowlist_entries GROUP BY site_id)
+  SELECT s.id::text AS id,
+         md5(s.enabled::text || '|' || coalesce((extract(epoch FROM s.apikey_grace_until) * 1000)::float8::text, '-') || '|'
+             || coalesce(k.keys, '') || '|' || coalesce(n.networks, '')) AS digest
+    FROM sites s LEFT JOIN keys k ON k.site_id = s.id LEFT JOIN networks n ON n.site_id = s.id`;
+
+/** Beyond this share of the sites changed, their rows are read whole rather than named one by one. */
+const NAMED_READ_MAX_SHARE = 0.25;
+
+/** What a resync found: every site's digest now, the sites that changed (read again), and those gone. */
+export interface SiteResync {
+  readonly digests: Map<SiteId, string>;
+  /** Sites whose digest differs from the one held, new ones included. */
+  readonly changed: SiteTable;
+  /** Sites held that no longer exist. */
+  readonly removed: SiteId[];
+}
+
+/**
+ * A full resync that reads again only what changed: in one transaction, every site's digest, then
+ * the rows of the sites whose digest is not the one `held` (all rows, if that is most of them). The
+ * comparison and the build yield to the event loop every few thousand rows, so that checks are not
+ * held up by a large installation's resync.
+ */
+export async function resyncSites(pool: pg.Pool, held: ReadonlyMap<SiteId, string>): Promise<SiteResync> {
+  const { digests, changedIds, removed, rows } = await inOneSnapshot(pool, async (client) => {
+    const digestRows = (await client.query<{ id: SiteId; digest: string }>(SITE_DIGESTS)).rows;
+    const digests = new Map<SiteId, string>();
+    const changedIds: SiteId[] = [];
+    let counted = 0;
+    for (const { id, digest } of digestRows) {
+      digests.set(id, digest);
+      if (held.get(id) !== digest) changedIds.push(id);
+      if (++counted % (SLICE_ROWS * 4) === 0) await yieldToChecks();
+    }
+    const removed: SiteId[] = [];
+    for (const id of held.keys()) {
+      if (!digests.has(id)) removed.push(id);
+      if (++counted % (SLICE_ROWS * 4) === 0) await yieldToChecks();
+    }
+    if (changedIds.length === 0) return { digests, changedIds, removed, rows: undefined };
+    const filterAll = changedIds.length > digests.size * NAMED_READ_MAX_SHARE;
+    const rows = filterAll
+      ? await readSiteRows(client, () => 'true', [])
+      : await readSiteRows(client, (column) => `${column} = ANY($1::bigint[])`, [changedIds]);
+    return { digests, changedIds, removed, rows };
+  });
+  // Read whole, the rows also hold sites that did not change: those keep the objects checks use now.
+  const changed: SiteTable = rows === undefined ? new Map() : await buildSites(...rows, changedIds.length < digests.size ? new Set(changedIds) : undefined);
+  return { digests, changed, removed };
 }
 
 interface BrownoutRow {
