@@ -426,7 +426,7 @@ describe('sitekey-authz against a database it cannot use', () => {
       assert.match(before.stderr, /the database has no sitekey-authz tables yet; create them with `sitekey-authz migrate`/);
       const migrated = await runCli(database.url, ['migrate']);
       assert.equal(migrated.code, 0, migrated.stderr);
-      assert.match(migrated.stdout, /applied 3 migration\(s\): 001_initial-schema, 002_notify-credential-changes, 003_apikey-sunset/);
+      assert.match(migrated.stdout, /applied 4 migration\(s\): 001_initial-schema, 002_notify-credential-changes, 003_apikey-sunset, 006_denial-overflow-addresses/);
       assert.match((await runCli(database.url, ['migrate'])).stdout, /the database schema is up to date/);
       assert.equal((await runCli(database.url, ['site', 'list'])).code, 0);
     } finally {
