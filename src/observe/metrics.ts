@@ -104,6 +104,12 @@ export class ServiceMetrics {
    * label, so METRICS_SITE_LABELS_MAX + 1.
    */
   private readonly allowedUncounted = new Map<string, number>();
+  /**
+   * Denied checks the same way, by error id and site label (so at most 8 × (METRICS_SITE_LABELS_MAX + 1)
+   * entries): denials must cost no more than allows, or a stranger's wrong keys would be cheap to send
+   * and dear to answer.
+   */
+  private readonly deniedUncounted = new Map<string, { readonly errorId: string; readonly site: string; count: number }>();
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
   private readonly checkDuration: Histogram<'outcome'>;
   private readonly undecided: Counter<'reason'>;
@@ -140,7 +146,7 @@ export class ServiceMetrics {
       help: 'Checks decided, by outcome (allowed, denied), error id of a denial, and site (only sites that have had an allowed check, up to METRICS_SITE_LABELS_MAX; else "other").',
       labelNames: ['outcome', 'error_id', 'site'],
       registers,
-      collect: () => this.addAllowedChecks(),
+      collect: () => this.addUncountedChecks(),
     });
     // Issue #11: who still authenticates with API keys, and what the sunset refuses.
     this.apiKeyRequests = new Counter({
@@ -148,7 +154,7 @@ export class ServiceMetrics {
       help: 'Requests authenticated with a valid API key and let through, by site (same label rules as sitekey_authz_checks_total): the traffic the sunset will stop.',
       labelNames: ['site'],
       registers,
-      collect: () => this.addAllowedChecks(),
+      collect: () => this.addUncountedChecks(),
     });
     this.sunsetRefusals = new Counter({
       name: 'sitekey_authz_apikey_sunset_refusals_total',
@@ -317,18 +323,23 @@ export class ServiceMetrics {
       this.allowedUncounted.set(site, (this.allowedUncounted.get(site) ?? 0) + 1);
       if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
     } else {
-      this.checks.inc({ outcome: 'denied', error_id: String(event.errorId), site });
+      const key = `${event.errorId} ${site}`;
+      const denied = this.deniedUncounted.get(key);
+      if (denied === undefined) this.deniedUncounted.set(key, { errorId: String(event.errorId), site, count: 1 });
+      else denied.count += 1;
       if (event.sunsetReason !== undefined) this.sunsetRefusals.inc({ reason: event.sunsetReason });
     }
     this.checkDuration.observe({ outcome: event.outcome }, event.durationSeconds);
   }
 
-  private addAllowedChecks(): void {
+  private addUncountedChecks(): void {
     for (const [site, checks] of this.allowedUncounted) {
       this.checks.inc({ outcome: 'allowed', site }, checks);
       this.apiKeyRequests.inc({ site }, checks);
     }
     this.allowedUncounted.clear();
+    for (const { errorId, site, count } of this.deniedUncounted.values()) this.checks.inc({ outcome: 'denied', error_id: errorId, site }, count);
+    this.deniedUncounted.clear();
   }
 
   onIncompleteRequestReset(): void {

@@ -163,6 +163,19 @@ describe('service metrics', () => {
     assert.ok(!/\d+\.\d+\.\d+\.\d+"/.test(text.split('\n').filter((l) => l.startsWith('sitekey_authz_')).join('\n')), 'an IP became a label');
   });
 
+  it('counts each denied check once, however many scrapes come between, under its error id and label', async () => {
+    const f = fixture();
+    const denied = async () => Object.fromEntries([...samples(await f.scrape(), 'sitekey_authz_checks_total')].filter(([labels]) => labels.includes('denied')));
+    f.check({});
+    f.check({ authorization: `1001:${WRONG_KEY}`, body: JSON.stringify({ siteid: 1001, apikey: WRONG_KEY }) });
+    f.check({ authorization: 'garbage' });
+    const once = { '{outcome="denied",error_id="102",site="1001"}': 1, '{outcome="denied",error_id="108",site="other"}': 1 };
+    assert.deepEqual(await denied(), once);
+    assert.deepEqual(await denied(), once);
+    f.check({ authorization: `1001:${WRONG_KEY}`, body: JSON.stringify({ siteid: 1001, apikey: WRONG_KEY }) });
+    assert.deepEqual(await denied(), { ...once, '{outcome="denied",error_id="102",site="1001"}': 2 });
+  });
+
   it('gives a site its own label only after an allowed check: a stranger naming existing sites with a wrong key takes none', async () => {
     const f = fixture({ siteLabelsMax: 2 });
     for (const site of SITES) {
