@@ -26,6 +26,7 @@ const SLOWEST_GOAL_MS = 20;
  * Issue 20's scale row: `serve` with 100,000 sites resyncing every REFRESH_SECONDS while 1,000 sites
  * change every 5 s, and one check at a time for RESYNC_SECONDS (20) on one connection: median,
  * p99.9 and the slowest check. Uses DATABASE_URL's server when set (its user needs CREATEDB).
+ * RESYNC_TRACE=1 prints each check over 10 ms with when it came, to see whether they follow the resyncs.
  */
 const seconds = positiveIntegerSetting('RESYNC_SECONDS', 20, 'seconds');
 const workDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-resync-'));
@@ -66,6 +67,7 @@ try {
       const started = performance.now();
       await call();
       latencies.push(performance.now() - started);
+      if (process.env.RESYNC_TRACE && performance.now() - started > 10) console.log(`slow ${(performance.now() - started).toFixed(1)} ms at ${((until - seconds * 1000 - started) / -1000).toFixed(2)} s`);
     }
     clearInterval(changer);
     await changing;

@@ -4,7 +4,7 @@ import type { CredentialSnapshot, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../observe/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadBrownouts, loadSites, resyncSites } from './snapshot-loader.js';
+import { loadBrownouts, loadSites, resyncSites, SiteDigests } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';
 
 export { CREDENTIALS_CHANNEL, LISTEN_APPLICATION_NAME } from './listen-session.js';
@@ -89,7 +89,7 @@ export class CredentialCache {
    * Each site's digest as the last full resync read it: the next one reads again only the sites whose
    * digest changed. A site reloaded on its own since has none, so that the next resync reads it too.
    */
-  private digests = new Map<SiteId, string>();
+  private readonly digests = new SiteDigests();
   /** Sites reloaded on their own while a full resync ran: its digests of them may be older than what the table holds. */
   private readonly reloadedDuringResync = new Set<SiteId>();
   private readonly session: ListenSession;
@@ -268,8 +268,8 @@ export class CredentialCache {
     try {
       const [resync, brownouts] = await Promise.all([resyncSites(this.options.pool, this.digests), loadBrownouts(this.options.pool)]);
       const notSeen = this.table.applyResync(resync.changed, resync.removed, brownouts, order);
-      for (const siteId of [...notSeen, ...this.reloadedDuringResync]) resync.digests.delete(siteId);
-      this.digests = resync.digests;
+      this.digests.update(resync);
+      for (const siteId of [...notSeen, ...this.reloadedDuringResync]) this.digests.forget(siteId);
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();
@@ -297,7 +297,7 @@ export class CredentialCache {
       const loaded = await loadSites(this.options.pool, siteIds);
       this.table.replaceSites(siteIds, loaded, order);
       for (const siteId of siteIds) {
-        this.digests.delete(siteId);
+        this.digests.forget(siteId);
         this.reloadedDuringResync.add(siteId);
       }
       this.synced({ kind: 'sites', sites: siteIds.length, durationSeconds: (performance.now() - order) / 1000 });

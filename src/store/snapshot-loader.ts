@@ -140,27 +140,62 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
 
 /**
  * Per site, a digest of everything the snapshot holds of it (the columns SITES, KEYS and ALLOWLIST
- * read; a column added to those must be added here). Empty parts stay in place, so that no two
- * different sites can spell the same text.
+ * read; a column added to those must be added here), and its bucket: sites whose ids share a run of
+ * BUCKET_SPAN share a bucket. Empty parts stay in place, so that no two different sites spell the
+ * same text. `$1` selects buckets (NULL: all).
  */
-const SITE_DIGESTS = `
+const BUCKET_SPAN = 256;
+const PER_SITE_DIGESTS = `
   WITH keys AS (
          SELECT site_id, string_agg(encode(key_sha256, 'hex') || ':' || id || ':' || coalesce((extract(epoch FROM expires_at) * 1000)::float8::text, '-'), ',' ORDER BY id) AS keys
-           FROM api_keys WHERE revoked_at IS NULL GROUP BY site_id),
+           FROM api_keys WHERE revoked_at IS NULL AND ($1::bigint[] IS NULL OR site_id / ${BUCKET_SPAN} = ANY($1)) GROUP BY site_id),
        networks AS (
          SELECT site_id, string_agg(host(cidr) || '/' || masklen(cidr), ',' ORDER BY cidr) AS networks
-           FROM allowlist_entries GROUP BY site_id)
-  SELECT s.id::text AS id,
+           FROM allowlist_entries WHERE $1::bigint[] IS NULL OR site_id / ${BUCKET_SPAN} = ANY($1) GROUP BY site_id)
+  SELECT s.id, s.id / ${BUCKET_SPAN} AS bucket,
          md5(s.enabled::text || '|' || coalesce((extract(epoch FROM s.apikey_grace_until) * 1000)::float8::text, '-') || '|'
              || coalesce(k.keys, '') || '|' || coalesce(n.networks, '')) AS digest
-    FROM sites s LEFT JOIN keys k ON k.site_id = s.id LEFT JOIN networks n ON n.site_id = s.id`;
+    FROM sites s LEFT JOIN keys k ON k.site_id = s.id LEFT JOIN networks n ON n.site_id = s.id
+   WHERE $1::bigint[] IS NULL OR s.id / ${BUCKET_SPAN} = ANY($1)`;
+/** One row per bucket: a resync that finds nothing changed reads a few hundred rows, not a row per site. */
+const BUCKET_DIGESTS = `WITH per_site AS (${PER_SITE_DIGESTS})
+  SELECT bucket::text AS bucket, md5(string_agg(id::text || '=' || digest, ',' ORDER BY id)) AS digest FROM per_site GROUP BY bucket`;
+const SITE_DIGESTS = `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${PER_SITE_DIGESTS}) per_site`;
+
+/** The bucket of a site id (decimal digits, up to 2^63 - 1): as PostgreSQL's `id / BUCKET_SPAN` spells it. */
+function bucketOf(siteId: SiteId): string {
+  return (BigInt(siteId) / BigInt(BUCKET_SPAN)).toString();
+}
+
+/** What the last resync read: each bucket's digest, and each site's with its bucket. */
+export class SiteDigests {
+  readonly buckets = new Map<string, string>();
+  readonly sites = new Map<SiteId, { readonly digest: string; readonly bucket: string }>();
+
+  /** A site read on its own since: the next resync reads its bucket again. */
+  forget(siteId: SiteId): void {
+    const held = this.sites.get(siteId);
+    this.sites.delete(siteId);
+    this.buckets.delete(held?.bucket ?? bucketOf(siteId));
+  }
+
+  /** Takes what a resync read, once the table holds it. */
+  update(resync: SiteResync): void {
+    this.buckets.clear();
+    for (const [bucket, digest] of resync.bucketDigests) this.buckets.set(bucket, digest);
+    for (const siteId of resync.removed) this.sites.delete(siteId);
+    for (const [siteId, held] of resync.siteDigests) this.sites.set(siteId, held);
+  }
+}
 
 /** Beyond this share of the sites changed, their rows are read whole rather than named one by one. */
 const NAMED_READ_MAX_SHARE = 0.25;
 
-/** What a resync found: every site's digest now, the sites that changed (read again), and those gone. */
+/** What a resync found: the digests it read, the sites that changed (read again), and those gone. */
 export interface SiteResync {
-  readonly digests: Map<SiteId, string>;
+  readonly bucketDigests: ReadonlyMap<string, string>;
+  /** The sites of the buckets whose digest changed. */
+  readonly siteDigests: ReadonlyMap<SiteId, { readonly digest: string; readonly bucket: string }>;
   /** Sites whose digest differs from the one held, new ones included. */
   readonly changed: SiteTable;
   /** Sites held that no longer exist. */
@@ -168,37 +203,50 @@ export interface SiteResync {
 }
 
 /**
- * A full resync that reads again only what changed: in one transaction, every site's digest, then
- * the rows of the sites whose digest is not the one `held` (all rows, if that is most of them). The
- * comparison and the build yield to the event loop every few thousand rows, so that checks are not
- * held up by a large installation's resync.
+ * A full resync that reads again only what changed, in one transaction: a digest per bucket of sites;
+ * for the buckets whose digest is not the one held, a digest per site; and the rows of the sites whose
+ * digest changed (all rows, if that is most of them). Comparing and building yield to the event loop
+ * every few thousand rows, so that a large installation's resync does not hold checks up.
  */
-export async function resyncSites(pool: pg.Pool, held: ReadonlyMap<SiteId, string>): Promise<SiteResync> {
-  const { digests, changedIds, removed, rows } = await inOneSnapshot(pool, async (client) => {
-    const digestRows = (await client.query<{ id: SiteId; digest: string }>(SITE_DIGESTS)).rows;
-    const digests = new Map<SiteId, string>();
+export async function resyncSites(pool: pg.Pool, held: SiteDigests): Promise<SiteResync> {
+  const read = await inOneSnapshot(pool, async (client) => {
+    const bucketRows = (await client.query<{ bucket: string; digest: string }>(BUCKET_DIGESTS, [null])).rows;
+    const bucketDigests = new Map<string, string>();
+    const changedBuckets: string[] = [];
+    for (const { bucket, digest } of bucketRows) {
+      bucketDigests.set(bucket, digest);
+      if (held.buckets.get(bucket) !== digest) changedBuckets.push(bucket);
+    }
+    const siteDigests = new Map<SiteId, { digest: string; bucket: string }>();
     const changedIds: SiteId[] = [];
     let counted = 0;
-    for (const { id, digest } of digestRows) {
-      digests.set(id, digest);
-      if (held.get(id) !== digest) changedIds.push(id);
-      if (++counted % (SLICE_ROWS * 4) === 0) await yieldToChecks();
+    if (changedBuckets.length > 0) {
+      const siteRows = (await client.query<{ id: SiteId; bucket: string; digest: string }>(SITE_DIGESTS, [changedBuckets])).rows;
+      for (const { id, bucket, digest } of siteRows) {
+        siteDigests.set(id, { digest, bucket });
+        if (held.sites.get(id)?.digest !== digest) changedIds.push(id);
+        if (++counted % SLICE_ROWS === 0) await yieldToChecks();
+      }
     }
     const removed: SiteId[] = [];
-    for (const id of held.keys()) {
-      if (!digests.has(id)) removed.push(id);
-      if (++counted % (SLICE_ROWS * 4) === 0) await yieldToChecks();
+    if (changedBuckets.length > 0 || bucketDigests.size !== held.buckets.size) {
+      const reread = new Set(changedBuckets);
+      for (const [id, { bucket }] of held.sites) {
+        if (!siteDigests.has(id) && (!bucketDigests.has(bucket) || reread.has(bucket))) removed.push(id);
+        if (++counted % SLICE_ROWS === 0) await yieldToChecks();
+      }
     }
-    if (changedIds.length === 0) return { digests, changedIds, removed, rows: undefined };
-    const filterAll = changedIds.length > digests.size * NAMED_READ_MAX_SHARE;
-    const rows = filterAll
-      ? await readSiteRows(client, () => 'true', [])
-      : await readSiteRows(client, (column) => `${column} = ANY($1::bigint[])`, [changedIds]);
-    return { digests, changedIds, removed, rows };
+    if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, rows: undefined };
+    const rows =
+      changedIds.length > held.sites.size * NAMED_READ_MAX_SHARE
+        ? await readSiteRows(client, () => 'true', [])
+        : await readSiteRows(client, (column) => `${column} = ANY($1::bigint[])`, [changedIds]);
+    return { bucketDigests, siteDigests, changedIds, removed, rows };
   });
+  const { bucketDigests, siteDigests, changedIds, removed, rows } = read;
   // Read whole, the rows also hold sites that did not change: those keep the objects checks use now.
-  const changed: SiteTable = rows === undefined ? new Map() : await buildSites(...rows, changedIds.length < digests.size ? new Set(changedIds) : undefined);
-  return { digests, changed, removed };
+  const changed: SiteTable = rows === undefined ? new Map() : await buildSites(...rows, changedIds.length < held.sites.size ? new Set(changedIds) : undefined);
+  return { bucketDigests, siteDigests, changed, removed };
 }
 
 interface BrownoutRow {
