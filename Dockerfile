@@ -40,6 +40,8 @@ LABEL org.opencontainers.image.title="sitekey-authz" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.base.name="${NODE_IMAGE}"
 ENV NODE_ENV=production
+# Outside a container serve listens on loopback only; in one, the ports must be reachable from the network.
+ENV BIND_ADDRESS=0.0.0.0
 WORKDIR /app
 COPY --from=dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src

@@ -54,7 +54,7 @@ function costRow(label: string, run: LoadRun, noop: LoadRun): string {
 
 /** The markdown of the serve-beside-no-op figures, for a dated section of bench/RESULTS.md. */
 export function serveBenchReport(results: ServeBenchResults): string[] {
-  const { settings, saturationRounds, tokenRounds, latency, oneAtATime, denyMix, largeBody, workerRounds } = results;
+  const { settings, saturationRounds, tokenRounds, latency, openLoop, oneAtATime, denyMix, largeBody, workerRounds } = results;
   const serveRate = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
   const noopRate = median(saturationRounds.map((r) => r.noop.requestsPerSecond));
   const ratio = serveRate / noopRate;
@@ -159,6 +159,15 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     'Each request\'s time from h2load\'s `--log-file` (sent to end of response); nearest-rank percentiles.',
     '',
     ...latencyTable(latency.serve, latency.noop),
+    '',
+    `Open loop (\`bench/open-loop.ts\`): ${integer(openLoop.ratePerSecond)} requests a second at fixed intervals over 4 connections, whatever the answers, each timed from when it was due, so that queueing in the server (or in the generator, a Node process on the same cores) shows instead of being hidden by a load that waits (coordinated omission):`,
+    '',
+    '| server | p50 ms | p99 ms | p99.9 ms | max ms | answered / sent |',
+    '|---|---|---|---|---|---|',
+    ...(['serve', 'noop'] as const).map((name) => {
+      const run = openLoop[name];
+      return `| ${name === 'noop' ? 'no-op' : name} | ${run.p50Ms.toFixed(2)} | ${run.p99Ms.toFixed(2)} | ${run.p999Ms.toFixed(2)} | ${run.maxMs.toFixed(2)} | ${integer(run.answered)} / ${integer(run.sent)} |`;
+    }),
     '',
     'At a fixed rate h2load sends on a timer, several requests at a time, and shares the two cores with the',
     'server: the no-op\'s figures beside serve\'s show how much of these milliseconds is the load generator',

@@ -12,6 +12,7 @@ import { commandLine, h2loadArguments, latencyFromLog, runH2load, type H2loadRes
 import { startNoop, startServe, type BenchServer } from './server-process.js';
 import { assertVerdict } from './verify-once.js';
 import type { ProbeReport } from './heap-probe.js';
+import { openLoop, type OpenLoopRun } from './open-loop.js';
 
 /** How long and how often: BENCH_SECONDS per measured run (10), BENCH_ROUNDS of serve beside the no-op (3). */
 export interface BenchSettings {
@@ -153,6 +154,8 @@ export interface ServeBenchResults {
   /** Saturation with one Bearer token repeated, against the no-op answering that token's allow. */
   readonly tokenRounds: ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
   readonly latency: { readonly ratePerSecond: number; readonly serve: LoadRun; readonly noop: LoadRun };
+  /** The same rate from the open-loop generator (open-loop.ts): latency from each request's intended send time. */
+  readonly openLoop: { readonly ratePerSecond: number; readonly serve: OpenLoopRun; readonly noop: OpenLoopRun };
   /** One check at a time on one connection: the round trip with nothing queued in front of it. */
   readonly oneAtATime: { readonly serve: LoadRun; readonly noop: LoadRun };
   readonly denyMix: { readonly serve: LoadRun; readonly noop: LoadRun; readonly files: readonly string[] };
@@ -308,6 +311,11 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const latencyServe = await measure(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log') }, database);
     const latencyNoop = await measure(noop, allow, { ...halfRate, logFile: join(workDir, 'latency-noop.log') }, database);
     remember(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log.0') });
+    const openRate = ratePerConnection * SATURATION.connections;
+    log(`open loop at the same rate: ${openRate} req/s for ${seconds} s each, latency from the intended send time`);
+    const openServe = await openLoop(serve.grpcPort, credentials.requests.allow.message, openRate, seconds);
+    const openNoop = await openLoop(noop.grpcPort, credentials.requests.allow.message, openRate, seconds);
+    log(`  serve p50 ${openServe.p50Ms.toFixed(2)} p99 ${openServe.p99Ms.toFixed(2)} p99.9 ${openServe.p999Ms.toFixed(2)} ms; no-op p50 ${openNoop.p50Ms.toFixed(2)} p99 ${openNoop.p99Ms.toFixed(2)} p99.9 ${openNoop.p999Ms.toFixed(2)} ms`);
     log('latency of one check at a time');
     const single: LoadShape = { connections: 1, streams: 1, seconds };
     const singleServe = await measure(serve, allow, { ...single, logFile: join(workDir, 'single-serve.log') }, database);
@@ -364,6 +372,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       saturationRounds,
       tokenRounds,
       latency: { ratePerSecond: ratePerConnection * SATURATION.connections, serve: latencyServe, noop: latencyNoop },
+      openLoop: { ratePerSecond: openRate, serve: openServe, noop: openNoop },
       oneAtATime: { serve: singleServe, noop: singleNoop },
       denyMix: { serve: denyServe, noop: denyNoop, files: mix.map((f) => f.request.name) },
       largeBody: { serve: largeServe, noop: largeNoop },

@@ -369,7 +369,7 @@ function tokenSettings(env: Env): TokenSettings | undefined {
 /** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
-  const bindAddress = text(env, 'BIND_ADDRESS') ?? '0.0.0.0';
+  const bindAddress = text(env, 'BIND_ADDRESS') ?? '127.0.0.1';
   if (isIP(bindAddress) === 0) throw new ConfigError('BIND_ADDRESS', `expected an IP address such as 0.0.0.0 or ::, got "${bindAddress}"`);
   const logLevel = (text(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel as LogLevel)) {

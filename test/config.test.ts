@@ -39,7 +39,7 @@ describe('loadConfig', () => {
     assert.equal(config.databaseUrl, undefined);
     assert.equal(config.grpcPort, 9001);
     assert.equal(config.metricsPort, 9464);
-    assert.equal(config.bindAddress, '0.0.0.0');
+    assert.equal(config.bindAddress, '127.0.0.1');
     assert.equal(config.logLevel, 'info');
     assert.deepEqual(config.clientIpSource, { kind: 'peer' });
     assert.equal(config.migrateOnStart, true, 'migrations run by default with the embedded database');

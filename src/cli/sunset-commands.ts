@@ -1,5 +1,6 @@
 import { canonicalPositiveId } from '../common/positive-id.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
+import { OVERFLOW_ADDRESS } from '../store/denial-stats-recorder.js';
 import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
 import { guideUrlProblem } from '../common/sunset-values.js';
 import { countOption, instantOption, SITE_ID_FORM, siteIdArgument, textOption, UsageError } from './arguments.js';
@@ -11,6 +12,9 @@ const MAX_SINCE_DAYS = 3_650;
 const MAX_SINCE_HOURS = 24 * 3_650;
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
+/** `report denials` prints this many rows unless --limit says otherwise; a storm must not flood a terminal. */
+const DENIAL_REPORT_ROWS = 100;
+const MAX_REPORT_ROWS = 100_000;
 
 
 // A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), @SUM(1)):
@@ -40,6 +44,20 @@ function report<T>(
       ? empty
       : table(columns.map(([heading]) => heading), rows.map((row) => columns.map(([, , value, shown]) => (shown ? shown(row) : String(value(row) ?? '-')))));
   return { text: line.options.csv === true ? asCsv : asTable, json: rows };
+}
+
+/** Per site, the addresses and refusals its 'other' rows stand for. */
+function overflowBySite(rows: readonly DenialReportRow[]): Map<string, { addresses: number; count: number }> {
+  const bySite = new Map<string, { addresses: number; count: number }>();
+  for (const row of rows) {
+    if (row.clientIp !== OVERFLOW_ADDRESS) continue;
+    const site = row.siteId ?? 'unknown (all)';
+    const sum = bySite.get(site) ?? { addresses: 0, count: 0 };
+    sum.addresses += row.moreAddresses;
+    sum.count += row.count;
+    bySite.set(site, sum);
+  }
+  return bySite;
 }
 
 const sites = (brownout: BrownoutSummary) => (brownout.siteIds === null ? 'all' : brownout.siteIds.join(' '));
@@ -268,24 +286,27 @@ export const SUNSET_COMMANDS: readonly Command[] = [
   },
   {
     name: 'report denials',
-    synopsis: '[--site ID] [--since HOURS] [--csv]',
-    summary: 'refusals of known sites by error and client address (default: last 24 hours), with counts and first and last seen',
-    options: { site: { type: 'string' }, since: { type: 'string' }, csv: { type: 'boolean' } },
+    synopsis: '[--site ID] [--since HOURS] [--limit ROWS] [--csv]',
+    summary: 'refusals of known sites by error and client address (default: last 24 hours, the 100 largest counts), with counts and first and last seen',
+    options: { site: { type: 'string' }, since: { type: 'string' }, limit: { type: 'string' }, csv: { type: 'boolean' } },
     arity: [0, 0],
     rules: {
       '--site ID': `only this site, which must exist: ${SITE_ID_FORM}; refusals of unknown or disabled sites (101) are counted together, without --site`,
       '--since HOURS': `refusals in the last HOURS hours, a whole number from 1 to ${MAX_SINCE_HOURS} (default 24)`,
+      '--limit ROWS': `the rows with the most refusals shown, from 1 to ${MAX_REPORT_ROWS} (default ${DENIAL_REPORT_ROWS}); each site's overflow is summed as "and N more addresses"`,
       '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
     },
-    example: 'sitekey-authz report denials --site 1001 --since 48',
+    example: 'sitekey-authz report denials --site 1001 --since 48 --limit 20',
     run: async ({ withAdmin, now }, line) => {
       const siteText = option(line, 'site');
       const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
       const hours = countOption('since', option(line, 'since'), 'hours', 24, MAX_SINCE_HOURS);
-      const rows = await withAdmin((admin) => admin.sunset.denialReport(new Date(now - hours * HOUR_MS), siteId));
-      return report<DenialReportRow>(
+      const limit = countOption('limit', option(line, 'limit'), 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
+      const { rows, omittedRows } = await withAdmin((admin) => admin.sunset.denialReport(new Date(now - hours * HOUR_MS), siteId, limit));
+      const addressed = rows.filter((row) => row.clientIp !== OVERFLOW_ADDRESS);
+      const output = report<DenialReportRow>(
         line,
-        rows,
+        line.options.csv === true ? rows : addressed,
         [
           ['SITE', 'site_id', (r) => r.siteId, (r) => r.siteId ?? 'unknown (all)'],
           ['ERROR', 'error_id', (r) => r.errorId, (r) => (r.rehearsal ? `${r.errorId} (dry run)` : r.shadow ? `${r.errorId} (shadow)` : String(r.errorId))],
@@ -299,6 +320,13 @@ export const SUNSET_COMMANDS: readonly Command[] = [
         ],
         `no refusals${siteId ? ` of site ${siteId}` : ''} in the last ${hours} hour(s)`,
       );
+      if (line.options.csv === true) return { ...output, json: rows };
+      const notes = [...overflowBySite(rows)].map(
+        ([site, more]) => `site ${site}: and ${more.addresses} more addresses (${more.count} refusals)`,
+      );
+      if (omittedRows > 0) notes.push(`and ${omittedRows} more rows with fewer refusals; show them with --limit ${Math.min(MAX_REPORT_ROWS, limit + omittedRows)}`);
+      const shown = addressed.length === 0 && notes.length > 0 ? '' : output.text;
+      return { text: [shown, ...notes].filter((part) => part !== '').join('\n'), json: rows };
     },
   },
 ];

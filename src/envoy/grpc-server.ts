@@ -62,6 +62,14 @@ export const GRPC_LIMITS = Object.freeze({
    * attributes.request.http.path), addresses, context extensions and metadata.
    */
   messageHeadroomBytes: 256 * 1024,
+  /**
+   * Bytes of requests that have begun but not all arrived, over every connection of the process. Each
+   * stream may hold up to a whole message (MAX_BODY_BYTES plus the headroom above) and each connection
+   * 100 streams: ~125 MiB a connection, beyond any pod's memory after a few. Past this budget the oldest
+   * incomplete requests are answered RESOURCE_EXHAUSTED and their streams reset. Never below one
+   * largest message, so that one Envoy request always fits.
+   */
+  incompleteRequestBytesBudget: 64 * 1024 * 1024,
   /** Pings find a connection whose peer vanished without a FIN; Envoy answers them. */
   keepaliveTimeMs: 30_000,
   keepaliveTimeoutMs: 10_000,
@@ -85,7 +93,7 @@ export const GRPC_LIMITS = Object.freeze({
 export type GrpcLimits = { readonly [Limit in keyof typeof GRPC_LIMITS]: number };
 
 /** The grpc-js server options that carry GRPC_LIMITS (the handshake time-out and the connection cap are ours). */
-export function grpcServerOptions(limits: GrpcLimits, maxBodyBytes: number): ServerOptions {
+export function grpcServerOptions(limits: GrpcLimits, maxBodyBytes: number, budget: IncompleteRequestBudget = unlimitedBudget()): ServerOptions {
   return {
     'grpc.max_receive_message_length': maxBodyBytes + limits.messageHeadroomBytes,
     'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
@@ -95,8 +103,12 @@ export function grpcServerOptions(limits: GrpcLimits, maxBodyBytes: number): Ser
     'grpc.max_connection_age_ms': limits.maxConnectionAgeMs,
     'grpc.max_connection_age_grace_ms': limits.maxConnectionAgeGraceMs,
     // First, so that it is handed grpc-js's own call (see http2StreamOf).
-    interceptors: [endIncompleteRequests(limits.requestTimeoutMs)],
+    interceptors: [endIncompleteRequests(limits.requestTimeoutMs, budget)],
   };
+}
+
+function unlimitedBudget(): IncompleteRequestBudget {
+  return new IncompleteRequestBudget(Number.POSITIVE_INFINITY, () => undefined);
 }
 
 /** The soft open-file limit in /proc/self/limits text; undefined when unlimited or not found. */
@@ -146,30 +158,85 @@ function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream
 }
 
 /**
+ * The bytes held by requests that have begun but not all arrived, over every connection. When a new
+ * chunk takes the total over the budget, the oldest incomplete requests are ended until it fits again.
+ */
+class IncompleteRequestBudget {
+  private heldBytes = 0;
+  /** In the order the requests began: the first is the oldest. */
+  private readonly open = new Map<symbol, { bytes: number; end: () => void }>();
+
+  constructor(
+    private readonly budgetBytes: number,
+    private readonly onReset: () => void,
+  ) {}
+
+  get held(): number {
+    return this.heldBytes;
+  }
+
+  /** A request that began; `end` answers it and resets its stream. */
+  begin(end: () => void): { received(bytes: number): void; complete(): void } {
+    const id = Symbol('incomplete request');
+    const entry = { bytes: 0, end };
+    this.open.set(id, entry);
+    const complete = () => {
+      if (!this.open.delete(id)) return;
+      this.heldBytes -= entry.bytes;
+    };
+    return {
+      received: (bytes) => {
+        if (!this.open.has(id)) return;
+        entry.bytes += bytes;
+        this.heldBytes += bytes;
+        for (const [oldestId, oldest] of this.open) {
+          if (this.heldBytes <= this.budgetBytes) break;
+          this.open.delete(oldestId);
+          this.heldBytes -= oldest.bytes;
+          this.onReset();
+          oldest.end();
+        }
+      },
+      complete,
+    };
+  }
+}
+
+/**
  * Ends a call whose request has not all arrived within timeoutMs with DEADLINE_EXCEEDED. And whenever a
  * call ends before its request did (this time-out, grpc-timeout, a message over the size limit), resets
  * its stream: grpc-js sends the status but leaves the stream half-open until the client ends it, so a
  * client that never does would keep it, and its place under max_concurrent_streams, for the life of the
  * connection. RFC 9113 §8.1 lets a server that sent a complete response reset with NO_ERROR.
  */
-function endIncompleteRequests(timeoutMs: number): ServerInterceptor {
+function endIncompleteRequests(timeoutMs: number, budget: IncompleteRequestBudget): ServerInterceptor {
   return (_method, call) => {
     const stream = http2StreamOf(call);
     let requestReceived = false;
     let timer: NodeJS.Timeout | undefined;
+    let held: ReturnType<IncompleteRequestBudget['begin']> | undefined;
     const intercepted: ServerInterceptingCall = new ServerInterceptingCall(call, {
       start: (next) => {
         timer = setTimeout(() => {
           intercepted.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request not received within ${timeoutMs} ms` });
         }, timeoutMs);
+        if (stream !== undefined) {
+          held = budget.begin(() =>
+            intercepted.sendStatus({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: 'too many bytes of incomplete requests held; this was the oldest' }),
+          );
+          // grpc-js reads the stream through its own 'data' listener and pauses it itself; this one only counts.
+          stream.on('data', (chunk: Buffer) => held?.received(chunk.length));
+        }
         next({
           onReceiveHalfClose: (nextHalfClose) => {
             requestReceived = true;
+            held?.complete();
             clearTimeout(timer);
             nextHalfClose();
           },
           // grpc-js calls onCancel when a call ends, whether by its status or by the client.
           onCancel: () => {
+            held?.complete();
             clearTimeout(timer);
             if (requestReceived || stream === undefined || stream.closed) return;
             // Only after the status has gone out: a reset that overtakes the trailers (as it does
@@ -202,11 +269,15 @@ export interface GrpcServerOptions {
   readonly limits?: Partial<GrpcLimits>;
   /** GRPC_TLS_*: TLS (and a client certificate, with a CA) on the port; undefined: plaintext. */
   readonly tls?: GrpcTlsFiles | undefined;
+  /** An incomplete request was ended to keep within incompleteRequestBytesBudget (a metric counts them). */
+  readonly onIncompleteRequestReset?: () => void;
 }
 
 export interface AuthzGrpcServer {
   /** The port actually bound. */
   readonly port: number;
+  /** Bytes held now by requests that have begun but not all arrived, over every connection. */
+  readonly incompleteRequestBytes: number;
   /** Health for '' and the Authorization service: SERVING once the service can decide. */
   setServing(serving: boolean): void;
   /**
@@ -271,7 +342,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
   setGrpcLogger({ error: (...args: unknown[]) => logger.warn({ source: 'grpc-js' }, format(...args)) });
   // Read first: a missing or bad file stops start-up with one line naming it.
   const tls = options.tls && grpcTlsCredentials(options.tls, { checkIntervalMs: limits.tlsFileCheckMs, handshakeTimeoutMs: limits.handshakeTimeoutMs, logger });
-  const server = new Server(grpcServerOptions(limits, options.maxBodyBytes));
+  const largestMessageBytes = options.maxBodyBytes + limits.messageHeadroomBytes;
+  const budget = new IncompleteRequestBudget(Math.max(limits.incompleteRequestBytesBudget, largestMessageBytes), options.onIncompleteRequestReset ?? (() => undefined));
+  const server = new Server(grpcServerOptions(limits, options.maxBodyBytes, budget));
   // Envoy and probes must not route checks here before credential data is loaded.
   const health = new HealthImplementation(
     Object.fromEntries(HEALTH_SERVICE_NAMES.map((name) => [name, 'NOT_SERVING' satisfies ServingStatus])),
@@ -328,5 +401,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
     return closed;
   };
 
-  return { port, setServing, shutdown };
+  return {
+    port,
+    get incompleteRequestBytes() {
+      return budget.held;
+    },
+    setServing,
+    shutdown,
+  };
 }

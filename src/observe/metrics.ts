@@ -86,9 +86,16 @@ export class ServiceMetrics {
    * label, so METRICS_SITE_LABELS_MAX + 1.
    */
   private readonly allowedUncounted: Readonly<Record<AuthMethod, Map<string, number>>> = { api_key: new Map(), token: new Map() };
+  /**
+   * Denied checks the same way, by outcome (denied or shadow_denied), error id and site label (so at
+   * most 2 × 10 × (METRICS_SITE_LABELS_MAX + 1) entries): denials must cost no more than allows, or a
+   * stranger's wrong keys would be cheap to send and dear to answer.
+   */
+  private readonly deniedUncounted = new Map<string, { readonly outcome: string; readonly errorId: string; readonly site: string; count: number }>();
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
   private readonly checkDuration: Histogram<'outcome'>;
   private readonly undecided: Counter<'reason'>;
+  private readonly incompleteRequestsReset: Counter;
   private readonly syncs: Counter<'kind'>;
   private readonly syncFailures: Counter<'kind'>;
   private readonly syncDuration: Histogram<'kind'>;
@@ -123,10 +130,10 @@ export class ServiceMetrics {
 
     this.checks = new Counter({
       name: 'sitekey_authz_checks_total',
-      help: 'Checks decided, by outcome (allowed, denied, shadow_denied: let through by SHADOW_MODE, would have been denied), error id of a denial, and site (only sites in the snapshot, up to METRICS_SITE_LABELS_MAX; else "other").',
+      help: 'Checks decided, by outcome (allowed, denied, shadow_denied: let through by SHADOW_MODE, would have been denied), error id of a denial, and site (only sites that have had an allowed check, up to METRICS_SITE_LABELS_MAX; else "other").',
       labelNames: ['outcome', 'error_id', 'site'],
       registers,
-      collect: () => this.addAllowedChecks(),
+      collect: () => this.addUncountedChecks(),
     });
     // Issue #11: who still authenticates with API keys, and what the sunset refuses.
     this.apiKeyRequests = new Counter({
@@ -134,7 +141,7 @@ export class ServiceMetrics {
       help: 'Requests authenticated with a valid API key and let through, by site (same label rules as sitekey_authz_checks_total): the traffic the sunset will stop.',
       labelNames: ['site'],
       registers,
-      collect: () => this.addAllowedChecks(),
+      collect: () => this.addUncountedChecks(),
     });
     // Who has moved to tokens: the share of each site's traffic by method, for the migration.
     this.tokenRequests = new Counter({
@@ -142,14 +149,14 @@ export class ServiceMetrics {
       help: 'Requests authenticated with a valid access token and let through, by site (same label rules as sitekey_authz_checks_total): the traffic that has migrated.',
       labelNames: ['site'],
       registers,
-      collect: () => this.addAllowedChecks(),
+      collect: () => this.addUncountedChecks(),
     });
     this.checksByMethod = new Counter({
       name: 'sitekey_authz_checks_by_method_total',
       help: 'Checks decided, by the method the request used (api_key: <site id>:<key>; token: Bearer access token) and outcome (allowed, denied); a malformed header (108) has no method and is not counted here.',
       labelNames: ['method', 'outcome'],
       registers,
-      collect: () => this.addAllowedChecks(),
+      collect: () => this.addUncountedChecks(),
     });
     for (const method of ['api_key', 'token']) for (const outcome of ['allowed', 'denied']) this.checksByMethod.inc({ method, outcome }, 0);
     this.tokenRefusals = new Counter({
@@ -195,6 +202,11 @@ export class ServiceMetrics {
       registers,
     });
     for (const reason of ['unavailable', 'internal']) this.undecided.inc({ reason }, 0);
+    this.incompleteRequestsReset = new Counter({
+      name: 'sitekey_authz_grpc_incomplete_requests_reset_total',
+      help: 'Requests that had begun but not all arrived, answered RESOURCE_EXHAUSTED and reset (oldest first) because all of them together held more bytes than the budget.',
+      registers,
+    });
 
     new Gauge({
       name: 'sitekey_authz_ready',
@@ -334,8 +346,12 @@ export class ServiceMetrics {
       if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
     } else {
       // A shadow denial was let through: counted apart, so that "denied" keeps meaning refused.
-      this.checks.inc({ outcome: event.shadow ? SHADOW_DENIED : 'denied', error_id: String(event.errorId), site });
-      if (event.authMethod !== undefined) this.checksByMethod.inc({ method: event.authMethod, outcome: event.shadow ? SHADOW_DENIED : 'denied' });
+      const outcome = event.shadow ? SHADOW_DENIED : 'denied';
+      const key = `${outcome} ${event.errorId} ${site}`;
+      const denied = this.deniedUncounted.get(key);
+      if (denied === undefined) this.deniedUncounted.set(key, { outcome, errorId: String(event.errorId), site, count: 1 });
+      else denied.count += 1;
+      if (event.authMethod !== undefined) this.checksByMethod.inc({ method: event.authMethod, outcome });
       if (event.sunsetReason !== undefined && !event.shadow) this.sunsetRefusals.inc({ reason: event.sunsetReason });
       if (event.errorId === 106) this.tokenRefusals.inc({ reason: event.rule as TokenRule });
       else if (event.errorId === 107) this.tokenRefusals.inc({ reason: 'unregistered-client' });
@@ -343,7 +359,7 @@ export class ServiceMetrics {
     this.checkDuration.observe({ outcome: event.outcome === 'denied' && event.shadow ? SHADOW_DENIED : event.outcome }, event.durationSeconds);
   }
 
-  private addAllowedChecks(): void {
+  private addUncountedChecks(): void {
     for (const method of ['api_key', 'token'] as const) {
       const tally = this.allowedUncounted[method];
       const requests = method === 'api_key' ? this.apiKeyRequests : this.tokenRequests;
@@ -356,6 +372,12 @@ export class ServiceMetrics {
       if (allowed > 0) this.checksByMethod.inc({ method, outcome: 'allowed' }, allowed);
       tally.clear();
     }
+    for (const { outcome, errorId, site, count } of this.deniedUncounted.values()) this.checks.inc({ outcome, error_id: errorId, site }, count);
+    this.deniedUncounted.clear();
+  }
+
+  onIncompleteRequestReset(): void {
+    this.incompleteRequestsReset.inc();
   }
 
   observeUndecided(event: UndecidedCheckEvent): void {

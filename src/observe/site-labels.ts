@@ -5,9 +5,11 @@ import type { CheckEvent } from './check-event.js';
 export const OTHER_SITE = 'other';
 
 /**
- * Which sites get a `site` label: only those the check proved to be in the snapshot, at most `max`
- * of them, first come first labelled. A value that a client wrote (an unknown id, an IP, a path)
- * never becomes a label, so no request can add a series.
+ * The `site` label: a site earns its own only with an allowed check, which only its credentials can
+ * bring, at most `max` of them, first come first labelled. Anyone can send checks naming existing
+ * site ids with a wrong key or from any address; those denials keep a label the site already has,
+ * but never take one of the METRICS_SITE_LABELS_MAX places. A value that a client wrote (an unknown
+ * id, an IP, a path) never becomes a label, so no request can add a series.
  */
 export class SiteLabels {
   private readonly labelled = new Set<SiteId>();
@@ -17,7 +19,7 @@ export class SiteLabels {
     const { siteId } = event;
     if (siteId === undefined || !event.siteKnown) return OTHER_SITE;
     if (this.labelled.has(siteId)) return siteId;
-    if (this.labelled.size >= this.max) return OTHER_SITE;
+    if (event.outcome !== 'allowed' || this.labelled.size >= this.max) return OTHER_SITE;
     this.labelled.add(siteId);
     return siteId;
   }

@@ -37,6 +37,23 @@ export interface CheckService {
   close(): Promise<void>;
 }
 
+export interface CheckServiceOptions {
+  /**
+   * A worker's: open the gRPC port only once the snapshot is loaded, so that the cluster hands this
+   * process no connection it cannot decide on. startCheckService rejects with StoppedBeforeLoaded if
+   * this promise settles first.
+   */
+  readonly listenOnceLoadedUnless?: Promise<unknown>;
+}
+
+/** A worker asked to stop while it was still loading its first snapshot. */
+export class StoppedBeforeLoaded extends Error {
+  constructor() {
+    super('stopped before the credential snapshot was loaded');
+    this.name = 'StoppedBeforeLoaded';
+  }
+}
+
 /** The pool's connections and the credential snapshot they keep current. */
 function openCredentialStore(config: Config, databaseUrl: string, logger: Logger, resources: Resources) {
   const pool = resources.add(
@@ -177,6 +194,7 @@ function startCheckServer(
     maxBodyBytes: config.maxBodyBytes,
     maxConnections: config.grpcMaxConnections,
     logger,
+    onIncompleteRequestReset: () => metrics.onIncompleteRequestReset(),
     authorization: {
       clientIpSource: config.clientIpSource,
       maxBodyBytes: config.maxBodyBytes,
@@ -194,19 +212,25 @@ function startCheckServer(
  * Opens everything that answers checks, in order; close() shuts it in reverse: the gRPC server first
  * (draining within SHUTDOWN_GRACE_SECONDS), then the recorders' last flush, the cache and the pool.
  */
-export async function startCheckService(config: Config, databaseUrl: string, logger: Logger): Promise<CheckService> {
+export async function startCheckService(config: Config, databaseUrl: string, logger: Logger, options: CheckServiceOptions = {}): Promise<CheckService> {
   const resources = new Resources(logger);
   try {
-    return await openCheckService(config, databaseUrl, logger, resources);
+    return await openCheckService(config, databaseUrl, logger, resources, options);
   } catch (error) {
     await resources.close();
     throw error;
   }
 }
 
-async function openCheckService(config: Config, databaseUrl: string, logger: Logger, resources: Resources): Promise<CheckService> {
+async function openCheckService(config: Config, databaseUrl: string, logger: Logger, resources: Resources, options: CheckServiceOptions): Promise<CheckService> {
   const store = openCredentialStore(config, databaseUrl, logger, resources);
   const tokens = openTokenVerification(config, logger, resources);
+  let cacheStarted: Promise<void> | undefined;
+  const startCache = (): Promise<void> => (cacheStarted ??= store.cache.start());
+  if (options.listenOnceLoadedUnless !== undefined) {
+    const loaded = await Promise.race([startCache().then(() => true), options.listenOnceLoadedUnless.then(() => false)]);
+    if (!loaded) throw new StoppedBeforeLoaded();
+  }
   let shuttingDown = false;
   const readiness = (): Readiness => {
     const status = store.cache.status(Date.now());
@@ -245,7 +269,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     followSnapshot(reportTo) {
       report = reportTo;
       seedSunsetPolicyOnce(config, store, logger);
-      void store.cache.start().then(followReadiness, (error: unknown) => logger.error({ err: error }, 'credential snapshot failed to start'));
+      void startCache().then(followReadiness, (error: unknown) => logger.error({ err: error }, 'credential snapshot failed to start'));
       void tokens?.keys.start().then(followReadiness);
       timer = setInterval(followReadiness, READINESS_POLL_MS);
     },

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
 import { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
-import { startCheckService } from './check-service.js';
+import { startCheckService, StoppedBeforeLoaded, type CheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
 
@@ -36,8 +36,9 @@ interface WorkerState {
 /**
  * The primary's workers: forks WORKERS of them, replaces one that dies (counted in
  * sitekey_authz_workers_replaced_total), and stops them all on request. Node's cluster module hands
- * the gRPC port's connections to the workers in turn; each worker has its own snapshot and LISTEN
- * connection, so a credential change reaches every one of them.
+ * the gRPC port's connections in turn to the workers that listen, and a worker listens only once its
+ * snapshot is loaded; each worker has its own snapshot and LISTEN connection, so a credential change
+ * reaches every one of them.
  */
 class WorkerPool {
   private readonly workers = new Map<number, WorkerState>();
@@ -213,7 +214,15 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
   try {
     const databaseUrl = await Promise.race([startMessage(send), stopping.then(() => undefined)]);
     if (databaseUrl === undefined) return;
-    const checks = await startCheckService(config, databaseUrl, logger);
+    let checks: CheckService;
+    try {
+      // A replacement that listened at once would be handed connections it can only answer UNAVAILABLE.
+      checks = await startCheckService(config, databaseUrl, logger, { listenOnceLoadedUnless: stopping });
+    } catch (error) {
+      if (!(error instanceof StoppedBeforeLoaded)) throw error;
+      logger.info('worker stopped before its credential snapshot was loaded');
+      return;
+    }
     try {
       // prom-client answers the primary's scrape requests with this worker's registry.
       AggregatorRegistry.setRegistries(checks.metrics.registry);

@@ -5,7 +5,7 @@ import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadAllSites, loadBrownouts, loadSites, type UnusableRow } from './snapshot-loader.js';
+import { loadBrownouts, loadSites, resyncSites, SiteDigests, type UnusableRow } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
 
@@ -51,6 +51,13 @@ export interface SyncFailureEvent {
 }
 
 const RELOAD_RETRY_MS = 1_000;
+/**
+ * Anyone who can log in may NOTIFY '*': after a full load that a notification started, the next one
+ * waits this long, and every '*' that arrives meanwhile is served by that one load.
+ */
+export const NOTIFIED_FULL_LOAD_INTERVAL_MS = 5_000;
+/** More sites than this named before their reload are served by one (coalesced) full load instead. */
+export const PENDING_SITES_MAX = 10_000;
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
 const TICK_MAX_MS = 1_000;
 
@@ -66,8 +73,10 @@ export function databaseTimeoutMs(maxStalenessSeconds: number): number {
 
 /**
  * The in-memory credential snapshot a check reads: loaded whole at start, kept current by
- * LISTEN/NOTIFY one site at a time, reloaded whole after every reconnect, every refreshSeconds, and
- * whenever a third of the staleness limit has passed without a successful full load.
+ * LISTEN/NOTIFY one site at a time, reloaded whole after every reconnect, every refreshSeconds,
+ * whenever a third of the staleness limit has passed without a successful full load, and on a '*'
+ * notification (at most one such load per NOTIFIED_FULL_LOAD_INTERVAL_MS: notifications are hints
+ * that anyone with a login can send).
  *
  * Its age is the time since the last successful full load began, on this process's own clock: a
  * lock that never comes, a query that never returns or a frozen server leave the age growing until
@@ -77,6 +86,13 @@ export function databaseTimeoutMs(maxStalenessSeconds: number): number {
  */
 export class CredentialCache {
   private readonly table = new SiteTable();
+  /**
+   * Each site's digest as the last full resync read it: the next one reads again only the sites whose
+   * digest changed. A site reloaded on its own since has none, so that the next resync reads it too.
+   */
+  private readonly digests = new SiteDigests();
+  /** Sites reloaded on their own while a full resync ran: its digests of them may be older than what the table holds. */
+  private readonly reloadedDuringResync = new Set<SiteId>();
   private readonly session: ListenSession;
   private loaded = false;
   private lastFullLoadStartedAt: number | undefined;
@@ -89,7 +105,13 @@ export class CredentialCache {
   /** Sites named by notifications since the running reload took its batch. */
   private readonly pendingSites = new Set<SiteId>();
   private siteReload: Promise<void> | undefined;
+  /** The running reload of brownouts alone, and whether another must follow it. */
+  private brownoutReload: Promise<void> | undefined;
+  private brownoutReloadOwed = false;
   private siteReloadRetryAt = 0;
+  /** When the last full load asked for by a notification was started, and the one that waits for its turn. */
+  private lastNotifiedFullLoadAt = Number.NEGATIVE_INFINITY;
+  private notifiedFullLoadTimer: NodeJS.Timeout | undefined;
 
   private readonly outageLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly ignoredLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
@@ -178,8 +200,9 @@ export class CredentialCache {
     this.stopped = true;
     this.resolveStarted();
     for (const timer of this.timers) clearInterval(timer);
+    clearTimeout(this.notifiedFullLoadTimer);
     await this.session.stop();
-    await Promise.allSettled([this.fullLoad, this.siteReload]);
+    await Promise.allSettled([this.fullLoad, this.siteReload, this.brownoutReload]);
   }
 
   private every(ms: number, work: () => void): void {
@@ -227,20 +250,57 @@ export class CredentialCache {
     });
   }
 
+  /** A full load for a notification: at once if none was started for one lately, else one at the end of the interval. */
+  private requestNotifiedFullLoad(): void {
+    if (this.stopped || this.notifiedFullLoadTimer !== undefined) return;
+    const waitMs = this.lastNotifiedFullLoadAt + NOTIFIED_FULL_LOAD_INTERVAL_MS - performance.now();
+    const start = () => {
+      this.notifiedFullLoadTimer = undefined;
+      this.lastNotifiedFullLoadAt = performance.now();
+      this.requestFullLoad();
+    };
+    if (waitMs <= 0) start();
+    else this.notifiedFullLoadTimer = setTimeout(start, waitMs).unref();
+  }
+
+  private requestBrownoutReload(): void {
+    if (this.stopped || !this.loaded) return;
+    if (this.brownoutReload !== undefined) {
+      this.brownoutReloadOwed = true;
+      return;
+    }
+    this.brownoutReloadOwed = false;
+    const order = performance.now();
+    // '*' is what brownout and sunset-policy changes send: both are read again at once, the sites later.
+    this.brownoutReload = Promise.all([loadBrownouts(this.options.pool, this.onUnusableRow), loadSunsetPolicy(this.options.pool)])
+      .then(
+        ([brownouts, sunsetPolicy]) => this.table.replaceBrownouts(brownouts, order, sunsetPolicy),
+        // The full load that follows every '*' retries it, and the staleness limit applies as ever.
+        (error: unknown) => this.failed({ kind: 'sites', error }),
+      )
+      .finally(() => {
+        this.brownoutReload = undefined;
+        if (this.brownoutReloadOwed) this.requestBrownoutReload();
+      });
+  }
+
   private async loadAll(): Promise<void> {
     const startedAt = Date.now();
     const order = performance.now();
+    this.reloadedDuringResync.clear();
     try {
-      const [loaded, brownouts, sunsetPolicy] = await Promise.all([
-        loadAllSites(this.options.pool, this.onUnusableRow),
+      const [resync, brownouts, sunsetPolicy] = await Promise.all([
+        resyncSites(this.options.pool, this.digests, this.onUnusableRow),
         loadBrownouts(this.options.pool, this.onUnusableRow),
         loadSunsetPolicy(this.options.pool),
       ]);
-      this.table.replaceAll(loaded, brownouts, order, sunsetPolicy);
+      const notSeen = this.table.applyResync(resync.changed, resync.removed, brownouts, order, sunsetPolicy);
+      this.digests.update(resync);
+      for (const siteId of [...notSeen, ...this.reloadedDuringResync]) this.digests.forget(siteId);
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();
-      this.synced({ kind: 'full', sites: loaded.size, durationSeconds: (performance.now() - order) / 1000 });
+      this.synced({ kind: 'full', sites: this.table.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       // Not owed at once: the tick tries again, while the snapshot ages.
       this.failed({ kind: 'full', error });
@@ -263,6 +323,10 @@ export class CredentialCache {
     try {
       const loaded = await loadSites(this.options.pool, siteIds, this.onUnusableRow);
       this.table.replaceSites(siteIds, loaded, order);
+      for (const siteId of siteIds) {
+        this.digests.forget(siteId);
+        this.reloadedDuringResync.add(siteId);
+      }
       this.synced({ kind: 'sites', sites: siteIds.length, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       for (const siteId of siteIds) this.pendingSites.add(siteId);
@@ -280,7 +344,10 @@ export class CredentialCache {
   private onNotification(payload: string | undefined): void {
     this.notify(this.notificationListeners, undefined);
     if (payload === '*') {
-      this.requestFullLoad();
+      // Brownouts notify '*' on every change, and a cancelled one must let requests through within
+      // a second: their few rows are read at once, the rest waits for its turn.
+      this.requestBrownoutReload();
+      this.requestNotifiedFullLoad();
       return;
     }
     const siteId = payload === undefined ? undefined : canonicalSiteId(payload);
@@ -291,6 +358,12 @@ export class CredentialCache {
       return;
     }
     this.pendingSites.add(siteId);
+    if (this.pendingSites.size > PENDING_SITES_MAX) {
+      // A full load reads these sites too, and costs no more than a query naming this many.
+      this.pendingSites.clear();
+      this.requestNotifiedFullLoad();
+      return;
+    }
     // The notifications of one transaction arrive together: one reload for the lot.
     queueMicrotask(() => this.reloadPendingSites());
   }

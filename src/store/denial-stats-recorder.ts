@@ -9,6 +9,8 @@ export interface DenialStatsOptions {
   readonly retentionDays: number;
   /** Distinct (site, error, client address) groups kept between two flushes; more go to "other". */
   readonly maxGroups: number;
+  /** Rows with a client address per site and hour in denial_stats; DENIAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
+  readonly maxRowsPerSiteHour?: number;
   readonly logger: Logger;
 }
 
@@ -17,42 +19,74 @@ interface Group {
   readonly errorId: ErrorId;
   readonly clientIp: string;
   readonly rehearsal: boolean;
-  /** Let through by SHADOW_MODE; would have been refused. */
+  /** SHADOW_MODE let it through: a would-be refusal. */
   readonly shadow: boolean;
   count: number;
+  /** Client addresses counted in this group: 1, or for an OVERFLOW_ADDRESS group those it stands for. */
+  addresses: number;
   firstSeen: number;
   lastSeen: number;
 }
 
+/** Where refusals beyond maxGroups are counted: their site and error are kept, the address is not. */
+export const OVERFLOW_ADDRESS = 'other';
+
 /**
- * The site id under which refusals of unknown or disabled sites (101) are counted, all together and
- * under the address UNKNOWN_SITES_ADDRESS: the id is whatever a client sent, so it gets no group of
- * its own. No site has it (site ids are positive).
+ * Refusals of unknown or disabled sites (101) are counted together, under this site id and the
+ * address UNKNOWN_SITES_ADDRESS: the id is whatever a client sent, so it gets no group of its own.
  */
 export const UNKNOWN_SITES = '0';
 export const UNKNOWN_SITES_ADDRESS = 'any';
 
-/** Where refusals beyond maxGroups are counted: their site and error are kept, the address is not. */
-export const OVERFLOW_ADDRESS = 'other';
+/**
+ * Rows with a client address that denial_stats keeps per site and hour. A client with many source
+ * addresses would otherwise add a row for each (tens of millions a day); the rest of that hour's
+ * refusals of the site are added to its OVERFLOW_ADDRESS rows, which count the addresses too.
+ */
+export const DENIAL_ROWS_PER_SITE_HOUR = 1_000;
 
-// One statement per flush: the old hours go, the batch is added to its hour's rows.
-const FLUSH = `WITH expired AS (DELETE FROM denial_stats WHERE hour < now() - make_interval(days => $8))
-  INSERT INTO denial_stats AS d (hour, site_id, error_id, client_ip, rehearsal, shadow, count, first_seen, last_seen)
-  SELECT date_trunc('hour', v.first_seen), v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.first_seen, v.last_seen
-    FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::boolean[], $9::boolean[], $5::bigint[], $6::timestamptz[], $7::timestamptz[])
-         AS v(site_id, error_id, client_ip, rehearsal, shadow, count, first_seen, last_seen)
+// One statement per flush: the old hours go; the batch is added to its hour's rows, and a group
+// with an address new to its site and hour goes to the site's OVERFLOW_ADDRESS row once the hour
+// holds $10 rows with addresses (largest counts first). Two replicas flushing at the same moment may
+// each add up to the cap: the bound is per replica and flush, not exact.
+const FLUSH = `WITH expired AS (DELETE FROM denial_stats WHERE hour < now() - make_interval(days => $9)),
+  batch AS (
+    SELECT date_trunc('hour', v.first_seen) AS hour, v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.addresses, v.first_seen, v.last_seen,
+           v.client_ip = '${OVERFLOW_ADDRESS}' OR EXISTS (
+             SELECT 1 FROM denial_stats d
+              WHERE d.hour = date_trunc('hour', v.first_seen) AND d.site_id = v.site_id AND d.error_id = v.error_id
+                AND d.client_ip = v.client_ip AND d.rehearsal = v.rehearsal AND d.shadow = v.shadow) AS placed
+      FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::boolean[], $11::boolean[], $5::bigint[], $6::bigint[], $7::timestamptz[], $8::timestamptz[])
+           AS v(site_id, error_id, client_ip, rehearsal, shadow, count, addresses, first_seen, last_seen)),
+  held AS (
+    SELECT d.hour, d.site_id, count(*) AS rows FROM denial_stats d
+     WHERE d.client_ip <> '${OVERFLOW_ADDRESS}' AND (d.hour, d.site_id) IN (SELECT hour, site_id FROM batch)
+     GROUP BY d.hour, d.site_id),
+  routed AS (
+    SELECT b.hour, b.site_id, b.error_id, b.rehearsal, b.shadow, b.count, b.first_seen, b.last_seen,
+           CASE WHEN b.placed OR coalesce(h.rows, 0) + row_number() OVER (PARTITION BY b.hour, b.site_id, b.placed ORDER BY b.count DESC, b.client_ip) <= $10
+                THEN b.client_ip ELSE '${OVERFLOW_ADDRESS}' END AS client_ip,
+           b.addresses
+      FROM batch b LEFT JOIN held h ON h.hour = b.hour AND h.site_id = b.site_id)
+  INSERT INTO denial_stats AS d (hour, site_id, error_id, client_ip, rehearsal, shadow, count, overflow_addresses, first_seen, last_seen)
+  SELECT hour, site_id, error_id, client_ip, rehearsal, shadow, sum(count)::bigint,
+         CASE WHEN client_ip = '${OVERFLOW_ADDRESS}' THEN sum(addresses)::bigint ELSE 0 END, min(first_seen), max(last_seen)
+    FROM routed GROUP BY hour, site_id, error_id, client_ip, rehearsal, shadow
   ON CONFLICT (hour, site_id, error_id, client_ip, rehearsal, shadow) DO UPDATE
-     SET count = d.count + excluded.count, first_seen = LEAST(d.first_seen, excluded.first_seen),
-         last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
+     SET count = d.count + excluded.count, overflow_addresses = d.overflow_addresses + excluded.overflow_addresses,
+         first_seen = LEAST(d.first_seen, excluded.first_seen), last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
 
 /**
- * Refusals of known sites by error and client address, for `report denials`: counted in
+ * Refusals of known sites by error and client address, for `report denials` (issue #11): counted in
  * memory on the request path, written in one statement per flush. Strangers cannot grow it without
- * bound: past maxGroups a new address is counted under OVERFLOW_ADDRESS for its site and error.
+ * bound: past maxGroups a new address is counted under OVERFLOW_ADDRESS for its site and error, and
+ * the table keeps at most DENIAL_ROWS_PER_SITE_HOUR addresses' rows per site and hour.
  */
 export class DenialStatsRecorder {
   private groups = new Map<string, Group>();
   private overflowed = 0;
+  /** Groups already counted under OVERFLOW_ADDRESS since the last flush, so that an address counts once (up to maxGroups of them). */
+  private overflowSeen = new Set<string>();
   private readonly flusher: PeriodicFlush;
   private readonly failures: FlushFailureLog;
 
@@ -62,23 +96,30 @@ export class DenialStatsRecorder {
   }
 
   record(siteId: SiteId, errorId: ErrorId, clientIp: string, rehearsal: boolean, at: number, shadow = false): void {
-    this.add({ siteId, errorId, clientIp, rehearsal, shadow, count: 1, firstSeen: at, lastSeen: at });
+    this.add({ siteId, errorId, clientIp, rehearsal, shadow, count: 1, addresses: 1, firstSeen: at, lastSeen: at });
   }
 
   private add(counted: Group): void {
     const keyOf = (address: string) => `${counted.siteId}|${counted.errorId}|${address}|${counted.rehearsal}|${counted.shadow}`;
-    let key = keyOf(counted.clientIp);
+    const ownKey = keyOf(counted.clientIp);
+    let key = ownKey;
+    let addresses = counted.addresses;
     let group = this.groups.get(key);
     if (group === undefined && this.groups.size >= this.options.maxGroups) {
       this.overflowed += counted.count;
       key = keyOf(OVERFLOW_ADDRESS);
       group = this.groups.get(key);
+      if (counted.clientIp !== OVERFLOW_ADDRESS) {
+        if (this.overflowSeen.has(ownKey)) addresses = 0;
+        else if (this.overflowSeen.size < this.options.maxGroups) this.overflowSeen.add(ownKey);
+      }
     }
     if (group === undefined) {
-      this.groups.set(key, { ...counted, clientIp: key === keyOf(counted.clientIp) ? counted.clientIp : OVERFLOW_ADDRESS });
+      this.groups.set(key, { ...counted, addresses, clientIp: key === ownKey ? counted.clientIp : OVERFLOW_ADDRESS });
       return;
     }
     group.count += counted.count;
+    if (group.clientIp === OVERFLOW_ADDRESS) group.addresses += addresses;
     group.firstSeen = Math.min(group.firstSeen, counted.firstSeen);
     group.lastSeen = Math.max(group.lastSeen, counted.lastSeen);
   }
@@ -103,6 +144,7 @@ export class DenialStatsRecorder {
     const overflowed = this.overflowed;
     this.groups = new Map();
     this.overflowed = 0;
+    this.overflowSeen = new Set();
     if (overflowed > 0) {
       this.options.logger.warn({ overflowed, groups: batch.length }, `more refusal groups than fit between flushes; the rest were counted as client address "${OVERFLOW_ADDRESS}"`);
     }
@@ -113,9 +155,11 @@ export class DenialStatsRecorder {
         batch.map((group) => group.clientIp),
         batch.map((group) => group.rehearsal),
         batch.map((group) => group.count),
+        batch.map((group) => group.addresses),
         batch.map((group) => new Date(group.firstSeen)),
         batch.map((group) => new Date(group.lastSeen)),
         this.options.retentionDays,
+        this.options.maxRowsPerSiteHour ?? DENIAL_ROWS_PER_SITE_HOUR,
         batch.map((group) => group.shadow),
       ]);
       this.failures.succeeded();

@@ -1,10 +1,10 @@
 import type { Brownout, ClientId, CredentialSnapshot, SiteCredentials, SiteId, SunsetPolicy } from '../decision/types.js';
 
 /**
- * The sites a check reads, replaced whole by a full load or one site at a time by a reload. Loads
- * may finish out of order (a per-site reload does not wait behind a full load), so each write says
- * when its read began and a read older than what is held is dropped: a slow full load never undoes
- * a revocation that a later per-site reload brought in.
+ * The sites a check reads, replaced whole by a full load, site by site by a resync, or one site at a
+ * time by a reload. Loads may finish out of order (a per-site reload does not wait behind a full
+ * load), so each write says when its read began and a read older than what is held is dropped: a
+ * slow full load never undoes a revocation that a later per-site reload brought in.
  *
  * A check runs to completion without yielding, and entries are replaced, never changed: a check sees
  * each site either before or after a reload, never half of one.
@@ -18,6 +18,8 @@ export class SiteTable implements CredentialSnapshot {
   /** Keys across all sites, kept with each write: readiness reads it every second. */
   private keyCount = 0;
   private fullLoadStartedAt = -Infinity;
+  /** When the read of the brownouts and sunset policy held began: a full load, or a reload of those alone. */
+  private brownoutsStartedAt = -Infinity;
   /** Sites reloaded on their own after the last full load started, and when each reload started. */
   private readonly reloadStartedAt = new Map<SiteId, number>();
 
@@ -35,12 +37,12 @@ export class SiteTable implements CredentialSnapshot {
     return site?.tokenClients.has(clientId) ? site : undefined;
   }
 
-  /** Brownouts change only with a full load: their notification asks for one. */
+  /** Brownouts change with a full load, or on their own when a '*' notification (which they send) arrives. */
   get brownouts(): readonly Brownout[] {
     return this.brownoutList;
   }
 
-  /** The sunset policy the database held at the last full load; undefined: none stored. */
+  /** The sunset policy the database held at the last read of it; undefined: none stored. */
   get sunsetPolicy(): SunsetPolicy | undefined {
     return this.storedSunsetPolicy;
   }
@@ -56,8 +58,7 @@ export class SiteTable implements CredentialSnapshot {
 
   replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number, sunsetPolicy?: SunsetPolicy): void {
     if (startedAt <= this.fullLoadStartedAt) return;
-    this.brownoutList = brownouts;
-    this.storedSunsetPolicy = sunsetPolicy;
+    this.replaceBrownouts(brownouts, startedAt, sunsetPolicy);
     for (const [siteId, reloadedAt] of this.reloadStartedAt) {
       if (reloadedAt <= startedAt) {
         this.reloadStartedAt.delete(siteId);
@@ -77,18 +78,55 @@ export class SiteTable implements CredentialSnapshot {
     this.fullLoadStartedAt = startedAt;
   }
 
+  /**
+   * A full resync that read again only the sites whose data changed: `changed` replaces them, `removed`
+   * go, every other site keeps its object. Like replaceAll, it never undoes a per-site reload that
+   * began after it; it returns those sites, whose digest the resync did not see.
+   */
+  applyResync(
+    changed: ReadonlyMap<SiteId, SiteCredentials>,
+    removed: readonly SiteId[],
+    brownouts: readonly Brownout[],
+    startedAt: number,
+    sunsetPolicy?: SunsetPolicy,
+  ): SiteId[] {
+    if (startedAt <= this.fullLoadStartedAt) return [...changed.keys(), ...removed];
+    this.replaceBrownouts(brownouts, startedAt, sunsetPolicy);
+    const newer = new Set<SiteId>();
+    for (const [siteId, reloadedAt] of this.reloadStartedAt) {
+      if (reloadedAt <= startedAt) this.reloadStartedAt.delete(siteId);
+      else newer.add(siteId);
+    }
+    for (const [siteId, site] of changed) if (!newer.has(siteId)) this.put(siteId, site);
+    for (const siteId of removed) if (!newer.has(siteId)) this.put(siteId, undefined);
+    this.fullLoadStartedAt = startedAt;
+    return [...newer];
+  }
+
+  /** The brownouts and the sunset policy, read on their own or with a full load. */
+  replaceBrownouts(brownouts: readonly Brownout[], startedAt: number, sunsetPolicy?: SunsetPolicy): void {
+    if (startedAt <= this.brownoutsStartedAt) return;
+    this.brownoutList = brownouts;
+    this.storedSunsetPolicy = sunsetPolicy;
+    this.brownoutsStartedAt = startedAt;
+  }
+
   /** `loaded` holds the named sites that still exist; a named site missing from it was deleted. */
   replaceSites(siteIds: readonly SiteId[], loaded: ReadonlyMap<SiteId, SiteCredentials>, startedAt: number): void {
     for (const siteId of siteIds) {
       if (startedAt <= Math.max(this.fullLoadStartedAt, this.reloadStartedAt.get(siteId) ?? -Infinity)) continue;
-      const site = loaded.get(siteId);
-      const held = this.sites.get(siteId);
-      this.keyCount += (site?.keysByHash.size ?? 0) - (held?.keysByHash.size ?? 0);
-      for (const clientId of held?.tokenClients ?? []) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
-      for (const clientId of site?.tokenClients ?? []) this.clientSites.set(clientId, siteId);
-      if (site) this.sites.set(siteId, site);
-      else this.sites.delete(siteId);
+      this.put(siteId, loaded.get(siteId));
       this.reloadStartedAt.set(siteId, startedAt);
     }
+  }
+
+  /** One site replaced (or removed), with the key count and the client index that follow it. */
+  private put(siteId: SiteId, site: SiteCredentials | undefined): void {
+    const held = this.sites.get(siteId);
+    this.keyCount += (site?.keysByHash.size ?? 0) - (held?.keysByHash.size ?? 0);
+    for (const clientId of held?.tokenClients ?? []) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
+    for (const clientId of site?.tokenClients ?? []) this.clientSites.set(clientId, siteId);
+    if (site) this.sites.set(siteId, site);
+    else this.sites.delete(siteId);
   }
 }

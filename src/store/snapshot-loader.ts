@@ -62,19 +62,28 @@ function siteAuthMethod(value: string): SiteAuthMethod {
   return value === 'both' ? 'both' : 'tokens';
 }
 
+/** Rows handled between two yields to the event loop while a snapshot is built: a check waits for one slice at most. */
+const SLICE_ROWS = 2_000;
+
+/** Lets the checks that queued meanwhile run. */
+function yieldToChecks(): Promise<void> {
+  return new Promise((resolveYield) => setImmediate(resolveYield));
+}
+
+/** The rows of the four tables that make up the sites, as one transaction read them. */
+type SiteRows = [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[], TokenClientRow[]];
+
 /**
- * Rows that would break the decision are left out, each reported: a key that cannot be matched is
- * refused (102), a site that cannot be built is unknown (101). One odd row never fails every check.
+ * The sites of these rows, or only the `wanted` ones. Rows that would break the decision are left
+ * out, each reported: a key that cannot be matched is refused (102), a site that cannot be built is
+ * unknown (101). One odd row never fails every check. Building yields to checks every few thousand rows.
  */
-function buildSites(
-  sites: SiteCredentialsRow[],
-  keys: ActiveKeyHashRow[],
-  allowlist: AllowlistNetworkRow[],
-  tokenClients: TokenClientRow[],
-  onUnusable: UnusableRowListener,
-): LoadedSites {
+async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
+  let rows = 0;
   const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
   for (const key of keys) {
+    if (++rows % SLICE_ROWS === 0) await yieldToChecks();
+    if (wanted !== undefined && !wanted.has(key.site_id)) continue;
     if (!HASH.test(key.hash) || Number.isNaN(key.expires_at_ms)) {
       onUnusable({ table: 'api_keys', row: key.id, reason: 'its hash or expiry cannot be read' });
       continue;
@@ -85,20 +94,25 @@ function buildSites(
   }
   const entriesBySite = new Map<SiteId, AllowlistNetworkRow[]>();
   for (const entry of allowlist) {
+    if (++rows % SLICE_ROWS === 0) await yieldToChecks();
+    if (wanted !== undefined && !wanted.has(entry.site_id)) continue;
     let entries = entriesBySite.get(entry.site_id);
     if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
     entries.push(entry);
   }
   const clientsBySite = new Map<SiteId, Set<ClientId>>();
   for (const client of tokenClients) {
+    if (++rows % SLICE_ROWS === 0) await yieldToChecks();
+    if (wanted !== undefined && !wanted.has(client.site_id)) continue;
     let clients = clientsBySite.get(client.site_id);
     if (clients === undefined) clientsBySite.set(client.site_id, (clients = new Set()));
     clients.add(client.client_id);
   }
   const table: LoadedSites = new Map();
   for (const site of sites) {
-    if (Number.isNaN(site.grace_until_ms) || typeof site.enabled !== 'boolean') {
-      onUnusable({ table: 'sites', row: site.id, reason: 'its state or grace cannot be read; its requests get 101' });
+    if (wanted !== undefined && !wanted.has(site.id)) continue;
+    if (Number.isNaN(site.grace_until_ms) || Number.isNaN(site.tokens_not_before_ms) || typeof site.enabled !== 'boolean') {
+      onUnusable({ table: 'sites', row: site.id, reason: 'its state, grace or token cut-off cannot be read; its requests get 101' });
       continue;
     }
     table.set(site.id, {
@@ -118,6 +132,8 @@ function buildSites(
       tokensNotBefore: site.tokens_not_before_ms,
       tokenClients: clientsBySite.get(site.id) ?? NO_CLIENTS,
     });
+    // A site costs several rows' work: its maps and its allowlist's lists.
+    if (++rows % (SLICE_ROWS / 4) === 0) await yieldToChecks();
   }
   return table;
 }
@@ -125,18 +141,23 @@ function buildSites(
 /** A condition on the column that holds the site id (`id` on sites, `site_id` on the others). */
 type SiteFilter = (column: string) => string;
 
-async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[], onUnusable: UnusableRowListener): Promise<LoadedSites> {
+/** The four tables' rows of the sites `filter` selects, read in the transaction `client` has open. */
+async function readSiteRows(client: pg.PoolClient, filter: SiteFilter, params: unknown[]): Promise<SiteRows> {
+  const sites = await client.query<SiteCredentialsRow>(`${SITES} WHERE ${filter('id')}`, params);
+  const keys = await client.query<ActiveKeyHashRow>(`${KEYS} AND ${filter('site_id')}`, params);
+  const allowlist = await client.query<AllowlistNetworkRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
+  const tokenClients = await client.query<TokenClientRow>(`${TOKEN_CLIENTS} WHERE ${filter('site_id')}`, params);
+  return [sites.rows, keys.rows, allowlist.rows, tokenClients.rows];
+}
+
+/** Runs `read` in one REPEATABLE READ transaction, so a key never appears without its site or allowlist. */
+async function inOneSnapshot<T>(pool: pg.Pool, read: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
-  let rows: [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[], TokenClientRow[]];
+  let result: T;
   try {
-    // One snapshot of the four tables, so a key never appears without its site or allowlist.
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const sites = await client.query<SiteCredentialsRow>(`${SITES} WHERE ${filter('id')}`, params);
-    const keys = await client.query<ActiveKeyHashRow>(`${KEYS} AND ${filter('site_id')}`, params);
-    const allowlist = await client.query<AllowlistNetworkRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
-    const tokenClients = await client.query<TokenClientRow>(`${TOKEN_CLIENTS} WHERE ${filter('site_id')}`, params);
+    result = await read(client);
     await client.query('COMMIT');
-    rows = [sites.rows, keys.rows, allowlist.rows, tokenClients.rows];
   } catch (error) {
     // Discarded, not rolled back: after a time-out the connection may still be busy with the query,
     // and a ROLLBACK would wait behind it. Closing the connection ends the transaction too.
@@ -144,7 +165,129 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
     throw error;
   }
   client.release();
-  return buildSites(...rows, onUnusable);
+  return result;
+}
+
+async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[], onUnusable: UnusableRowListener): Promise<LoadedSites> {
+  const rows = await inOneSnapshot(pool, (client) => readSiteRows(client, filter, params));
+  return buildSites(rows, onUnusable);
+}
+
+/**
+ * Per site, a digest of everything the snapshot holds of it (the columns SITES, KEYS, ALLOWLIST and
+ * TOKEN_CLIENTS read; a column added to those must be added here), and its bucket: sites whose ids share a run of
+ * BUCKET_SPAN share a bucket. Empty parts stay in place, so that no two different sites spell the
+ * same text. `$1` selects buckets (NULL: all).
+ */
+const BUCKET_SPAN = 256;
+const PER_SITE_DIGESTS = `
+  WITH keys AS (
+         SELECT site_id, string_agg(encode(key_sha256, 'hex') || ':' || id || ':' || coalesce((extract(epoch FROM expires_at) * 1000)::float8::text, '-'), ',' ORDER BY id) AS keys
+           FROM api_keys WHERE revoked_at IS NULL AND ($1::bigint[] IS NULL OR site_id / ${BUCKET_SPAN} = ANY($1)) GROUP BY site_id),
+       networks AS (
+         SELECT site_id, string_agg(host(cidr) || '/' || masklen(cidr), ',' ORDER BY cidr) AS networks
+           FROM allowlist_entries WHERE $1::bigint[] IS NULL OR site_id / ${BUCKET_SPAN} = ANY($1) GROUP BY site_id),
+       clients AS (
+         SELECT site_id, string_agg(md5(client_id), ',' ORDER BY client_id) AS clients
+           FROM token_clients WHERE $1::bigint[] IS NULL OR site_id / ${BUCKET_SPAN} = ANY($1) GROUP BY site_id)
+  SELECT s.id, s.id / ${BUCKET_SPAN} AS bucket,
+         md5(s.enabled::text || '|' || coalesce((extract(epoch FROM s.apikey_grace_until) * 1000)::float8::text, '-') || '|'
+             || s.auth_method || '|' || coalesce((extract(epoch FROM s.tokens_not_before) * 1000)::float8::text, '-') || '|'
+             || coalesce(k.keys, '') || '|' || coalesce(n.networks, '') || '|' || coalesce(c.clients, '')) AS digest
+    FROM sites s LEFT JOIN keys k ON k.site_id = s.id LEFT JOIN networks n ON n.site_id = s.id LEFT JOIN clients c ON c.site_id = s.id
+   WHERE $1::bigint[] IS NULL OR s.id / ${BUCKET_SPAN} = ANY($1)`;
+/** One row per bucket: a resync that finds nothing changed reads a few hundred rows, not a row per site. */
+const BUCKET_DIGESTS = `WITH per_site AS (${PER_SITE_DIGESTS})
+  SELECT bucket::text AS bucket, md5(string_agg(id::text || '=' || digest, ',' ORDER BY id)) AS digest FROM per_site GROUP BY bucket`;
+const SITE_DIGESTS = `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${PER_SITE_DIGESTS}) per_site`;
+
+/** The bucket of a site id (decimal digits, up to 2^63 - 1): as PostgreSQL's `id / BUCKET_SPAN` spells it. */
+function bucketOf(siteId: SiteId): string {
+  return (BigInt(siteId) / BigInt(BUCKET_SPAN)).toString();
+}
+
+/** What the last resync read: each bucket's digest, and each site's with its bucket. */
+export class SiteDigests {
+  readonly buckets = new Map<string, string>();
+  readonly sites = new Map<SiteId, { readonly digest: string; readonly bucket: string }>();
+
+  /** A site read on its own since: the next resync reads its bucket again. */
+  forget(siteId: SiteId): void {
+    const held = this.sites.get(siteId);
+    this.sites.delete(siteId);
+    this.buckets.delete(held?.bucket ?? bucketOf(siteId));
+  }
+
+  /** Takes what a resync read, once the table holds it. */
+  update(resync: SiteResync): void {
+    this.buckets.clear();
+    for (const [bucket, digest] of resync.bucketDigests) this.buckets.set(bucket, digest);
+    for (const siteId of resync.removed) this.sites.delete(siteId);
+    for (const [siteId, held] of resync.siteDigests) this.sites.set(siteId, held);
+  }
+}
+
+/** Beyond this share of the sites changed, their rows are read whole rather than named one by one. */
+const NAMED_READ_MAX_SHARE = 0.25;
+
+/** What a resync found: the digests it read, the sites that changed (read again), and those gone. */
+export interface SiteResync {
+  readonly bucketDigests: ReadonlyMap<string, string>;
+  /** The sites of the buckets whose digest changed. */
+  readonly siteDigests: ReadonlyMap<SiteId, { readonly digest: string; readonly bucket: string }>;
+  /** Sites whose digest differs from the one held, new ones included. */
+  readonly changed: LoadedSites;
+  /** Sites held that no longer exist. */
+  readonly removed: SiteId[];
+}
+
+/**
+ * A full resync that reads again only what changed, in one transaction: a digest per bucket of sites;
+ * for the buckets whose digest is not the one held, a digest per site; and the rows of the sites whose
+ * digest changed (all rows, if that is most of them). Comparing and building yield to the event loop
+ * every few thousand rows, so that a large installation's resync does not hold checks up.
+ */
+export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: UnusableRowListener = ignoreUnusable): Promise<SiteResync> {
+  const read = await inOneSnapshot(pool, async (client) => {
+    const bucketRows = (await client.query<{ bucket: string; digest: string }>(BUCKET_DIGESTS, [null])).rows;
+    const bucketDigests = new Map<string, string>();
+    const changedBuckets: string[] = [];
+    for (const { bucket, digest } of bucketRows) {
+      bucketDigests.set(bucket, digest);
+      if (held.buckets.get(bucket) !== digest) changedBuckets.push(bucket);
+    }
+    const siteDigests = new Map<SiteId, { digest: string; bucket: string }>();
+    const changedIds: SiteId[] = [];
+    let counted = 0;
+    if (changedBuckets.length > 0) {
+      const siteRows = (await client.query<{ id: SiteId; bucket: string; digest: string }>(SITE_DIGESTS, [changedBuckets])).rows;
+      for (const { id, bucket, digest } of siteRows) {
+        siteDigests.set(id, { digest, bucket });
+        if (held.sites.get(id)?.digest !== digest) changedIds.push(id);
+        if (++counted % SLICE_ROWS === 0) await yieldToChecks();
+      }
+    }
+    const removed: SiteId[] = [];
+    if (changedBuckets.length > 0 || bucketDigests.size !== held.buckets.size) {
+      const reread = new Set(changedBuckets);
+      for (const [id, { bucket }] of held.sites) {
+        if (!siteDigests.has(id) && (!bucketDigests.has(bucket) || reread.has(bucket))) removed.push(id);
+        if (++counted % SLICE_ROWS === 0) await yieldToChecks();
+      }
+    }
+    if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, rows: undefined };
+    const rows =
+      changedIds.length > held.sites.size * NAMED_READ_MAX_SHARE
+        ? await readSiteRows(client, () => 'true', [])
+        : await readSiteRows(client, (column) => `${column} = ANY($1::bigint[])`, [changedIds]);
+    return { bucketDigests, siteDigests, changedIds, removed, rows };
+  });
+  const { bucketDigests, siteDigests, changedIds, removed, rows } = read;
+  // Read whole, the rows also hold sites that did not change: those keep the objects checks use now.
+  const changed: LoadedSites = rows === undefined ? new Map() : await buildSites(rows, onUnusable, changedIds.length < held.sites.size ? new Set(changedIds) : undefined);
+  // A changed site whose rows could not be used goes, as a full load leaves it out: it fails closed.
+  for (const siteId of changedIds) if (!changed.has(siteId)) removed.push(siteId);
+  return { bucketDigests, siteDigests, changed, removed };
 }
 
 interface BrownoutRow {

@@ -1,7 +1,7 @@
 import type { SiteAuthMethod, SiteId, SunsetPolicy } from '../decision/types.js';
 import { maskApiKey } from '../decision/api-key.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
-import { UNKNOWN_SITES } from './denial-stats-recorder.js';
+import { OVERFLOW_ADDRESS, UNKNOWN_SITES } from './denial-stats-recorder.js';
 import { loadSunsetPolicy, writeSunsetPolicy } from './sunset-policy.js';
 import { epochMsOf, instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
@@ -98,6 +98,14 @@ export interface DenialReportRow {
   readonly count: number;
   readonly firstSeen: string;
   readonly lastSeen: string;
+  /** On a row whose clientIp is 'other' (DENIAL_ROWS_PER_SITE_HOUR): how many addresses it stands for; else 0. */
+  readonly moreAddresses: number;
+}
+
+/** `report denials`: the rows with the most refusals first, at most `limit` of them, and how many were left out. */
+export interface DenialReport {
+  readonly rows: readonly DenialReportRow[];
+  readonly omittedRows: number;
 }
 
 interface BrownoutRow {
@@ -326,8 +334,11 @@ export class SunsetAdmin {
     });
   }
 
-  /** Refusals (and dry-run rehearsals) since `since`, by site, error and client address, most first. */
-  async denialReport(since: Date, siteId: SiteId | undefined): Promise<DenialReportRow[]> {
+  /**
+   * Refusals (and dry-run rehearsals) since `since`, by site, error and client address, most first:
+   * the first `limit` rows with an address, then every site's 'other' rows (a handful per site).
+   */
+  async denialReport(since: Date, siteId: SiteId | undefined, limit: number): Promise<DenialReport> {
     return this.transactions.read(async (sql) => {
       if (siteId !== undefined && (await sql.query('SELECT 1 FROM sites WHERE id = $1', [siteId])).rowCount === 0) {
         throw new AdminError(
@@ -344,24 +355,40 @@ export class SunsetAdmin {
         count: string;
         first_seen: StoredTimestamp;
         last_seen: StoredTimestamp;
+        more_addresses: string;
+        overflow: boolean;
+        total: string;
       }>(
-        `SELECT site_id::text, error_id, client_ip, rehearsal, shadow, sum(count)::text AS count, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-           FROM denial_stats
-          WHERE last_seen >= $1 AND ($2::bigint IS NULL OR site_id = $2)
-          GROUP BY site_id, error_id, client_ip, rehearsal, shadow
-          ORDER BY site_id, sum(count) DESC, error_id, client_ip`,
-        [since, siteId ?? null],
+        `WITH grouped AS (
+           SELECT site_id, error_id, client_ip, rehearsal, shadow, sum(count) AS count, min(first_seen) AS first_seen, max(last_seen) AS last_seen,
+                  sum(overflow_addresses) AS more_addresses, client_ip = $4 AS overflow
+             FROM denial_stats
+            WHERE last_seen >= $1 AND ($2::bigint IS NULL OR site_id = $2)
+            GROUP BY site_id, error_id, client_ip, rehearsal, shadow),
+         addressed AS (
+           SELECT *, count(*) OVER () AS total FROM grouped WHERE NOT overflow
+            ORDER BY count DESC, site_id, error_id, client_ip LIMIT $3)
+         SELECT site_id::text, error_id, client_ip, rehearsal, shadow, count::text, first_seen, last_seen, more_addresses::text, overflow, total::text
+           FROM (SELECT * FROM addressed UNION ALL SELECT *, 0 FROM grouped WHERE overflow) shown
+          ORDER BY site_id, overflow, count DESC, error_id, client_ip`,
+        [since, siteId ?? null, limit, OVERFLOW_ADDRESS],
       );
-      return rows.map((row) => ({
-        siteId: row.site_id === UNKNOWN_SITES ? null : row.site_id,
-        errorId: row.error_id,
-        clientIp: row.client_ip,
-        rehearsal: row.rehearsal,
-        shadow: row.shadow,
-        count: Number(row.count),
-        firstSeen: instantText(row.first_seen),
-        lastSeen: instantText(row.last_seen),
-      }));
+      const shown = rows.filter((row) => !row.overflow).length;
+      const total = Number(rows.find((row) => !row.overflow)?.total ?? 0);
+      return {
+        omittedRows: total - shown,
+        rows: rows.map((row) => ({
+          siteId: row.site_id === UNKNOWN_SITES ? null : row.site_id,
+          errorId: row.error_id,
+          clientIp: row.client_ip,
+          rehearsal: row.rehearsal,
+          shadow: row.shadow,
+          count: Number(row.count),
+          firstSeen: instantText(row.first_seen),
+          lastSeen: instantText(row.last_seen),
+          moreAddresses: Number(row.more_addresses),
+        })),
+      };
     });
   }
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { isAlive } from '../../src/embedded/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
@@ -105,6 +106,35 @@ describe('serve with WORKERS=2', () => {
     );
     assert.equal(await metric('sitekey_authz_workers_replaced_total'), replacedBefore + 1);
     await acceptedKey();
+  });
+
+  it('hands a replacement worker no connection before its snapshot is loaded', async () => {
+    const { apiKey } = await acceptedKey();
+    // The replacement's first load waits behind this lock; the other worker keeps its snapshot.
+    const locker = new pg.Client({ connectionString: database.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE sites IN ACCESS EXCLUSIVE MODE');
+      const [victim] = (await readyz()).workers;
+      assert.ok(victim);
+      process.kill(victim.pid, 'SIGKILL');
+      await eventually('a replacement worker to be forked', readyz, ({ workers }) => workers.length === WORKERS && !workers.some((worker) => worker.pid === victim.pid), 15_000);
+      // Fresh connections for 3 s while the replacement loads: each must reach a worker that can decide.
+      const outcomes = new Map<string, number>();
+      const until = performance.now() + 3_000;
+      while (performance.now() < until) {
+        for (const answer of await checkOnNewConnections(apiKey).catch((error: Error) => [error.message])) {
+          outcomes.set(String(answer), (outcomes.get(String(answer)) ?? 0) + 1);
+        }
+      }
+      assert.deepEqual([...outcomes.keys()], ['allow'], JSON.stringify([...outcomes]));
+      await locker.query('COMMIT');
+      await eventually('the replacement to be ready', readyz, ({ status }) => status === 'ready', 15_000);
+      assert.deepEqual(await checkOnNewConnections(apiKey), Array(CONNECTIONS).fill('allow'));
+    } finally {
+      await locker.end();
+    }
   });
 
   it('drains every worker on SIGTERM and exits 0 with none left', async () => {

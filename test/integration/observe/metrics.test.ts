@@ -17,6 +17,7 @@ import { NO_SUNSET, snapshotOf } from '../../support/snapshot.js';
 const KEY = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
 const NOW = Date.parse('2026-06-01T00:00:00Z');
 const SITES = ['1001', '1002', '1003'];
+const WRONG_KEY = '0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a';
 const SNAPSHOT = snapshotOf(SITES.map((siteId, i) => ({ siteId, keys: [{ key: KEY, keyId: String(11 + i) }], cidrs: ['203.0.113.0/24'] })));
 
 interface Fixture {
@@ -160,6 +161,39 @@ describe('service metrics', () => {
     const text = await f.scrape();
     assert.equal(samples(text, 'sitekey_authz_checks_total').get('{outcome="denied",error_id="101",site="other"}'), 2_001);
     assert.ok(!/\d+\.\d+\.\d+\.\d+"/.test(text.split('\n').filter((l) => l.startsWith('sitekey_authz_')).join('\n')), 'an IP became a label');
+  });
+
+  it('counts each denied check once, however many scrapes come between, under its error id and label', async () => {
+    const f = fixture();
+    const denied = async () => Object.fromEntries([...samples(await f.scrape(), 'sitekey_authz_checks_total')].filter(([labels]) => labels.includes('denied')));
+    f.check({});
+    f.check({ authorization: `1001:${WRONG_KEY}`, body: JSON.stringify({ siteid: 1001, apikey: WRONG_KEY }) });
+    f.check({ authorization: 'garbage' });
+    const once = { '{outcome="denied",error_id="102",site="1001"}': 1, '{outcome="denied",error_id="108",site="other"}': 1 };
+    assert.deepEqual(await denied(), once);
+    assert.deepEqual(await denied(), once);
+    f.check({ authorization: `1001:${WRONG_KEY}`, body: JSON.stringify({ siteid: 1001, apikey: WRONG_KEY }) });
+    assert.deepEqual(await denied(), { ...once, '{outcome="denied",error_id="102",site="1001"}': 2 });
+  });
+
+  it('gives a site its own label only after an allowed check: a stranger naming existing sites with a wrong key takes none', async () => {
+    const f = fixture({ siteLabelsMax: 2 });
+    for (const site of SITES) {
+      f.check({ authorization: `${site}:${WRONG_KEY}`, body: JSON.stringify({ siteid: Number(site), apikey: WRONG_KEY }) });
+      f.check({ authorization: `${site}:${KEY}`, body: JSON.stringify({ siteid: Number(site), apikey: KEY }), ip: '198.51.100.9' });
+    }
+    assert.deepEqual(Object.fromEntries(samples(await f.scrape(), 'sitekey_authz_checks_total')), {
+      '{outcome="denied",error_id="102",site="other"}': 3,
+      '{outcome="denied",error_id="103",site="other"}': 3,
+    });
+    f.check({ authorization: `1003:${KEY}`, body: JSON.stringify({ siteid: 1003, apikey: KEY }) });
+    f.check({ authorization: `1003:${WRONG_KEY}`, body: JSON.stringify({ siteid: 1003, apikey: WRONG_KEY }) });
+    assert.deepEqual(Object.fromEntries(samples(await f.scrape(), 'sitekey_authz_checks_total')), {
+      '{outcome="allowed",site="1003"}': 1,
+      '{outcome="denied",error_id="102",site="1003"}': 1,
+      '{outcome="denied",error_id="102",site="other"}': 3,
+      '{outcome="denied",error_id="103",site="other"}': 3,
+    });
   });
 
   it('labels at most METRICS_SITE_LABELS_MAX sites; later ones count as "other"', async () => {

@@ -5,12 +5,13 @@ import pg from 'pg';
 import { hashApiKey } from '../../../src/decision/api-key.js';
 import type { CredentialSnapshot } from '../../../src/decision/types.js';
 import { createLogger } from '../../../src/observe/logger.js';
-import { CredentialCache, LISTEN_APPLICATION_NAME } from '../../../src/store/credential-cache.js';
+import { CredentialCache, LISTEN_APPLICATION_NAME, NOTIFIED_FULL_LOAD_INTERVAL_MS } from '../../../src/store/credential-cache.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 
 const KEY = '11111111-1111-4111-8111-111111111111';
 const NEW_KEY = '22222222-2222-4222-8222-222222222222';
+const RESYNC_KEY = '33333333-3333-4333-8333-333333333333';
 const BOUND_MS = 1_000;
 
 const hasKey = (snapshot: CredentialSnapshot | undefined, site: string, key: string) =>
@@ -116,6 +117,36 @@ describe('credential cache', () => {
     await sleep(300);
     assert.equal(cache.snapshot(Date.now())?.site('1001')?.allowlist.check('198.51.100.1', 'ipv4'), false, 'a notification arrived');
     await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('198.51.100.1', 'ipv4') === true, async () => {});
+  });
+
+  it('resyncs by reading again only the sites whose data changed: the others keep their objects, and the snapshot age restarts', async () => {
+    await insertSite(sql, { id: '3001', keys: [{ key: RESYNC_KEY }], cidrs: ['192.0.2.0/24'] });
+    await insertSite(sql, { id: '3002', cidrs: ['192.0.2.0/24'] });
+    const cache = newCache(1);
+    let fullLoads = 0;
+    cache.onSync((event) => (fullLoads += event.kind === 'full' ? 1 : 0));
+    await cache.start();
+    const before = cache.snapshot(Date.now());
+    const [unchanged, changing] = [before?.site('1001'), before?.site('3001')];
+    const syncedBefore = cache.status(Date.now()).lastSyncAt;
+    // Changes that send no notification (ordinary triggers do not fire with this role): only the resync can see them.
+    await sql.query('BEGIN');
+    await sql.query('SET LOCAL session_replication_role = replica');
+    await sql.query('UPDATE api_keys SET revoked_at = now() WHERE site_id = 3001');
+    await sql.query('DELETE FROM allowlist_entries WHERE site_id = 3002');
+    await sql.query('DELETE FROM sites WHERE id = 3002');
+    await sql.query('COMMIT');
+    await timeUntil([cache], (s) => s?.site('3002') === undefined && !hasKey(s, '3001', RESYNC_KEY), async () => {});
+    const after = cache.snapshot(Date.now());
+    assert.ok(fullLoads >= 2, 'a periodic resync ran');
+    assert.equal(after?.site('1001'), unchanged, 'an unchanged site was rebuilt');
+    assert.notEqual(after?.site('3001'), changing);
+    assert.equal(after?.site('3001')?.keysByHash.size, 0);
+    assert.equal(cache.status(Date.now()).activeKeys, 1, 'the key count follows the sites a resync changed');
+    assert.ok((cache.status(Date.now()).lastSyncAt ?? '') > (syncedBefore ?? ''), 'the snapshot age restarts with each resync');
+    await sql.query('DELETE FROM api_keys WHERE site_id = 3001');
+    await sql.query('DELETE FROM allowlist_entries WHERE site_id = 3001');
+    await sql.query('DELETE FROM sites WHERE id = 3001');
   });
 
   it('keeps propagating changes after notifications that name no site', async () => {
@@ -224,6 +255,51 @@ describe('credential cache', () => {
     assert.ok(fullLoads >= 1, 'a full load followed');
     await sql.query("INSERT INTO allowlist_entries VALUES (1001, '203.0.113.0/24')");
     await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('203.0.113.1', 'ipv4') === true, async () => {});
+  });
+
+  it("serves a role with no grants looping NOTIFY '*' with at most one full load per interval, while changes still arrive", async () => {
+    const cache = newCache();
+    let fullLoads = 0;
+    cache.onSync((event) => (fullLoads += event.kind === 'full' ? 1 : 0));
+    await cache.start();
+    const role = `stormer_${process.pid}`;
+    await sql.query(`CREATE ROLE ${role} LOGIN PASSWORD 'storm-secret'`);
+    const stormUrl = new URL(database.url);
+    stormUrl.username = role;
+    stormUrl.password = 'storm-secret';
+    const stormer = new pg.Client({ connectionString: stormUrl.toString() });
+    await stormer.connect();
+    try {
+      fullLoads = 0;
+      let storming = true;
+      let sent = 0;
+      const storm = (async () => {
+        while (storming) {
+          await stormer.query("NOTIFY sitekey_credentials, '*'");
+          sent += 1;
+        }
+      })();
+      const stormStarted = performance.now();
+      // A per-site change is not held up by the storm.
+      const disabled = await timeUntil([cache], (s) => s?.site('1001')?.enabled === false, () => sql.query('UPDATE sites SET enabled = false WHERE id = 1001'));
+      assert.ok(disabled < BOUND_MS, `a change during the storm took ${Math.round(disabled)} ms`);
+      // A TRUNCATE ('*', like the storm's) is in the snapshot by the end of the interval at the latest.
+      const truncated = await timeUntil([cache], (s) => s?.site('1001')?.allowlist.check('203.0.113.1', 'ipv4') === false, () => sql.query('TRUNCATE allowlist_entries'));
+      assert.ok(truncated < NOTIFIED_FULL_LOAD_INTERVAL_MS + BOUND_MS, `the TRUNCATE during the storm took ${Math.round(truncated)} ms`);
+      while (performance.now() - stormStarted < 2 * NOTIFIED_FULL_LOAD_INTERVAL_MS) await sleep(100);
+      storming = false;
+      await storm;
+      const stormMs = performance.now() - stormStarted;
+      assert.ok(sent > 100, `only ${sent} notifications sent`);
+      const allowed = Math.ceil(stormMs / NOTIFIED_FULL_LOAD_INTERVAL_MS) + 1;
+      assert.ok(fullLoads <= allowed, `${fullLoads} full loads for ${sent} notifications in ${Math.round(stormMs)} ms (at most ${allowed})`);
+      assert.equal(cache.status(Date.now()).ready, true);
+    } finally {
+      await stormer.end();
+      await sql.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+      await sql.query('UPDATE sites SET enabled = true WHERE id = 1001');
+      await sql.query("INSERT INTO allowlist_entries VALUES (1001, '203.0.113.0/24')");
+    }
   });
 
   it('retries a per-site reload that failed, and reports the failure', async () => {

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { createLogger } from '../../../src/observe/logger.js';
 import { DenialStatsRecorder, OVERFLOW_ADDRESS } from '../../../src/store/denial-stats-recorder.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { runCli } from '../../support/service.js';
 
 /** Issue #11: refusal counts are bounded in memory whoever sends them, and written in one statement per flush. */
 describe('denial stats recorder', () => {
@@ -57,5 +58,50 @@ describe('denial stats recorder', () => {
     recorder.record('1002', 102, '203.0.113.9', false, Date.now());
     await recorder.stop();
     assert.deepEqual(await rows(), [['1002', 102, '203.0.113.9', 3]]);
+  });
+
+  it('keeps at most its cap of address rows per site and hour across flushes, and counts the rest, addresses too, in the overflow row', async () => {
+    await pool.query('DELETE FROM denial_stats');
+    const recorder = new DenialStatsRecorder({ pool, flushSeconds: 3_600, retentionDays: 30, maxGroups: 10_000, maxRowsPerSiteHour: 50, logger: createLogger('silent') });
+    const address = (i: number) => `10.9.${(i >> 8) & 255}.${i & 255}`;
+    const now = Date.now();
+    // One client with many source addresses: 300 in one flush, 200 new ones and a known one again in the next.
+    for (let i = 0; i < 300; i++) recorder.record('1001', 103, address(i), false, now);
+    for (let i = 0; i < 5; i++) recorder.record('1001', 103, address(7), false, now);
+    recorder.record('1002', 103, address(1), false, now);
+    await recorder.flush();
+    for (let i = 300; i < 500; i++) recorder.record('1001', 103, address(i), false, now);
+    for (let i = 0; i < 10; i++) recorder.record('1001', 103, address(7), false, now);
+    await recorder.stop();
+    const { rows: perSite } = await pool.query<{ site_id: string; addressed: string; overflow_count: string; overflow_addresses: string; total: string }>(
+      `SELECT site_id::text, count(*) FILTER (WHERE client_ip <> $1)::text AS addressed,
+              coalesce(sum(count) FILTER (WHERE client_ip = $1), 0)::text AS overflow_count,
+              sum(overflow_addresses)::text AS overflow_addresses, sum(count)::text AS total
+         FROM denial_stats GROUP BY site_id ORDER BY site_id`,
+      [OVERFLOW_ADDRESS],
+    );
+    assert.deepEqual(
+      perSite.map((row) => [row.site_id, Number(row.addressed), Number(row.overflow_count), Number(row.overflow_addresses), Number(row.total)]),
+      [
+        // 50 addresses kept (the one with the most refusals among them); 450 more addresses, every refusal counted.
+        ['1001', 50, 450, 450, 515],
+        ['1002', 1, 0, 0, 1],
+      ],
+    );
+    const kept = await pool.query<{ count: string }>("SELECT count::text FROM denial_stats WHERE site_id = 1001 AND client_ip = '10.9.0.7'");
+    assert.equal(kept.rows[0]?.count, '16', 'the address with the most refusals kept its row');
+
+    const text = await runCli(database.url, ['report', 'denials', '--limit', '5']);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /site 1001: and 450 more addresses \(450 refusals/);
+    assert.match(text.stdout, /and 46 more rows with fewer refusals; show them with --limit 51/);
+    assert.equal(text.stdout.split('\n').filter((row) => /^100[12]\s/.test(row)).length, 5, text.stdout);
+    assert.match(text.stdout, /1001\s+103\s+10\.9\.0\.7\s+no\s+16/);
+    const json = JSON.parse((await runCli(database.url, ['report', 'denials', '--site', '1001', '--json'])).stdout) as Array<{ clientIp: string; moreAddresses: number }>;
+    assert.equal(json.length, 50 + 1);
+    assert.deepEqual(json.filter((row) => row.clientIp === OVERFLOW_ADDRESS).map((row) => row.moreAddresses), [450]);
+    const badLimit = await runCli(database.url, ['report', 'denials', '--limit', 'all']);
+    assert.equal(badLimit.code, 2);
+    assert.match(badLimit.stderr, /--limit "all" is not a number of rows from 1 to 100000; try --limit 100/);
   });
 });

@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { connect as tcpConnect, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startCheckLoadInChild, unexpectedOutcomes } from '../support/check-load.js';
+import { seedSite } from '../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { operatorGet } from '../support/operator-http.js';
+import { startService, type RunningService } from '../support/service.js';
+
+const KEY = '5d0c7a1e-8b3f-4c2d-9e6a-1f4b7c0d2e83';
+const CHECK = { authorization: `1001:${KEY}`, body: JSON.stringify({ siteid: 1001, apikey: KEY }), ip: '127.0.0.1' };
+/** The pod's memory limit in deploy/kubernetes/base/deployment.yaml. */
+const POD_MEMORY_LIMIT_BYTES = 512 * 1024 * 1024;
+/** A probe not answered within this counts as failed, as kubelet's timeoutSeconds would have it. */
+const PROBE_TIMEOUT_MS = 2_000;
+/** How long each attack lasts. */
+const ATTACK_MS = 4_000;
+
+function residentBytes(pid: number): number {
+  const line = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(line?.[1] ?? 0) * 1024;
+}
+
+/** /healthz every 100 ms on a connection of its own, as kubelet probes; true for each probe answered 200 in time. */
+async function probeDuring(url: string, untilMs: number): Promise<boolean[]> {
+  const probes: Array<Promise<boolean>> = [];
+  while (performance.now() < untilMs) {
+    probes.push(operatorGet(url, PROBE_TIMEOUT_MS).then((answer) => answer.status === 200, () => false));
+    await sleep(100);
+  }
+  return Promise.all(probes);
+}
+
+function longestFailureRun(probes: readonly boolean[]): number {
+  let longest = 0;
+  let run = 0;
+  for (const passed of probes) {
+    run = passed ? 0 : run + 1;
+    longest = Math.max(longest, run);
+  }
+  return longest;
+}
+
+function connectTo(base: string): Socket {
+  const { hostname, port } = new URL(base);
+  const socket = tcpConnect(Number(port), hostname);
+  socket.on('error', () => undefined);
+  return socket;
+}
+
+/**
+ * Attacks on the operator port (METRICS_PORT) of a real `serve`, while a caller in another process
+ * keeps sending checks: the port must neither take the checks' CPU and memory nor keep probes out.
+ */
+describe('serve under attack on its operator port', () => {
+  let database: TestDatabase;
+  let service: RunningService;
+  let peakRss = 0;
+  let rssTimer: NodeJS.Timeout | undefined;
+
+  before(async () => {
+    database = await freshDatabase();
+    await seedSite(database.url, { id: '1001', keys: [{ key: KEY }], cidrs: ['127.0.0.1/32'] });
+    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', LOG_LEVEL: 'warn' });
+    const pid = service.process.pid ?? 0;
+    rssTimer = setInterval(() => (peakRss = Math.max(peakRss, residentBytes(pid))), 100);
+  });
+
+  after(async () => {
+    clearInterval(rssTimer);
+    await service?.stop();
+    await database?.drop();
+  });
+
+  async function underAttack(attack: { start(): void; stop(): void }): Promise<void> {
+    const checks = startCheckLoadInChild(service.grpcTarget, CHECK, 2);
+    await checks.answered(20, 10_000);
+    const answeredBefore = checks.calls.length;
+    attack.start();
+    let probes: boolean[];
+    try {
+      probes = await probeDuring(`${service.httpBase}/healthz`, performance.now() + ATTACK_MS);
+    } finally {
+      attack.stop();
+    }
+    const answeredDuring = checks.calls.length - answeredBefore;
+    const calls = await checks.stop();
+    assert.deepEqual(unexpectedOutcomes(calls, 'allow'), new Map(), 'a check was not allowed');
+    // Two callers one check at a time: a stalled event loop answers next to none in four seconds.
+    assert.ok(answeredDuring >= 100, `only ${answeredDuring} checks answered during the attack`);
+    assert.ok(longestFailureRun(probes) < 3, `/healthz failed ${longestFailureRun(probes)} times in a row (${probes.filter((p) => !p).length} of ${probes.length})`);
+    assert.equal((await operatorGet(`${service.httpBase}/healthz`, PROBE_TIMEOUT_MS)).status, 200);
+    assert.ok(peakRss < POD_MEMORY_LIMIT_BYTES, `RSS reached ${Math.round(peakRss / 2 ** 20)} MiB`);
+  }
+
+  it('answers checks and probes while 16 connections pipeline 500 GET /metrics each', async () => {
+    const request = 'GET /metrics HTTP/1.1\r\nHost: flood\r\n\r\n'.repeat(500);
+    const sockets: Socket[] = [];
+    await underAttack({
+      start: () => {
+        for (let i = 0; i < 16; i++) {
+          const socket = connectTo(service.httpBase);
+          socket.resume();
+          socket.write(request);
+          sockets.push(socket);
+        }
+      },
+      stop: () => sockets.forEach((socket) => socket.destroy()),
+    });
+  });
+
+  it('answers checks and probes while 64 slow-loris connections drip headers, reconnecting when cut off', async () => {
+    let attacking = true;
+    const sockets = new Set<Socket>();
+    const drip = (): void => {
+      if (!attacking) return;
+      const socket = connectTo(service.httpBase);
+      sockets.add(socket);
+      socket.resume();
+      socket.write('GET /metrics HTTP/1.1\r\nHost: loris\r\n');
+      const timer = setInterval(() => socket.write('x-drip: 1\r\n'), 200);
+      socket.on('close', () => {
+        clearInterval(timer);
+        sockets.delete(socket);
+        setTimeout(drip, 20);
+      });
+    };
+    await underAttack({
+      start: () => {
+        for (let i = 0; i < 64; i++) drip();
+      },
+      stop: () => {
+        attacking = false;
+        for (const socket of sockets) socket.destroy();
+      },
+    });
+  });
+});
