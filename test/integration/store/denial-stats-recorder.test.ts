@@ -97,6 +97,8 @@ describe('denial stats recorder', () => {
     assert.match(text.stdout, /and 46 more rows with fewer refusals; show them with --limit 51/);
     assert.equal(text.stdout.split('\n').filter((row) => /^100[12]\s/.test(row)).length, 5, text.stdout);
     assert.match(text.stdout, /1001\s+103\s+10\.9\.0\.7\s+no\s+16/);
+    // --site names a site that must exist: the recorder's rows alone are not one.
+    await pool.query('INSERT INTO sites (id) VALUES (1001) ON CONFLICT DO NOTHING');
     const json = JSON.parse((await runCli(database.url, ['report', 'denials', '--site', '1001', '--json'])).stdout) as Array<{ clientIp: string; moreAddresses: number }>;
     assert.equal(json.length, 50 + 1);
     assert.deepEqual(json.filter((row) => row.clientIp === OVERFLOW_ADDRESS).map((row) => row.moreAddresses), [450]);
