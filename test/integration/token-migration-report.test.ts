@@ -5,21 +5,15 @@ import { authorizationClient, check, verdict } from '../support/envoy-client.js'
 import { eventually } from '../support/eventually.js';
 import { JwksServer, signedToken, signingKey } from '../support/jwks-server.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
+import type { MigrationSiteRow } from '../../src/store/sunset-admin.js';
 
 const ISSUER = 'https://login.example.com/realms/partners';
 const AUDIENCE = 'https://partner-api.example.com';
 const SITE = '1001';
 const CLIENT = 'partner-1001';
 
-interface SiteRow {
-  siteId: string;
-  authMethod: string;
-  tokenRequests: number;
-  keyRequests: number;
-  tokenShare: number | null;
-  lastTokenUseAt: string | null;
-  wouldRefuseOnTokens: boolean;
-}
+/** A row of `report migration --sites --json`, as the store makes it. */
+type SiteRow = MigrationSiteRow;
 
 /**
  * A site's move from keys to tokens as an account manager follows it: requests through a real

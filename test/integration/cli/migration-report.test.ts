@@ -6,18 +6,10 @@ import { AuthUsageRecorder } from '../../../src/store/auth-usage-recorder.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { runCli } from '../../support/service.js';
+import type { MigrationSiteRow } from '../../../src/store/sunset-admin.js';
 
-interface SiteRow {
-  siteId: string;
-  authMethod: string;
-  tokenRequests: number;
-  keyRequests: number;
-  tokenShare: number | null;
-  lastTokenUseAt: string | null;
-  lastKeyUseAt: string | null;
-  tokenClients: number;
-  wouldRefuseOnTokens: boolean;
-}
+/** A row of `report migration --sites --json`, as the store makes it. */
+type SiteRow = MigrationSiteRow;
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
