@@ -227,8 +227,11 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
   const tokens = openTokenVerification(config, logger, resources);
   let cacheStarted: Promise<void> | undefined;
   const startCache = (): Promise<void> => (cacheStarted ??= store.cache.start());
+  let keysStarted: Promise<void> | undefined;
+  const startTokenKeys = (): Promise<void> => (keysStarted ??= tokens?.keys.start() ?? Promise.resolve());
   if (options.listenOnceLoadedUnless !== undefined) {
-    const loaded = await Promise.race([startCache().then(() => true), options.listenOnceLoadedUnless.then(() => false)]);
+    // Everything a check is decided on: the snapshot, and with tokens on the issuer's keys.
+    const loaded = await Promise.race([Promise.all([startCache(), startTokenKeys()]).then(() => true), options.listenOnceLoadedUnless.then(() => false)]);
     if (!loaded) throw new StoppedBeforeLoaded();
   }
   let shuttingDown = false;
@@ -270,7 +273,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
       report = reportTo;
       seedSunsetPolicyOnce(config, store, logger);
       void startCache().then(followReadiness, (error: unknown) => logger.error({ err: error }, 'credential snapshot failed to start'));
-      void tokens?.keys.start().then(followReadiness);
+      void startTokenKeys().then(followReadiness);
       timer = setInterval(followReadiness, READINESS_POLL_MS);
     },
     beginShutdown() {
