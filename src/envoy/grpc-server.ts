@@ -1,22 +1,13 @@
 import { RateLimit } from '../common/rate-limit.js';
-import {
-  Server,
-  ServerCredentials,
-  ServerInterceptingCall,
-  setLogger as setGrpcLogger,
-  status as GrpcStatus,
-  type ServerInterceptingCallInterface,
-  type ServerInterceptor,
-  type ServerOptions,
-} from '@grpc/grpc-js';
+import { Server, ServerCredentials, setLogger as setGrpcLogger, type ServerOptions } from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
-import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { format } from 'node:util';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '../observe/logger.js';
 import type { GrpcTlsFiles } from '../config.js';
 import { createAuthorizationService, type AuthorizationServiceDeps } from './authorization-service.js';
+import { endIncompleteRequests, IncompleteRequestBudget, unlimitedBudget } from './incomplete-requests.js';
 import { grpcTlsCredentials } from './tls-credentials.js';
 import { AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_NAME } from './proto.js';
 
@@ -107,9 +98,6 @@ export function grpcServerOptions(limits: GrpcLimits, maxBodyBytes: number, budg
   };
 }
 
-function unlimitedBudget(): IncompleteRequestBudget {
-  return new IncompleteRequestBudget(Number.POSITIVE_INFINITY, () => undefined);
-}
 
 /** The soft open-file limit in /proc/self/limits text; undefined when unlimited or not found. */
 export function openFileLimit(procLimits: string): number | undefined {
@@ -145,113 +133,6 @@ function dropUnlessHandshakeWithin(socket: Socket, timeoutMs: number): void {
   }, timeoutMs);
   timer.unref();
   socket.once('close', () => clearTimeout(timer));
-}
-
-/**
- * grpc-js keeps the HTTP/2 stream of a call private; the first interceptor is handed grpc-js's own call,
- * which holds it. undefined if a grpc-js version stops doing so (test/integration/connection-limits
- * then fails): calls are still answered, but their streams stay half-open until the client ends them.
- */
-function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream | undefined {
-  const stream = (call as { stream?: Partial<ServerHttp2Stream> }).stream;
-  return typeof stream?.close === 'function' && typeof stream.respond === 'function' ? (stream as ServerHttp2Stream) : undefined;
-}
-
-/**
- * The bytes held by requests that have begun but not all arrived, over every connection. When a new
- * chunk takes the total over the budget, the oldest incomplete requests are ended until it fits again.
- */
-class IncompleteRequestBudget {
-  private heldBytes = 0;
-  /** In the order the requests began: the first is the oldest. */
-  private readonly open = new Map<symbol, { bytes: number; end: () => void }>();
-
-  constructor(
-    private readonly budgetBytes: number,
-    private readonly onReset: () => void,
-  ) {}
-
-  get held(): number {
-    return this.heldBytes;
-  }
-
-  /** A request that began; `end` answers it and resets its stream. */
-  begin(end: () => void): { received(bytes: number): void; complete(): void } {
-    const id = Symbol('incomplete request');
-    const entry = { bytes: 0, end };
-    this.open.set(id, entry);
-    const complete = () => {
-      if (!this.open.delete(id)) return;
-      this.heldBytes -= entry.bytes;
-    };
-    return {
-      received: (bytes) => {
-        if (!this.open.has(id)) return;
-        entry.bytes += bytes;
-        this.heldBytes += bytes;
-        for (const [oldestId, oldest] of this.open) {
-          if (this.heldBytes <= this.budgetBytes) break;
-          this.open.delete(oldestId);
-          this.heldBytes -= oldest.bytes;
-          this.onReset();
-          oldest.end();
-        }
-      },
-      complete,
-    };
-  }
-}
-
-/**
- * Ends a call whose request has not all arrived within timeoutMs with DEADLINE_EXCEEDED. And whenever a
- * call ends before its request did (this time-out, grpc-timeout, a message over the size limit), resets
- * its stream: grpc-js sends the status but leaves the stream half-open until the client ends it, so a
- * client that never does would keep it, and its place under max_concurrent_streams, for the life of the
- * connection. RFC 9113 §8.1 lets a server that sent a complete response reset with NO_ERROR.
- */
-function endIncompleteRequests(timeoutMs: number, budget: IncompleteRequestBudget): ServerInterceptor {
-  return (_method, call) => {
-    const stream = http2StreamOf(call);
-    let requestReceived = false;
-    let timer: NodeJS.Timeout | undefined;
-    let held: ReturnType<IncompleteRequestBudget['begin']> | undefined;
-    const intercepted: ServerInterceptingCall = new ServerInterceptingCall(call, {
-      start: (next) => {
-        timer = setTimeout(() => {
-          intercepted.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request not received within ${timeoutMs} ms` });
-        }, timeoutMs);
-        if (stream !== undefined) {
-          held = budget.begin(() =>
-            intercepted.sendStatus({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: 'too many bytes of incomplete requests held; this was the oldest' }),
-          );
-          // grpc-js reads the stream through its own 'data' listener and pauses it itself; this one only counts.
-          stream.on('data', (chunk: Buffer) => held?.received(chunk.length));
-        }
-        next({
-          onReceiveHalfClose: (nextHalfClose) => {
-            requestReceived = true;
-            held?.complete();
-            clearTimeout(timer);
-            nextHalfClose();
-          },
-          // grpc-js calls onCancel when a call ends, whether by its status or by the client.
-          onCancel: () => {
-            held?.complete();
-            clearTimeout(timer);
-            if (requestReceived || stream === undefined || stream.closed) return;
-            // Only after the status has gone out: a reset that overtakes the trailers (as it does
-            // on Node 26) would turn the status into INTERNAL for the client.
-            const reset = () => {
-              if (!stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
-            };
-            if (stream.writableFinished) setImmediate(reset);
-            else stream.once('finish', () => setImmediate(reset));
-          },
-        });
-      },
-    });
-    return intercepted;
-  };
 }
 
 export interface GrpcServerOptions {
