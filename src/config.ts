@@ -118,7 +118,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'GRPC_TLS_KEY_FILE', default: 'unset', meaning: 'PEM private key of that certificate' },
   { name: 'GRPC_TLS_CLIENT_CA_FILE', default: 'unset', meaning: 'PEM CA: when set, clients must present a certificate it issued' },
   { name: 'METRICS_PORT', default: '9464', meaning: 'HTTP port of /healthz, /readyz and /metrics' },
-  { name: 'BIND_ADDRESS', default: '0.0.0.0', meaning: 'address both ports listen on' },
+  { name: 'BIND_ADDRESS', default: '127.0.0.1', meaning: 'address both ports listen on (the image and manifests set 0.0.0.0)' },
   { name: 'LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
   { name: 'CLIENT_IP_SOURCE', default: 'peer', meaning: 'where the client IP comes from: peer, xff or header:<name>' },
   { name: 'XFF_TRUSTED_HOPS', default: '0', meaning: "with CLIENT_IP_SOURCE=xff: Envoy's xff_num_trusted_hops" },
@@ -277,6 +277,11 @@ function defaultDataDir(cwd: string): string {
   }
 }
 
+function dataDir(env: Env, cwd: string): string {
+  const value = text(env, 'DATA_DIR');
+  return value === undefined ? defaultDataDir(cwd) : resolve(cwd, value);
+}
+
 const DEFAULT_SUNSET = '2026-12-31T23:59:59Z';
 
 /** A date-time with an explicit zone (a deadline must not depend on the server's time zone), and in the calendar. */
@@ -346,7 +351,7 @@ function jwksUrl(env: Env, name: string): string | undefined {
 function tokenSettings(env: Env): TokenSettings | undefined {
   const issuer = text(env, 'TOKEN_ISSUER');
   if (issuer === undefined) {
-    for (const name of ['TOKEN_AUDIENCE', 'TOKEN_JWKS_URL', 'TOKEN_ALGORITHMS', 'TOKEN_TYPES', 'TOKEN_CLOCK_SKEW_SECONDS']) {
+    for (const { name } of SETTINGS.filter((setting) => setting.name.startsWith('TOKEN_') && setting.name !== 'TOKEN_ISSUER')) {
       if (text(env, name) !== undefined) throw new ConfigError(name, 'is only read with TOKEN_ISSUER set: set TOKEN_ISSUER to turn token-based authentication on');
     }
     return undefined;
@@ -378,7 +383,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   return Object.freeze({
     databaseUrl,
     databaseListenUrl: postgresUrl(env, 'DATABASE_LISTEN_URL') ?? databaseUrl,
-    dataDir: text(env, 'DATA_DIR') === undefined ? defaultDataDir(cwd) : resolve(cwd, text(env, 'DATA_DIR') ?? ''),
+    dataDir: dataDir(env, cwd),
     grpcPort: port(env, 'GRPC_PORT', 9001),
     grpcTls: grpcTls(env),
     metricsPort: port(env, 'METRICS_PORT', 9464),

@@ -3,6 +3,7 @@ import { checkPolicies } from '../serve/check-policies.js';
 import type { ClientIpSource, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';
+import { authMethodOf } from '../decision/decide.js';
 import { HEADER_RULE_WORDS, TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
 import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
 import type { Allowed, BodyRule, CheckInput, Decision, Denial, SiteId, TokenRule } from '../decision/types.js';
@@ -189,15 +190,12 @@ function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 
     readonly clientId?: string;
     readonly rule?: string;
     readonly reason?: string;
-    readonly errorId?: number;
-    readonly method?: string;
   } = decision.outcome === 'allow' ? decision : decision.denial;
-  const method = decision.outcome === 'allow' ? decision.method : named.errorId === 108 ? undefined : named.clientId !== undefined || named.errorId === 106 ? 'token' : 'api_key';
   return {
     siteId: named.siteId ?? null,
     keyId: named.keyId ?? null,
     clientId: named.clientId ?? null,
-    authMethod: method ?? null,
+    authMethod: authMethodOf(decision) ?? null,
     rule: named.rule ?? named.reason ?? null,
   };
 }

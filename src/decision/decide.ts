@@ -3,7 +3,7 @@ import { bodyCredentialsRule } from './body-credentials.js';
 import { parseClientIp } from '../allowlist/client-ip.js';
 import { parseAuthorization } from './parse-authorization.js';
 import { sunsetRefusal } from './sunset.js';
-import type { CheckInput, CredentialSnapshot, Decision, Denial, SiteCredentials, SiteId, SunsetPolicy, TokenVerdict } from './types.js';
+import type { AuthMethod, CheckInput, CredentialSnapshot, Decision, Denial, SiteCredentials, SiteId, SunsetPolicy, TokenVerdict } from './types.js';
 
 const deny = (denial: Denial): Decision => ({ outcome: 'deny', denial });
 
@@ -88,4 +88,13 @@ function decideToken(input: CheckInput, verdict: TokenVerdict | undefined, snaps
   if (bodyRefusal !== undefined) return deny({ errorId: 104, siteId, clientId, ...bodyRefusal });
 
   return { outcome: 'allow', method: 'token', siteId, clientId };
+}
+
+/** The method a decided request used: a 108 header has none; past it, a decision names a key or a token's client. */
+export function authMethodOf(decision: Decision): AuthMethod | undefined {
+  if (decision.outcome === 'allow') return decision.method;
+  const { denial } = decision;
+  if (denial.errorId === 108) return undefined;
+  if (denial.errorId === 106 || denial.errorId === 107 || ('clientId' in denial && denial.clientId !== undefined)) return 'token';
+  return 'api_key';
 }

@@ -1,5 +1,6 @@
+import { authMethodOf } from '../decision/decide.js';
 import { denialMessage } from '../decision/error-catalogue.js';
-import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, Denial, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenRule } from '../decision/types.js';
+import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenRule } from '../decision/types.js';
 import { clipForLog } from '../common/log-text.js';
 
 /** What every check event says, allowed or denied. */
@@ -89,13 +90,6 @@ function bodyBytes(input: CheckInput): number | undefined {
   }
 }
 
-/** The method a denied request tried: a 108 header has none; past it a denial names a key or a client. */
-function methodOf(denial: Denial): AuthMethod | undefined {
-  if (denial.errorId === 108) return undefined;
-  if (denial.errorId === 106 || denial.errorId === 107 || ('clientId' in denial && denial.clientId !== undefined)) return 'token';
-  return 'api_key';
-}
-
 /**
  * The one place an event is made from a decision; everything an observer may see passes here. It
  * runs on every check, so it builds plain literals (an object spread costs microseconds here).
@@ -137,7 +131,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
     // 101 is "unknown or disabled": the id may be anything a client sent. A token's site is one we
     // registered, but it comes with 106 only for a revoked token, which is as good as known.
     siteKnown: 'siteId' in denial && denial.siteId !== undefined && denial.errorId !== 101,
-    authMethod: methodOf(denial),
+    authMethod: authMethodOf(decision),
     clientId: 'clientId' in denial ? clipForLog(denial.clientId) : undefined,
     rehearsalBrownoutId: undefined,
     sunsetReason: denial.errorId === 105 ? denial.reason : undefined,
