@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 
@@ -109,15 +110,15 @@ export class TokenAdmin {
   /** Refuses the site's tokens issued before now (the database's clock, as every replica reads it). */
   async revokeTokens(siteId: SiteId): Promise<SiteTokenPolicy> {
     return this.transactions.change(async (sql) => {
-      await this.lockPolicy(sql, siteId);
+      const before = await this.lockPolicy(sql, siteId);
       const { rows } = await sql.query<{ at: Date }>('UPDATE sites SET tokens_not_before = now(), updated_at = now() WHERE id = $1 RETURNING tokens_not_before AS at', [siteId]);
       const at = (rows[0] as { at: Date }).at.toISOString();
       await this.transactions.audit(sql, 'site.revoke-tokens', siteId, { tokensNotBefore: at });
-      return { ...(await this.lockPolicy(sql, siteId)), tokensNotBefore: at };
+      return { ...before, tokensNotBefore: at };
     });
   }
 
-  private async lockPolicy(sql: Parameters<Parameters<AdminTransactions['change']>[0]>[0], siteId: SiteId): Promise<SiteTokenPolicy> {
+  private async lockPolicy(sql: pg.ClientBase, siteId: SiteId): Promise<SiteTokenPolicy> {
     const { rows } = await sql.query<{ auth_method: string; tokens_not_before: Date | null }>(
       'SELECT auth_method, tokens_not_before FROM sites WHERE id = $1 FOR UPDATE',
       [siteId],
