@@ -118,7 +118,11 @@ function openRecorders(config: Config, store: CredentialStore, metrics: ServiceM
     new AuthUsageRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger, maxGroups: DENIAL_GROUPS_MAX }),
     (recorder) => recorder.stop(),
   );
-  return { lastUsed, refusals, usage };
+  const clientLastUsed = resources.add(
+    new LastUsedRecorder({ pool, of: 'token_clients', flushSeconds: config.lastUsedFlushSeconds, logger }),
+    (recorder) => recorder.stop(),
+  );
+  return { lastUsed, clientLastUsed, refusals, usage };
 }
 
 /** The issuer's keys and the verifier of Bearer tokens; undefined when TOKEN_ISSUER is unset. */
@@ -168,8 +172,9 @@ function decisionObserver(config: Config, recorders: Recorders, metrics: Service
     const now = Date.now();
     // Refusals of sites we know, by client address; strangers' 101 all together, their 108 not at all.
     if (event.outcome === 'allowed') {
-      recorders.usage.record(event.siteId, event.authMethod, event.clientId, now);
+      recorders.usage.record(event.siteId, event.authMethod, now);
       if (event.keyId !== undefined) recorders.lastUsed.record(event.keyId, now);
+      if (event.clientId !== undefined) recorders.clientLastUsed.record(event.clientId, now);
       if (event.rehearsalBrownoutId !== undefined) recorders.refusals.record(event.siteId, 105, refusedAddress(event), true, now);
     } else if (event.siteKnown && event.siteId !== undefined) {
       recorders.refusals.record(event.siteId, event.errorId, refusedAddress(event), false, now, event.shadow);

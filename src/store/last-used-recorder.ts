@@ -1,4 +1,3 @@
-import type { KeyId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
 
@@ -7,36 +6,49 @@ export interface StatementRunner {
   query(text: string, values: unknown[]): Promise<unknown>;
 }
 
+/** What is recorded: API keys by id (the default), or token clients by client id. */
+export type LastUsedOf = 'api_keys' | 'token_clients';
+
 export interface LastUsedRecorderOptions {
   readonly pool: StatementRunner;
+  readonly of?: LastUsedOf;
   readonly flushSeconds: number;
   readonly logger: Logger;
   /** Told after each write (metrics): whether it succeeded. */
   readonly onFlush?: (outcome: { readonly ok: boolean; readonly keys: number }) => void;
 }
 
-// One statement per flush, whatever the number of keys; GREATEST keeps a newer time another replica wrote.
-const FLUSH = `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, v.used_at)
-                 FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, used_at)
-                WHERE k.id = v.id`;
+// One statement per flush, whatever the number of ids; GREATEST keeps a newer time another replica wrote.
+const FLUSH: Readonly<Record<LastUsedOf, string>> = {
+  api_keys: `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, v.used_at)
+               FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, used_at)
+              WHERE k.id = v.id`,
+  token_clients: `UPDATE token_clients AS c SET last_used_at = GREATEST(c.last_used_at, v.used_at)
+                    FROM unnest($1::text[], $2::timestamptz[]) AS v(client_id, used_at)
+                   WHERE c.client_id = v.client_id`,
+};
+const WHAT: Readonly<Record<LastUsedOf, string>> = { api_keys: 'key last-used times', token_clients: 'token client last-used times' };
 
 /**
- * When each key was last used, for account managers and the migration report. `record`
- * only touches memory, so the request path never waits on the database; a timer writes the batch.
+ * When each key (or token client) was last used, for account managers and the migration report.
+ * `record` only touches memory, so the request path never waits on the database; a timer writes the
+ * batch. Only allowed checks record, so only registered ids can be held.
  */
 export class LastUsedRecorder {
-  private pending = new Map<KeyId, number>();
+  private pending = new Map<string, number>();
+  private readonly of: LastUsedOf;
   private readonly flusher: PeriodicFlush;
   private readonly failures: FlushFailureLog;
 
   constructor(private readonly options: LastUsedRecorderOptions) {
+    this.of = options.of ?? 'api_keys';
     this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
-    this.failures = new FlushFailureLog(options.logger, 'key last-used times');
+    this.failures = new FlushFailureLog(options.logger, WHAT[this.of]);
   }
 
-  record(keyId: KeyId, at: number): void {
-    const earlier = this.pending.get(keyId);
-    if (earlier === undefined || at > earlier) this.pending.set(keyId, at);
+  record(id: string, at: number): void {
+    const earlier = this.pending.get(id);
+    if (earlier === undefined || at > earlier) this.pending.set(id, at);
   }
 
   /** Writes what was recorded since the last flush; on failure keeps it for the next one. */
@@ -55,11 +67,11 @@ export class LastUsedRecorder {
     this.pending = new Map();
     let ok = true;
     try {
-      await this.options.pool.query(FLUSH, [[...batch.keys()], [...batch.values()].map((at) => new Date(at))]);
+      await this.options.pool.query(FLUSH[this.of], [[...batch.keys()], [...batch.values()].map((at) => new Date(at))]);
       this.failures.succeeded();
     } catch (error) {
       ok = false;
-      for (const [keyId, at] of batch) this.record(keyId, at);
+      for (const [id, at] of batch) this.record(id, at);
       this.failures.failed(error, { keys: batch.size });
     }
     try {

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { createLogger } from '../../../src/observe/logger.js';
 import { AuthUsageRecorder } from '../../../src/store/auth-usage-recorder.js';
+import { LastUsedRecorder } from '../../../src/store/last-used-recorder.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { runCli } from '../../support/service.js';
@@ -42,14 +43,20 @@ describe('report migration --sites', () => {
       assert.equal(added.code, 0, added.stderr);
     }
 
-    const recorder = new AuthUsageRecorder({ pool, flushSeconds: 3_600, maxGroups: 100, logger: createLogger('silent') });
+    const usage = new AuthUsageRecorder({ pool, flushSeconds: 3_600, maxGroups: 100, logger: createLogger('silent') });
+    const clientsLastUsed = new LastUsedRecorder({ pool, of: 'token_clients', flushSeconds: 3_600, logger: createLogger('silent') });
+    // What serve's observer records of an allowed check.
+    const allowed = (siteId: string, method: 'token' | 'api_key', clientId: string | undefined, at: number) => {
+      usage.record(siteId, method, at);
+      if (clientId !== undefined) clientsLastUsed.record(clientId, at);
+    };
     const now = Date.now();
-    for (let i = 0; i < 3; i++) recorder.record('1001', 'token', 'moving-a', now - i * HOUR_MS);
-    recorder.record('1001', 'token', 'moving-b', clientUsedAt.getTime());
-    recorder.record('1001', 'api_key', undefined, now);
-    for (let i = 0; i < 5; i++) recorder.record('1002', 'token', 'moved', now - DAY_MS);
-    recorder.record('1003', 'token', 'switched', now - 3 * DAY_MS);
-    await recorder.stop();
+    for (let i = 0; i < 3; i++) allowed('1001', 'token', 'moving-a', now - i * HOUR_MS);
+    allowed('1001', 'token', 'moving-b', clientUsedAt.getTime());
+    allowed('1001', 'api_key', undefined, now);
+    for (let i = 0; i < 5; i++) allowed('1002', 'token', 'moved', now - DAY_MS);
+    allowed('1003', 'token', 'switched', now - 3 * DAY_MS);
+    await Promise.all([usage.stop(), clientsLastUsed.stop()]);
     // Counted before the window: neither requests nor a reason to refuse, but still the last token use.
     await pool.query(
       `INSERT INTO auth_usage (hour, site_id, method, count, last_seen) VALUES
