@@ -74,6 +74,8 @@ export interface Config {
   readonly metricsSiteLabelsMax: number;
   /** The share of allowed checks logged at info, 0..1 (denials are always logged). */
   readonly logAllowedSampleRate: number;
+  /** Identical denials within this many seconds: the first logged, the rest counted on one line (0: each logged). */
+  readonly logRepeatWindowSeconds: number;
   /** A larger request body is refused (104) unread; match Envoy's with_request_body.max_request_bytes. */
   readonly maxBodyBytes: number;
   /** Connections the gRPC port holds at once; lowered at start-up to fit the open-file limit. */
@@ -136,6 +138,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'DENIAL_STATS_RETENTION_DAYS', default: '30', meaning: 'how long `report denials` keeps its hourly counts' },
   { name: 'METRICS_SITE_LABELS_MAX', default: '1000', meaning: 'sites with a site label of their own on the check metrics' },
   { name: 'LOG_ALLOWED_SAMPLE_RATE', default: '0', meaning: 'share of allowed checks logged at info, 0 to 1' },
+  { name: 'LOG_REPEAT_WINDOW_SECONDS', default: '1', meaning: 'a denial repeating one logged this recently is counted, not logged (0: log each)' },
   { name: 'MAX_BODY_BYTES', default: '1048576', meaning: "the largest body checked; match Envoy's max_request_bytes" },
   { name: 'GRPC_MAX_CONNECTIONS', default: '1024', meaning: 'connections the gRPC port holds at once' },
   { name: 'TOKEN_ISSUER', default: 'unset: a Bearer header gets 106', meaning: 'turns token-based authentication on: the iss every access token carries' },
@@ -404,6 +407,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 30, 1, 3_650),
     metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
     logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
+    logRepeatWindowSeconds: integer(env, 'LOG_REPEAT_WINDOW_SECONDS', 1, 0, 60),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
     grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     workers: workers(env),

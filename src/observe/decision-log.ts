@@ -45,20 +45,124 @@ function checkFields(event: CheckEvent) {
 export interface DecisionLogOptions {
   /** LOG_ALLOWED_SAMPLE_RATE: the share of allowed checks logged at info, 0..1. */
   readonly allowedSampleRate: number;
+  /**
+   * LOG_REPEAT_WINDOW_SECONDS: a denial identical to one logged less than this long ago is counted,
+   * and the count logged as one line when the window ends; 0 logs every denial.
+   */
+  readonly repeatWindowSeconds: number;
   readonly random?: () => number;
   readonly now?: () => number;
 }
 
+export interface DecisionLog {
+  record(event: CheckEvent): void;
+  /** Logs the repeats still counted; at shutdown, after the last check. */
+  close(): void;
+}
+
+/** Windows of repeats counted at once: beyond, a denial is logged on its own line as if none were. */
+export const REPEAT_WINDOWS_MAX = 10_000;
+
+/** Denials that would read the same in the log, but for their request id and duration. */
+function sameLineKey(event: DeniedCheckEvent): string {
+  return `${event.errorId}|${event.shadow}|${event.siteId}|${event.clientIp}|${event.maskedKey}|${event.clientId}|${event.keyId}|${event.rule}|${event.errorMessage}`;
+}
+
+interface RepeatWindow {
+  readonly first: DeniedCheckEvent;
+  readonly openedAt: number;
+  repeats: number;
+  lastRequestId: string | undefined;
+}
+
 /**
  * One JSON line per denial (request id, site, masked key, key id, client IP, error id, rule in words,
- * duration) and a sample of allows. It reads the key-free CheckEvent only, so it cannot log the
+ * duration) and a sample of allows. A client that repeats the same refused request (a partner's retry
+ * loop, a flood) gets its first denial of each window on a line of its own and the rest counted on
+ * one line (`check.denied.repeated`) when the window ends: the log cannot be flooded, and a flood
+ * costs a count, not a line. It reads the key-free CheckEvent only, so it cannot log the
  * Authorization header, a full key or the body.
  */
-export function createDecisionLog(logger: Logger, options: DecisionLogOptions): (event: CheckEvent) => void {
+export function createDecisionLog(logger: Logger, options: DecisionLogOptions): DecisionLog {
   const { allowedSampleRate, random = Math.random, now = Date.now } = options;
+  const windowMs = options.repeatWindowSeconds * 1000;
   const bodyHint = new RateLimit(HINT_INTERVAL_MS, now);
-  return (event) => {
-    if (event.outcome === 'allowed') {
+  const windows = new Map<string, RepeatWindow>();
+  let sweeper: NodeJS.Timeout | undefined;
+
+  const logRepeats = (window: RepeatWindow): void => {
+    if (window.repeats === 0) return;
+    const { first } = window;
+    logger.info(
+      {
+        ...checkFields(first),
+        requestId: undefined,
+        durationSeconds: undefined,
+        bodyBytes: undefined,
+        event: first.shadow ? 'check.shadow-denied.repeated' : 'check.denied.repeated',
+        ...(first.shadow && { shadow: true }),
+        ...deniedFields(first),
+        repeats: window.repeats,
+        firstRequestId: first.requestId,
+        lastRequestId: window.lastRequestId,
+        windowSeconds: options.repeatWindowSeconds,
+      },
+      `the denial logged before (request ${first.requestId ?? 'without id'}) repeated ${window.repeats} more times`,
+    );
+  };
+  // Ends the windows that are over; windows are kept in the order they opened.
+  const sweep = (at: number): void => {
+    for (const [key, window] of windows) {
+      if (at - window.openedAt < windowMs) break;
+      windows.delete(key);
+      logRepeats(window);
+    }
+    if (windows.size === 0 && sweeper !== undefined) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  };
+  /** True when the denial was only counted: a line identical to it was logged within the window. */
+  const counted = (event: DeniedCheckEvent): boolean => {
+    if (windowMs === 0) return false;
+    const key = sameLineKey(event);
+    const at = now();
+    const window = windows.get(key);
+    if (window !== undefined && at - window.openedAt < windowMs) {
+      window.repeats++;
+      window.lastRequestId = event.requestId;
+      return true;
+    }
+    if (window !== undefined) {
+      windows.delete(key);
+      logRepeats(window);
+    }
+    if (windows.size < REPEAT_WINDOWS_MAX) {
+      windows.set(key, { first: event, openedAt: at, repeats: 0, lastRequestId: undefined });
+      sweeper ??= setInterval(() => sweep(now()), windowMs).unref();
+    }
+    return false;
+  };
+
+  const logDenial = (event: DeniedCheckEvent): void => {
+    if (counted(event)) return;
+    if (event.shadow) logger.info({ ...checkFields(event), event: 'check.shadow-denied', shadow: true, ...deniedFields(event) }, 'check allowed by SHADOW_MODE; it would have been denied');
+    else logger.info({ ...checkFields(event), event: 'check.denied', ...deniedFields(event) }, 'check denied');
+    if (event.rule === 'body-not-forwarded' && bodyHint.open()) {
+      logger.warn(
+        { event: 'hint.with_request_body' },
+        'requests declare a body but Envoy sent none: enable with_request_body on the ext_authz filter ' +
+          '(max_request_bytes, allow_partial_message: false) so siteid and apikey in the body can be checked',
+      );
+    }
+  };
+
+  return {
+    record(event) {
+      if (event.outcome === 'denied') {
+        logDenial(event);
+        return;
+      }
       if (event.rehearsalBrownoutId !== undefined) {
         logger.info(
           { ...checkFields(event), event: 'check.rehearsed', brownoutId: event.rehearsalBrownoutId },
@@ -69,17 +173,13 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
       // random() < 0 never holds, so the default rate 0 logs no allow at info.
       if (random() < allowedSampleRate) logger.info({ ...checkFields(event), event: 'check.allowed', sampleRate: allowedSampleRate }, 'check allowed');
       else if (logger.isLevelEnabled('debug')) logger.debug({ ...checkFields(event), event: 'check.allowed' }, 'check allowed');
-      return;
-    }
-    const denied = { errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) };
-    if (event.shadow) logger.info({ ...checkFields(event), event: 'check.shadow-denied', shadow: true, ...denied }, 'check allowed by SHADOW_MODE; it would have been denied');
-    else logger.info({ ...checkFields(event), event: 'check.denied', ...denied }, 'check denied');
-    if (event.rule === 'body-not-forwarded' && bodyHint.open()) {
-      logger.warn(
-        { event: 'hint.with_request_body' },
-        'requests declare a body but Envoy sent none: enable with_request_body on the ext_authz filter ' +
-          '(max_request_bytes, allow_partial_message: false) so siteid and apikey in the body can be checked',
-      );
-    }
+    },
+    close() {
+      sweep(Infinity);
+    },
   };
+}
+
+function deniedFields(event: DeniedCheckEvent) {
+  return { errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) };
 }

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import { parseClientIp } from '../allowlist/client-ip.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../envoy/grpc-server.js';
 import type { CheckEvent } from '../observe/check-event.js';
-import { createDecisionLog } from '../observe/decision-log.js';
+import { createDecisionLog, type DecisionLog } from '../observe/decision-log.js';
 import type { Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
 import { ServiceMetrics } from '../observe/metrics.js';
@@ -164,11 +164,10 @@ function refusedAddress(event: CheckEvent): string {
 }
 
 /** What a decided check leaves behind besides its answer: metrics, a log line, last use, refusal counts. */
-function decisionObserver(config: Config, recorders: Recorders, metrics: ServiceMetrics, logger: Logger) {
-  const logDecision = createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate });
+function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog) {
   return (event: CheckEvent): void => {
     metrics.observeCheck(event);
-    logDecision(event);
+    decisionLog.record(event);
     const now = Date.now();
     // Refusals of sites we know, by client address; strangers' 101 all together, their 108 not at all.
     if (event.outcome === 'allowed') {
@@ -190,6 +189,7 @@ function startCheckServer(
   tokens: TokenVerification,
   recorders: Recorders,
   metrics: ServiceMetrics,
+  decisionLog: DecisionLog,
   logger: Logger,
 ): Promise<AuthzGrpcServer> {
   return startGrpcServer({
@@ -206,7 +206,7 @@ function startCheckServer(
       logger,
       allowedResponse: () => store.policies().allowedResponse,
       authorize: (input) => authorizeCheck(input, { snapshot: (now) => store.cache.snapshot(now), sunset: store.policies().sunset, tokens: tokens?.verifier }),
-      onDecision: decisionObserver(config, recorders, metrics, logger),
+      onDecision: decisionObserver(recorders, metrics, decisionLog),
       onFailure: (event) => metrics.observeUndecided(event),
       shadowMode: config.shadowMode,
     },
@@ -253,7 +253,12 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     tokens.keys.onFetch((outcome) => metrics.onTokenKeysFetch(outcome));
   }
   const recorders = openRecorders(config, store, metrics, logger, resources);
-  const grpc = resources.add(await startCheckServer(config, store, tokens, recorders, metrics, logger), (server) =>
+  // Closed after the gRPC server: the repeats of the last checks are logged.
+  const decisionLog = resources.add(
+    createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate, repeatWindowSeconds: config.logRepeatWindowSeconds }),
+    async (log) => log.close(),
+  );
+  const grpc = resources.add(await startCheckServer(config, store, tokens, recorders, metrics, decisionLog, logger), (server) =>
     server.shutdown(config.shutdownGraceSeconds * 1000),
   );
 

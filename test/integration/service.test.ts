@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
+import { eventually } from '../support/eventually.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
 
 /** The whole path a partner request takes: CLI → PostgreSQL → `serve` → gRPC Check, as real processes. */
@@ -90,9 +91,18 @@ describe('sitekey-authz serve, end to end', () => {
 
   it('logs one line per denial with the masked key, and never the key in any spelling', async () => {
     await check(client, { authorization: `1001:${key}`, body: body(1001, key), ip: '192.0.2.44', headers: { 'x-request-id': 'req-103' } });
-    await new Promise((resolveSoon) => setTimeout(resolveSoon, 200));
-    const lines = service.output().split('\n').filter((line) => line.startsWith('{'));
-    const denial = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.requestId === 'req-103');
+    const denial = await eventually(
+      'the log line of the denial',
+      async () =>
+        service
+          .output()
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as Record<string, unknown>)
+          .find((entry) => entry.requestId === 'req-103'),
+      (entry) => entry !== undefined,
+      10_000,
+    );
     assert.ok(denial, 'no log line for the denial');
     assert.equal(denial.errorId, 103);
     assert.equal(denial.siteId, '1001');

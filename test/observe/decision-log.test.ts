@@ -7,7 +7,8 @@ import { decide } from '../../src/decision/decide.js';
 import type { CheckRequestMessage } from '../../src/envoy/messages.js';
 import { viewCheckRequest } from '../../src/envoy/request-view.js';
 import { checkEvent, type CheckEvent } from '../../src/observe/check-event.js';
-import { createDecisionLog, type DecisionLogOptions } from '../../src/observe/decision-log.js';
+import { createDecisionLog, REPEAT_WINDOWS_MAX, type DecisionLogOptions } from '../../src/observe/decision-log.js';
+import { eventually } from '../support/eventually.js';
 import { MAX_LOGGED_CHARS } from '../../src/common/log-text.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { checkRequest, type CheckArguments } from '../support/envoy-client.js';
@@ -37,7 +38,7 @@ function decisionLog(options: Partial<DecisionLogOptions> & { level?: LogLevel }
       done();
     },
   });
-  const log = createDecisionLog(createLogger(options.level ?? 'info', sink), { allowedSampleRate: 0, ...options });
+  const log = createDecisionLog(createLogger(options.level ?? 'info', sink), { allowedSampleRate: 0, repeatWindowSeconds: 1, ...options });
   const event = (args: CheckArguments): CheckEvent => {
     const view = viewCheckRequest(checkRequest({ body: BODY, ...args }) as CheckRequestMessage, {
       clientIpSource: { kind: 'peer' },
@@ -45,7 +46,7 @@ function decisionLog(options: Partial<DecisionLogOptions> & { level?: LogLevel }
     });
     return checkEvent(view, decide(view.input, SNAPSHOT, NOW, NO_SUNSET), 0.000031);
   };
-  return { lines, raw: () => raw, log, check: (args: CheckArguments) => log(event(args)) };
+  return { lines, raw: () => raw, log, check: (args: CheckArguments) => log.record(event(args)) };
 }
 
 describe('decision log', () => {
@@ -273,5 +274,78 @@ describe('decision log', () => {
     assert.equal(hints.length, 2);
     assert.match(String(hints[0]?.msg), /with_request_body/);
     assert.equal(log.lines.filter((line) => line.rule === 'body-not-forwarded').length, 3);
+  });
+
+  describe('repeated denials', () => {
+    const wrongKey = '00000000-0000-4000-8000-0000000fedcb';
+    const refused = (requestId: string, ip = '203.0.113.7') => ({
+      authorization: `1001:${wrongKey}`,
+      body: JSON.stringify({ siteid: 1001, apikey: wrongKey }),
+      ip,
+      headers: { 'x-request-id': requestId },
+    });
+
+    it('logs the first of identical denials and counts the rest on one line when the window ends', () => {
+      let now = 0;
+      const log = decisionLog({ now: () => now });
+      for (let i = 1; i <= 50; i++) log.check(refused(`req-${i}`));
+      assert.deepEqual(log.lines.map((line) => [line.event, line.requestId]), [['check.denied', 'req-1']]);
+      now = 1_000;
+      log.check(refused('req-51'));
+      const [first, repeated, next] = log.lines;
+      assert.equal(log.lines.length, 3);
+      assert.deepEqual(
+        [repeated?.event, repeated?.repeats, repeated?.firstRequestId, repeated?.lastRequestId, repeated?.windowSeconds, repeated?.requestId],
+        ['check.denied.repeated', 49, 'req-1', 'req-50', 1, undefined],
+      );
+      for (const field of ['siteId', 'maskedKey', 'clientIp', 'errorId', 'code', 'reason', 'authMethod']) {
+        assert.deepEqual(repeated?.[field], first?.[field], `the repeated line's ${field}`);
+      }
+      assert.match(String(repeated?.msg), /request req-1\) repeated 49 more times/);
+      assert.deepEqual([next?.event, next?.requestId], ['check.denied', 'req-51']);
+      assert.ok(!log.raw().includes(wrongKey), 'the full key reached the log');
+    });
+
+    it('keeps denials that differ in address, key, site or error on lines of their own', () => {
+      const log = decisionLog({ now: () => 0 });
+      log.check(refused('a'));
+      log.check(refused('b', '198.51.100.9'));
+      log.check({ ...refused('c'), authorization: `1001:00000000-0000-4000-8000-0000000abcde`, body: JSON.stringify({ siteid: 1001, apikey: '00000000-0000-4000-8000-0000000abcde' }) });
+      log.check({ ...refused('d'), authorization: `1002:${KEY}`, body: JSON.stringify({ siteid: 1002, apikey: KEY }) });
+      log.check({ ...refused('e'), authorization: `1001;${KEY}` });
+      assert.deepEqual(log.lines.map((line) => [line.requestId, line.errorId]), [['a', 102], ['b', 103], ['c', 102], ['d', 101], ['e', 108]]);
+    });
+
+    it('logs every denial with a window of 0', () => {
+      const log = decisionLog({ repeatWindowSeconds: 0, now: () => 0 });
+      for (let i = 0; i < 5; i++) log.check(refused(`req-${i}`));
+      assert.deepEqual(log.lines.map((line) => line.event), Array(5).fill('check.denied'));
+    });
+
+    it('logs the count by itself once the window is over, and what is left at close', async () => {
+      const timed = decisionLog();
+      for (let i = 0; i < 3; i++) timed.check(refused(`req-${i}`));
+      const repeated = await eventually(
+        'the repeats logged without a further denial',
+        async () => timed.lines.find((line) => line.event === 'check.denied.repeated'),
+        (line) => line !== undefined,
+        10_000,
+      );
+      assert.equal(repeated?.repeats, 2);
+      const closing = decisionLog({ repeatWindowSeconds: 60 });
+      for (let i = 0; i < 4; i++) closing.check(refused(`req-${i}`));
+      closing.log.close();
+      assert.deepEqual(closing.lines.map((line) => [line.event, line.repeats]), [['check.denied', undefined], ['check.denied.repeated', 3]]);
+    });
+
+    it('counts in at most REPEAT_WINDOWS_MAX windows; beyond, denials are logged each', () => {
+      const log = decisionLog({ now: () => 0 });
+      const addresses = (n: number) => `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+      for (let n = 0; n < REPEAT_WINDOWS_MAX + 2; n++) log.check(refused(`req-${n}`, addresses(n)));
+      for (let i = 0; i < 2; i++) log.check(refused(`again-${i}`, addresses(REPEAT_WINDOWS_MAX + 1)));
+      assert.equal(log.lines.length, REPEAT_WINDOWS_MAX + 4);
+      log.check(refused('counted', addresses(0)));
+      assert.equal(log.lines.length, REPEAT_WINDOWS_MAX + 4);
+    });
   });
 });
