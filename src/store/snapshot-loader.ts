@@ -62,12 +62,25 @@ function siteAuthMethod(value: string): SiteAuthMethod {
   return value === 'both' ? 'both' : 'tokens';
 }
 
-/** Rows handled between two yields to the event loop while a snapshot is built: a check waits for one slice at most. */
-const SLICE_ROWS = 2_000;
+/**
+ * Building and comparing run in slices of at most SLICE_MS on the event loop, then let the checks that
+ * queued meanwhile run: a check waits for one slice at most, however large the installation and
+ * however busy the machine (a count of rows per slice would take longer on a slower or busier one).
+ */
+const SLICE_MS = 2;
 
-/** Lets the checks that queued meanwhile run. */
-function yieldToChecks(): Promise<void> {
-  return new Promise((resolveYield) => setImmediate(resolveYield));
+class Slices {
+  private startedAt = performance.now();
+
+  /** True once this slice has run its time: the caller then awaits next(). */
+  get over(): boolean {
+    return performance.now() - this.startedAt >= SLICE_MS;
+  }
+
+  async next(): Promise<void> {
+    await new Promise((resolveYield) => setImmediate(resolveYield));
+    this.startedAt = performance.now();
+  }
 }
 
 /** The rows of the four tables that make up the sites, as one transaction read them. */
@@ -76,13 +89,13 @@ type SiteRows = [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[]
 /**
  * The sites of these rows, or only the `wanted` ones. Rows that would break the decision are left
  * out, each reported: a key that cannot be matched is refused (102), a site that cannot be built is
- * unknown (101). One odd row never fails every check. Building yields to checks every few thousand rows.
+ * unknown (101). One odd row never fails every check. Building yields to checks every SLICE_MS.
  */
 async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
-  let rows = 0;
+  const slices = new Slices();
   const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
   for (const key of keys) {
-    if (++rows % SLICE_ROWS === 0) await yieldToChecks();
+    if (slices.over) await slices.next();
     if (wanted !== undefined && !wanted.has(key.site_id)) continue;
     if (!HASH.test(key.hash) || Number.isNaN(key.expires_at_ms)) {
       onUnusable({ table: 'api_keys', row: key.id, reason: 'its hash or expiry cannot be read' });
@@ -94,7 +107,7 @@ async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUn
   }
   const entriesBySite = new Map<SiteId, AllowlistNetworkRow[]>();
   for (const entry of allowlist) {
-    if (++rows % SLICE_ROWS === 0) await yieldToChecks();
+    if (slices.over) await slices.next();
     if (wanted !== undefined && !wanted.has(entry.site_id)) continue;
     let entries = entriesBySite.get(entry.site_id);
     if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
@@ -102,7 +115,7 @@ async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUn
   }
   const clientsBySite = new Map<SiteId, Set<ClientId>>();
   for (const client of tokenClients) {
-    if (++rows % SLICE_ROWS === 0) await yieldToChecks();
+    if (slices.over) await slices.next();
     if (wanted !== undefined && !wanted.has(client.site_id)) continue;
     let clients = clientsBySite.get(client.site_id);
     if (clients === undefined) clientsBySite.set(client.site_id, (clients = new Set()));
@@ -132,8 +145,7 @@ async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUn
       tokensNotBefore: site.tokens_not_before_ms,
       tokenClients: clientsBySite.get(site.id) ?? NO_CLIENTS,
     });
-    // A site costs several rows' work: its maps and its allowlist's lists.
-    if (++rows % (SLICE_ROWS / 4) === 0) await yieldToChecks();
+    if (slices.over) await slices.next();
   }
   return table;
 }
@@ -245,7 +257,7 @@ export interface SiteResync {
  * A full resync that reads again only what changed, in one transaction: a digest per bucket of sites;
  * for the buckets whose digest is not the one held, a digest per site; and the rows of the sites whose
  * digest changed (all rows, if that is most of them). Comparing and building yield to the event loop
- * every few thousand rows, so that a large installation's resync does not hold checks up.
+ * every SLICE_MS, so that a large installation's resync does not hold checks up.
  */
 export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: UnusableRowListener = ignoreUnusable): Promise<SiteResync> {
   const read = await inOneSnapshot(pool, async (client) => {
@@ -258,13 +270,13 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
     }
     const siteDigests = new Map<SiteId, { digest: string; bucket: string }>();
     const changedIds: SiteId[] = [];
-    let counted = 0;
+    const slices = new Slices();
     if (changedBuckets.length > 0) {
       const siteRows = (await client.query<{ id: SiteId; bucket: string; digest: string }>(SITE_DIGESTS, [changedBuckets])).rows;
       for (const { id, bucket, digest } of siteRows) {
         siteDigests.set(id, { digest, bucket });
         if (held.sites.get(id)?.digest !== digest) changedIds.push(id);
-        if (++counted % SLICE_ROWS === 0) await yieldToChecks();
+        if (slices.over) await slices.next();
       }
     }
     const removed: SiteId[] = [];
@@ -272,7 +284,7 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
       const reread = new Set(changedBuckets);
       for (const [id, { bucket }] of held.sites) {
         if (!siteDigests.has(id) && (!bucketDigests.has(bucket) || reread.has(bucket))) removed.push(id);
-        if (++counted % SLICE_ROWS === 0) await yieldToChecks();
+        if (slices.over) await slices.next();
       }
     }
     if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, rows: undefined };
