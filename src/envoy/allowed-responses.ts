@@ -1,7 +1,8 @@
 import type { Allowed } from '../decision/types.js';
 import { toCheckResponse, type AllowedResponsePolicy } from './check-response.js';
 import type { CheckResponseMessage } from './messages.js';
-import { EncodedCheckResponse } from './proto.js';
+import { EncodedResponses } from './encoded-responses.js';
+import type { EncodedCheckResponse } from './proto.js';
 
 /**
  * Encoded allowed responses kept at most. An entry is the response (about 100 to 300 bytes with the
@@ -21,13 +22,15 @@ export const ALLOWED_RESPONSES_MAX = 10_000;
  * most ALLOWED_RESPONSES_MAX of them: when full, the oldest entry makes room.
  */
 export class AllowedResponses {
-  private readonly encoded = new Map<string, EncodedCheckResponse>();
+  private readonly encoded: EncodedResponses;
 
   constructor(
     private policy: AllowedResponsePolicy,
     private readonly encode: (response: CheckResponseMessage) => Buffer,
-    private readonly maxEntries: number = ALLOWED_RESPONSES_MAX,
-  ) {}
+    maxEntries: number = ALLOWED_RESPONSES_MAX,
+  ) {
+    this.encoded = new EncodedResponses(maxEntries);
+  }
 
   /**
    * The encoded allowed response for the site and its key or token client, under `policy` if given:
@@ -42,20 +45,8 @@ export class AllowedResponses {
     // Site and key ids are decimal digits, so a key's entry has one colon; a client id may hold any
     // character but follows the site id and a space, which no key's entry has.
     const entry = decision.method === 'api_key' ? `${decision.siteId}:${decision.keyId}` : `${decision.siteId} ${decision.clientId}`;
-    const kept = this.encoded.get(entry);
-    if (kept !== undefined) return kept;
     // toCheckResponse reads the site, the method and the key or client of the decision, nothing else.
-    const bytes = this.encode(toCheckResponse(decision, this.policy));
-    // A copy of its own: a small encoding may be a slice of a shared 8 KiB pool it would keep alive.
-    const own = Buffer.allocUnsafeSlow(bytes.length);
-    bytes.copy(own);
-    const response = new EncodedCheckResponse(own);
-    if (this.encoded.size >= this.maxEntries) {
-      const oldest = this.encoded.keys().next();
-      if (!oldest.done) this.encoded.delete(oldest.value);
-    }
-    this.encoded.set(entry, response);
-    return response;
+    return this.encoded.response(entry, () => this.encode(toCheckResponse(decision, this.policy)));
   }
 
   /** Entries kept now. */

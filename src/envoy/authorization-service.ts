@@ -3,7 +3,8 @@ import type { CheckInput, Decision } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
 import { AllowedResponses } from './allowed-responses.js';
-import { PLAIN_ALLOWED_RESPONSE, toCheckResponse, toShadowResponse, type AllowedResponsePolicy } from './check-response.js';
+import { deniedResponseKey, PLAIN_ALLOWED_RESPONSE, toCheckResponse, toShadowResponse, type AllowedResponsePolicy } from './check-response.js';
+import { EncodedResponses } from './encoded-responses.js';
 import type { CheckRequestMessage } from './messages.js';
 import { encodeCheckResponse, type CheckResponseToSend } from './proto.js';
 import { viewCheckRequest, type CheckRequestView, type RequestViewOptions } from './request-view.js';
@@ -37,6 +38,9 @@ function secondsSince(started: number): number {
   return (performance.now() - started) / 1000;
 }
 
+/** Denied responses kept encoded: every error with every site id and masked key a busy replica refuses at once. */
+export const DENIED_RESPONSES_MAX = 10_000;
+
 function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorResponse> {
   return { code, details };
 }
@@ -51,6 +55,8 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
   const allowedPolicy = deps.allowedResponse ?? PLAIN_ALLOWED_RESPONSE;
   const currentAllowedPolicy = typeof allowedPolicy === 'function' ? allowedPolicy : () => allowedPolicy;
   const allowedResponses = new AllowedResponses(currentAllowedPolicy(), encodeCheckResponse);
+  // Anyone can be denied, so anyone can add entries: they are bounded, and a made-up one costs what encoding costs.
+  const deniedResponses = new EncodedResponses(DENIED_RESPONSES_MAX);
 
   // An observer is someone else's code: it must neither fail nor delay-then-fail the check.
   function notify<E>(observer: ((event: E) => void) | undefined, event: E, requestId: string | undefined): void {
@@ -97,7 +103,8 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     if (deps.shadowMode === true) {
       return { response: toShadowResponse(decision.denial, currentAllowedPolicy()), event: checkEvent(view, decision, secondsSince(started), true) };
     }
-    return { response: toCheckResponse(decision), event: checkEvent(view, decision, secondsSince(started)) };
+    const response = deniedResponses.response(deniedResponseKey(decision.denial), () => encodeCheckResponse(toCheckResponse(decision)));
+    return { response, event: checkEvent(view, decision, secondsSince(started)) };
   }
 
   function failed(error: unknown, requestId: string | undefined): Answer {

@@ -1,4 +1,4 @@
-import { denialBody, denialChallenge, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
+import { denialBody, denialChallenge, denialMessage, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
 import type { Decision, Denial } from '../decision/types.js';
 import { HeaderAppendAction, type CheckResponseMessage, type HeaderValueOptionMessage } from './messages.js';
 
@@ -113,4 +113,13 @@ export function toCheckResponse(decision: Decision, allowed: AllowedResponsePoli
       body: denialBody(decision.denial),
     },
   };
+}
+
+/**
+ * What a denied CheckResponse is made of, as a key for its kept encoding: the error id and the message
+ * (the statuses follow from the id, the body from both, and a 106's challenge from the rule its message
+ * names). The message quotes the key masked only, so the key holds no secret either.
+ */
+export function deniedResponseKey(denial: Denial): string {
+  return `${denial.errorId} ${denialMessage(denial)}`;
 }

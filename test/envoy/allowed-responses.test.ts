@@ -5,7 +5,8 @@ import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import type { CheckInput, CredentialSnapshot, Decision, Denial } from '../../src/decision/types.js';
 import { AllowedResponses } from '../../src/envoy/allowed-responses.js';
-import { createAuthorizationService } from '../../src/envoy/authorization-service.js';
+import { createAuthorizationService, DENIED_RESPONSES_MAX } from '../../src/envoy/authorization-service.js';
+import { EncodedResponses } from '../../src/envoy/encoded-responses.js';
 import { PLAIN_ALLOWED_RESPONSE, sunsetNotice, toCheckResponse, type AllowedResponsePolicy } from '../../src/envoy/check-response.js';
 import type { CheckRequestMessage, CheckResponseMessage } from '../../src/envoy/messages.js';
 import { AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_NAME, encodeCheckResponse, type CheckResponseToSend } from '../../src/envoy/proto.js';
@@ -114,6 +115,55 @@ describe('the bytes sent are the plain encoding of toCheckResponse, byte for byt
       decision = next;
       assert.deepEqual(bytesSent(service), plainEncoding(toCheckResponse(next, policies[1]![1])), JSON.stringify(next));
     }
+  });
+});
+
+describe('kept denied responses', () => {
+  const tokenDenials: readonly Denial[] = [
+    { errorId: 106, rule: 'expired' },
+    { errorId: 106, rule: 'signature', siteId: '1001' },
+    { errorId: 106, rule: 'revoked', siteId: '1001', clientId: 'partner-a' },
+    { errorId: 107, clientId: 'partner-a' },
+    { errorId: 107, clientId: 'partner-b' },
+  ];
+  const others: readonly Denial[] = [
+    { errorId: 101, siteId: '4243', maskedKey: MASKED },
+    { errorId: 102, siteId: '1001', maskedKey: '*****abcde' },
+    { errorId: 102, siteId: '1002', maskedKey: MASKED },
+  ];
+
+  it('every denial answered after the others still gets its own response, challenge and body', () => {
+    const all = [...denials, ...tokenDenials, ...others];
+    let denial: Denial = all[0]!;
+    const service = serviceOf(() => ({ outcome: 'deny', denial }), PLAIN_ALLOWED_RESPONSE);
+    for (const next of [...all, ...all.slice().reverse(), ...all]) {
+      denial = next;
+      assert.deepEqual(bytesSent(service), plainEncoding(toCheckResponse({ outcome: 'deny', denial: next })), JSON.stringify(next));
+    }
+  });
+
+  it('answers right while made-up site ids churn more denials than it keeps (DENIED_RESPONSES_MAX)', () => {
+    let siteId = 0;
+    const service = serviceOf(() => ({ outcome: 'deny', denial: { errorId: 101, siteId: String(++siteId), maskedKey: MASKED } }), PLAIN_ALLOWED_RESPONSE);
+    for (let i = 0; i < DENIED_RESPONSES_MAX + 50; i++) bytesSent(service);
+    const last = upstreamCheck.responseDeserialize(bytesSent(service)) as { denied_response: { body: string } };
+    assert.equal(JSON.parse(last.denied_response.body).error.message, `Site ID ${siteId} is invalid`);
+  });
+});
+
+describe('EncodedResponses', () => {
+  it('encodes once per key while kept, and drops the oldest when full', () => {
+    const responses = new EncodedResponses(2);
+    let encodings = 0;
+    const encode = (text: string) => () => (encodings++, Buffer.from(text));
+    const a = responses.response('a', encode('a'));
+    assert.equal(responses.response('a', encode('a')), a);
+    responses.response('b', encode('b'));
+    responses.response('c', encode('c'));
+    assert.equal(responses.size, 2);
+    assert.equal(encodings, 3);
+    assert.notEqual(responses.response('a', encode('a')), a, 'a was dropped to make room for c');
+    assert.equal(encodings, 4);
   });
 });
 
