@@ -20,11 +20,11 @@ const IDLE_CONNECTIONS = 500;
 const FD_TOLERANCE = 6;
 const TIMER_TOLERANCE = 6;
 /**
- * What a second round of the same abuse may add to serve's RSS. V8 keeps most of the heap it grew for
- * the first round, and grows in steps (here the second round added 6 to 16 MiB, with nothing
- * retained); 40 MiB still fails on 8 KiB kept per abandoned call, or 80 KiB per idle connection.
+ * What a further round of the same abuse may add to serve's RSS. V8 keeps most of the heap it grew for
+ * the first round, and grows in steps (here a later round added 6 to 16 MiB, 41 once on a busy machine,
+ * with nothing retained); 30 MiB still fails on 6 KiB kept per abandoned call, or 60 KiB per idle connection.
  */
-const RSS_BOUND_MIB = 40;
+const RSS_BOUND_MIB = 30;
 /** Streams per connection the server allows at once (GRPC_LIMITS.maxConcurrentStreams). */
 const STREAMS_PER_CONNECTION = 100;
 /**
@@ -151,9 +151,17 @@ describe(`${ABANDONED_CALLS} abandoned calls and ${IDLE_CONNECTIONS} idle connec
         assert.ok(gone.fds <= pristine.fds + FD_TOLERANCE, `${gone.fds} descriptors once the connections are gone, ${pristine.fds} before`);
         assert.ok(Math.max(open.timers, gone.timers) <= pristine.timers + TIMER_TOLERANCE, `timers of abandoned calls outlive them: ${pristine.timers} before, ${open.timers} after`);
       }
-      const baseline = first.gone.rssMiB;
-      for (const [when, rss] of [['with the idle connections', second.open.rssMiB], ['once they are gone', second.gone.rssMiB]] as const) {
-        assert.ok(rss <= baseline + RSS_BOUND_MIB, `RSS ${rss.toFixed(0)} MiB ${when} in the second round, ${baseline.toFixed(0)} MiB after the first`);
+      // A leak grows serve's memory by the same amount every round; V8 growing its heap in a step (more so
+      // on a busy machine, where collection lags) does it once. So a third round, and the smaller growth
+      // of the two must stay within the bound: like with like, connections open and once they are gone.
+      const third = await round(pristine);
+      t.diagnostic(`third round: with the idle connections ${JSON.stringify(third.open)}, after ${JSON.stringify(third.gone)}`);
+      for (const [when, rss] of [['with the idle connections', (r: typeof first) => r.open.rssMiB], ['once they are gone', (r: typeof first) => r.gone.rssMiB]] as const) {
+        const growth = Math.min(rss(second) - rss(first), rss(third) - rss(second));
+        assert.ok(
+          growth <= RSS_BOUND_MIB,
+          `RSS ${when} grew by ${growth.toFixed(0)} MiB or more in each round: ${[first, second, third].map((r) => rss(r).toFixed(0)).join(', ')} MiB`,
+        );
       }
       assert.equal((await timedCheck(envoy, wellFormed)).outcome, 'allow');
     } finally {
