@@ -223,6 +223,9 @@ async function siteToLoad(pool: pg.Pool, header: ParsedAuthorization, input: Che
   return client === undefined ? [] : [client.siteId];
 }
 
+const SHADOW_MODE_NOTE =
+  'SHADOW_MODE is on here: a service running with it lets this request through (logged as check.shadow-denied, counted in `report denials`) instead of denying it';
+
 /**
  * `sitekey-authz explain`: what the service would answer to this request, and why, worked out
  * offline from the credential database by the service's own code: the request view, the snapshot
@@ -251,7 +254,8 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
       const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };
       const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now, message: answer.error?.message };
       const reason = await reasonFor(decision, facts);
-      return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: notes, exitCode: exitStatusOf(answer) };
+      const shadow = config.shadowMode && decision.outcome === 'deny' ? [SHADOW_MODE_NOTE] : [];
+      return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: [...notes, ...shadow], exitCode: exitStatusOf(answer) };
     });
   } finally {
     await tokens?.stop();

@@ -93,4 +93,15 @@ describe('shadow mode', () => {
     const shown = await runCli(database.url, ['report', 'denials', '--site', '1001']);
     assert.match(shown.stdout, /1001 +103 \(shadow\) +198\.51\.100\.9 .* yes: let through/);
   });
+
+  it('explain says that SHADOW_MODE lets the would-be denial through', async () => {
+    const args = ['explain', '--authorization', `1001:${KEY}`, '--ip', OUTSIDE, '--body', JSON.stringify({ siteid: 1001, apikey: KEY })];
+    const shadowed = await runCli(database.url, args, undefined, { SHADOW_MODE: 'true' });
+    assert.equal(shadowed.code, 1, shadowed.stderr);
+    assert.match(shadowed.stdout, /103/);
+    assert.match(shadowed.stderr, /SHADOW_MODE is on here: a service running with it lets this request through/);
+    const enforced = await runCli(database.url, args);
+    assert.equal(enforced.code, 1, enforced.stderr);
+    assert.doesNotMatch(enforced.stderr, /SHADOW_MODE/);
+  });
 });
