@@ -21,6 +21,10 @@ export const ADMIN_LIMITS = Object.freeze({
   /** The whole request, body included. */
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
+  /** A connection on which nothing moves either way this long is closed (a client that stops reading). */
+  socketTimeoutMs: 30_000,
+  /** How often node looks for requests past the header and request time-outs. */
+  connectionsCheckingIntervalMs: 1_000,
   /** Connections at once; beyond, new ones are dropped. */
   maxConnections: 256,
   /** Per person: this many requests at once, refilled at ratePerSecond; beyond, 429 with Retry-After. */
@@ -149,7 +153,11 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     }
   }
 
-  const server: Server = createServer({ maxHeaderSize: limits.maxHeaderBytes }, (request, response) => void answer(request, response));
+  const server: Server = createServer(
+    { maxHeaderSize: limits.maxHeaderBytes, connectionsCheckingInterval: limits.connectionsCheckingIntervalMs },
+    (request, response) => void answer(request, response),
+  );
+  server.timeout = limits.socketTimeoutMs;
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
