@@ -2,7 +2,7 @@
 NPM ?= npm
 STAMP := node_modules/.installed-stamp
 
-.PHONY: run test test-unit build bench soak install clean issuer admin-issuer manifests
+.PHONY: run test test-unit build bench soak install clean issuer manifests
 
 run: build
 	node dist/src/cli/main.js serve
@@ -18,13 +18,14 @@ test-unit: build
 manifests: build
 	node dist/test/deploy/prometheus-rule.js
 
+# The organisation's provider for the admin API on 127.0.0.1:$${ADMIN_ISSUER_PORT:-9471}, with its test people (README, "Admin API").
+.PHONY: admin-issuer
+admin-issuer: build
+	node dist/test/support/local-admin-issuer.js
+
 # A real OpenID provider on 127.0.0.1:$${ISSUER_PORT:-9470} for trying tokens (README, "Token-based authentication").
 issuer: build
 	node dist/test/support/local-issuer.js
-
-# The organisation's provider for the admin API on 127.0.0.1:$${ADMIN_ISSUER_PORT:-9471}, with three people (README, "Admin API").
-admin-issuer: build
-	node dist/test/support/local-admin-issuer.js
 
 # Benchmarks (README, "Benchmarks"): both install h2load (Debian's nghttp2-client) when missing and they can.
 # BENCH_SECONDS, BENCH_ROUNDS, SOAK_SECONDS and SOAK_RATE shorten or fix them; each writes a section of bench/RESULTS.md.

@@ -27,15 +27,6 @@ export type ConsoleFactory = (parts: {
   readonly logger: Logger;
 }) => Promise<ConsoleParts>;
 
-/** The console's pages and session, when the console is built: the one place serve takes them from. */
-const CONSOLE: ConsoleFactory | undefined = undefined;
-
-/** What serve runs in its primary process: the admin port when ADMIN_ISSUER is set, else nothing. */
-export async function startAdminPort(config: Config, databaseUrl: string, logger: Logger): Promise<AdminServer | undefined> {
-  if (config.admin === undefined) return undefined;
-  return startAdmin(config, config.admin, databaseUrl, logger, CONSOLE === undefined ? {} : { console: CONSOLE });
-}
-
 /**
  * The admin port when ADMIN_ISSUER is set: the issuer's keys (found through its discovery document,
  * fetched in the background: until they are, tokens get 401), a small pool of its own, and the server.

@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { startAdminPort } from '../admin/start-admin.js';
+import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { startHttpEndpoints } from '../observe/http-endpoints.js';
 import { createLogger, type Logger } from '../observe/logger.js';
@@ -29,8 +29,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       (endpoints) => endpoints.close(),
     );
     logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
-    const admin = await startAdminPort(config, database.url, logger);
-    if (admin !== undefined) resources.add(admin, (server) => server.close());
+    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger), (admin) => admin.close());
     checks.followSnapshot();
     // The operator endpoints stay up while the checks drain, so probes and scrapes see it happen.
     await drainChecks(checks, config, await stopping, logger);
