@@ -10,20 +10,42 @@ export type ClientIpSource =
   | { readonly kind: 'xff'; readonly trustedHops: number }
   | { readonly kind: 'header'; readonly name: string };
 
-/** Token-based authentication (OAuth 2.0 client credentials, RFC 9068 JWT access tokens); off without TOKEN_ISSUER. */
-export interface TokenSettings {
-  /** TOKEN_ISSUER: the iss every token must carry. */
+/** What an RFC 9068 JWT access token must satisfy, for partners' tokens and the admin port's alike. */
+export interface AccessTokenRules {
+  /** The iss every token must carry. */
   readonly issuer: string;
-  /** TOKEN_AUDIENCE: a value every token's aud must contain. */
+  /** A value every token's aud must contain. */
   readonly audience: string;
+  /** The JWS algorithms accepted; asymmetric only. */
+  readonly algorithms: readonly string[];
+  /** Accepted typ header values, lower case, without the `application/` prefix. */
+  readonly types: readonly string[];
+  /** Leeway for exp, nbf and iat. */
+  readonly clockSkewSeconds: number;
+}
+
+/** Token-based authentication (OAuth 2.0 client credentials, RFC 9068 JWT access tokens); off without TOKEN_ISSUER. */
+export interface TokenSettings extends AccessTokenRules {
   /** TOKEN_JWKS_URL: where the issuer publishes its signing keys. */
   readonly jwksUrl: string;
-  /** TOKEN_ALGORITHMS: the JWS algorithms accepted; asymmetric only. */
-  readonly algorithms: readonly string[];
-  /** TOKEN_TYPES: accepted typ header values, lower case, without the `application/` prefix. */
-  readonly types: readonly string[];
-  /** TOKEN_CLOCK_SKEW_SECONDS: leeway for exp, nbf and iat. */
-  readonly clockSkewSeconds: number;
+}
+
+/**
+ * The admin API and console on their own port, for the organisation's people; off without
+ * ADMIN_ISSUER. Their tokens follow the partner tokens' rules (the default algorithms, at+jwt, 30 s
+ * of leeway); the keys come from the issuer's discovery document.
+ */
+export interface AdminSettings extends AccessTokenRules {
+  /** ADMIN_PORT. */
+  readonly port: number;
+  /** ADMIN_ROLES_CLAIM: the claim that lists a person's roles. */
+  readonly rolesClaim: string;
+  /** ADMIN_OIDC_CLIENT_ID: unset, no console, the API only. */
+  readonly oidcClientId: string | undefined;
+  /** ADMIN_OIDC_CLIENT_SECRET: unset, a public client with PKCE. */
+  readonly oidcClientSecret: string | undefined;
+  /** ADMIN_PUBLIC_URL without a trailing slash; the redirect URI is `${publicUrl}/auth/callback`. */
+  readonly publicUrl: string;
 }
 
 /** TLS on the gRPC port (README, "TLS on the Check port"): PEM files, read again when they change. */
@@ -86,6 +108,8 @@ export interface Config {
   readonly tokens: TokenSettings | undefined;
   /** Allow every check, reporting each would-be denial as a shadow denial: a first rollout without risk. */
   readonly shadowMode: boolean;
+  /** Undefined: no admin port. */
+  readonly admin: AdminSettings | undefined;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -149,6 +173,13 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'TOKEN_CLOCK_SKEW_SECONDS', default: '30', meaning: 'leeway for exp, nbf and iat' },
   { name: 'WORKERS', default: '1', meaning: 'processes answering checks on the one port, or auto' },
   { name: 'SHADOW_MODE', default: 'false', meaning: 'allow every check, reporting would-be denials: for a first rollout' },
+  { name: 'ADMIN_ISSUER', default: 'unset: no admin port', meaning: "turns the admin API and console on: the organisation's OpenID provider (https, or http on loopback)" },
+  { name: 'ADMIN_AUDIENCE', default: 'required with ADMIN_ISSUER', meaning: "a value every admin access token's aud must contain" },
+  { name: 'ADMIN_PORT', default: '9465', meaning: 'HTTP port of the admin API and console, never routed by the partner gateway' },
+  { name: 'ADMIN_ROLES_CLAIM', default: 'roles', meaning: 'the token claim listing viewer, account-manager or admin' },
+  { name: 'ADMIN_OIDC_CLIENT_ID', default: 'unset: the API only, no console', meaning: "the console's client id at the provider (authorization code with PKCE)" },
+  { name: 'ADMIN_OIDC_CLIENT_SECRET', default: 'unset: a public client', meaning: "the console's client secret, if the provider gave it one" },
+  { name: 'ADMIN_PUBLIC_URL', default: 'http://127.0.0.1:<ADMIN_PORT>', meaning: "the console's external base URL; sign-in returns to <it>/auth/callback" },
 ];
 
 export const SUNSET_VARIABLES = ['APIKEY_SUNSET_AT', 'APIKEY_SUNSET_ENFORCE', 'MIGRATION_GUIDE_URL', 'APIKEY_DEPRECATED_AT'] as const;
@@ -342,10 +373,16 @@ export function normalizedTokenType(type: string): string {
   return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
 }
 
+/** Whether a URL may be fetched for keys or trusted as an issuer: https, or http to a loopback address only. */
+export function isSecureOrLoopbackUrl(value: string): boolean {
+  const parsed = new URL(value);
+  return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && LOOPBACK_HOSTS.test(parsed.hostname));
+}
+
 /** https, or http to a loopback address only (a local issuer for tests and trying it out). */
-function jwksUrl(env: Env, name: string): string | undefined {
-  const value = url(env, name, { schemes: ['https:', 'http:'], said: 'an https://', example: 'https://login.example.com/.well-known/jwks.json' });
-  if (value !== undefined && new URL(value).protocol === 'http:' && !LOOPBACK_HOSTS.test(new URL(value).hostname)) {
+function jwksUrl(env: Env, name: string, example = 'https://login.example.com/.well-known/jwks.json'): string | undefined {
+  const value = url(env, name, { schemes: ['https:', 'http:'], said: 'an https://', example });
+  if (value !== undefined && !isSecureOrLoopbackUrl(value)) {
     throw new ConfigError(name, 'must be https:// (http:// only to a loopback address such as 127.0.0.1, for tests)');
   }
   return value;
@@ -374,6 +411,57 @@ function tokenSettings(env: Env): TokenSettings | undefined {
   });
 }
 
+const ADMIN_PORT = 9465;
+// A claim name as providers write them: a word, or a URI such as https://example.com/claims/roles.
+const CLAIM_NAME = /^[\x21-\x7e]{1,200}$/;
+
+/** The ADMIN_* names that mean something only with ADMIN_ISSUER. */
+function refuseAdminSettingsWithoutIssuer(env: Env): undefined {
+  for (const { name } of SETTINGS.filter((setting) => setting.name.startsWith('ADMIN_') && setting.name !== 'ADMIN_ISSUER')) {
+    if (text(env, name) !== undefined) throw new ConfigError(name, 'is only read with ADMIN_ISSUER set: set ADMIN_ISSUER to turn the admin API on');
+  }
+  return undefined;
+}
+
+function adminSettings(env: Env, otherPorts: { readonly grpc: number; readonly metrics: number }): AdminSettings | undefined {
+  const issuer = jwksUrl(env, 'ADMIN_ISSUER', 'https://login.example.com/realms/staff');
+  if (issuer === undefined) return refuseAdminSettingsWithoutIssuer(env);
+  const audience = text(env, 'ADMIN_AUDIENCE');
+  if (audience === undefined) {
+    throw new ConfigError('ADMIN_AUDIENCE', 'is required with ADMIN_ISSUER: the audience (aud) the provider puts in access tokens for this admin API, e.g. https://authz-admin.corp.example');
+  }
+  const adminPort = port(env, 'ADMIN_PORT', ADMIN_PORT);
+  for (const [name, other] of [['GRPC_PORT', otherPorts.grpc], ['METRICS_PORT', otherPorts.metrics]] as const) {
+    if (adminPort !== 0 && adminPort === other) throw new ConfigError('ADMIN_PORT', `must differ from ${name} (${other}): the admin API is never served on the Check or metrics port`);
+  }
+  const rolesClaim = text(env, 'ADMIN_ROLES_CLAIM') ?? 'roles';
+  if (!CLAIM_NAME.test(rolesClaim)) throw new ConfigError('ADMIN_ROLES_CLAIM', 'expected a claim name of at most 200 visible ASCII characters, such as roles');
+  const oidcClientId = text(env, 'ADMIN_OIDC_CLIENT_ID');
+  if (oidcClientId !== undefined && !CLAIM_NAME.test(oidcClientId)) {
+    throw new ConfigError('ADMIN_OIDC_CLIENT_ID', 'expected the client id the provider gave the console: at most 200 visible ASCII characters, no spaces');
+  }
+  const oidcClientSecret = text(env, 'ADMIN_OIDC_CLIENT_SECRET');
+  // The secret is never quoted back: it would land in a log.
+  if (oidcClientSecret !== undefined && oidcClientId === undefined) throw new ConfigError('ADMIN_OIDC_CLIENT_SECRET', 'is only read with ADMIN_OIDC_CLIENT_ID set, the client it belongs to');
+  const publicUrl = jwksUrl(env, 'ADMIN_PUBLIC_URL', 'https://authz-admin.corp.example') ?? `http://127.0.0.1:${adminPort}`;
+  const parsedPublicUrl = new URL(publicUrl);
+  if (parsedPublicUrl.search !== '' || parsedPublicUrl.hash !== '' || parsedPublicUrl.username !== '' || parsedPublicUrl.password !== '') {
+    throw new ConfigError('ADMIN_PUBLIC_URL', 'expected a base URL without query, fragment or credentials, such as https://authz-admin.corp.example');
+  }
+  return Object.freeze({
+    issuer,
+    audience,
+    algorithms: Object.freeze(DEFAULT_TOKEN_ALGORITHMS.split(',')),
+    types: Object.freeze(['at+jwt']),
+    clockSkewSeconds: 30,
+    port: adminPort,
+    rolesClaim,
+    oidcClientId,
+    oidcClientSecret,
+    publicUrl: publicUrl.replace(/\/+$/, ''),
+  });
+}
+
 /** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
@@ -383,13 +471,15 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
     throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const grpcPort = port(env, 'GRPC_PORT', 9001);
+  const metricsPort = port(env, 'METRICS_PORT', 9464);
   return Object.freeze({
     databaseUrl,
     databaseListenUrl: postgresUrl(env, 'DATABASE_LISTEN_URL') ?? databaseUrl,
     dataDir: dataDir(env, cwd),
-    grpcPort: port(env, 'GRPC_PORT', 9001),
+    grpcPort,
     grpcTls: grpcTls(env),
-    metricsPort: port(env, 'METRICS_PORT', 9464),
+    metricsPort,
     bindAddress,
     logLevel: logLevel as LogLevel,
     clientIpSource: clientIpSource(env),
@@ -413,5 +503,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     workers: workers(env),
     tokens: tokenSettings(env),
     shadowMode: boolean(env, 'SHADOW_MODE', false),
+    admin: adminSettings(env, { grpc: grpcPort, metrics: metricsPort }),
   });
 }

@@ -1,8 +1,9 @@
 import { canonicalPositiveId } from '../common/positive-id.js';
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
-import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
-import { parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
+import type { ApiKey, ClientId, KeyId, SiteAuthMethod, SiteId } from '../decision/types.js';
+import { coversIpv4Mapped, parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
+import { IPV4_MAPPED } from '../allowlist/client-ip.js';
 import { parseInstant } from '../common/sunset-values.js';
 
 /** A command line that cannot be carried out as typed; the message says what to type instead. */
@@ -25,6 +26,29 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // Invisible direction marks, embeddings, overrides and isolates make text display other than it
 // reads ("Trojan Source", CVE-2021-42574); right-to-left letters display correctly without them.
 const DIRECTION_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/** The longest site name and note, in characters: shown in one line of `site list` and `key list`. */
+export const MAX_NAME = 200;
+export const MAX_NOTE = 500;
+
+const CLIENT_ID_MAX = 255;
+// OAuth client ids are visible ASCII (RFC 6749 Appendix A.1); spaces would break one-line-per-client output.
+const CLIENT_ID = /^[\x21-\x7e]+$/;
+export const CLIENT_ID_FORM = `the OAuth client id the issuer puts in the token's client_id claim: 1 to ${CLIENT_ID_MAX} visible ASCII characters, no spaces, e.g. partner-1001`;
+const SITE_AUTH_METHODS: readonly SiteAuthMethod[] = ['both', 'tokens'];
+
+export function clientIdArgument(text: string): ClientId {
+  if (text.length === 0 || text.length > CLIENT_ID_MAX || !CLIENT_ID.test(text)) {
+    throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a client id: expected ${CLIENT_ID_FORM}`);
+  }
+  return text;
+}
+
+export function authMethodArgument(text: string): SiteAuthMethod {
+  const method = SITE_AUTH_METHODS.find((known) => known === text.toLowerCase());
+  if (method === undefined) throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a method: type both (API keys and tokens) or tokens (tokens only)`);
+  return method;
+}
 
 export function siteIdArgument(text: string): SiteId {
   const siteId = canonicalSiteId(text);
@@ -51,6 +75,20 @@ export function allowlistArguments(texts: readonly string[]): AllowlistEntry[] {
   if (reasons.length > 0) throw new UsageError(`${reasons.join('; ')} (nothing was changed)`);
   const entries = parsed.flatMap((result) => (result.ok ? [result.entry] : []));
   return [...new Map(entries.map((entry) => [entry.cidr, entry])).values()];
+}
+
+/** What `ip allow` warns of, though it adds them: an entry that admits everyone, and IPv6 that IPv4 clients never match. */
+export function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEntry[]): string[] {
+  return [
+    ...entries
+      .filter((entry) => entry.prefix === 0)
+      .map(({ cidr }) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+    ...entries.filter(coversIpv4Mapped).map(
+      ({ cidr }) =>
+        `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
+        `To admit them, run \`sitekey-authz ip allow ${siteId} <IPv4 network>\`, e.g. 203.0.113.0/24`,
+    ),
+  ];
 }
 
 /** An ISO 8601 date (midnight UTC) or date-time with a zone, for `--<option>`. */

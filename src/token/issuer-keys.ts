@@ -1,6 +1,7 @@
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type JWTVerifyGetKey } from 'jose';
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
+import { isSecureOrLoopbackUrl } from '../config.js';
 
 /** The key set a token verifier asks for the key a token names. */
 export interface KeySource {
@@ -10,8 +11,15 @@ export interface KeySource {
 }
 
 export interface IssuerKeysOptions {
-  /** TOKEN_JWKS_URL. */
-  readonly jwksUrl: string;
+  /**
+   * Where the key set is: a configured JWKS URL (TOKEN_JWKS_URL), or the jwks_uri of an issuer's
+   * discovery document (ADMIN_ISSUER's /.well-known/openid-configuration, OpenID Connect Discovery §4).
+   */
+  readonly jwksUrl?: string;
+  /** Or, instead, the issuer whose discovery document names the JWKS (ADMIN_ISSUER). */
+  readonly issuer?: string;
+  /** The variable that set it, for log lines (default TOKEN_JWKS_URL). */
+  readonly setting?: string;
   readonly logger: Logger;
   /** Fetched again this often while it works (default 5 min). */
   readonly refreshMs?: number;
@@ -36,19 +44,55 @@ class JwksFetchError extends Error {
 
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 
-async function readBounded(response: Response, maxBytes: number): Promise<string> {
+async function readBounded(response: Response, maxBytes: number, what: string): Promise<string> {
   const declared = Number(response.headers.get('content-length'));
-  if (declared > maxBytes) throw new JwksFetchError(`the JWKS is ${declared} bytes, more than the ${maxBytes} accepted`);
+  if (declared > maxBytes) throw new JwksFetchError(`the ${what} is ${declared} bytes, more than the ${maxBytes} accepted`);
   const body = response.body;
   if (body === null) return '';
   const chunks: Buffer[] = [];
   let received = 0;
   for await (const chunk of body) {
     received += chunk.byteLength;
-    if (received > maxBytes) throw new JwksFetchError(`the JWKS is more than the ${maxBytes} bytes accepted`);
+    if (received > maxBytes) throw new JwksFetchError(`the ${what} is more than the ${maxBytes} bytes accepted`);
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * One bounded GET of a JSON document: a time-out, a size limit, no redirects (the URL is configured,
+ * or named by a document from a configured URL, and a redirect could lead off it).
+ */
+async function fetchJson(url: string, accept: string, what: string, limits: { readonly timeoutMs: number; readonly maxBytes: number }): Promise<unknown> {
+  const response = await fetch(url, { headers: { accept }, redirect: 'error', signal: AbortSignal.timeout(limits.timeoutMs) });
+  if (response.status !== 200) {
+    await response.body?.cancel();
+    throw new JwksFetchError(`the ${what} URL answered HTTP ${response.status}`);
+  }
+  const text = await readBounded(response, limits.maxBytes, what);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new JwksFetchError(`the ${what} is not JSON`);
+  }
+}
+
+/** The JWKS URL an issuer's discovery document names, held to the same rules as TOKEN_JWKS_URL. */
+async function discoveredJwksUrl(issuer: string, limits: { readonly timeoutMs: number; readonly maxBytes: number }): Promise<string> {
+  const document = await fetchJson(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`, 'application/json', 'discovery document', limits);
+  const fields = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>;
+  // OpenID Connect Discovery §4.3: the document must be the issuer's own.
+  if (fields['issuer'] !== issuer) throw new JwksFetchError(`the discovery document names the issuer ${JSON.stringify(fields['issuer'])}, not ${issuer}`);
+  const jwksUri = fields['jwks_uri'];
+  if (typeof jwksUri !== 'string') throw new JwksFetchError('the discovery document has no jwks_uri');
+  let allowed: boolean;
+  try {
+    allowed = isSecureOrLoopbackUrl(jwksUri);
+  } catch {
+    allowed = false;
+  }
+  if (!allowed) throw new JwksFetchError('the discovery document\'s jwks_uri is not an https:// URL (http:// only on loopback)');
+  return jwksUri;
 }
 
 function isKeySet(value: unknown): value is JSONWebKeySet {
@@ -76,6 +120,7 @@ export class IssuerKeys implements KeySource {
   private readonly now: () => number;
 
   constructor(private readonly options: IssuerKeysOptions) {
+    if ((options.jwksUrl === undefined) === (options.issuer === undefined)) throw new TypeError('IssuerKeys: give either jwksUrl or issuer');
     this.now = options.now ?? Date.now;
     this.failureLog = new RateLimit(FAILURE_LOG_INTERVAL_MS, this.now);
   }
@@ -161,7 +206,11 @@ export class IssuerKeys implements KeySource {
     } catch (error) {
       if (this.failureLog.open()) {
         const keeping = this.loaded ? 'keeping the last key set that was fetched' : 'Bearer tokens cannot be verified until one is fetched';
-        this.options.logger.warn({ err: error, jwksUrl: this.options.jwksUrl }, `fetching the token issuer's keys (TOKEN_JWKS_URL) failed; ${keeping}`);
+        const setting = this.options.setting ?? 'TOKEN_JWKS_URL';
+        this.options.logger.warn(
+          { err: error, jwksUrl: this.options.jwksUrl, issuer: this.options.issuer },
+          `fetching the token issuer's keys (${setting}) failed; ${keeping}`,
+        );
       }
     }
     for (const listener of this.listeners) listener({ ok });
@@ -169,24 +218,10 @@ export class IssuerKeys implements KeySource {
   }
 
   private async download(): Promise<JSONWebKeySet> {
-    const maxBytes = this.options.maxBytes ?? 256 * 1024;
-    // Redirects are refused: the JWKS URL is configured, and a redirect could lead off it.
-    const response = await fetch(this.options.jwksUrl, {
-      headers: { accept: 'application/jwk-set+json, application/json' },
-      redirect: 'error',
-      signal: AbortSignal.timeout(this.options.fetchTimeoutMs ?? 5_000),
-    });
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw new JwksFetchError(`the JWKS URL answered HTTP ${response.status}`);
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(await readBounded(response, maxBytes));
-    } catch (error) {
-      if (error instanceof JwksFetchError) throw error;
-      throw new JwksFetchError('the JWKS is not JSON');
-    }
+    const limits = { timeoutMs: this.options.fetchTimeoutMs ?? 5_000, maxBytes: this.options.maxBytes ?? 256 * 1024 };
+    // The discovery document is read again on each fetch: an issuer may move its JWKS.
+    const jwksUrl = this.options.jwksUrl ?? (await discoveredJwksUrl(this.options.issuer ?? '', limits));
+    const parsed = await fetchJson(jwksUrl, 'application/jwk-set+json, application/json', 'JWKS', limits);
     if (!isKeySet(parsed)) throw new JwksFetchError('the JWKS has no "keys" array');
     return parsed;
   }

@@ -1,44 +1,18 @@
 import { createHash } from 'node:crypto';
-import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
-import { normalizedTokenType, type TokenSettings } from '../config.js';
-import type { AccessTokenClaims, TokenRule, TokenVerdict } from '../decision/types.js';
+import type { JWTPayload } from 'jose';
+import type { TokenSettings } from '../config.js';
+import type { AccessTokenClaims, TokenVerdict } from '../decision/types.js';
+import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
 import type { KeySource } from './issuer-keys.js';
+
+export { TOKEN_MAX_CHARS } from './access-token.js';
 
 /** Verified tokens kept at most; a partner sends the same token for many requests until it expires. */
 export const VERIFIED_TOKENS_MAX = 10_000;
-/** Longer is no access token any issuer mints: refused unread. */
-export const TOKEN_MAX_CHARS = 16_384;
 const CLIENT_ID_MAX_CHARS = 255;
 
 type Refusal = Extract<TokenVerdict, { valid: false }>;
 const refuse = (rule: Refusal['rule']): Refusal => ({ valid: false, rule });
-
-/** What jose's error codes say, as the rule a partner can act on. */
-function ruleOfJoseError(error: unknown): Refusal['rule'] {
-  if (!(error instanceof errors.JOSEError)) throw error;
-  switch (error.code) {
-    case 'ERR_JWT_EXPIRED':
-      return 'expired';
-    case 'ERR_JWT_CLAIM_VALIDATION_FAILED': {
-      const { claim, reason } = error as errors.JWTClaimValidationFailed;
-      if (reason === 'missing') return 'claims';
-      if (claim === 'iss') return 'issuer';
-      if (claim === 'aud') return 'audience';
-      if (claim === 'nbf' || claim === 'iat') return reason === 'check_failed' ? 'not-yet-valid' : 'claims';
-      return 'claims';
-    }
-    case 'ERR_JOSE_ALG_NOT_ALLOWED':
-      return 'algorithm';
-    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
-      return 'signature';
-    case 'ERR_JWKS_NO_MATCHING_KEY':
-    case 'ERR_JWKS_MULTIPLE_MATCHING_KEYS':
-      return 'unknown-key';
-    default:
-      // ERR_JWS_INVALID, ERR_JWT_INVALID, ERR_JOSE_NOT_SUPPORTED, a key of the wrong type, …
-      return 'malformed';
-  }
-}
 
 function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
   const clientId = payload['client_id'];
@@ -48,10 +22,8 @@ function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
 }
 
 /**
- * Verifies Bearer access tokens (RFC 9068) as the issue of this method fixes them, in the order a
- * partner would fix them: the JWS shape, its alg against TOKEN_ALGORITHMS, typ (at+jwt), the kid
- * against the issuer's JWKS, the signature, iss, aud, exp and nbf within TOKEN_CLOCK_SKEW_SECONDS, and
- * the claims the decision reads (client_id, iat). jose does every cryptographic step.
+ * Verifies partners' Bearer access tokens (RFC 9068) with the rules of access-token.ts, under
+ * TOKEN_ALGORITHMS and TOKEN_CLOCK_SKEW_SECONDS, and reads the claims the decision needs (client_id, iat).
  *
  * A token that verified is kept by the SHA-256 of its text, never the text, until its exp, so that
  * the same token costs a hash, not a signature check, on each later request. What a kept token is
@@ -117,41 +89,10 @@ export class TokenVerifier {
   }
 
   private async verifyNew(token: string, now: number): Promise<TokenVerdict> {
-    const headerRule = this.headerRule(token);
-    if (headerRule !== undefined) return refuse(headerRule);
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, this.keys.getKey, {
-        issuer: this.settings.issuer,
-        audience: this.settings.audience,
-        algorithms: [...this.settings.algorithms],
-        clockTolerance: this.settings.clockSkewSeconds,
-        requiredClaims: ['exp', 'iat', 'client_id'],
-        currentDate: new Date(now),
-      }));
-    } catch (error) {
-      return refuse(ruleOfJoseError(error));
-    }
-    const claims = claimsOf(payload);
-    if (claims === undefined) return refuse('claims');
-    // jose reads iat only with maxTokenAge: a token issued in the future is not valid yet either.
-    if (claims.issuedAt > now + this.skewMs) return refuse('not-yet-valid');
-    return { valid: true, claims };
-  }
-
-  /** What the protected header alone refuses, before any key is looked up. */
-  private headerRule(token: string): Exclude<TokenRule, 'revoked'> | undefined {
-    let header: ReturnType<typeof decodeProtectedHeader>;
-    try {
-      header = decodeProtectedHeader(token);
-    } catch {
-      return 'malformed';
-    }
-    if (token.split('.').length !== 3) return 'malformed';
-    if (typeof header.alg !== 'string' || !this.settings.algorithms.includes(header.alg)) return 'algorithm';
-    if (typeof header.typ !== 'string' || !this.settings.types.includes(normalizedTokenType(header.typ))) return 'type';
-    if (typeof header.kid !== 'string' || header.kid === '') return 'unknown-key';
-    return undefined;
+    const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['client_id']);
+    if (!outcome.valid) return outcome;
+    const claims = claimsOf(outcome.payload);
+    return claims === undefined ? refuse('claims') : { valid: true, claims };
   }
 }
 

@@ -1,0 +1,47 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** What a person may do on the admin port; each role includes the ones before it. */
+export type AdminRole = 'viewer' | 'account-manager' | 'admin';
+
+/** Lowest first: admin ⊇ account-manager ⊇ viewer. */
+export const ADMIN_ROLES: readonly AdminRole[] = ['viewer', 'account-manager', 'admin'];
+
+/** The person behind a request, as the organisation's provider vouches for them. */
+export interface AdminPrincipal {
+  readonly subject: string;
+  readonly email?: string;
+  readonly name?: string;
+  readonly roles: ReadonlySet<AdminRole>;
+}
+
+export type AuthOutcome =
+  | { readonly ok: true; readonly principal: AdminPrincipal }
+  | { readonly ok: false; readonly status: 401 | 403; readonly error: string; readonly description: string };
+
+/** One way a request proves who sends it: the Bearer header, or the console's session cookie. */
+export interface RequestAuthenticator {
+  /** undefined when the request does not use this way (the next one is tried). */
+  authenticate(request: IncomingMessage): Promise<AuthOutcome | undefined>;
+}
+
+/** The console's pages, sign-in and assets: every path outside /api/. true when it answered. */
+export interface ConsoleHandler {
+  handle(request: IncomingMessage, response: ServerResponse): Promise<boolean>;
+}
+
+/** Whether the principal's roles include `needed` (a higher role includes the lower ones). */
+export function hasRole(principal: AdminPrincipal, needed: AdminRole): boolean {
+  const rank = ADMIN_ROLES.indexOf(needed);
+  return ADMIN_ROLES.some((role, index) => index >= rank && principal.roles.has(role));
+}
+
+/** The roles a claim value names, ignoring the ones that are not ours (a provider sends many). */
+export function rolesOf(claim: unknown): ReadonlySet<AdminRole> {
+  const values = Array.isArray(claim) ? claim : typeof claim === 'string' ? claim.split(' ') : [];
+  return new Set(ADMIN_ROLES.filter((role) => values.includes(role)));
+}
+
+/** Who made a change, as the audit trail records it: the e-mail when the token has one, and always the subject. */
+export function auditActor(principal: AdminPrincipal): string {
+  return principal.email === undefined ? `sub ${principal.subject}` : `${principal.email} (sub ${principal.subject})`;
+}
