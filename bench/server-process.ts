@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readdirSync, readFileSync, existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { freePort } from '../src/embedded/embedded-postgres.js';
+import { freePorts } from '../src/embedded/embedded-postgres.js';
 import { CLI } from '../test/support/service.js';
 import { PROBE_DIR_VARIABLE, type ProbeReport } from './heap-probe.js';
 import { onInterrupt } from './interrupt.js';
@@ -166,8 +166,7 @@ function probeEnv(probeDir: string): Record<string, string> {
 
 /** A real `sitekey-authz serve` (dist/src/cli/main.js), logging at info to a file as in production; resolves once /readyz says 200. */
 export async function startServe(options: ServeOptions): Promise<BenchServer> {
-  const grpcPort = await freePort();
-  const metricsPort = await freePort();
+  const [grpcPort = 0, metricsPort = 0] = await freePorts(2);
   const logFile = `${options.workDir}/${options.name.replace(/\W+/g, '-')}.log`;
   const log = openSync(logFile, 'a');
   const child = spawn(process.execPath, [...(options.nodeArguments ?? []), CLI, 'serve'], {

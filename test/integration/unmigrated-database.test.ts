@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { CLI } from '../support/service.js';
-import { freePort } from '../../src/embedded/embedded-postgres.js';
+import { freePorts } from '../../src/embedded/embedded-postgres.js';
 
 /** Issue #9: a reachable database without our tables is named as such, with the command that fixes it. */
 describe('serve on a database that was never migrated', () => {
@@ -19,13 +19,14 @@ describe('serve on a database that was never migrated', () => {
   });
 
   it('says the tables are missing and how to create them, instead of "unreachable"', async () => {
+    const [grpcPort, metricsPort] = await freePorts(2);
     const child = spawn(process.execPath, [CLI, 'serve'], {
       env: {
         PATH: process.env.PATH ?? '',
         DATABASE_URL: database.url,
         MIGRATE_ON_START: 'false',
-        GRPC_PORT: String(await freePort()),
-        METRICS_PORT: String(await freePort()),
+        GRPC_PORT: String(grpcPort),
+        METRICS_PORT: String(metricsPort),
         BIND_ADDRESS: '127.0.0.1',
       },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../src/embedded/embedded-postgres.js';
+import { freePorts } from '../../src/embedded/embedded-postgres.js';
 
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -28,9 +28,8 @@ export interface ServiceOptions {
 
 /** Starts `sitekey-authz serve` as a real child process and waits until /readyz answers 200. */
 export async function startService(env: Record<string, string>, options: ServiceOptions = {}): Promise<RunningService> {
-  const grpcPort = await freePort();
-  const httpPort = await freePort();
-  const adminPort = env.ADMIN_ISSUER === undefined ? undefined : (env.ADMIN_PORT ?? String(await freePort()));
+  const [grpcPort, httpPort, freeAdminPort] = await freePorts(3);
+  const adminPort = env.ADMIN_ISSUER === undefined ? undefined : (env.ADMIN_PORT ?? String(freeAdminPort));
   const serve = [process.execPath, CLI, 'serve'];
   const [command = '', ...args] =
     options.openFileLimit === undefined ? serve : ['prlimit', `--nofile=${options.openFileLimit}:${options.openFileLimit}`, '--', ...serve];

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
-import { freePort } from '../../../src/embedded/embedded-postgres.js';
+import { freePorts } from '../../../src/embedded/embedded-postgres.js';
 import { seedSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { authorizationClient, check, verdict } from '../../support/envoy-client.js';
@@ -119,7 +119,7 @@ describe('the image, built with podman and run', { skip: SKIP, timeout: 30 * 60_
     const key = '6f1c1e0a-8a4b-4c52-9d3e-0b7a2c9d4e5f';
     await seedSite(database.url, { id: '1001', keys: [{ key }], cidrs: ['203.0.113.0/24'] });
 
-    const [grpcPort, metricsPort] = [await freePort(), await freePort()];
+    const [grpcPort, metricsPort] = await freePorts(2);
     const name = `sitekey-authz-image-test-${randomBytes(3).toString('hex')}`;
     const env = { DATABASE_URL: database.url, BIND_ADDRESS: '127.0.0.1', GRPC_PORT: String(grpcPort), METRICS_PORT: String(metricsPort), SHUTDOWN_GRACE_SECONDS: '5' };
     const envArgs = Object.entries(env).flatMap(([variable, value]) => ['--env', `${variable}=${value}`]);

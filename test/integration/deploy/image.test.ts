@@ -7,8 +7,13 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../../src/config.js';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
-import { freePort } from '../../../src/embedded/embedded-postgres.js';
+import { freePorts } from '../../../src/embedded/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
+
+async function distinctPorts(): Promise<{ GRPC_PORT: string; METRICS_PORT: string }> {
+  const [grpc, metrics] = await freePorts(2);
+  return { GRPC_PORT: String(grpc), METRICS_PORT: String(metrics) };
+}
 
 /**
  * The container image, checked without a Docker engine (none runs here): the Dockerfile's
@@ -184,7 +189,7 @@ describe('the image layout, run with production dependencies only', () => {
   async function run(args: string[], env: Record<string, string>, untilOutput?: RegExp): Promise<{ code: number | null; output: string }> {
     const child = spawn(process.execPath, [join(imageDir, 'dist', 'src', 'cli', 'main.js'), ...args], {
       cwd: imageDir,
-      env: { PATH: process.env.PATH ?? '', BIND_ADDRESS: '127.0.0.1', GRPC_PORT: String(await freePort()), METRICS_PORT: String(await freePort()), ...env },
+      env: { PATH: process.env.PATH ?? '', BIND_ADDRESS: '127.0.0.1', ...(await distinctPorts()), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
