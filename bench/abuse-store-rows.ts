@@ -5,7 +5,7 @@ import { authorizationClient, check, verdict } from '../test/support/envoy-clien
 import { OVERFLOW_ADDRESS, DENIAL_ROWS_PER_SITE_HOUR } from '../src/store/denial-stats-recorder.js';
 import { OTHER_SITE } from '../src/observe/site-labels.js';
 import { NOTIFIED_FULL_LOAD_INTERVAL_MS } from '../src/store/credential-cache.js';
-import { CHECK_GOAL_MS, checksText, rowLine, sampleOf, scrape, startPacedChecks, summariseChecks } from './abuse-watch.js';
+import { CHECK_GOAL_MS, checksText, sampleOf, scrape, startPacedChecks, summariseChecks, tableRow, type Row } from './abuse-watch.js';
 import type { BenchServer } from './server-process.js';
 
 /*
@@ -16,7 +16,7 @@ import type { BenchServer } from './server-process.js';
 const STORM_MS = 8_000;
 
 /** A role with no grants (any login can NOTIFY) loops `NOTIFY sitekey_credentials, '*'` for 8 s while paced checks run. */
-export async function notifyStorm(pool: pg.Pool, databaseUrl: string, serve: BenchServer, message: Buffer): Promise<string> {
+export async function notifyStorm(pool: pg.Pool, databaseUrl: string, serve: BenchServer, message: Buffer): Promise<Row> {
   const role = `abuse_notifier_${process.pid}`;
   const password = randomUUID();
   await pool.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
@@ -40,7 +40,7 @@ export async function notifyStorm(pool: pg.Pool, databaseUrl: string, serve: Ben
     const summary = summariseChecks(await checks.stop(), from, until);
     // One right away, then at most one per interval.
     const allowedLoads = 1 + Math.floor(STORM_MS / NOTIFIED_FULL_LOAD_INTERVAL_MS);
-    return rowLine(
+    return tableRow(
       `NOTIFY '*' storm from a role with no grants, 8 s, 100,000 sites`,
       `${sent.toLocaleString('en')} notifications, ${fullLoads} full reloads; ${summary.overGoal} checks over ${CHECK_GOAL_MS} ms (${checksText(summary)})`,
       `at most one full reload per ${NOTIFIED_FULL_LOAD_INTERVAL_MS / 1000} s (≤ ${allowedLoads}), no check over ${CHECK_GOAL_MS} ms`,
@@ -82,7 +82,7 @@ const benchAddress = (i: number) => `198.${18 + (i >> 16)}.${(i >> 8) & 255}.${i
  * One client refused from `addresses` distinct source addresses (the peer address Envoy reports, read
  * with CLIENT_IP_SOURCE=peer) on one site, then the rows denial_stats holds for that site and hour.
  */
-export async function manyAddresses(pool: pg.Pool, serve: BenchServer, siteId: string, addresses: number): Promise<string> {
+export async function manyAddresses(pool: pg.Pool, serve: BenchServer, siteId: string, addresses: number): Promise<Row> {
   const key = randomUUID();
   const outcomes = await sendChecks(`127.0.0.1:${serve.grpcPort}`, addresses, 64, (i) => ({
     authorization: `${siteId}:${key}`,
@@ -105,7 +105,7 @@ export async function manyAddresses(pool: pg.Pool, serve: BenchServer, siteId: s
   const recorded = hours.reduce((sum, hour) => sum + Number(hour.refusals), 0);
   const perHour = hours.map((hour) => `${hour.hour.toISOString().slice(11, 16)}: ${hour.addressed} address rows + ${hour.overflow} overflow row(s) counting ${hour.overflow_addresses} more addresses`);
   const met = recorded === refused && refused === addresses && hours.every((hour) => Number(hour.addressed) <= DENIAL_ROWS_PER_SITE_HOUR && Number(hour.overflow) <= 1);
-  return rowLine(
+  return tableRow(
     `one client refused from ${addresses.toLocaleString('en')} source addresses (site ${siteId})`,
     `answers ${outcomesText(outcomes)}; denial_stats for the site, by hour: ${perHour.join('; ') || 'no rows'}; ${recorded.toLocaleString('en')} refusals recorded`,
     `≤ ${DENIAL_ROWS_PER_SITE_HOUR.toLocaleString('en')} address rows + 1 overflow row per site and hour, every refusal counted`,
@@ -122,7 +122,7 @@ function siteLabels(exposition: string): Set<string> {
  * A stranger with no key sends checks naming `sites` existing site ids (1…sites), each from an address
  * on that site's allowlist, so that only the key is wrong: which `site` labels the metrics carry after.
  */
-export async function strangerLabels(serve: BenchServer, sites: number, allowedSite: string): Promise<string> {
+export async function strangerLabels(serve: BenchServer, sites: number, allowedSite: string): Promise<Row> {
   const key = randomUUID();
   const outcomes = await sendChecks(`127.0.0.1:${serve.grpcPort}`, sites, 64, (i) => {
     const site = i + 1;
@@ -132,7 +132,7 @@ export async function strangerLabels(serve: BenchServer, sites: number, allowedS
   const labels = siteLabels(await scrape(serve));
   const earned = new Set([allowedSite, OTHER_SITE]);
   const strays = [...labels].filter((label) => !earned.has(label));
-  return rowLine(
+  return tableRow(
     `a stranger with no key checks ${sites.toLocaleString('en')} existing site ids`,
     `answers ${outcomesText(outcomes)}; ${labels.size} site label values on the metrics (${[...labels].sort().slice(0, 5).join(', ')}${labels.size > 5 ? ', …' : ''})`,
     `only sites with an allowed check (here ${allowedSite}) and "${OTHER_SITE}"`,

@@ -158,14 +158,38 @@ export function probesText(summary: ProbeSummary): string {
   );
 }
 
-/** The peak RSS of serve's process tree, read from /proc every 100 ms. */
-export function startRssPeak(server: BenchServer): { stop(): number } {
+/** The peak RSS of serve's process tree, and where serve's memory was near that peak. */
+export interface RssPeak {
+  readonly peakBytes: number;
+  /** From the heap probe of serve's first process, taken when RSS last rose to a new high (by 16 MiB or more). */
+  readonly nearPeak: string;
+}
+
+/** Reads RSS from /proc every 100 ms; on each new high, asks serve's heap probe where the memory is. */
+export function startRssPeak(server: BenchServer): { stop(): Promise<RssPeak> } {
   let peak = server.memory().rssBytes;
-  const timer = setInterval(() => (peak = Math.max(peak, server.memory().rssBytes)), 100);
+  let probedAt = peak;
+  let probing: Promise<void> | undefined;
+  let nearPeak = 'no heap probe taken';
+  const timer = setInterval(() => {
+    peak = Math.max(peak, server.memory().rssBytes);
+    if (probing !== undefined || peak < probedAt + 16 * 2 ** 20) return;
+    probedAt = peak;
+    probing = server
+      .probe()
+      .then(
+        ([report]) => {
+          if (report !== undefined) nearPeak = `at ${mib(report.rssBytes)} RSS: V8 heap ${mib(report.heapUsedBytes)}, buffers outside it ${mib(report.externalBytes)}`;
+        },
+        () => undefined,
+      )
+      .finally(() => (probing = undefined));
+  }, 100);
   return {
-    stop() {
+    async stop() {
       clearInterval(timer);
-      return Math.max(peak, server.memory().rssBytes);
+      await probing;
+      return { peakBytes: Math.max(peak, server.memory().rssBytes), nearPeak };
     },
   };
 }
@@ -184,6 +208,27 @@ export function sampleOf(exposition: string, name: string, labels = ''): number 
 }
 
 /** One row of the issue's table: what was measured, the goal, and whether it was met. */
-export function rowLine(what: string, measured: string, goal: string, met: boolean): string {
-  return `${what}: ${measured} | goal: ${goal} | ${met ? 'met' : 'NOT met'}`;
+export interface Row {
+  readonly what: string;
+  readonly measured: string;
+  readonly goal: string;
+  readonly met: boolean;
+}
+
+export function tableRow(what: string, measured: string, goal: string, met: boolean): Row {
+  return { what, measured, goal, met };
+}
+
+export function rowLine(row: Row): string {
+  return `${row.what}: ${row.measured} | goal: ${row.goal} | ${row.met ? 'met' : 'NOT met'}`;
+}
+
+/** The row with serve's peak RSS added to what it measured and to its goal. */
+export function withRss(row: Row, rss: RssPeak): Row {
+  return {
+    what: row.what,
+    measured: `${row.measured}; peak RSS ${mib(rss.peakBytes)} (${rss.nearPeak})`,
+    goal: `${row.goal}, RSS < ${mib(POD_MEMORY_LIMIT_BYTES)}`,
+    met: row.met && rss.peakBytes < POD_MEMORY_LIMIT_BYTES,
+  };
 }

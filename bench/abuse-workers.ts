@@ -1,7 +1,7 @@
 import { timedCheck } from '../test/support/check-load.js';
 import { authorizationClient, type CheckArguments } from '../test/support/envoy-client.js';
 import { operatorGet } from '../test/support/operator-http.js';
-import { rowLine } from './abuse-watch.js';
+import { tableRow, type Row } from './abuse-watch.js';
 import type { BenchServer } from './server-process.js';
 
 /** How long to wait, after the last connection, for the replacement to say it is ready. */
@@ -24,7 +24,7 @@ async function workers(serve: BenchServer): Promise<{ ready: boolean; workers: W
  * time; once a tenth of them are answered (none in flight), one worker is killed (SIGKILL). The replacement loads its
  * snapshot (100,000 sites) while the rest keep arriving: none may be handed to it before it can decide.
  */
-export async function workerReplaced(serve: BenchServer, args: CheckArguments, connections: number, concurrency = 8): Promise<string> {
+export async function workerReplaced(serve: BenchServer, args: CheckArguments, connections: number, concurrency = 8): Promise<Row> {
   const before = await workers(serve);
   const victim = before.workers[0];
   if (!before.ready || victim === undefined || before.workers.length !== 2) throw new Error(`serve is not ready with 2 workers: ${JSON.stringify(before)}`);
@@ -78,7 +78,7 @@ export async function workerReplaced(serve: BenchServer, args: CheckArguments, c
     replacementReadyAt === undefined
       ? `the replacement was not ready ${seconds(performance.now() - killedAt!)} after the kill`
       : `the replacement was ready ${seconds(replacementReadyAt - killedAt!)} after the kill${replacementReadyAt > finished ? ', after the last connection' : ''}`;
-  return rowLine(
+  return tableRow(
     `WORKERS=2, a worker killed (SIGKILL) while ${connections} fresh connections each send one check`,
     `${unavailable} answered UNAVAILABLE; answers ${[...outcomes].map(([outcome, n]) => `${n} × ${outcome}`).join(', ')}; ` +
       `connections over ${seconds(finished - started)}, the kill at ${seconds((killedAt ?? finished) - started)}; ${replacement}` +
