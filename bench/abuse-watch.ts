@@ -11,11 +11,14 @@ import type { BenchServer } from './server-process.js';
  * another process, kubelet-like /healthz probes, serve's RSS from /proc, and its /metrics.
  */
 
-/** The pod's memory limit in deploy/kubernetes/base/deployment.yaml. */
+/**
+ * The memory the attacks are held to: a pod limit of 512 MiB. Stricter than the 1 GiB limit of
+ * deploy/kubernetes/base/deployment.yaml, which leaves room for a full resync's second snapshot.
+ */
 export const POD_MEMORY_LIMIT_BYTES = 512 * 2 ** 20;
 /** The slowest answer a check may get under attack. */
 export const CHECK_GOAL_MS = 250;
-/** kubelet's periodSeconds and timeoutSeconds, shortened to the probe: every 100 ms, 2 s to answer. */
+/** kubelet's periodSeconds and timeoutSeconds, made finer: a probe every 100 ms, 2 s to answer. */
 const PROBE_EVERY_MS = 100;
 const PROBE_TIMEOUT_MS = 2_000;
 
@@ -207,7 +210,7 @@ export function sampleOf(exposition: string, name: string, labels = ''): number 
   return samples(exposition, name).get(labels) ?? 0;
 }
 
-/** One row of the table: what was measured, the goal, and whether it was met. */
+/** One attack's figures: what was measured, the goal, and whether it was met. */
 export interface Row {
   readonly what: string;
   readonly measured: string;
