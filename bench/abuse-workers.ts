@@ -21,8 +21,9 @@ async function workers(serve: BenchServer): Promise<{ ready: boolean; workers: W
 
 /**
  * `serve` with WORKERS=2: `connections` fresh connections, each sending one check, `concurrency` at a
- * time; once a tenth of them are answered (none in flight), one worker is killed (SIGKILL). The replacement loads its
- * snapshot (100,000 sites) while the rest keep arriving: none may be handed to it before it can decide.
+ * time; once a tenth of them are answered (none in flight), one worker is killed (SIGKILL). The
+ * replacement loads its snapshot (100,000 sites) while the rest keep arriving: none may be handed to a
+ * worker that cannot decide.
  */
 export async function workerReplaced(serve: BenchServer, args: CheckArguments, connections: number, concurrency = 8): Promise<Row> {
   const before = await workers(serve);
@@ -30,7 +31,6 @@ export async function workerReplaced(serve: BenchServer, args: CheckArguments, c
   if (!before.ready || victim === undefined || before.workers.length !== 2) throw new Error(`serve is not ready with 2 workers: ${JSON.stringify(before)}`);
   const outcomes = new Map<string, number>();
   const failures: string[] = [];
-  let answered = 0;
   let next = 0;
   let killedAt: number | undefined;
   let replacementReadyAt: number | undefined;
@@ -57,7 +57,6 @@ export async function workerReplaced(serve: BenchServer, args: CheckArguments, c
           const outcome = String(call.outcome).split(':')[0] ?? '';
           outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
           if (outcome !== 'allow') failures.push(`${outcome} sent ${((call.startedMs - (killedAt ?? call.startedMs)) / 1000).toFixed(2)} s after the kill, answered in ${((call.endedMs - call.startedMs) / 1000).toFixed(1)} s`);
-          answered += 1;
         }
       }),
     );
