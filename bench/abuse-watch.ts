@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { podLimits } from './pod-limits.js';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -11,11 +12,8 @@ import type { BenchServer } from './server-process.js';
  * another process, kubelet-like /healthz probes, serve's RSS from /proc, and its /metrics.
  */
 
-/**
- * The memory the attacks are held to: a pod limit of 512 MiB. Stricter than the 1 GiB limit of
- * deploy/kubernetes/base/deployment.yaml, which leaves room for a full resync's second snapshot.
- */
-export const POD_MEMORY_LIMIT_BYTES = 512 * 2 ** 20;
+/** The memory the attacks are held to: the pod's limit in deploy/kubernetes/base/deployment.yaml. */
+export const POD_MEMORY_LIMIT_BYTES = podLimits().memoryLimitBytes;
 /** The slowest answer a check may get under attack. */
 export const CHECK_GOAL_MS = 250;
 /** kubelet's periodSeconds and timeoutSeconds, made finer: a probe every 100 ms, 2 s to answer. */

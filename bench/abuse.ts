@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { podLimits } from './pod-limits.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,8 +62,12 @@ for (const name of chosen) {
   }
 }
 const keepLogs = process.env.ABUSE_KEEP_LOGS === '1';
-/** ABUSE_SERVE_NODE_ARGS='--max-old-space-size=384': Node's own options for serve, to try a remedy without a rebuild. */
-const serveNodeArguments = (process.env.ABUSE_SERVE_NODE_ARGS ?? '').split(' ').filter((argument) => argument !== '');
+/**
+ * Node's options for serve: the pod's (NODE_OPTIONS in deploy/kubernetes/base/deployment.yaml), or
+ * ABUSE_SERVE_NODE_ARGS='--max-old-space-size=384' to try others without a rebuild.
+ */
+const serveNodeArguments =
+  process.env.ABUSE_SERVE_NODE_ARGS === undefined ? podLimits().nodeOptions : process.env.ABUSE_SERVE_NODE_ARGS.split(' ').filter((argument) => argument !== '');
 
 const lines: string[] = [];
 let unmeasured = 0;

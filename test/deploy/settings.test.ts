@@ -59,11 +59,20 @@ describe('the ConfigMap holds only settings the service reads', () => {
     assert.equal(known.has('SHUTDOWN_GRACE_SECONDS'), true);
   });
 
-  it('every variable of the container is one loadConfig reads, DATABASE_URL from a Secret', () => {
+  it('every variable of the container is one loadConfig or Node itself reads, DATABASE_URL from a Secret', () => {
     const known = namesLoadConfigReads(settings);
     const names: string[] = container.env.map((variable: Json) => variable.name);
-    assert.deepEqual(names.filter((name) => !known.has(name)), []);
+    assert.deepEqual(names.filter((name) => !known.has(name) && name !== 'NODE_OPTIONS'), []);
     assert.equal(settings.DATABASE_URL, undefined, 'never in the ConfigMap');
+  });
+
+  it("bounds V8's heap well under the container's memory limit, so that it collects before the kernel kills the pod", () => {
+    const options: string = container.env.find((variable: Json) => variable.name === 'NODE_OPTIONS')?.value ?? '';
+    const heapMiB = Number(/--max-old-space-size=(\d+)/.exec(options)?.[1]);
+    const limit = /^(\d+)(Mi|Gi)$/.exec(container.resources.limits.memory);
+    assert.ok(limit, `memory limit ${container.resources.limits.memory} is not in Mi or Gi`);
+    const limitMiB = Number(limit[1]) * (limit[2] === 'Gi' ? 1024 : 1);
+    assert.ok(heapMiB > 0 && heapMiB <= limitMiB * 0.75, `--max-old-space-size=${heapMiB} against a ${limitMiB} MiB limit`);
   });
 });
 

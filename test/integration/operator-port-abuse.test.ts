@@ -11,7 +11,7 @@ import { startService, type RunningService } from '../support/service.js';
 
 const KEY = '5d0c7a1e-8b3f-4c2d-9e6a-1f4b7c0d2e83';
 const CHECK = { authorization: `1001:${KEY}`, body: JSON.stringify({ siteid: 1001, apikey: KEY }), ip: '127.0.0.1' };
-/** The pod's memory limit in deploy/kubernetes/base/deployment.yaml. */
+/** Half the pod's memory limit (1 GiB in deploy/kubernetes/base/deployment.yaml): a small installation under attack stays well inside it. */
 const POD_MEMORY_LIMIT_BYTES = 512 * 1024 * 1024;
 /** A probe not answered within this counts as failed, as kubelet's timeoutSeconds would have it. */
 const PROBE_TIMEOUT_MS = 2_000;
