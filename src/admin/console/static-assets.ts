@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { ERROR_CATALOGUE } from '../../decision/error-catalogue.js';
 import { PACKAGE_ROOT } from '../../paths.js';
 
 /** The pages' own modules and styles: plain ES modules, served as they are (no bundler, no build step). */
@@ -17,6 +18,7 @@ const VENDOR_FILES: Readonly<Record<string, string>> = {
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   js: 'text/javascript; charset=utf-8',
+  json: 'application/json',
   css: 'text/css; charset=utf-8',
   svg: 'image/svg+xml',
 };
@@ -39,5 +41,8 @@ export function loadStaticAssets(): ReadonlyMap<string, StaticAsset> {
     add(relative(CLIENT_DIR, file).split('\\').join('/'), file);
   }
   for (const [name, file] of Object.entries(VENDOR_FILES)) add(name, file);
+  // The denial report names each error id's code from the one catalogue, not from a copy in the page.
+  const codes = Object.fromEntries(Object.entries(ERROR_CATALOGUE).map(([id, entry]) => [id, entry.code]));
+  assets.set('error-codes.json', { body: Buffer.from(JSON.stringify(codes)), contentType: 'application/json' });
   return assets;
 }

@@ -3,6 +3,9 @@ import { api, encode } from '../api.js';
 import { navigate } from '../router.js';
 import { Alert, formatTime, Loading, PageHeading, useLoad } from '../components.js';
 
+/** Error id → its stable code (IP_NOT_WHITELISTED…), from the service's own error catalogue. */
+const errorCodes = fetch('/console/error-codes.json').then((response) => (response.ok ? response.json() : {}), () => ({}));
+
 function reportRows(answer) {
   if (Array.isArray(answer)) return answer;
   return answer?.rows ?? answer?.items ?? [];
@@ -18,6 +21,8 @@ export function DenialReport({ query }) {
     () => (site === '' ? Promise.resolve(undefined) : api('GET', `/reports/denials?site=${encode(site)}&since=${encode(hours)}&limit=200`)),
     [site, hours],
   );
+  const [codes] = useLoad(() => errorCodes, []);
+  const named = (id) => `${id}${codes?.[id] ? ` ${codes[id]}` : ''}`;
   const show = (event) => {
     event.preventDefault();
     navigate(`/denials?site=${encode(siteText.trim())}&since=${encode(hoursText)}`);
@@ -42,14 +47,14 @@ export function DenialReport({ query }) {
     ${site !== '' && answer === undefined && !error && html`<${Loading} />`}
     ${answer !== undefined && (rows.length === 0
       ? html`<p>No refusal for site ${site} in this period: the partner's requests do not reach us, or carry another site id.</p>`
-      : html`<${ByError} rows=${rows} />
+      : html`<${ByError} rows=${rows} named=${named} />
         <div class="overflow-auto">
           <table>
             <caption>Refusals for site ${site}, most first</caption>
             <thead><tr><th scope="col">Error</th><th scope="col">Client address</th><th scope="col">Refusals</th><th scope="col">First seen</th><th scope="col">Last seen</th><th scope="col">Kind</th></tr></thead>
             <tbody>
               ${rows.map((row, index) => html`<tr key=${index}>
-                <td>${row.errorId}${row.message ? ` ${row.message}` : ''}</td>
+                <td>${named(row.errorId)}</td>
                 <td><code>${row.clientIp}</code>${row.moreAddresses > 0 ? ` and ${row.moreAddresses} more addresses` : ''}</td>
                 <td>${row.count}</td>
                 <td>${formatTime(row.firstSeen)}</td>
@@ -63,8 +68,8 @@ export function DenialReport({ query }) {
   `;
 }
 
-function ByError({ rows }) {
+function ByError({ rows, named }) {
   const totals = new Map();
   for (const row of rows) totals.set(row.errorId, (totals.get(row.errorId) ?? 0) + (row.count ?? 0));
-  return html`<p>By error: ${[...totals].map(([id, count], index) => html`${index > 0 ? ', ' : ''}<strong>${id}</strong> ${count} refusals`)}.</p>`;
+  return html`<p>By error: ${[...totals].map(([id, count], index) => html`${index > 0 ? ', ' : ''}<strong>${named(id)}</strong> ${count} refusals`)}.</p>`;
 }

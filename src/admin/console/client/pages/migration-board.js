@@ -19,7 +19,7 @@ export function MigrationBoard() {
   return html`
     <${PageHeading}>Migration board</${PageHeading}>
     <label for="migration-since">Traffic of the last</label>
-    <select id="migration-since" value=${days} onChange=${(event) => setDays(event.currentTarget.value)}>
+    <select id="migration-since" class="narrow" value=${days} onChange=${(event) => setDays(event.currentTarget.value)}>
       <option value="7">7 days</option>
       <option value="30">30 days</option>
       <option value="90">90 days</option>
