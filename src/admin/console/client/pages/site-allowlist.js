@@ -4,7 +4,7 @@ import { Alert, formatTime, Notice, useAction } from '../components.js';
 
 const cidrOf = (entry) => (typeof entry === 'string' ? entry : String(entry?.cidr ?? entry?.entry ?? ''));
 
-/** The addresses a partner's requests may come from; an empty list means any address. */
+/** The addresses a partner's requests may come from; with none, every request is refused (103). */
 export function Allowlist({ siteId, entries, can, reload }) {
   const [text, setText] = useState('');
   const [done, setDone] = useState('');
@@ -28,7 +28,7 @@ export function Allowlist({ siteId, entries, can, reload }) {
     <section aria-labelledby="allowlist-heading">
       <h2 id="allowlist-heading">Allowlist</h2>
       ${entries.length === 0
-        ? html`<p>No addresses: requests are accepted from any address.</p>`
+        ? html`<p><strong>No address yet:</strong> every request of this site is refused (103) until an address is allowed.</p>`
         : html`<table>
             <thead><tr><th scope="col">Address or network</th><th scope="col">Added</th>${can.manage && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr></thead>
             <tbody>
