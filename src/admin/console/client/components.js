@@ -72,3 +72,9 @@ export function PageHeading({ children }) {
 }
 
 export const siteIdOf = (site) => String(site?.id ?? site?.siteId ?? '');
+
+/** A change's confirmation, with the API's warnings after it (e.g. "site 1001 has no allowlist entry yet…"). */
+export function withWarnings(text, answer) {
+  const warnings = Array.isArray(answer?.warnings) ? answer.warnings.filter((warning) => typeof warning === 'string') : [];
+  return [text, ...warnings.map((warning) => `Warning: ${warning}.`)].join(' ');
+}

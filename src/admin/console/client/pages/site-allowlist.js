@@ -1,6 +1,6 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
-import { Alert, formatTime, Notice, useAction } from '../components.js';
+import { Alert, formatTime, Notice, useAction, withWarnings } from '../components.js';
 
 const cidrOf = (entry) => (typeof entry === 'string' ? entry : String(entry?.cidr ?? entry?.entry ?? ''));
 
@@ -13,15 +13,15 @@ export function Allowlist({ siteId, entries, can, reload }) {
     event.preventDefault();
     const added = text.split(/[\s,]+/).filter((part) => part !== '');
     void action.run(async () => {
-      await api('POST', `/sites/${encode(siteId)}/allowlist`, { entries: added });
+      const answer = await api('POST', `/sites/${encode(siteId)}/allowlist`, { entries: added });
       setText('');
-      setDone(`Added ${added.join(', ')}.`);
+      setDone(withWarnings(`Added ${added.join(', ')}.`, answer));
       await reload();
     });
   };
   const remove = (cidr) => action.run(async () => {
-    await api('DELETE', `/sites/${encode(siteId)}/allowlist/${encode(cidr)}`);
-    setDone(`Removed ${cidr}.`);
+    const answer = await api('DELETE', `/sites/${encode(siteId)}/allowlist/${encode(cidr)}`);
+    setDone(withWarnings(`Removed ${cidr}.`, answer));
     await reload();
   });
   return html`

@@ -1,6 +1,6 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
-import { Alert, formatTime, Loading, Notice, PageHeading, useAction, useLoad } from '../components.js';
+import { Alert, formatTime, Loading, Notice, PageHeading, useAction, useLoad, withWarnings } from '../components.js';
 import { Allowlist } from './site-allowlist.js';
 import { Keys } from './site-keys.js';
 import { TokenClients } from './site-token-clients.js';
@@ -27,9 +27,11 @@ export function SitePage({ siteId, can }) {
 
 function SiteState({ siteId, site, can, reload }) {
   const action = useAction();
+  const [done, setDone] = useState('');
   const enabled = site.enabled !== false;
   const toggle = () => action.run(async () => {
-    await api('POST', `/sites/${encode(siteId)}/${enabled ? 'disable' : 'enable'}`);
+    const answer = await api('POST', `/sites/${encode(siteId)}/${enabled ? 'disable' : 'enable'}`);
+    setDone(withWarnings(enabled ? 'Site disabled: its requests are refused (101).' : 'Site enabled.', answer));
     await reload();
   });
   return html`
@@ -38,6 +40,7 @@ function SiteState({ siteId, site, can, reload }) {
       <p>This site is <strong>${enabled ? 'enabled' : 'disabled'}</strong>${site.createdAt ? `, created ${formatTime(site.createdAt)}` : ''}.</p>
       ${can.manage && html`<button type="button" class=${enabled ? 'secondary' : ''} onClick=${toggle} aria-busy=${action.busy} disabled=${action.busy}>${enabled ? 'Disable site' : 'Enable site'}</button>`}
       <${Alert} error=${action.error} />
+      <${Notice} text=${done} />
     </section>
   `;
 }
