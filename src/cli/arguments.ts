@@ -1,7 +1,7 @@
 import { canonicalPositiveId } from '../common/positive-id.js';
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
-import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
+import type { ApiKey, ClientId, KeyId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import { parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
 import { parseInstant } from '../common/sunset-values.js';
 
@@ -25,6 +25,29 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // Invisible direction marks, embeddings, overrides and isolates make text display other than it
 // reads ("Trojan Source", CVE-2021-42574); right-to-left letters display correctly without them.
 const DIRECTION_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/** The longest site name and note, in characters: shown in one line of `site list` and `key list`. */
+export const MAX_NAME = 200;
+export const MAX_NOTE = 500;
+
+const CLIENT_ID_MAX = 255;
+// OAuth client ids are visible ASCII (RFC 6749 Appendix A.1); spaces would break one-line-per-client output.
+const CLIENT_ID = /^[\x21-\x7e]+$/;
+export const CLIENT_ID_FORM = `the OAuth client id the issuer puts in the token's client_id claim: 1 to ${CLIENT_ID_MAX} visible ASCII characters, no spaces, e.g. partner-1001`;
+const SITE_AUTH_METHODS: readonly SiteAuthMethod[] = ['both', 'tokens'];
+
+export function clientIdArgument(text: string): ClientId {
+  if (text.length === 0 || text.length > CLIENT_ID_MAX || !CLIENT_ID.test(text)) {
+    throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a client id: expected ${CLIENT_ID_FORM}`);
+  }
+  return text;
+}
+
+export function authMethodArgument(text: string): SiteAuthMethod {
+  const method = SITE_AUTH_METHODS.find((known) => known === text.toLowerCase());
+  if (method === undefined) throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a method: type both (API keys and tokens) or tokens (tokens only)`);
+  return method;
+}
 
 export function siteIdArgument(text: string): SiteId {
   const siteId = canonicalSiteId(text);

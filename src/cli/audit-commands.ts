@@ -1,16 +1,15 @@
-import { countOption, siteIdArgument, UsageError, SITE_ID_FORM } from './arguments.js';
+import { countOption, siteIdArgument, SITE_ID_FORM } from './arguments.js';
+import { auditActionArgument } from './sunset-arguments.js';
 import { option, type Command } from './command.js';
 import { oneLine, shortTime, table } from './output.js';
 
 const DAY_MS = 86_400_000;
-const MAX_SINCE_DAYS = 3_650;
-const DEFAULT_SINCE_DAYS = 30;
+export const AUDIT_MAX_SINCE_DAYS = 3_650;
+export const AUDIT_DEFAULT_SINCE_DAYS = 30;
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 10_000;
 // Details are JSON of any size (a brownout's, a policy's): a table line shows their start.
 const MAX_DETAILS_SHOWN = 120;
-// An action such as key.revoke or site.grace.clear, or its group such as key.
-const ACTION = /^[a-z]+(\.[a-z-]+)*$/;
 
 
 function shortDetails(details: unknown): string {
@@ -24,12 +23,12 @@ export const AUDIT_COMMANDS: readonly Command[] = [
   {
     name: 'audit list',
     synopsis: '[--site ID] [--since DAYS] [--action NAME] [--limit N]',
-    summary: `who changed what and when, newest first (default: the last ${DEFAULT_SINCE_DAYS} days, at most ${DEFAULT_LIMIT} entries)`,
+    summary: `who changed what and when, newest first (default: the last ${AUDIT_DEFAULT_SINCE_DAYS} days, at most ${DEFAULT_LIMIT} entries)`,
     options: { site: { type: 'string' }, since: { type: 'string' }, action: { type: 'string' }, limit: { type: 'string' } },
     arity: [0, 0],
     rules: {
       '--site ID': `only changes of this site: ${SITE_ID_FORM}`,
-      '--since DAYS': `how far back, in whole days from 1 to ${MAX_SINCE_DAYS} (default ${DEFAULT_SINCE_DAYS})`,
+      '--since DAYS': `how far back, in whole days from 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS})`,
       '--action NAME':
         'only this action, e.g. key.revoke, site.disable, sunset.set, brownout.add; or a group, e.g. key for key.issue, key.import and key.revoke',
       '--limit N': `at most N entries, from 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}); the output says when older ones were left out`,
@@ -38,12 +37,9 @@ export const AUDIT_COMMANDS: readonly Command[] = [
     run: async ({ withAdmin, now }, line) => {
       const siteText = option(line, 'site');
       const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
-      const days = countOption('since', option(line, 'since'), 'days', DEFAULT_SINCE_DAYS, MAX_SINCE_DAYS);
+      const days = countOption('since', option(line, 'since'), 'days', AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS);
       const limit = countOption('limit', option(line, 'limit'), 'entries', DEFAULT_LIMIT, MAX_LIMIT);
-      const action = option(line, 'action');
-      if (action !== undefined && !ACTION.test(action)) {
-        throw new UsageError(`--action "${action}" is not an action name; try --action key.revoke, or --action key for every key change`);
-      }
+      const action = auditActionArgument(option(line, 'action'));
       const { entries, more } = await withAdmin((admin) => admin.auditLog.list({ since: new Date(now - days * DAY_MS), siteId, action, limit }));
       const scope = `${siteId === undefined ? '' : ` of site ${siteId}`}${action === undefined ? '' : ` matching ${action}`}`;
       const rows = entries.map((entry) => [shortTime(entry.at), entry.actor, entry.action, entry.siteId ?? '-', oneLine(shortDetails(entry.details))]);

@@ -14,6 +14,8 @@ import {
   importedKeyArgument,
   KEY_ID_FORM,
   keyIdArgument,
+  MAX_NAME,
+  MAX_NOTE,
   SITE_ID_FORM,
   siteIdArgument,
   textOption,
@@ -26,8 +28,6 @@ import { AUDIT_COMMANDS } from './audit-commands.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
 import { TOKEN_COMMANDS } from './token-commands.js';
 
-const MAX_NAME = 200;
-const MAX_NOTE = 500;
 const string = { type: 'string' } as const;
 
 

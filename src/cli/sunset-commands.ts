@@ -1,20 +1,18 @@
-import { canonicalPositiveId } from '../common/positive-id.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import { OVERFLOW_ADDRESS } from '../store/denial-stats-recorder.js';
-import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
-import { guideUrlProblem } from '../common/sunset-values.js';
-import { countOption, instantOption, SITE_ID_FORM, siteIdArgument, textOption, UsageError } from './arguments.js';
+import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicySummary } from '../store/sunset-admin.js';
+import { countOption, instantOption, MAX_NOTE, SITE_ID_FORM, siteIdArgument, UsageError } from './arguments.js';
+import { BROWNOUT_HINT, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from './sunset-arguments.js';
 import { option, options, type Command, type CommandLine } from './command.js';
 import { shortTime, table, type CommandOutput } from './output.js';
 
-const MAX_NOTE = 500;
-const MAX_SINCE_DAYS = 3_650;
-const MAX_SINCE_HOURS = 24 * 3_650;
+export const MAX_SINCE_DAYS = 3_650;
+export const MAX_SINCE_HOURS = 24 * 3_650;
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** `report denials` prints this many rows unless --limit says otherwise; a storm must not flood a terminal. */
-const DENIAL_REPORT_ROWS = 100;
-const MAX_REPORT_ROWS = 100_000;
+export const DENIAL_REPORT_ROWS = 100;
+export const MAX_REPORT_ROWS = 100_000;
 
 
 // A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), @SUM(1)):
@@ -65,7 +63,6 @@ const sites = (brownout: BrownoutSummary) => (brownout.siteIds === null ? 'all' 
 const SITE_ID_RULE = `the site id: ${SITE_ID_FORM}`;
 const CSV_RULE = "a cell that starts with =, +, -, @, a tab or a carriage return gets a leading ' so that it is not run as a formula";
 
-const BROWNOUT_HINT = 'e.g. sitekey-authz brownout add --from 2026-12-01T14:00:00Z --until 2026-12-01T15:00:00Z --site 1001 --dry-run';
 
 function policyText(policy: SunsetPolicySummary): string {
   const source =
@@ -80,7 +77,6 @@ function policyText(policy: SunsetPolicySummary): string {
   ].join('\n');
 }
 
-const SUNSET_SET_HINT = 'e.g. sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate';
 
 /** Issue #11: grace, brownouts and the reports of the API-key sunset. */
 export const SUNSET_COMMANDS: readonly Command[] = [
@@ -109,18 +105,14 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     },
     example: 'sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate',
     run: async ({ withAdmin, config }, line) => {
-      const atText = option(line, 'at');
       const guide = option(line, 'guide');
       if (line.options.enforce === true && line.options['no-enforce'] === true) throw new UsageError('give --enforce or --no-enforce, not both');
       if (guide !== undefined && line.options['no-guide'] === true) throw new UsageError('give --guide URL or --no-guide, not both');
-      const problem = guide === undefined ? undefined : guideUrlProblem(guide);
-      if (problem !== undefined) throw new UsageError(`--guide ${problem}; ${SUNSET_SET_HINT}`);
-      const change: SunsetPolicyChange = {
-        ...(atText === undefined ? {} : { sunsetAt: instantOption('at', atText).getTime() }),
-        ...(line.options.enforce === true ? { enforce: true } : line.options['no-enforce'] === true ? { enforce: false } : {}),
-        ...(guide !== undefined ? { guideUrl: guide } : line.options['no-guide'] === true ? { guideUrl: null } : {}),
-      };
-      if (Object.keys(change).length === 0) throw new UsageError(`nothing to change: give --at, --enforce, --no-enforce, --guide or --no-guide; ${SUNSET_SET_HINT}`);
+      const change = sunsetChangeArguments({
+        at: option(line, 'at'),
+        enforce: line.options.enforce === true ? true : line.options['no-enforce'] === true ? false : undefined,
+        guide: guide ?? (line.options['no-guide'] === true ? null : undefined),
+      });
       const { policy } = await withAdmin((admin) => admin.sunset.setPolicy(change, configuredSunsetPolicy(config)));
       return { text: `${policyText(policy)}\nEvery replica follows it within a second.`, json: policy };
     },
@@ -169,17 +161,9 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     },
     example: BROWNOUT_HINT.slice('e.g. '.length),
     run: async ({ withAdmin, now }, line) => {
-      const fromText = option(line, 'from');
-      const untilText = option(line, 'until');
-      if (fromText === undefined || untilText === undefined) throw new UsageError(`--from and --until are both needed; ${BROWNOUT_HINT}`);
-      const from = fromText === 'now' ? new Date(now) : instantOption('from', fromText);
-      const until = instantOption('until', untilText);
-      if (until <= from) throw new UsageError(`--until must be after --from; ${BROWNOUT_HINT}`);
-      if (until.getTime() <= now) throw new UsageError(`--until ${untilText} is in the past: the brownout would never run`);
-      const siteIds = [...new Set(options(line, 'site').map(siteIdArgument))];
-      const note = textOption('note', option(line, 'note'), MAX_NOTE);
       const dryRun = line.options['dry-run'] === true;
-      const brownout = await withAdmin((admin) => admin.sunset.addBrownout({ from, until, siteIds: siteIds.length > 0 ? siteIds : null, dryRun, note }));
+      const request = brownoutArguments({ from: option(line, 'from'), until: option(line, 'until'), sites: options(line, 'site'), note: option(line, 'note'), dryRun }, now);
+      const brownout = await withAdmin((admin) => admin.sunset.addBrownout(request));
       return {
         text:
           `added brownout ${brownout.brownoutId}${dryRun ? ' (dry run: refuses nobody, counts who would be refused)' : ''}: ` +
@@ -219,8 +203,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     rules: { '<id>': 'the number in the ID column of `sitekey-authz brownout list`, e.g. 3' },
     example: 'sitekey-authz brownout cancel 3',
     run: async ({ withAdmin }, line) => {
-      const brownoutId = line.positionals[0] ?? '';
-      if (canonicalPositiveId(brownoutId) === undefined) throw new UsageError(`"${brownoutId}" is not a brownout id: expected the number in the ID column of \`sitekey-authz brownout list\``);
+      const brownoutId = brownoutIdArgument(line.positionals[0] ?? '');
       const { brownout, changed } = await withAdmin((admin) => admin.sunset.cancelBrownout(brownoutId));
       return {
         text: changed ? `cancelled brownout ${brownoutId}` : `brownout ${brownoutId} was already cancelled at ${brownout.cancelledAt}`,

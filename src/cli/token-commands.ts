@@ -1,28 +1,6 @@
-import type { ClientId, SiteAuthMethod } from '../decision/types.js';
-import { siteIdArgument, SITE_ID_FORM, textOption, UsageError } from './arguments.js';
+import { authMethodArgument, CLIENT_ID_FORM, clientIdArgument, MAX_NOTE, siteIdArgument, SITE_ID_FORM, textOption } from './arguments.js';
 import { option, positional, type Command } from './command.js';
 import { shortTime, table } from './output.js';
-
-const MAX_NOTE = 500;
-const CLIENT_ID_MAX = 255;
-// OAuth client ids are visible ASCII (RFC 6749 Appendix A.1); spaces would break one-line-per-client output.
-const CLIENT_ID = /^[\x21-\x7e]+$/;
-const CLIENT_ID_FORM = `the OAuth client id the issuer puts in the token's client_id claim: 1 to ${CLIENT_ID_MAX} visible ASCII characters, no spaces, e.g. partner-1001`;
-const SITE_AUTH_METHODS: readonly SiteAuthMethod[] = ['both', 'tokens'];
-
-
-function clientIdArgument(text: string): ClientId {
-  if (text.length === 0 || text.length > CLIENT_ID_MAX || !CLIENT_ID.test(text)) {
-    throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a client id: expected ${CLIENT_ID_FORM}`);
-  }
-  return text;
-}
-
-function authMethodArgument(text: string): SiteAuthMethod {
-  const method = SITE_AUTH_METHODS.find((known) => known === text.toLowerCase());
-  if (method === undefined) throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a method: type both (API keys and tokens) or tokens (tokens only)`);
-  return method;
-}
 
 /** Token-based authentication: the OAuth clients of each site, a site's methods, revoking its tokens. */
 export const TOKEN_COMMANDS: readonly Command[] = [

@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { startHttpEndpoints } from '../observe/http-endpoints.js';
 import { createLogger, type Logger } from '../observe/logger.js';
@@ -11,8 +12,8 @@ import { runCheckWorker, runWorkerPool } from './worker-pool.js';
  * `sitekey-authz serve`: credential snapshot from PostgreSQL, ext_authz over gRPC, operator endpoints
  * over HTTP. Resolves once a SIGTERM or SIGINT has drained and closed everything.
  *
- * With WORKERS above 1 this process is the primary: it holds the database and the operator
- * endpoints, and forks the workers that answer checks on the shared gRPC port (serve/worker-pool.ts).
+ * With WORKERS above 1 this process is the primary: it holds the database, the operator endpoints and
+ * the admin port, and forks the workers that answer checks on the shared gRPC port (serve/worker-pool.ts).
  */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
   if (cluster.isWorker) return runCheckWorker(config, logger);
@@ -28,6 +29,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       (endpoints) => endpoints.close(),
     );
     logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
+    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger), (admin) => admin.close());
     checks.followSnapshot();
     // The operator endpoints stay up while the checks drain, so probes and scrapes see it happen.
     await drainChecks(checks, config, await stopping, logger);

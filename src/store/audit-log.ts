@@ -18,6 +18,8 @@ export interface AuditQuery {
   /** An action (key.revoke), or a group of them (key). */
   readonly action: string | undefined;
   readonly limit: number;
+  /** Only entries older than this one (its id): where the previous page ended. */
+  readonly beforeId?: string;
 }
 
 /** The audit trail every change writes in its own transaction, read newest first. */
@@ -31,8 +33,9 @@ export class AuditLog {
         `SELECT id::text, at, actor, action, site_id::text, details FROM audit_log
           WHERE at >= $1 AND ($2::bigint IS NULL OR site_id = $2)
             AND ($3::text IS NULL OR action = $3 OR starts_with(action, $3 || '.'))
+            AND ($5::bigint IS NULL OR (at, id) < (SELECT b.at, b.id FROM audit_log b WHERE b.id = $5))
           ORDER BY at DESC, id DESC LIMIT $4`,
-        [query.since, query.siteId ?? null, query.action ?? null, query.limit + 1],
+        [query.since, query.siteId ?? null, query.action ?? null, query.limit + 1, query.beforeId ?? null],
       );
       const entries = rows.slice(0, query.limit).map((row) => ({
         id: row.id,

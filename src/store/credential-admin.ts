@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { hashApiKey, lastFive, maskApiKey } from '../decision/api-key.js';
-import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
+import type { ApiKey, KeyId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import { AdminTransactions } from './admin-transactions.js';
 import type { AllowlistEntry } from '../allowlist/allowlist-entry.js';
 import { AuditLog } from './audit-log.js';
@@ -20,6 +20,14 @@ export interface SiteSummary {
   /** Keys neither revoked nor expired. */
   readonly activeKeys: number;
   readonly allowlistEntries: number;
+}
+
+/** How a site may authenticate and through what: its method, grace and token cut-off. */
+export interface SiteAccess {
+  readonly siteId: SiteId;
+  readonly authMethod: SiteAuthMethod;
+  readonly graceUntil: string | null;
+  readonly tokensNotBefore: string | null;
 }
 
 export type KeyStatus = 'active' | 'expired' | 'revoked';
@@ -163,6 +171,23 @@ export class CredentialAdmin {
 
   async listSites(): Promise<SiteSummary[]> {
     return this.withClient(async (sql) => (await sql.query<SiteSummaryRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
+  }
+
+  /** Every site's method, grace and token cut-off (or one site's: SITE_NOT_FOUND when it does not exist). */
+  async siteAccess(siteId?: SiteId): Promise<SiteAccess[]> {
+    return this.withClient(async (sql) => {
+      const { rows } = await sql.query<{ id: string; auth_method: string; apikey_grace_until: StoredTimestamp | null; tokens_not_before: StoredTimestamp | null }>(
+        'SELECT id::text, auth_method, apikey_grace_until, tokens_not_before FROM sites WHERE $1::bigint IS NULL OR id = $1 ORDER BY id',
+        [siteId ?? null],
+      );
+      if (siteId !== undefined && rows.length === 0) throw siteNotFound(siteId);
+      return rows.map((row) => ({
+        siteId: row.id,
+        authMethod: row.auth_method === 'both' ? 'both' : 'tokens',
+        graceUntil: iso(row.apikey_grace_until),
+        tokensNotBefore: iso(row.tokens_not_before),
+      }));
+    });
   }
 
   /** A new random key (UUID v4); the caller shows `apiKey` once, it is not kept anywhere. */

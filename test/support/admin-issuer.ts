@@ -25,6 +25,8 @@ export const ADMIN_PEOPLE = {
   viewer: { email: 'viewer@example.test', password: 'viewer-password', subject: '248289761001', name: 'Vera Viewer', roles: ['viewer'] },
   manager: { email: 'manager@example.test', password: 'manager-password', subject: '248289761002', name: 'Max Manager', roles: ['account-manager'] },
   admin: { email: 'admin@example.test', password: 'admin-password', subject: '248289761003', name: 'Ada Admin', roles: ['admin'] },
+  /** Signs in, but holds none of the admin port's roles: every route but the public one refuses them. */
+  outsider: { email: 'outsider@example.test', password: 'outsider-password', subject: '248289761004', name: 'Otto Outsider', roles: ['some-other-application'] },
 } as const satisfies Record<string, AdminPerson>;
 
 export type AdminPersonName = keyof typeof ADMIN_PEOPLE;

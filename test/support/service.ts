@@ -8,6 +8,8 @@ export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.ur
 export interface RunningService {
   readonly grpcTarget: string;
   readonly httpBase: string;
+  /** http://127.0.0.1:<ADMIN_PORT> when the environment set ADMIN_ISSUER (a free port unless ADMIN_PORT is given). */
+  readonly adminBase: string | undefined;
   readonly process: ChildProcess;
   /** Everything the service wrote to stdout and stderr so far (JSON log lines). */
   output(): string;
@@ -28,6 +30,7 @@ export interface ServiceOptions {
 export async function startService(env: Record<string, string>, options: ServiceOptions = {}): Promise<RunningService> {
   const grpcPort = await freePort();
   const httpPort = await freePort();
+  const adminPort = env.ADMIN_ISSUER === undefined ? undefined : (env.ADMIN_PORT ?? String(await freePort()));
   const serve = [process.execPath, CLI, 'serve'];
   const [command = '', ...args] =
     options.openFileLimit === undefined ? serve : ['prlimit', `--nofile=${options.openFileLimit}:${options.openFileLimit}`, '--', ...serve];
@@ -38,6 +41,7 @@ export async function startService(env: Record<string, string>, options: Service
       GRPC_PORT: String(grpcPort),
       METRICS_PORT: String(httpPort),
       BIND_ADDRESS: '127.0.0.1',
+      ...(adminPort === undefined ? {} : { ADMIN_PORT: adminPort }),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -63,9 +67,25 @@ export async function startService(env: Record<string, string>, options: Service
     }
     await sleep(50);
   }
+  const adminBase = adminPort === undefined ? undefined : `http://127.0.0.1:${adminPort}`;
+  // The admin port opens right after the operator endpoints: wait for it too.
+  while (adminBase !== undefined && options.untilAnswering !== true) {
+    if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}:\n${output}`);
+    try {
+      await fetch(`${adminBase}/api/v1/openapi.json`);
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`the admin port did not answer within 20 s:\n${output}`);
+      }
+      await sleep(50);
+    }
+  }
   return {
     grpcTarget: `127.0.0.1:${grpcPort}`,
     httpBase,
+    adminBase,
     process: child,
     output: () => output,
     stop: async () => {

@@ -1,0 +1,20 @@
+import { openApiDocument } from './openapi.js';
+import type { AdminRoute } from './route-table.js';
+import { SITE_ROUTES } from './site-routes.js';
+import { SUNSET_ROUTES } from './sunset-routes.js';
+
+export const OPENAPI_PATH = '/api/v1/openapi.json';
+const API_VERSION = '1.0.0';
+
+/** Every route of the admin API: what the server dispatches and what the OpenAPI document lists. */
+export const ADMIN_ROUTES: readonly AdminRoute[] = [
+  {
+    method: 'GET',
+    path: OPENAPI_PATH,
+    role: 'public',
+    summary: 'this API described as OpenAPI 3.1, generated from the route table the server dispatches on',
+    handle: async () => openApiDocument(ADMIN_ROUTES, API_VERSION),
+  },
+  ...SITE_ROUTES,
+  ...SUNSET_ROUTES,
+];

@@ -1,0 +1,174 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import type { Logger } from '../observe/logger.js';
+import { CredentialAdmin } from '../store/credential-admin.js';
+import { ApiError, apiErrorOf } from './api-error.js';
+import { readJsonBody, sendError, sendJson, setSecurityHeaders } from './http-io.js';
+import { auditActor, hasRole, type AdminPrincipal, type AuthOutcome, type ConsoleHandler, type RequestAuthenticator } from './principal.js';
+import { checkedBody, checkQuery, matchRoute, type AdminRoute } from './route-table.js';
+import { SubjectRateLimit } from './subject-rate-limit.js';
+
+/** Limits of the admin port, stated once (README, "Admin API"). Its clients are people and their console. */
+export const ADMIN_LIMITS = Object.freeze({
+  /** A request body; beyond, 413 (before reading, when Content-Length says so). */
+  maxBodyBytes: 64 * 1024,
+  /** Request line and headers, bytes (a JWT is a few kB). */
+  maxHeaderBytes: 16 * 1024,
+  /** The request line and headers must have arrived by then (slow-loris). */
+  headersTimeoutMs: 10_000,
+  /** The whole request, body included. */
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  /** Connections at once; beyond, new ones are dropped. */
+  maxConnections: 256,
+  /** Per person: this many requests at once, refilled at ratePerSecond; beyond, 429 with Retry-After. */
+  rateBurst: 60,
+  ratePerSecond: 10,
+});
+
+export type AdminLimits = { readonly [Limit in keyof typeof ADMIN_LIMITS]: number };
+
+export const REALM = 'sitekey-authz-admin';
+
+export interface AdminServerOptions {
+  readonly bindAddress: string;
+  readonly port: number;
+  readonly config: Config;
+  readonly pool: pg.Pool;
+  readonly routes: readonly AdminRoute[];
+  /** Tried in order (the Bearer header first, then the console's session); the first that answers decides. */
+  readonly authenticators: readonly RequestAuthenticator[];
+  /** Every path outside /api/. */
+  readonly console?: ConsoleHandler;
+  readonly logger: Logger;
+  readonly limits?: Partial<AdminLimits>;
+}
+
+export interface AdminServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** RFC 6750 §3: the challenge, with the error only when credentials were sent. */
+function challenge(outcome?: Extract<AuthOutcome, { ok: false }>): string {
+  if (outcome === undefined) return `Bearer realm="${REALM}"`;
+  const quoted = (text: string) => text.replace(/[\\"]/g, "'");
+  return `Bearer realm="${REALM}", error="${quoted(outcome.error)}", error_description="${quoted(outcome.description)}"`;
+}
+
+const NOT_FOUND = (path: string) => new ApiError(404, 'NOT_FOUND', `nothing at ${JSON.stringify(path.slice(0, 200))}; the routes are listed in /api/v1/openapi.json`);
+
+/**
+ * The admin port: the JSON API under /api/ dispatched on the route table, and the console's pages
+ * everywhere else. node:http, bounded: body size, header and request time-outs, a connection cap, and
+ * a token bucket per person. Every answer has the security headers; no log line holds a header.
+ */
+export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
+  const limits: AdminLimits = { ...ADMIN_LIMITS, ...options.limits };
+  const rate = new SubjectRateLimit(limits.rateBurst, limits.ratePerSecond);
+  const { logger } = options;
+
+  async function authenticate(request: IncomingMessage): Promise<AuthOutcome | undefined> {
+    for (const authenticator of options.authenticators) {
+      const outcome = await authenticator.authenticate(request);
+      if (outcome !== undefined) return outcome;
+    }
+    return undefined;
+  }
+
+  async function principalFor(route: AdminRoute, request: IncomingMessage): Promise<AdminPrincipal | undefined> {
+    if (route.role === 'public') return undefined;
+    const outcome = await authenticate(request);
+    if (outcome === undefined) {
+      throw new ApiError(401, 'UNAUTHENTICATED', 'send an access token from the organisation\'s provider: Authorization: Bearer <token>', { 'www-authenticate': challenge() });
+    }
+    if (!outcome.ok) {
+      const code = outcome.status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN';
+      throw new ApiError(outcome.status, code, outcome.description, outcome.status === 401 ? { 'www-authenticate': challenge(outcome) } : {});
+    }
+    const { principal } = outcome;
+    // Counted before the role is checked: refusals cost a person their budget too.
+    const wait = rate.take(principal.subject);
+    if (wait > 0) throw new ApiError(429, 'RATE_LIMITED', `too many requests; try again in ${wait} s`, { 'retry-after': String(wait) });
+    if (!hasRole(principal, route.role)) {
+      const held = [...principal.roles];
+      throw new ApiError(403, 'FORBIDDEN', `this needs the role ${route.role} (or a higher one); your token has ${held.length === 0 ? 'none of viewer, account-manager, admin' : held.join(', ')}`, {
+        'www-authenticate': challenge({ ok: false, status: 403, error: 'insufficient_scope', description: `the role ${route.role} is needed` }),
+      });
+    }
+    return principal;
+  }
+
+  async function answerApi(request: IncomingMessage, response: ServerResponse, path: string, query: URLSearchParams, now: number): Promise<{ status: number; subject?: string }> {
+    const { match, allowed } = matchRoute(options.routes, request.method ?? '', path);
+    if (match === undefined) {
+      if (allowed.length > 0) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not served here; use ${allowed.join(' or ')}`, { allow: allowed.join(', ') });
+      throw NOT_FOUND(path);
+    }
+    const { route, params } = match;
+    const principal = await principalFor(route, request);
+    const page = checkQuery(route, query);
+    const body = checkedBody(route, await readJsonBody(request, limits.maxBodyBytes));
+    const admin = new CredentialAdmin(options.pool, principal === undefined ? 'anonymous' : auditActor(principal));
+    const result = await route.handle({ principal, params, query, body, page, admin, config: options.config, now });
+    const status = route.status ?? 200;
+    sendJson(response, status, result);
+    return { status, ...(principal === undefined ? {} : { subject: principal.subject }) };
+  }
+
+  async function answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const started = Date.now();
+    const target = request.url ?? '/';
+    const cut = target.indexOf('?');
+    const path = cut === -1 ? target : target.slice(0, cut);
+    let outcome: { status: number; subject?: string } = { status: 0 };
+    try {
+      if (!path.startsWith('/')) throw new ApiError(400, 'INVALID_REQUEST', 'the request target must be a path');
+      if (path === '/api' || path.startsWith('/api/')) {
+        outcome = await answerApi(request, response, path, new URLSearchParams(cut === -1 ? '' : target.slice(cut + 1)), started);
+        return;
+      }
+      setSecurityHeaders(response);
+      if (options.console !== undefined && (await options.console.handle(request, response))) {
+        outcome = { status: response.statusCode };
+        return;
+      }
+      throw NOT_FOUND(path);
+    } catch (error) {
+      const refusal = apiErrorOf(error);
+      if (refusal === undefined) logger.error({ err: error, method: request.method, path }, 'admin request failed');
+      const sent = refusal ?? new ApiError(500, 'INTERNAL', 'the request failed on our side; it is logged, try again');
+      outcome = { ...outcome, status: sent.status };
+      if (response.headersSent) response.destroy();
+      else sendError(response, sent);
+    } finally {
+      // Method, path and outcome only: never a header, a query or a body, which may hold a token or a key.
+      logger.info({ method: request.method, path: path.slice(0, 200), status: outcome.status, subject: outcome.subject, ms: Date.now() - started }, 'admin request');
+    }
+  }
+
+  const server: Server = createServer({ maxHeaderSize: limits.maxHeaderBytes }, (request, response) => void answer(request, response));
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.bindAddress, () => {
+      server.off('error', reject);
+      resolveListen();
+    });
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolveClose) => {
+        server.close(() => resolveClose());
+        server.closeIdleConnections();
+        // A person's request in progress may finish for a moment; then the rest are cut.
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      }),
+  };
+}

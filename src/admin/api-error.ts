@@ -1,0 +1,43 @@
+import { AdminError, type AdminErrorCode } from '../store/admin-transactions.js';
+import { UsageError } from '../cli/arguments.js';
+
+/** An answer other than success, as `{"error":{"code","message"}}` with its status. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** The codes of refused requests that are not the store's: the API's own, stable for clients. */
+export const INVALID_REQUEST = 'INVALID_REQUEST';
+
+const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
+  SITE_NOT_FOUND: 404,
+  KEY_NOT_FOUND: 404,
+  BROWNOUT_NOT_FOUND: 404,
+  TOKEN_CLIENT_NOT_FOUND: 404,
+  SITE_EXISTS: 409,
+  KEY_DUPLICATE: 409,
+  TOKEN_CLIENT_EXISTS: 409,
+  // Revoking what is not on the allowlist conflicts with what is there (the message names it).
+  CIDR_NOT_ON_ALLOWLIST: 409,
+  SCHEMA_MISSING: 503,
+};
+
+/**
+ * What the store and the CLI's validators say, as an answer: the store's AdminError codes keep their
+ * names (404 or 409), a validator's refusal is 400 with the CLI's own message. Anything else is not
+ * the caller's to see (undefined: the server answers 500 and logs it).
+ */
+export function apiErrorOf(error: unknown): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  if (error instanceof AdminError) return new ApiError(ADMIN_ERROR_STATUS[error.code], error.code, error.message);
+  if (error instanceof UsageError) return new ApiError(400, INVALID_REQUEST, error.message);
+  return undefined;
+}

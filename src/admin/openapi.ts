@@ -1,0 +1,107 @@
+import type { AdminRoute, Schema } from './route-table.js';
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from './route-table.js';
+
+/** The OpenAPI 3.1 document of the admin API, read from the route table and nothing else. */
+
+const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: {
+        code: { type: 'string', description: 'stable, e.g. SITE_NOT_FOUND, INVALID_REQUEST, UNAUTHENTICATED, FORBIDDEN' },
+        message: { type: 'string', description: 'what to send instead, in the words of the CLI' },
+      },
+    },
+  },
+} as const;
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
+/** listSites for GET /api/v1/sites, addSite for POST /api/v1/sites, revokeSiteKey for …/keys/{keyId}/revoke. */
+export function operationId(route: AdminRoute): string {
+  const words = route.path
+    .replace(/^\/api\/v1\//, '')
+    .split(/[/.-]/)
+    .filter((word) => word !== '' && !word.startsWith('{'));
+  const verb = { GET: 'get', POST: 'post', PUT: 'put', DELETE: 'delete' }[route.method];
+  return [verb, ...words].map((word, index) => (index === 0 ? word : word.charAt(0).toUpperCase() + word.slice(1))).join('');
+}
+
+function parametersOf(route: AdminRoute): object[] {
+  const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name = '']) => ({
+    name,
+    in: 'path',
+    required: true,
+    description: route.params?.[name] ?? name,
+    schema: { type: 'string' },
+  }));
+  const inQuery = Object.entries(route.query ?? {}).map(([name, { description, schema }]) => ({ name, in: 'query', required: false, description, schema }));
+  const paging =
+    route.paginated === true
+      ? [
+          { name: 'limit', in: 'query', required: false, description: `items per page, 1 to ${PAGE_LIMIT_MAX}`, schema: { type: 'integer', minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT } },
+          { name: 'cursor', in: 'query', required: false, description: 'the `next` of the previous page', schema: { type: 'string' } },
+        ]
+      : [];
+  return [...inPath, ...inQuery, ...paging];
+}
+
+function operationOf(route: AdminRoute): object {
+  const status = String(route.status ?? 200);
+  const success: Schema | object =
+    route.paginated === true
+      ? { type: 'object', required: ['items', 'next'], properties: { items: { type: 'array', items: {} }, next: { type: ['string', 'null'] } } }
+      : {};
+  const isPublic = route.role === 'public';
+  return {
+    operationId: operationId(route),
+    summary: route.summary,
+    description: isPublic ? 'Public: no token needed.' : `Needs the role ${route.role} (or a higher one).`,
+    'x-required-role': route.role,
+    ...(isPublic ? { security: [] } : {}),
+    parameters: parametersOf(route),
+    ...(route.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } }),
+    responses: {
+      [status]: { description: status === '201' ? 'created' : 'done', content: { 'application/json': { schema: success } } },
+      ...(isPublic
+        ? {}
+        : {
+            '400': errorResponse('a parameter or field is not valid; the message says what to send instead'),
+            '401': errorResponse('no token, or one that does not verify (WWW-Authenticate: Bearer)'),
+            '403': errorResponse(`the token's roles do not include ${route.role}`),
+            '404': errorResponse('the site, key, client or brownout does not exist'),
+            '409': errorResponse('it conflicts with what exists (e.g. SITE_EXISTS)'),
+            '429': errorResponse('too many requests from this person; Retry-After says when to try again'),
+          }),
+      ...(route.body === undefined ? {} : { '413': errorResponse('the body is too large'), '415': errorResponse('the body is not application/json') }),
+    },
+  };
+}
+
+export function openApiDocument(routes: readonly AdminRoute[], version: string): object {
+  const paths: Record<string, Record<string, object>> = {};
+  for (const route of routes) {
+    paths[route.path] ??= {};
+    (paths[route.path] as Record<string, object>)[route.method.toLowerCase()] = operationOf(route);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'sitekey-authz admin API',
+      version,
+      description:
+        "Sites, allowlists, keys, token clients and the API-key sunset, for the organisation's people. " +
+        'Every change is audited with the person as actor. Roles: viewer (read everything but keys), ' +
+        'account-manager (sites, allowlists, keys, token clients, grace), admin (also brownouts and the sunset).',
+    },
+    security: [{ bearer: [] }],
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: "an access token from ADMIN_ISSUER for ADMIN_AUDIENCE" } },
+      schemas: { Error: ERROR_SCHEMA },
+    },
+    paths,
+  };
+}

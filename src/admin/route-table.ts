@@ -1,0 +1,210 @@
+import type { Config } from '../config.js';
+import type { CredentialAdmin } from '../store/credential-admin.js';
+import { ApiError, INVALID_REQUEST } from './api-error.js';
+import type { AdminPrincipal, AdminRole } from './principal.js';
+
+/**
+ * What a route is, declared once: the dispatcher (admin-server.ts) and the OpenAPI document
+ * (openapi.ts) are both read from the table, so that neither can say what the other does not do.
+ */
+
+/** The part of JSON Schema (2020-12, as OpenAPI 3.1 takes it) the routes use. */
+export type Schema =
+  | { readonly type: 'string'; readonly description?: string; readonly enum?: readonly string[]; readonly format?: 'date-time' | 'uri'; readonly maxLength?: number; readonly example?: string }
+  | { readonly type: 'boolean'; readonly description?: string }
+  | { readonly type: 'integer'; readonly description?: string; readonly minimum?: number; readonly maximum?: number }
+  | { readonly type: 'array'; readonly items: Schema; readonly maxItems?: number; readonly description?: string }
+  | ObjectSchema
+  | { readonly type: readonly ['string', 'null']; readonly description?: string; readonly format?: 'date-time' | 'uri' };
+
+export interface ObjectSchema {
+  readonly type: 'object';
+  readonly description?: string;
+  readonly properties: Readonly<Record<string, Schema>>;
+  readonly required?: readonly string[];
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** Lists take ?limit= and ?cursor= and answer {items, next}. */
+export const PAGE_LIMIT_DEFAULT = 100;
+export const PAGE_LIMIT_MAX = 1_000;
+
+export interface Page {
+  readonly limit: number;
+  /** Where the previous page ended (opaque to clients), or undefined for the first page. */
+  readonly cursor: string | undefined;
+}
+
+export interface Paginated<T> {
+  readonly items: readonly T[];
+  readonly next: string | null;
+}
+
+/** What a handler is given. */
+export interface RouteRequest {
+  /** Undefined on the public routes only. */
+  readonly principal: AdminPrincipal | undefined;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  /** The body as the route's schema checked it ({} when the route takes none). */
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly page: Page;
+  /** The store, acting as the person: every change is audited with them as actor. */
+  readonly admin: CredentialAdmin;
+  readonly config: Config;
+  /** Epoch ms when the request arrived. */
+  readonly now: number;
+}
+
+export interface AdminRoute {
+  readonly method: HttpMethod;
+  /** e.g. /api/v1/sites/{siteId}/keys; each {name} is one path segment, URL-decoded. */
+  readonly path: string;
+  readonly role: AdminRole | 'public';
+  readonly summary: string;
+  readonly params?: Readonly<Record<string, string>>;
+  readonly query?: Readonly<Record<string, { readonly description: string; readonly schema: Schema }>>;
+  readonly body?: ObjectSchema;
+  /** 200 unless said (201 for what a POST creates). */
+  readonly status?: 200 | 201;
+  readonly paginated?: boolean;
+  handle(request: RouteRequest): Promise<unknown>;
+}
+
+export interface RouteMatch {
+  readonly route: AdminRoute;
+  readonly params: Record<string, string>;
+}
+
+function segmentsOf(path: string): string[] {
+  return path.split('/').slice(1);
+}
+
+/** The route for a method and a raw path; `allowed` lists the methods the path has when none matches. */
+export function matchRoute(routes: readonly AdminRoute[], method: string, rawPath: string): { readonly match?: RouteMatch; readonly allowed: HttpMethod[] } {
+  const given = segmentsOf(rawPath);
+  const allowed: HttpMethod[] = [];
+  for (const route of routes) {
+    const pattern = segmentsOf(route.path);
+    if (pattern.length !== given.length) continue;
+    const params: Record<string, string> = {};
+    let fits = true;
+    for (const [index, part] of pattern.entries()) {
+      const segment = given[index] ?? '';
+      const name = /^\{(\w+)\}$/.exec(part)?.[1];
+      if (name === undefined) {
+        if (part !== segment) fits = false;
+      } else {
+        let decoded: string;
+        try {
+          decoded = decodeURIComponent(segment);
+        } catch {
+          throw new ApiError(400, INVALID_REQUEST, `the path segment ${JSON.stringify(segment.slice(0, 64))} is not valid percent-encoding`);
+        }
+        if (decoded === '') fits = false;
+        params[name] = decoded;
+      }
+      if (!fits) break;
+    }
+    if (!fits) continue;
+    if (route.method === method || (method === 'HEAD' && route.method === 'GET')) return { match: { route, params }, allowed };
+    allowed.push(route.method);
+  }
+  return { allowed };
+}
+
+function typeName(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function check(value: unknown, schema: Schema, where: string): void {
+  const expected = (what: string) => new ApiError(400, INVALID_REQUEST, `${where} must be ${what}, not ${typeName(value)}`);
+  if (Array.isArray(schema.type)) {
+    if (value !== null && typeof value !== 'string') throw expected('a string or null');
+    return;
+  }
+  switch (schema.type) {
+    case 'string':
+      if (typeof value !== 'string') throw expected('a string');
+      if (schema.maxLength !== undefined && value.length > schema.maxLength) throw new ApiError(400, INVALID_REQUEST, `${where} is longer than ${schema.maxLength} characters`);
+      if (schema.enum !== undefined && !schema.enum.includes(value)) throw new ApiError(400, INVALID_REQUEST, `${where} must be one of ${schema.enum.join(', ')}, not ${JSON.stringify(value.slice(0, 64))}`);
+      return;
+    case 'boolean':
+      if (typeof value !== 'boolean') throw expected('true or false');
+      return;
+    case 'integer':
+      if (!Number.isSafeInteger(value)) throw expected('a whole number');
+      return;
+    case 'array':
+      if (!Array.isArray(value)) throw expected('an array');
+      if (schema.maxItems !== undefined && value.length > schema.maxItems) throw new ApiError(400, INVALID_REQUEST, `${where} has ${value.length} items; send at most ${schema.maxItems}`);
+      value.forEach((item, index) => check(item, schema.items, `${where}[${index}]`));
+      return;
+    case 'object':
+      checkObject(value, schema, where);
+      return;
+  }
+}
+
+function checkObject(value: unknown, schema: ObjectSchema, where: string): asserts value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ApiError(400, INVALID_REQUEST, `${where} must be a JSON object, not ${typeName(value)}`);
+  }
+  const fields = value as Record<string, unknown>;
+  for (const name of Object.keys(fields)) {
+    if (!(name in schema.properties)) {
+      const known = Object.keys(schema.properties);
+      throw new ApiError(400, INVALID_REQUEST, `${where} has an unknown field ${JSON.stringify(name.slice(0, 64))}; ${known.length === 0 ? 'send no fields' : `the fields are ${known.join(', ')}`}`);
+    }
+  }
+  for (const name of schema.required ?? []) {
+    if (fields[name] === undefined) throw new ApiError(400, INVALID_REQUEST, `${where} needs the field "${name}"`);
+  }
+  for (const [name, field] of Object.entries(fields)) check(field, schema.properties[name] as Schema, `the field "${name}"`);
+}
+
+/** The body as the route declares it: an object of its fields (none for a route without a body schema). */
+export function checkedBody(route: AdminRoute, body: unknown): Record<string, unknown> {
+  const schema: ObjectSchema = route.body ?? { type: 'object', properties: {} };
+  const value = body ?? {};
+  checkObject(value, schema, 'the body');
+  return value;
+}
+
+/** Query parameters the route does not declare are refused, so that a typo is not silently ignored. */
+export function checkQuery(route: AdminRoute, query: URLSearchParams): Page {
+  const known = new Set([...Object.keys(route.query ?? {}), ...(route.paginated === true ? ['limit', 'cursor'] : [])]);
+  for (const name of new Set(query.keys())) {
+    if (!known.has(name)) {
+      throw new ApiError(400, INVALID_REQUEST, `unknown query parameter ${JSON.stringify(name.slice(0, 64))}; ${known.size === 0 ? 'this route takes none' : `it takes ${[...known].join(', ')}`}`);
+    }
+    if (query.getAll(name).length > 1) throw new ApiError(400, INVALID_REQUEST, `the query parameter ${name} is given more than once`);
+  }
+  const limitText = query.get('limit');
+  let limit = PAGE_LIMIT_DEFAULT;
+  if (limitText !== null) {
+    if (!/^[1-9][0-9]{0,6}$/.test(limitText) || Number(limitText) > PAGE_LIMIT_MAX) {
+      throw new ApiError(400, INVALID_REQUEST, `limit must be a whole number from 1 to ${PAGE_LIMIT_MAX}, not ${JSON.stringify(limitText.slice(0, 32))}`);
+    }
+    limit = Number(limitText);
+  }
+  return { limit, cursor: query.get('cursor') ?? undefined };
+}
+
+const CURSOR = /^o([0-9]{1,9})$/;
+
+/**
+ * A page of a list the store returns whole and in a stable order: the cursor is the position where
+ * the page ended. A change between pages can move an item across the cut, as with any offset.
+ */
+export function paginate<T>(items: readonly T[], page: Page): Paginated<T> {
+  let start = 0;
+  if (page.cursor !== undefined) {
+    const offset = CURSOR.exec(Buffer.from(page.cursor, 'base64url').toString('latin1'))?.[1];
+    if (offset === undefined) throw new ApiError(400, INVALID_REQUEST, 'cursor is not one this API gave; pass the "next" of the previous page as it was');
+    start = Number(offset);
+  }
+  const end = start + page.limit;
+  return { items: items.slice(start, end), next: end < items.length ? Buffer.from(`o${end}`, 'latin1').toString('base64url') : null };
+}

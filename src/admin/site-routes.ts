@@ -1,0 +1,293 @@
+import {
+  allowlistArguments,
+  authMethodArgument,
+  clientIdArgument,
+  expiresOption,
+  importedKeyArgument,
+  instantOption,
+  keyIdArgument,
+  MAX_NAME,
+  MAX_NOTE,
+  siteIdArgument,
+  textOption,
+  UsageError,
+} from '../cli/arguments.js';
+import type { SiteId } from '../decision/types.js';
+import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
+import { ADMIN_ROLES } from './principal.js';
+import { paginate, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
+
+/** The `me`, sites, allowlist, keys and token clients routes: what an account manager does for a partner. */
+
+const SITE = { siteId: 'the site id, e.g. 1001' } as const;
+const note: Schema = { type: 'string', maxLength: 4 * MAX_NOTE, description: `at most ${MAX_NOTE} characters, no control characters; a UUID in it is masked` };
+const expires: Schema = { type: 'string', description: 'when the key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default never', example: '2027-01-31' };
+
+/** A site as the API shows it: the CLI's summary with its method, grace and token cut-off. */
+function siteView(site: SiteSummary, access: SiteAccess | undefined) {
+  return {
+    id: site.siteId,
+    name: site.name,
+    enabled: site.enabled,
+    createdAt: site.createdAt,
+    activeKeys: site.activeKeys,
+    allowlistSize: site.allowlistEntries,
+    authMethod: access?.authMethod ?? 'tokens',
+    graceUntil: access?.graceUntil ?? null,
+    tokensNotBefore: access?.tokensNotBefore ?? null,
+  };
+}
+
+async function siteOf(admin: CredentialAdmin, siteId: SiteId) {
+  const [access] = await admin.siteAccess(siteId);
+  const site = (await admin.listSites()).find((candidate) => candidate.siteId === siteId);
+  if (site === undefined) return undefined;
+  return siteView(site, access);
+}
+
+const siteId = (request: RouteRequest): SiteId => siteIdArgument(request.params['siteId'] ?? '');
+const text = (request: RouteRequest, field: string): string | undefined => request.body[field] as string | undefined;
+
+const noAllowlistWarning = (id: string) => `site ${id} has no allowlist entry yet: every request is refused (103) until an address is allowed`;
+
+export const SITE_ROUTES: readonly AdminRoute[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/me',
+    role: 'viewer',
+    summary: 'who the token says you are, and your roles',
+    handle: async ({ principal }) => ({
+      subject: principal?.subject,
+      email: principal?.email ?? null,
+      name: principal?.name ?? null,
+      roles: ADMIN_ROLES.filter((role) => principal?.roles.has(role)),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/sites',
+    role: 'viewer',
+    summary: 'sites with their state, method, active keys, allowlist size and grace; ?query= finds an id or a name',
+    query: { query: { description: 'part of a site id or name, case ignored', schema: { type: 'string', maxLength: 200 } } },
+    paginated: true,
+    handle: async ({ admin, query, page }) => {
+      const wanted = query.get('query')?.trim().toLowerCase() ?? '';
+      const [sites, access] = await Promise.all([admin.listSites(), admin.siteAccess()]);
+      const accessOf = new Map(access.map((entry) => [entry.siteId, entry]));
+      const found = sites.filter((site) => wanted === '' || site.siteId.includes(wanted) || site.name.toLowerCase().includes(wanted));
+      return paginate(found.map((site) => siteView(site, accessOf.get(site.siteId))), page);
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites',
+    role: 'account-manager',
+    summary: 'register a partner site (as `site add`)',
+    body: { type: 'object', properties: { id: { type: 'string', description: 'the site id, e.g. "1001"' }, name: { type: 'string', maxLength: 4 * MAX_NAME, description: "the partner's name" } }, required: ['id'] },
+    status: 201,
+    handle: async ({ admin, body }) => {
+      const id = siteIdArgument(String(body['id']));
+      const name = textOption('name', body['name'] as string | undefined, MAX_NAME);
+      await admin.addSite(id, name);
+      return siteOf(admin, id);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/sites/{siteId}',
+    role: 'viewer',
+    summary: 'a site with its allowlist, token clients, grace and method (keys: GET …/keys)',
+    params: SITE,
+    handle: async (request) => {
+      const { admin } = request;
+      const id = siteId(request);
+      const site = await siteOf(admin, id);
+      const [allowlist, tokenClients] = await Promise.all([admin.listNetworks(id), admin.tokens.listClients(id)]);
+      return { ...site, allowlist, tokenClients };
+    },
+  },
+  ...(['disable', 'enable'] as const).map(
+    (verb): AdminRoute => ({
+      method: 'POST',
+      path: `/api/v1/sites/{siteId}/${verb}`,
+      role: 'account-manager',
+      summary: verb === 'disable' ? "refuse the site's requests (101); its keys and allowlist are kept" : "accept the site's requests again",
+      params: SITE,
+      handle: async (request) => {
+        const id = siteId(request);
+        const { changed } = await request.admin.setSiteEnabled(id, verb === 'enable');
+        const site = await siteOf(request.admin, id);
+        return { ...site, changed, warnings: verb === 'enable' && site?.allowlistSize === 0 ? [noAllowlistWarning(id)] : [] };
+      },
+    }),
+  ),
+  {
+    method: 'PUT',
+    path: '/api/v1/sites/{siteId}/auth-method',
+    role: 'account-manager',
+    summary: 'which methods the site accepts: both (API keys and tokens) or tokens only (its keys get 105)',
+    params: SITE,
+    body: { type: 'object', properties: { method: { type: 'string', description: 'both or tokens' } }, required: ['method'] },
+    handle: async (request) => {
+      const { policy, previous } = await request.admin.tokens.setAuthMethod(siteId(request), authMethodArgument(String(request.body['method'])));
+      return { ...policy, changed: previous !== policy.authMethod };
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/api/v1/sites/{siteId}/grace',
+    role: 'account-manager',
+    summary: 'let the site keep its API keys through brownouts and the sunset until a date',
+    params: SITE,
+    body: { type: 'object', properties: { until: { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone', example: '2027-03-31' } }, required: ['until'] },
+    handle: async (request) => request.admin.sunset.setGrace(siteId(request), instantOption('until', String(request.body['until']))),
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/sites/{siteId}/grace',
+    role: 'account-manager',
+    summary: 'take the grace back: the site follows brownouts and the sunset again',
+    params: SITE,
+    handle: async (request) => request.admin.sunset.setGrace(siteId(request), null),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/revoke-tokens',
+    role: 'account-manager',
+    summary: 'refuse every token of the site issued before now',
+    params: SITE,
+    handle: async (request) => request.admin.tokens.revokeTokens(siteId(request)),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/sites/{siteId}/allowlist',
+    role: 'viewer',
+    summary: "the site's allowlist",
+    params: SITE,
+    paginated: true,
+    handle: async (request) => paginate(await request.admin.listNetworks(siteId(request)), request.page),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/allowlist',
+    role: 'account-manager',
+    summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
+    params: SITE,
+    body: {
+      type: 'object',
+      properties: { entries: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 1_000, description: 'e.g. ["203.0.113.0/24", "2001:db8:42::/48"]' } },
+      required: ['entries'],
+    },
+    status: 201,
+    handle: async (request) => {
+      const id = siteId(request);
+      const entries = request.body['entries'] as string[];
+      if (entries.length === 0) throw new UsageError('entries is empty: send at least one address or network, e.g. {"entries": ["203.0.113.0/24"]}');
+      const result = await request.admin.allowNetworks(id, allowlistArguments(entries));
+      const everyone = result.added.filter((cidr) => cidr.endsWith('/0'));
+      return {
+        siteId: id,
+        ...result,
+        warnings: everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${id}`),
+      };
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/sites/{siteId}/allowlist/{entry}',
+    role: 'account-manager',
+    summary: "remove an entry from the site's allowlist (URL-encoded, e.g. 203.0.113.0%2F24)",
+    params: { ...SITE, entry: 'the address or network, URL-encoded' },
+    handle: async (request) => {
+      const id = siteId(request);
+      const { removed } = await request.admin.revokeNetworks(id, allowlistArguments([request.params['entry'] ?? '']));
+      const remaining = await request.admin.listNetworks(id);
+      return { siteId: id, removed, warnings: remaining.length === 0 ? [noAllowlistWarning(id)] : [] };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/sites/{siteId}/keys',
+    role: 'account-manager',
+    summary: 'the keys of a site, masked, with their state and last use (as `key list`)',
+    params: SITE,
+    paginated: true,
+    handle: async (request) => paginate(await request.admin.listKeys(siteId(request)), request.page),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/keys',
+    role: 'account-manager',
+    summary: 'issue a key: the answer holds it in `key`, the only time it is shown',
+    params: SITE,
+    body: { type: 'object', properties: { note, expires } },
+    status: 201,
+    handle: async (request) => {
+      const id = siteId(request);
+      const expiresAt = expiresOption(text(request, 'expires'), request.now);
+      const keyNote = textOption('note', text(request, 'note'), MAX_NOTE);
+      const { apiKey, ...issued } = await request.admin.issueKey(id, { expiresAt, note: keyNote });
+      const allowlist = await request.admin.listNetworks(id);
+      return { key: apiKey, ...issued, warnings: allowlist.length === 0 ? [noAllowlistWarning(id)] : [] };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/keys/import',
+    role: 'account-manager',
+    summary: 'register a key the partner already has; the answer shows it masked',
+    params: SITE,
+    body: { type: 'object', properties: { key: { type: 'string', maxLength: 100, description: 'the key, a UUID' }, note, expires }, required: ['key'] },
+    status: 201,
+    handle: async (request) => {
+      const id = siteId(request);
+      const expiresAt = expiresOption(text(request, 'expires'), request.now);
+      const keyNote = textOption('note', text(request, 'note'), MAX_NOTE);
+      const apiKey = importedKeyArgument(String(request.body['key']));
+      return request.admin.importKey(id, apiKey, { expiresAt, note: keyNote });
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/keys/{keyId}/revoke',
+    role: 'account-manager',
+    summary: 'revoke a key; every replica refuses it within a second',
+    params: { ...SITE, keyId: 'the key id, as GET …/keys shows it' },
+    handle: async (request) => {
+      const { key, changed } = await request.admin.revokeKey(siteId(request), keyIdArgument(request.params['keyId'] ?? ''));
+      return { ...key, changed };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/token-clients',
+    role: 'viewer',
+    summary: 'the registered token clients, of every site or of one',
+    query: { siteId: { description: 'only this site', schema: { type: 'string' } } },
+    paginated: true,
+    handle: async ({ admin, query, page }) => {
+      const wanted = query.get('siteId');
+      return paginate(await admin.tokens.listClients(wanted === null ? undefined : siteIdArgument(wanted)), page);
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/token-clients',
+    role: 'account-manager',
+    summary: "register an OAuth client: its access tokens authenticate as the site",
+    params: SITE,
+    body: { type: 'object', properties: { clientId: { type: 'string', maxLength: 1_000 }, note }, required: ['clientId'] },
+    status: 201,
+    handle: async (request) =>
+      request.admin.tokens.addClient(siteId(request), clientIdArgument(String(request.body['clientId'])), textOption('note', text(request, 'note'), MAX_NOTE)),
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/token-clients/{clientId}',
+    role: 'account-manager',
+    summary: 'unregister a client: its tokens are refused (107) from now on',
+    params: { clientId: 'the OAuth client id, URL-encoded' },
+    handle: async (request) => request.admin.tokens.removeClient(clientIdArgument(request.params['clientId'] ?? '')),
+  },
+];
+

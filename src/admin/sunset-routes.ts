@@ -1,0 +1,175 @@
+import { countOption, siteIdArgument, UsageError } from '../cli/arguments.js';
+import { AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS } from '../cli/audit-commands.js';
+import { auditActionArgument, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from '../cli/sunset-arguments.js';
+import { DENIAL_REPORT_ROWS, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS } from '../cli/sunset-commands.js';
+import { configuredSunsetPolicy } from '../serve/check-policies.js';
+import { ApiError, INVALID_REQUEST } from './api-error.js';
+import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
+
+/** The API-key sunset's routes (grace is a site's: site-routes.ts), the reports and the audit trail. */
+
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+
+const timeText = { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone' } as const;
+const optionalText = (request: RouteRequest, field: string): string | undefined => request.body[field] as string | undefined;
+
+function sunsetFallback(request: RouteRequest) {
+  return configuredSunsetPolicy(request.config);
+}
+
+/** ?since= as `report`'s --since, in days or hours. */
+function since(request: RouteRequest, unit: 'days' | 'hours', fallback: number, max: number): number {
+  return countOption('since', request.query.get('since') ?? undefined, unit, fallback, max);
+}
+
+// The audit cursor: the id of the last entry of the page, so that new changes do not shift the next page.
+const AUDIT_CURSOR = /^a([1-9][0-9]{0,18})$/;
+
+export const SUNSET_ROUTES: readonly AdminRoute[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/brownouts',
+    role: 'viewer',
+    summary: 'brownouts, scheduled, running, over and cancelled',
+    paginated: true,
+    handle: async ({ admin, page }) => paginate(await admin.sunset.listBrownouts(), page),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/brownouts',
+    role: 'admin',
+    summary: 'refuse API-key requests (105) for a while, for the named sites or all; dryRun only counts them',
+    body: {
+      type: 'object',
+      properties: {
+        from: { type: 'string', description: 'now, or an ISO 8601 date (midnight UTC) or date-time with a zone' },
+        until: { ...timeText, description: 'when it ends (exclusive), after from and in the future' },
+        sites: { type: 'array', items: { type: 'string' }, maxItems: 10_000, description: 'only these site ids (default every site)' },
+        note: { type: 'string', maxLength: 2_000 },
+        dryRun: { type: 'boolean', description: 'refuse nobody: count whom it would refuse' },
+      },
+      required: ['from', 'until'],
+    },
+    status: 201,
+    handle: async (request) => {
+      const brownout = brownoutArguments(
+        {
+          from: optionalText(request, 'from'),
+          until: optionalText(request, 'until'),
+          sites: (request.body['sites'] as string[] | undefined) ?? [],
+          note: optionalText(request, 'note'),
+          dryRun: request.body['dryRun'] === true,
+        },
+        request.now,
+      );
+      return request.admin.sunset.addBrownout(brownout);
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/brownouts/{brownoutId}/cancel',
+    role: 'admin',
+    summary: 'call a brownout off; every replica lets requests through again within a second',
+    params: { brownoutId: 'the brownout id, as GET /api/v1/brownouts shows it' },
+    handle: async (request) => {
+      const { brownout, changed } = await request.admin.sunset.cancelBrownout(brownoutIdArgument(request.params['brownoutId'] ?? ''));
+      return { ...brownout, changed };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/sunset',
+    role: 'viewer',
+    summary: 'the sunset policy every process follows: the date API keys retire, whether it is enforced, the migration guide',
+    handle: async (request) => request.admin.sunset.policy(sunsetFallback(request)),
+  },
+  {
+    method: 'PUT',
+    path: '/api/v1/sunset',
+    role: 'admin',
+    summary: 'change the sunset policy; every replica follows within a second',
+    body: {
+      type: 'object',
+      properties: {
+        at: { ...timeText, description: 'when API keys retire' },
+        enforce: { type: 'boolean', description: 'refuse valid API keys with 105 from the sunset on' },
+        guide: { type: ['string', 'null'], format: 'uri', description: 'the migration guide (https://), or null to remove it' },
+      },
+    },
+    handle: async (request) => {
+      const change = sunsetChangeArguments({
+        at: optionalText(request, 'at'),
+        enforce: request.body['enforce'] as boolean | undefined,
+        guide: request.body['guide'] as string | null | undefined,
+      });
+      const { policy } = await request.admin.sunset.setPolicy(change, sunsetFallback(request));
+      return policy;
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/reports/migration',
+    role: 'viewer',
+    summary: "keys used in the window with days left; sites=true: each site's share on tokens and whether it can go tokens-only",
+    query: {
+      since: { description: `days back, 1 to ${MAX_SINCE_DAYS} (default 30)`, schema: { type: 'integer', minimum: 1, maximum: MAX_SINCE_DAYS } },
+      sites: { description: 'true: one row per site', schema: { type: 'boolean' } },
+    },
+    paginated: true,
+    handle: async (request) => {
+      const { admin, now, query } = request;
+      const sitesText = query.get('sites');
+      if (sitesText !== null && sitesText !== 'true' && sitesText !== 'false') throw new ApiError(400, INVALID_REQUEST, `sites must be true or false, not ${JSON.stringify(sitesText.slice(0, 32))}`);
+      const sinceAt = new Date(now - since(request, 'days', 30, MAX_SINCE_DAYS) * DAY_MS);
+      const sunsetAt = Date.parse((await admin.sunset.policy(sunsetFallback(request))).sunsetAt);
+      if (sitesText === 'true') return paginate(await admin.sunset.migrationSiteReport(sinceAt, sunsetAt, now), request.page);
+      return paginate(await admin.sunset.migrationReport(sinceAt, sunsetAt, now), request.page);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/reports/denials',
+    role: 'viewer',
+    summary: 'refusals by error and client address, largest counts first ("partner X says they are blocked")',
+    query: {
+      site: { description: 'only this site', schema: { type: 'string' } },
+      since: { description: `hours back, 1 to ${MAX_SINCE_HOURS} (default 24)`, schema: { type: 'integer', minimum: 1, maximum: MAX_SINCE_HOURS } },
+      limit: { description: `rows, 1 to ${MAX_REPORT_ROWS} (default ${DENIAL_REPORT_ROWS}); omittedRows says how many more there were`, schema: { type: 'integer', minimum: 1, maximum: MAX_REPORT_ROWS } },
+    },
+    handle: async (request) => {
+      const siteText = request.query.get('site');
+      const siteId = siteText === null ? undefined : siteIdArgument(siteText);
+      const hours = since(request, 'hours', 24, MAX_SINCE_HOURS);
+      const limit = countOption('limit', request.query.get('limit') ?? undefined, 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
+      const { rows, omittedRows } = await request.admin.sunset.denialReport(new Date(request.now - hours * HOUR_MS), siteId, limit);
+      return { items: rows, omittedRows, next: null };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/audit',
+    role: 'viewer',
+    summary: 'who changed what and when, newest first',
+    query: {
+      site: { description: 'only changes of this site', schema: { type: 'string' } },
+      since: { description: `days back, 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS})`, schema: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_SINCE_DAYS } },
+      action: { description: 'an action such as key.revoke, or a group such as key', schema: { type: 'string', maxLength: 100 } },
+    },
+    paginated: true,
+    handle: async (request) => {
+      const siteText = request.query.get('site');
+      const siteId = siteText === null ? undefined : siteIdArgument(siteText);
+      const days = since(request, 'days', AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS);
+      const action = auditActionArgument(request.query.get('action') ?? undefined);
+      let beforeId: string | undefined;
+      if (request.page.cursor !== undefined) {
+        beforeId = AUDIT_CURSOR.exec(Buffer.from(request.page.cursor, 'base64url').toString('latin1'))?.[1];
+        if (beforeId === undefined) throw new UsageError('cursor is not one this API gave; pass the "next" of the previous page as it was');
+      }
+      const { entries, more } = await request.admin.auditLog.list({ since: new Date(request.now - days * DAY_MS), siteId, action, limit: request.page.limit, ...(beforeId === undefined ? {} : { beforeId }) });
+      const last = entries.at(-1);
+      return { items: entries, next: more && last !== undefined ? Buffer.from(`a${last.id}`, 'latin1').toString('base64url') : null };
+    },
+  },
+];
