@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { maskApiKey } from '../../../src/decision/api-key.js';
 import { ADMIN_PEOPLE } from '../../support/admin-issuer.js';
 import { chromiumMissing, launchChromium, signInWithBrowser } from '../../support/console-browser.js';
 import { startConsoleStack, type ConsoleStack } from '../../support/console-stack.js';
@@ -63,7 +64,7 @@ describe('admin console in a browser', { skip: missing }, () => {
     await page.getByRole('heading', { name: 'Acme Travel · site 1001' }).waitFor();
     await page.getByLabel('Add an address or network (CIDR)').fill(PARTNER_NETWORK);
     await page.getByRole('button', { name: 'Add address' }).click();
-    await page.getByRole('cell', { name: PARTNER_NETWORK }).waitFor();
+    await page.getByRole('cell', { name: PARTNER_NETWORK, exact: true }).waitFor();
     const listed = await runCli(database.url, ['ip', 'list', '1001']);
     assert.match(listed.stdout, /203\.0\.113\.0\/24/);
   });
@@ -89,7 +90,7 @@ describe('admin console in a browser', { skip: missing }, () => {
 
     await page.reload();
     await page.getByRole('heading', { name: 'Keys' }).waitFor();
-    await page.getByRole('cell', { name: `…${key.slice(-5)}`, exact: false }).first().waitFor();
+    await page.getByRole('cell', { name: maskApiKey(key), exact: true }).waitFor();
     assert.equal(await page.getByLabel('The new key').count(), 0, 'the key field is gone');
     assert.ok(!(await page.content()).includes(key), 'the key is nowhere in the page');
   });
@@ -103,9 +104,8 @@ describe('admin console in a browser', { skip: missing }, () => {
     const revoked = page.waitForResponse((response) => response.request().method() === 'POST' && /\/keys\/[^/]+\/revoke$/.test(new URL(response.url()).pathname));
     await page.getByRole('button', { name: /^Confirm revoke/ }).click();
     assert.equal((await revoked).status(), 200);
-    const answered = performance.now();
+    // eventually's bound starts now, at the revoke's response.
     await eventually('the revoked key to be refused', keyCheck, (answer) => answer !== 'allow', REVOCATION_BOUND_MS);
-    assert.ok(performance.now() - answered <= REVOCATION_BOUND_MS + 100);
     await page.getByText(/revoked: it is refused from now on/).waitFor();
   });
 
@@ -115,7 +115,7 @@ describe('admin console in a browser', { skip: missing }, () => {
       const viewerPage = await viewer.newPage();
       await signInWithBrowser(viewerPage, stack.consoleBase, ADMIN_PEOPLE.viewer, '/sites/1001');
       await viewerPage.getByRole('heading', { name: 'Acme Travel · site 1001' }).waitFor();
-      await viewerPage.getByRole('cell', { name: PARTNER_NETWORK }).waitFor();
+      await viewerPage.getByRole('cell', { name: PARTNER_NETWORK, exact: true }).waitFor();
       for (const name of ['Issue key', 'Add address', 'Disable site', 'Add token client', 'Save grace']) {
         assert.equal(await viewerPage.getByRole('button', { name }).count(), 0, `no ${name} button for a viewer`);
       }
