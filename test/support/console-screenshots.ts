@@ -95,7 +95,7 @@ async function main(): Promise<number> {
       await page.getByRole('link', { name: '1004' }).waitFor();
       await shot('find-partner');
       await page.goto(`${stack.consoleBase}/sites/1001`);
-      await page.getByRole('cell', { name: '203.0.113.0/24' }).waitFor();
+      await page.getByRole('cell', { name: '203.0.113.0/24', exact: true }).waitFor();
       await page.getByRole('button', { name: 'Revoke' }).first().waitFor();
       await shot('site');
       await page.getByLabel('Note').first().fill('Acme staging');
@@ -107,7 +107,7 @@ async function main(): Promise<number> {
       await page.locator('.chart svg').waitFor();
       await shot('migration-board');
       await page.goto(`${stack.consoleBase}/denials?site=1001&since=24`);
-      await page.getByRole('cell', { name: '198.51.100.23' }).waitFor();
+      await page.getByRole('cell', { name: '198.51.100.23', exact: true }).waitFor();
       await shot('denial-report');
     } finally {
       await browser.close();

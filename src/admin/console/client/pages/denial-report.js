@@ -6,9 +6,10 @@ import { Alert, formatTime, Loading, PageHeading, useLoad } from '../components.
 /** Error id → its stable code (IP_NOT_WHITELISTED…), from the service's own error catalogue. */
 const errorCodes = fetch('/console/error-codes.json').then((response) => (response.ok ? response.json() : {}), () => ({}));
 
+/** The report's rows, the most refusals first. */
 function reportRows(answer) {
-  if (Array.isArray(answer)) return answer;
-  return answer?.rows ?? answer?.items ?? [];
+  const rows = Array.isArray(answer) ? answer : answer?.rows ?? answer?.items ?? [];
+  return [...rows].sort((a, b) => (b.count ?? 0) - (a.count ?? 0));
 }
 
 /** "Partner X says they are blocked": a site's refusals, by error and client address. */
@@ -71,5 +72,6 @@ export function DenialReport({ query }) {
 function ByError({ rows, named }) {
   const totals = new Map();
   for (const row of rows) totals.set(row.errorId, (totals.get(row.errorId) ?? 0) + (row.count ?? 0));
-  return html`<p>By error: ${[...totals].map(([id, count], index) => html`${index > 0 ? ', ' : ''}<strong>${named(id)}</strong> ${count} refusals`)}.</p>`;
+  const sorted = [...totals].sort((a, b) => b[1] - a[1]);
+  return html`<p>By error: ${sorted.map(([id, count], index) => html`${index > 0 ? ', ' : ''}<strong>${named(id)}</strong> ${count} refusals`)}.</p>`;
 }

@@ -16,13 +16,15 @@ export function FindPartner({ query, can }) {
 
   return html`
     <${PageHeading}>Find a partner</${PageHeading}>
-    <form role="search" onSubmit=${search}>
+    <search>
+    <form onSubmit=${search}>
       <label for="site-query">Site id or partner name</label>
       <fieldset role="group">
         <input id="site-query" name="query" type="search" value=${text} onInput=${(event) => setText(event.currentTarget.value)} placeholder="1001 or Acme" />
         <button type="submit">Search</button>
       </fieldset>
     </form>
+    </search>
     ${can.manage && html`<${NewSite} />`}
     <${Alert} error=${error} />
     ${sites === undefined && !error ? html`<${Loading} />` : html`<${SiteTable} sites=${sites ?? []} />`}

@@ -66,7 +66,7 @@ function BoardTable({ rows }) {
     <div class="overflow-auto">
       <table>
         <caption>Migration from API keys to access tokens, per site</caption>
-        <thead><tr><th scope="col">Site</th><th scope="col">Method</th><th scope="col">On tokens</th><th scope="col">Token requests</th><th scope="col">Key requests</th><th scope="col">Last key use</th><th scope="col">Days left</th></tr></thead>
+        <thead><tr><th scope="col">Site</th><th scope="col">Method</th><th scope="col">On tokens</th><th scope="col">Token requests</th><th scope="col">Key requests</th><th scope="col">Last key use</th><th scope="col">Days left</th><th scope="col">Tokens only would refuse</th></tr></thead>
         <tbody>
           ${rows.map((row) => html`<tr key=${row.siteId}>
             <th scope="row"><a href=${`/sites/${encode(row.siteId)}`}>${row.siteId}</a>${row.siteName ? ` ${row.siteName}` : ''}</th>
@@ -75,7 +75,8 @@ function BoardTable({ rows }) {
             <td>${row.tokenRequests ?? '—'}</td>
             <td>${row.keyRequests ?? '—'}</td>
             <td>${formatTime(row.lastKeyUseAt)}</td>
-            <td>${row.daysLeft ?? '—'}${row.wouldRefuseOnTokens ? html` <mark>would be refused on tokens only</mark>` : ''}</td>
+            <td>${row.daysLeft ?? '—'}</td>
+            <td>${row.wouldRefuseOnTokens ? html`<mark>yes: keys in use</mark>` : 'no'}</td>
           </tr>`)}
         </tbody>
       </table>
