@@ -109,6 +109,15 @@ describe('admin console in a browser', { skip: missing }, () => {
     await page.getByText(/revoked: it is refused from now on/).waitFor();
   });
 
+  it('the audit trail page names the account manager for each change made in the browser', async () => {
+    await page.getByRole('link', { name: 'Audit trail of this site' }).click();
+    await page.getByRole('heading', { name: 'Audit trail' }).waitFor();
+    const actor = `${ADMIN_PEOPLE.manager.email} (sub ${ADMIN_PEOPLE.manager.subject})`;
+    for (const action of ['ip.allow', 'key.issue', 'key.revoke']) {
+      await page.getByRole('row').filter({ hasText: action }).filter({ hasText: actor }).first().waitFor();
+    }
+  });
+
   it('shows the viewer no button that changes anything, and the API refuses the viewer’s session 403', async () => {
     const viewer = await browser.newContext();
     try {

@@ -44,7 +44,7 @@ export function AuditTrail({ query }) {
           <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Site</th><th scope="col">Details</th></tr></thead>
           <tbody>
             ${entries.map((entry) => html`<tr key=${entry.id}>
-              <td>${formatTime(entry.at)}</td>
+              <td class="when">${formatTime(entry.at)}</td>
               <td>${entry.actor}</td>
               <td><code>${entry.action}</code></td>
               <td>${entry.siteId ? html`<a href=${`/sites/${encode(entry.siteId)}`}>${entry.siteId}</a>` : '—'}</td>
