@@ -20,12 +20,16 @@ const ERROR_SCHEMA = {
 
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
-/** listSites for GET /api/v1/sites, addSite for POST /api/v1/sites, revokeSiteKey for …/keys/{keyId}/revoke. */
+/** getSites for GET /api/v1/sites, getSitesBySiteId for GET /api/v1/sites/{siteId}, postSitesKeysRevoke for …/keys/{keyId}/revoke. */
 export function operationId(route: AdminRoute): string {
-  const words = route.path
-    .replace(/^\/api\/v1\//, '')
-    .split(/[/.-]/)
-    .filter((word) => word !== '' && !word.startsWith('{'));
+  const last = /\{(\w+)\}$/.exec(route.path)?.[1];
+  const words = [
+    ...route.path
+      .replace(/^\/api\/v1\//, '')
+      .split(/[/.-]/)
+      .filter((word) => word !== '' && !word.startsWith('{')),
+    ...(last === undefined ? [] : ['by', last]),
+  ];
   const verb = { GET: 'get', POST: 'post', PUT: 'put', DELETE: 'delete' }[route.method];
   return [verb, ...words].map((word, index) => (index === 0 ? word : word.charAt(0).toUpperCase() + word.slice(1))).join('');
 }

@@ -57,8 +57,8 @@ export function sunsetChangeArguments(texts: SunsetTexts): SunsetPolicyChange {
   return change;
 }
 
-// An action such as key.revoke or site.grace.clear, or its group such as key.
-const ACTION = /^[a-z]+(\.[a-z-]+)*$/;
+// An action such as key.revoke, site.grace.clear or token-client.add, or its group such as key.
+const ACTION = /^[a-z][a-z-]*(\.[a-z-]+)*$/;
 
 export function auditActionArgument(text: string | undefined): string | undefined {
   if (text !== undefined && !ACTION.test(text)) {

@@ -1,0 +1,238 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ADMIN_ROUTES } from '../../../src/admin/admin-routes.js';
+import { startAdminIssuer, type AdminIssuer, type AdminPersonName } from '../../support/admin-issuer.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { authorizationClient, check, verdict } from '../../support/envoy-client.js';
+import { eventually } from '../../support/eventually.js';
+import { runCli, startService, type RunningService } from '../../support/service.js';
+
+const MANAGER = 'manager@example.test (sub 248289761002)';
+const ADMIN = 'admin@example.test (sub 248289761003)';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+interface Answer {
+  readonly status: number;
+  readonly body: any;
+  readonly text: string;
+}
+
+/**
+ * Every route of the admin API against the real service, database and provider: an account manager
+ * onboards a partner, an admin runs the sunset, and each change lands in the audit trail with the
+ * person as actor. Bad values are refused with the CLI's own words.
+ */
+describe('the admin API routes, as the CLI does them', () => {
+  let database: TestDatabase;
+  let issuer: AdminIssuer;
+  let service: RunningService;
+  let client: ReturnType<typeof authorizationClient>;
+  const tokens = new Map<AdminPersonName, string>();
+  const called = new Set<string>();
+  let issuedKey = '';
+  let issuedKeyId = '';
+
+  async function api(person: AdminPersonName, method: string, path: string, body?: unknown): Promise<Answer> {
+    const response = await fetch(`${service.adminBase}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${tokens.get(person)}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    const route = ADMIN_ROUTES.find((candidate) => candidate.method === method && new RegExp(`^${candidate.path.replace(/\{\w+\}/g, '[^/]+')}$`).test(path.split('?')[0] ?? ''));
+    if (route !== undefined) called.add(`${route.method} ${route.path}`);
+    return { status: response.status, body: text === '' ? undefined : JSON.parse(text), text };
+  }
+
+  async function ok(person: AdminPersonName, method: string, path: string, body?: unknown, status = 200): Promise<any> {
+    const answer = await api(person, method, path, body);
+    assert.equal(answer.status, status, `${method} ${path}: ${answer.text}`);
+    return answer.body;
+  }
+
+  /** The newest audit entry of `action`, through the API and through `audit list`. */
+  async function audited(action: string, actor: string, siteId: string | null): Promise<void> {
+    const { items } = await ok('viewer', 'GET', `/api/v1/audit?action=${action}&limit=1`);
+    assert.equal(items[0]?.action, action, `an audit row for ${action}`);
+    assert.equal(items[0]?.actor, actor, `${action} by ${actor}`);
+    assert.equal(items[0]?.siteId, siteId);
+    const listed = await runCli(database.url, ['audit', 'list', '--action', action, '--limit', '1', '--json']);
+    assert.equal((JSON.parse(listed.stdout) as Array<{ actor: string }>)[0]?.actor, actor, '`audit list` shows the person');
+  }
+
+  before(async () => {
+    database = await freshDatabase();
+    issuer = await startAdminIssuer();
+    service = await startService({ DATABASE_URL: database.url, ...issuer.env(), LAST_USED_FLUSH_SECONDS: '1' });
+    client = authorizationClient(service.grpcTarget);
+    for (const person of ['viewer', 'manager', 'admin'] as const) tokens.set(person, await issuer.tokenFor(person));
+  });
+
+  after(async () => {
+    client?.close();
+    await service?.stop();
+    await issuer?.close();
+    await database?.drop();
+  });
+
+  it('onboards a partner: site, allowlist, a key shown once that a Check accepts, and its revocation', async () => {
+    assert.equal((await ok('manager', 'GET', '/api/v1/me')).email, 'manager@example.test');
+    const site = await ok('manager', 'POST', '/api/v1/sites', { id: '1001', name: 'Acme Travel' }, 201);
+    assert.deepEqual(
+      { id: site.id, name: site.name, enabled: site.enabled, activeKeys: site.activeKeys, allowlistSize: site.allowlistSize, authMethod: site.authMethod, graceUntil: site.graceUntil },
+      { id: '1001', name: 'Acme Travel', enabled: true, activeKeys: 0, allowlistSize: 0, authMethod: 'both', graceUntil: null },
+    );
+    await audited('site.add', MANAGER, '1001');
+    const found = await ok('viewer', 'GET', '/api/v1/sites?query=acme');
+    assert.deepEqual(found.items.map((item: { id: string }) => item.id), ['1001']);
+    assert.equal(found.next, null);
+
+    const allowed = await ok('manager', 'POST', '/api/v1/sites/1001/allowlist', { entries: ['203.0.113.0/24', '2001:db8:42::/48'] }, 201);
+    assert.deepEqual(allowed.added, ['203.0.113.0/24', '2001:db8:42::/48']);
+    await audited('ip.allow', MANAGER, '1001');
+    assert.deepEqual((await ok('viewer', 'GET', '/api/v1/sites/1001/allowlist')).items.map((entry: { cidr: string }) => entry.cidr), ['203.0.113.0/24', '2001:db8:42::/48']);
+
+    const issued = await ok('manager', 'POST', '/api/v1/sites/1001/keys', { note: 'production', expires: '2099-01-31' }, 201);
+    assert.match(issued.key, UUID);
+    assert.equal(issued.maskedKey, `*****${issued.key.slice(-5)}`);
+    assert.equal(issued.expiresAt, '2099-01-31T00:00:00.000Z');
+    assert.equal(issued.note, 'production');
+    assert.equal('apiKey' in issued, false);
+    issuedKey = issued.key;
+    issuedKeyId = issued.keyId;
+    await audited('key.issue', MANAGER, '1001');
+
+    const request = { authorization: `1001:${issuedKey}`, body: JSON.stringify({ siteid: 1001, apikey: issuedKey }) };
+    await eventually('the issued key to be accepted by a Check', async () => verdict(await check(client, request)), (answer) => answer === 'allow', 5_000);
+
+    const listed = await ok('manager', 'GET', '/api/v1/sites/1001/keys');
+    assert.deepEqual(listed.items.map((key: { keyId: string; maskedKey: string; status: string }) => [key.keyId, key.maskedKey, key.status]), [[issuedKeyId, issued.maskedKey, 'active']]);
+
+    const revoked = await ok('manager', 'POST', `/api/v1/sites/1001/keys/${issuedKeyId}/revoke`);
+    assert.equal(revoked.status, 'revoked');
+    assert.equal(revoked.changed, true);
+    await audited('key.revoke', MANAGER, '1001');
+    await eventually('the revoked key to be refused', async () => verdict(await check(client, request)), (answer) => answer === 102, 5_000);
+
+    const imported = await ok('manager', 'POST', '/api/v1/sites/1001/keys/import', { key: '6f1c3a52-8d0e-4b7a-9c21-5e3f4a6b7c8d', note: 'from the old gateway' }, 201);
+    assert.equal(imported.maskedKey, '*****b7c8d');
+    assert.equal('key' in imported || 'apiKey' in imported, false, 'an imported key is not echoed');
+    await audited('key.import', MANAGER, '1001');
+  });
+
+  it('shows a full key in no answer but the one that issued it, nor in its own log', async () => {
+    assert.ok(issuedKey !== '');
+    for (const path of ['/api/v1/sites', '/api/v1/sites/1001', '/api/v1/sites/1001/keys', '/api/v1/audit', '/api/v1/reports/migration', '/api/v1/reports/migration?sites=true', '/api/v1/reports/denials']) {
+      const answer = await api('admin', 'GET', path);
+      assert.equal(answer.status, 200, path);
+      assert.ok(!answer.text.includes(issuedKey), `${path} does not show the key`);
+      assert.ok(!answer.text.includes('6f1c3a52-8d0e-4b7a-9c21-5e3f4a6b7c8d'), `${path} does not show the imported key`);
+    }
+    assert.ok(!service.output().includes(issuedKey), 'the service log holds no key');
+    for (const token of tokens.values()) assert.ok(!service.output().includes(token), 'the service log holds no token');
+  });
+
+  it("changes a site's state, method, grace, tokens and token clients, each audited with the person", async () => {
+    assert.equal((await ok('manager', 'POST', '/api/v1/sites/1001/disable')).enabled, false);
+    await audited('site.disable', MANAGER, '1001');
+    assert.equal((await ok('manager', 'POST', '/api/v1/sites/1001/enable')).enabled, true);
+    await audited('site.enable', MANAGER, '1001');
+
+    assert.equal((await ok('manager', 'PUT', '/api/v1/sites/1001/auth-method', { method: 'tokens' })).authMethod, 'tokens');
+    await audited('site.auth', MANAGER, '1001');
+    await ok('manager', 'PUT', '/api/v1/sites/1001/auth-method', { method: 'both' });
+
+    assert.equal((await ok('manager', 'PUT', '/api/v1/sites/1001/grace', { until: '2027-03-31' })).graceUntil, '2027-03-31T00:00:00.000Z');
+    await audited('site.grace', MANAGER, '1001');
+    assert.equal((await ok('viewer', 'GET', '/api/v1/sites/1001')).graceUntil, '2027-03-31T00:00:00.000Z');
+    assert.equal((await ok('manager', 'DELETE', '/api/v1/sites/1001/grace')).graceUntil, null);
+    await audited('site.grace.clear', MANAGER, '1001');
+
+    assert.match((await ok('manager', 'POST', '/api/v1/sites/1001/revoke-tokens')).tokensNotBefore, /^\d{4}-/);
+    await audited('site.revoke-tokens', MANAGER, '1001');
+
+    const registered = await ok('manager', 'POST', '/api/v1/sites/1001/token-clients', { clientId: 'partner-1001', note: 'Acme production' }, 201);
+    assert.equal(registered.clientId, 'partner-1001');
+    await audited('token-client.add', MANAGER, '1001');
+    assert.deepEqual((await ok('viewer', 'GET', '/api/v1/token-clients?siteId=1001')).items.map((c: { clientId: string }) => c.clientId), ['partner-1001']);
+    const detail = await ok('viewer', 'GET', '/api/v1/sites/1001');
+    assert.deepEqual(detail.tokenClients.map((c: { clientId: string }) => c.clientId), ['partner-1001']);
+    assert.deepEqual(detail.allowlist.map((entry: { cidr: string }) => entry.cidr), ['203.0.113.0/24', '2001:db8:42::/48']);
+    assert.equal((await ok('manager', 'DELETE', '/api/v1/token-clients/partner-1001')).clientId, 'partner-1001');
+    await audited('token-client.remove', MANAGER, '1001');
+
+    const removed = await ok('manager', 'DELETE', '/api/v1/sites/1001/allowlist/2001%3Adb8%3A42%3A%3A%2F48');
+    assert.deepEqual(removed.removed, ['2001:db8:42::/48']);
+    await audited('ip.revoke', MANAGER, '1001');
+  });
+
+  it('runs brownouts and the sunset for an admin, and the reports for a viewer', async () => {
+    const brownout = await ok('admin', 'POST', '/api/v1/brownouts', { from: 'now', until: '2099-01-01T00:00:00Z', sites: ['1001'], note: 'rehearsal', dryRun: true }, 201);
+    assert.deepEqual([brownout.siteIds, brownout.dryRun, brownout.note], [['1001'], true, 'rehearsal']);
+    await audited('brownout.add', ADMIN, null);
+    assert.equal((await ok('viewer', 'GET', '/api/v1/brownouts')).items.length, 1);
+    assert.equal((await ok('admin', 'POST', `/api/v1/brownouts/${brownout.brownoutId}/cancel`)).state, 'cancelled');
+    await audited('brownout.cancel', ADMIN, null);
+
+    const policy = await ok('admin', 'PUT', '/api/v1/sunset', { at: '2027-06-30T00:00:00Z', guide: 'https://developers.example.com/migrate' });
+    assert.deepEqual([policy.sunsetAt, policy.guideUrl, policy.source], ['2027-06-30T00:00:00.000Z', 'https://developers.example.com/migrate', 'database']);
+    await audited('sunset.set', ADMIN, null);
+    assert.equal((await ok('admin', 'PUT', '/api/v1/sunset', { guide: null })).guideUrl, null);
+    assert.equal((await ok('viewer', 'GET', '/api/v1/sunset')).sunsetAt, '2027-06-30T00:00:00.000Z');
+
+    const migration = await ok('viewer', 'GET', '/api/v1/reports/migration?since=30');
+    assert.ok(Array.isArray(migration.items));
+    const bySite = await ok('viewer', 'GET', '/api/v1/reports/migration?sites=true');
+    assert.ok(Array.isArray(bySite.items));
+    await eventually(
+      "the revoked key's refusal in the denial report",
+      () => ok('viewer', 'GET', '/api/v1/reports/denials?site=1001&since=1&limit=10'),
+      (report: { items: Array<{ errorId: number }> }) => report.items.some((row) => row.errorId === 102),
+      10_000,
+    );
+  });
+
+  it("refuses bad values with the CLI's own message", async () => {
+    const cases: Array<[string, string, unknown, string[], string?]> = [
+      ['POST', '/api/v1/sites', { id: '01001' }, ['site', 'add', '01001']],
+      ['POST', '/api/v1/sites', { id: '1002', name: 'two\nlines' }, ['site', 'add', '1002', '--name', 'two\nlines']],
+      ['POST', '/api/v1/sites', { id: '1001' }, ['site', 'add', '1001']],
+      ['GET', '/api/v1/sites/4242', undefined, ['key', 'list', '4242']],
+      ['GET', '/api/v1/sites/abc', undefined, ['key', 'list', 'abc']],
+      ['POST', '/api/v1/sites/1001/keys', { expires: '2001-01-01' }, ['key', 'issue', '1001', '--expires', '2001-01-01']],
+      ['POST', '/api/v1/sites/1001/keys', { expires: 'tomorrow' }, ['key', 'issue', '1001', '--expires', 'tomorrow']],
+      ['POST', '/api/v1/sites/1001/keys/import', { key: 'not-a-key' }, ['key', 'import', '1001'], 'not-a-key'],
+      ['POST', '/api/v1/sites/1001/keys/abc/revoke', undefined, ['key', 'revoke', '1001', 'abc']],
+      ['POST', '/api/v1/sites/1001/keys/999/revoke', undefined, ['key', 'revoke', '1001', '999']],
+      ['POST', '/api/v1/sites/1001/allowlist', { entries: ['300.1.1.1', '10.0.0.1/33'] }, ['ip', 'allow', '1001', '300.1.1.1', '10.0.0.1/33']],
+      ['DELETE', '/api/v1/sites/1001/allowlist/198.51.100.7', undefined, ['ip', 'revoke', '1001', '198.51.100.7']],
+      ['PUT', '/api/v1/sites/1001/auth-method', { method: 'keys' }, ['site', 'auth', '1001', 'keys']],
+      ['PUT', '/api/v1/sites/1001/grace', { until: '2026-02-30' }, ['site', 'grace', '1001', '--until', '2026-02-30']],
+      ['POST', '/api/v1/sites/1001/token-clients', { clientId: 'has space' }, ['token-client', 'add', '1001', 'has space']],
+      ['DELETE', '/api/v1/token-clients/nobody', undefined, ['token-client', 'remove', 'nobody']],
+      ['POST', '/api/v1/brownouts', { from: 'now', until: '2001-01-01' }, ['brownout', 'add', '--from', 'now', '--until', '2001-01-01']],
+      ['POST', '/api/v1/brownouts/x/cancel', undefined, ['brownout', 'cancel', 'x']],
+      ['POST', '/api/v1/brownouts/999/cancel', undefined, ['brownout', 'cancel', '999']],
+      ['PUT', '/api/v1/sunset', { guide: 'http://developers.example.com' }, ['sunset', 'set', '--guide', 'http://developers.example.com']],
+      ['PUT', '/api/v1/sunset', {}, ['sunset', 'set']],
+      ['GET', '/api/v1/reports/denials?since=0', undefined, ['report', 'denials', '--since', '0']],
+      ['GET', '/api/v1/reports/migration?since=99999', undefined, ['report', 'migration', '--since', '99999']],
+      ['GET', '/api/v1/audit?action=Key', undefined, ['audit', 'list', '--action', 'Key']],
+    ];
+    for (const [method, path, body, cliArgs, stdin] of cases) {
+      const answer = await api('admin', method, path, body);
+      assert.ok([400, 404, 409].includes(answer.status), `${method} ${path}: ${answer.status} ${answer.text}`);
+      const message: string = answer.body.error.message;
+      const cli = await runCli(database.url, cliArgs, stdin);
+      assert.notEqual(cli.code, 0, cliArgs.join(' '));
+      assert.ok(cli.stderr.includes(message), `${method} ${path} says what \`sitekey-authz ${cliArgs.join(' ')}\` says:\n  API: ${message}\n  CLI: ${cli.stderr}`);
+      const expectedStatus = answer.body.error.code === 'INVALID_REQUEST' ? 400 : /NOT_FOUND$/.test(answer.body.error.code) ? 404 : 409;
+      assert.equal(answer.status, expectedStatus, `${method} ${path} ${answer.body.error.code}`);
+    }
+  });
+
+  it('was called on every route of the table', () => {
+    const untested = ADMIN_ROUTES.filter((route) => route.role !== 'public' && !called.has(`${route.method} ${route.path}`)).map((route) => `${route.method} ${route.path}`);
+    assert.deepEqual(untested, []);
+  });
+});
