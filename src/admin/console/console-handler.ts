@@ -102,6 +102,8 @@ export class ConsoleRoutes implements ConsoleHandler {
       send(response, 503, HTML, problemPage('Sign-in is not available', 'The sign-in provider cannot be reached just now. Try again in a minute.'));
       return;
     }
+    // A session whose token the provider no longer vouches for (expired, not refreshable) ends here.
+    if (current !== undefined) await this.options.store.deleteSession(current.id);
     const id = newSecretId();
     await this.options.store.savePendingSignIn(id, started.pending, new Date(Date.now() + SIGN_IN_SECONDS * 1000));
     const cookies = this.options.sessions.cookies;

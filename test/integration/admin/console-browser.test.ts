@@ -95,6 +95,27 @@ describe('admin console in a browser', { skip: missing }, () => {
     assert.ok(!(await page.content()).includes(key), 'the key is nowhere in the page');
   });
 
+  it('labels every field and needs no sideways scrolling at 200 % zoom', async () => {
+    const unlabelled = await page.evaluate(
+      `[...document.querySelectorAll('input, select, textarea')].filter((field) => field.labels.length === 0 && !field.getAttribute('aria-label')).map((field) => field.outerHTML)`,
+    );
+    assert.deepEqual(unlabelled, []);
+    const width = page.viewportSize()?.width ?? 1280;
+    // 200 % zoom of a window this wide lays the page out as a window half as wide.
+    await page.setViewportSize({ width: Math.round(width / 2), height: 720 });
+    try {
+      const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      const wide = await page.evaluate(
+        `[...document.querySelectorAll('body *')].filter((element) => element.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !element.closest('.overflow-auto')).slice(0, 5).map((element) => element.outerHTML.slice(0, 120))`,
+      );
+      assert.equal(overflow, 0, `the page is wider than the window: ${JSON.stringify(wide)}`);
+      await page.getByRole('button', { name: 'Issue key' }).focus();
+      assert.equal(await page.evaluate('getComputedStyle(document.activeElement).outlineStyle'), 'solid', 'focus is visible');
+    } finally {
+      await page.setViewportSize({ width, height: 720 });
+    }
+  });
+
   it('the key issued in the browser is allowed in a real Check', async () => {
     await eventually('the new key to be allowed', keyCheck, (answer) => answer === 'allow', 10_000);
   });

@@ -29,7 +29,7 @@ export function Allowlist({ siteId, entries, can, reload }) {
       <h2 id="allowlist-heading">Allowlist</h2>
       ${entries.length === 0
         ? html`<p><strong>No address yet:</strong> every request of this site is refused (103) until an address is allowed.</p>`
-        : html`<table>
+        : html`<div class="overflow-auto"><table>
             <thead><tr><th scope="col">Address or network</th><th scope="col">Added</th>${can.manage && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr></thead>
             <tbody>
               ${entries.map((entry) => {
@@ -41,7 +41,7 @@ export function Allowlist({ siteId, entries, can, reload }) {
                 </tr>`;
               })}
             </tbody>
-          </table>`}
+          </table></div>`}
       ${can.manage && html`
         <form onSubmit=${add}>
           <label for="allowlist-add">Add an address or network (CIDR)</label>

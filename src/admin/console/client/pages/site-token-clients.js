@@ -33,7 +33,7 @@ export function TokenClients({ siteId, clients, can, reload }) {
       <h2 id="clients-heading">Token clients</h2>
       ${clients.length === 0
         ? html`<p>No token client: this partner has no access tokens yet.</p>`
-        : html`<table>
+        : html`<div class="overflow-auto"><table>
             <thead><tr><th scope="col">Client id</th><th scope="col">Note</th><th scope="col">Last used</th>${can.manage && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr></thead>
             <tbody>
               ${clients.map((client) => html`<tr key=${client.clientId}>
@@ -43,7 +43,7 @@ export function TokenClients({ siteId, clients, can, reload }) {
                 ${can.manage && html`<td><button type="button" class="secondary outline" onClick=${() => remove(client.clientId)} disabled=${action.busy} aria-label=${`Remove token client ${client.clientId}`}>Remove</button></td>`}
               </tr>`)}
             </tbody>
-          </table>`}
+          </table></div>`}
       ${can.manage && html`
         <form onSubmit=${add}>
           <div class="grid">
