@@ -136,6 +136,9 @@ export class ConsoleRoutes implements ConsoleHandler {
       refuse(400, 'The answer from the sign-in provider did not match the sign-in this browser started. Start again from the console page.');
       return;
     }
+    // Signing in again in the same browser replaces the session it had.
+    const previous = this.options.sessions.cookieId(request);
+    if (previous !== undefined) await this.options.store.deleteSession(previous);
     const id = newSecretId();
     await this.options.store.createSession(id, {
       ...tokens,
