@@ -19,7 +19,7 @@ export function setSecurityHeaders(response: ServerResponse): void {
 }
 
 export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
-  const text = JSON.stringify(body);
+  const text = JSON.stringify(body ?? null);
   setSecurityHeaders(response);
   response.writeHead(status, {
     ...API_HEADERS,

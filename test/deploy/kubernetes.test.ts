@@ -27,7 +27,12 @@ function resourceFiles(kustomizationDir: string): string[] {
   return (kustomization.resources as string[]).map((entry) => join(kustomizationDir, entry)).filter((path) => path.endsWith('.yaml'));
 }
 
-const SOURCE_FILES = [BASE_DIR, ...KUSTOMIZATIONS.map((dir) => join(DEPLOY_DIR, 'kubernetes', dir)), join(DEPLOY_DIR, 'envoy')].flatMap(resourceFiles);
+const SOURCE_FILES = [
+  BASE_DIR,
+  ...KUSTOMIZATIONS.map((dir) => join(DEPLOY_DIR, 'kubernetes', dir)),
+  join(DEPLOY_DIR, 'kubernetes', 'components', 'admin-api'),
+  join(DEPLOY_DIR, 'envoy'),
+].flatMap(resourceFiles);
 
 function objectsOf(path: string): KubernetesObject[] {
   return yamlDocuments(readFileSync(path, 'utf8')) as KubernetesObject[];

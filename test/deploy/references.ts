@@ -42,6 +42,13 @@ export const OUTSIDE_WORKLOADS: readonly PodShape[] = [
     from: 'Helm chart prometheus-community/kube-prometheus-stack (README step 1)',
   },
   {
+    namespace: 'internal-ingress',
+    labels: { 'app.kubernetes.io/component': 'controller' },
+    serviceAccount: 'internal-ingress-controller',
+    ports: { http: 80, https: 443 },
+    from: 'the organisation\'s internal ingress controller, IngressClass internal (README "Admin API")',
+  },
+  {
     namespace: 'sitekey-db',
     labels: { 'app.kubernetes.io/name': 'postgres' },
     serviceAccount: 'default',

@@ -166,17 +166,31 @@ describe('the admin port is bounded, JSON only, paginated, and nowhere else', ()
     const plain = await startService({ DATABASE_URL: database.url });
     try {
       assert.equal(plain.adminBase, undefined);
-      const ports = listeningPorts(plain.process.pid ?? 0).sort();
-      const expected = [Number(plain.grpcTarget.split(':')[1]), Number(new URL(plain.httpBase).port)].sort();
+      const ports = listeningPorts(plain.process.pid ?? 0).sort((a, b) => a - b);
+      const expected = [Number(plain.grpcTarget.split(':')[1]), Number(new URL(plain.httpBase).port)].sort((a, b) => a - b);
       assert.deepEqual(ports, expected, 'only the Check and metrics ports');
       assert.doesNotMatch(plain.output(), /admin API listening/);
     } finally {
       await plain.stop();
     }
     assert.deepEqual(
-      listeningPorts(service.process.pid ?? 0).sort(),
-      [Number(service.grpcTarget.split(':')[1]), Number(new URL(service.httpBase).port), Number(new URL(base).port)].sort(),
+      listeningPorts(service.process.pid ?? 0).sort((a, b) => a - b),
+      [Number(service.grpcTarget.split(':')[1]), Number(new URL(service.httpBase).port), Number(new URL(base).port)].sort((a, b) => a - b),
       'with ADMIN_ISSUER, the admin port is the third',
     );
+  });
+
+  it('serves the admin port from the primary alone with WORKERS=2', async () => {
+    const pooled = await startService({ DATABASE_URL: database.url, ...issuer.env(), WORKERS: '2' });
+    try {
+      const adminPort = Number(new URL(pooled.adminBase ?? '').port);
+      assert.ok(listeningPorts(pooled.process.pid ?? 0).includes(adminPort), 'the primary listens on the admin port');
+      const me = await fetch(`${pooled.adminBase}/api/v1/me`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(me.status, 200);
+      assert.equal((pooled.output().match(/admin API listening/g) ?? []).length, 1, 'one admin server, not one per worker');
+      assert.equal(await pooled.stop(), 0, 'a SIGTERM stops it with the rest');
+    } finally {
+      await pooled.stop();
+    }
   });
 });
