@@ -27,7 +27,7 @@ export interface ConsoleRoutesOptions {
 }
 
 /** A path on the console to come back to after sign-in; anything else (another host, /auth/…) is `/`. */
-function returnPath(requestUrl: URL): string {
+export function returnPath(requestUrl: URL): string {
   const path = requestUrl.pathname + requestUrl.search;
   if (path.length > MAX_RETURN_PATH || !path.startsWith('/') || path.startsWith('//') || path.includes('\\') || path.startsWith('/auth/')) return '/';
   return path;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
+import { returnPath } from '../../../src/admin/console/console-handler.js';
 import { sameSecret } from '../../../src/admin/console/console-sessions.js';
 import { clearCookie, cookieNames, readCookie, setCookie } from '../../../src/admin/console/cookies.js';
 import { problemPage, shellPage, SIGNED_OUT_PAGE } from '../../../src/admin/console/pages.js';
@@ -78,4 +79,19 @@ describe('console pages', () => {
       assert.doesNotMatch(asset.body.toString(), /innerHTML|dangerouslySetInnerHTML|eval\(/, `${name} builds no HTML from strings`);
     }
   });
+});
+
+describe('where sign-in returns to', () => {
+  const base = 'http://console.invalid';
+  const cases: ReadonlyArray<[string, string, string]> = [
+    ['a page with its query', '/sites/1001?tab=keys', '/sites/1001?tab=keys'],
+    ['the start page', '/', '/'],
+    ['another host, written as a network-path reference', '//evil.example/x', '/x'],
+    ['a backslash that a browser reads as a slash', '/\\evil.example', '/'],
+    ['a sign-in path (no loop)', '/auth/callback?code=x', '/'],
+    ['a path too long to be ours', `/${'a'.repeat(600)}`, '/'],
+  ];
+  for (const [what, target, expected] of cases) {
+    it(`is the page asked for, or / for ${what}`, () => assert.equal(returnPath(new URL(target, base)), expected));
+  }
 });

@@ -7,7 +7,8 @@ import { ADMIN_PEOPLE } from '../../support/admin-issuer.js';
 import { startConsoleStack, type ConsoleStack } from '../../support/console-stack.js';
 import { CookieJar, PAGE_HEADERS, redirectOf, signInAtProvider, signInToConsole } from '../../support/console-session.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
-import { runCli } from '../../support/service.js';
+import { freePort } from '../../../src/embedded/embedded-postgres.js';
+import { runCli, startService, type RunningService } from '../../support/service.js';
 
 const SESSION_COOKIE = 'sitekey-console';
 const SIGN_IN_COOKIE = 'sitekey-console-sign-in';
@@ -189,5 +190,41 @@ describe('admin console: sign-in, session cookie, CSRF', () => {
     const again = await fetch(`${stack.consoleBase}/`, { headers: { ...PAGE_HEADERS, cookie: `${SESSION_COOKIE}=${cookie}` }, redirect: 'manual' });
     assert.equal(again.status, 302);
     assert.ok(again.headers.get('location')?.startsWith(stack.issuer.authorizationEndpoint));
+  });
+});
+
+describe('admin console when the provider cannot be reached', () => {
+  let database: TestDatabase;
+  let service: RunningService;
+  let consoleBase: string;
+
+  before(async () => {
+    database = await freshDatabase();
+    const adminPort = await freePort();
+    consoleBase = `http://127.0.0.1:${adminPort}`;
+    // A loopback port where nothing listens: discovery fails at once.
+    const issuer = `http://127.0.0.1:${await freePort()}`;
+    service = await startService({
+      DATABASE_URL: database.url,
+      ADMIN_ISSUER: issuer,
+      ADMIN_AUDIENCE: 'https://authz-admin.test',
+      ADMIN_PORT: String(adminPort),
+      ADMIN_PUBLIC_URL: consoleBase,
+      ADMIN_OIDC_CLIENT_ID: 'sitekey-authz-console',
+    });
+  });
+
+  after(async () => {
+    await service?.stop();
+    await database?.drop();
+  });
+
+  it('says sign-in is not available (503) and starts no sign-in, and the API still refuses without a session', async () => {
+    const answer = await fetch(`${consoleBase}/`, { headers: PAGE_HEADERS, redirect: 'manual' });
+    assert.equal(answer.status, 503);
+    assert.match(await answer.text(), /cannot be reached/);
+    assert.equal(answer.headers.getSetCookie().length, 0);
+    assertSecurityHeaders(answer, 'the refusal');
+    assert.equal((await fetch(`${consoleBase}/api/v1/me`, { headers: { cookie: `${SESSION_COOKIE}=${'x'.repeat(43)}` } })).status, 401);
   });
 });
