@@ -33,7 +33,8 @@ describe('admin console in a browser', { skip: missing }, () => {
 
   before(async () => {
     database = await freshDatabase();
-    const added = await runCli(database.url, ['site', 'add', '1001', '--name', 'Acme Travel']);
+    // Another partner already there, so that the search has something to leave out.
+    const added = await runCli(database.url, ['site', 'add', '1002', '--name', 'Bravo Bikes']);
     assert.equal(added.code, 0, added.stderr);
     stack = await startConsoleStack(database.url);
     client = authorizationClient(stack.service.grpcTarget);
@@ -57,9 +58,22 @@ describe('admin console in a browser', { skip: missing }, () => {
     await page.getByText(ADMIN_PEOPLE.manager.email).waitFor();
   });
 
+  it('creates the partner’s site', async () => {
+    await page.getByText('New site').click();
+    await page.getByLabel('Site id', { exact: true }).fill('1001');
+    await page.getByLabel('Partner name', { exact: true }).fill('Acme Travel');
+    await page.getByRole('button', { name: 'Create site' }).click();
+    await page.getByRole('heading', { name: 'Acme Travel · site 1001' }).waitFor();
+    const listed = await runCli(database.url, ['site', 'list']);
+    assert.match(listed.stdout, /1001.*Acme Travel/);
+  });
+
   it('finds the site by name and adds the partner’s network to its allowlist', async () => {
+    await page.getByRole('link', { name: 'Find a partner' }).click();
     await page.getByLabel('Site id or partner name').fill('Acme');
     await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('link', { name: '1001' }).waitFor();
+    assert.equal(await page.getByRole('link', { name: '1002' }).count(), 0, 'Bravo Bikes does not match Acme');
     await page.getByRole('link', { name: '1001' }).click();
     await page.getByRole('heading', { name: 'Acme Travel · site 1001' }).waitFor();
     await page.getByLabel('Add an address or network (CIDR)').fill(PARTNER_NETWORK);
@@ -130,11 +144,11 @@ describe('admin console in a browser', { skip: missing }, () => {
     await page.getByText(/revoked: it is refused from now on/).waitFor();
   });
 
-  it('the audit trail page names the account manager for each change made in the browser', async () => {
+  it('the audit trail page names the account manager for each change made in the browser (site, address, key issued and revoked)', async () => {
     await page.getByRole('link', { name: 'Audit trail of this site' }).click();
     await page.getByRole('heading', { name: 'Audit trail' }).waitFor();
     const actor = `${ADMIN_PEOPLE.manager.email} (sub ${ADMIN_PEOPLE.manager.subject})`;
-    for (const action of ['ip.allow', 'key.issue', 'key.revoke']) {
+    for (const action of ['site.add', 'ip.allow', 'key.issue', 'key.revoke']) {
       await page.getByRole('row').filter({ hasText: action }).filter({ hasText: actor }).first().waitFor();
     }
   });
