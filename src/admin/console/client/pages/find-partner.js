@@ -7,7 +7,8 @@ import { Alert, Loading, PageHeading, siteIdOf, useAction, useLoad } from '../co
 export function FindPartner({ query, can }) {
   const initial = query?.get('query') ?? '';
   const [text, setText] = useState(initial);
-  const [sites, error] = useLoad(() => api('GET', `/sites?query=${encode(initial)}&limit=100`).then(itemsOf), [initial]);
+  const [answer, error] = useLoad(() => api('GET', `/sites?query=${encode(initial)}&limit=100`), [initial]);
+  const sites = answer === undefined ? undefined : itemsOf(answer);
 
   const search = (event) => {
     event.preventDefault();
@@ -28,6 +29,7 @@ export function FindPartner({ query, can }) {
     ${can.manage && html`<${NewSite} />`}
     <${Alert} error=${error} />
     ${sites === undefined && !error ? html`<${Loading} />` : html`<${SiteTable} sites=${sites ?? []} />`}
+    ${answer?.next && html`<p>More sites match than are shown: give more of the id or the name.</p>`}
   `;
 }
 
