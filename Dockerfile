@@ -58,6 +58,8 @@ RUN ln -s /app/dist/src/cli/main.js /usr/local/bin/sitekey-authz
 USER 1000:1000
 # ext_authz gRPC and grpc.health.v1 (GRPC_PORT); /healthz, /readyz and /metrics (METRICS_PORT).
 EXPOSE 9001 9464
+# The admin API and console (ADMIN_PORT), served only when ADMIN_ISSUER is set.
+EXPOSE 9465
 # node is PID 1, with no shell in between: `serve` handles SIGTERM itself (health NOT_SERVING,
 # SHUTDOWN_DELAY_SECONDS, drain, exit 0) and starts no child process, so there is nothing to reap
 # and no init is needed. Kubernetes probes gRPC health and /healthz natively: no HEALTHCHECK here.

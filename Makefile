@@ -18,6 +18,11 @@ test-unit: build
 manifests: build
 	node dist/test/deploy/prometheus-rule.js
 
+# The organisation's provider for the admin API on 127.0.0.1:$${ADMIN_ISSUER_PORT:-9471}, with its test people (README, "Admin API").
+.PHONY: admin-issuer
+admin-issuer: build
+	node dist/test/support/local-admin-issuer.js
+
 # A real OpenID provider on 127.0.0.1:$${ISSUER_PORT:-9470} for trying tokens (README, "Token-based authentication").
 issuer: build
 	node dist/test/support/local-issuer.js

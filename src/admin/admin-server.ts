@@ -21,6 +21,10 @@ export const ADMIN_LIMITS = Object.freeze({
   /** The whole request, body included. */
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
+  /** A connection on which nothing moves either way this long is closed (a client that stops reading). */
+  socketTimeoutMs: 30_000,
+  /** How often node looks for requests past the header and request time-outs. */
+  connectionsCheckingIntervalMs: 1_000,
   /** Connections at once; beyond, new ones are dropped. */
   maxConnections: 256,
   /** Per person: this many requests at once, refilled at ratePerSecond; beyond, 429 with Retry-After. */
@@ -101,7 +105,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     return principal;
   }
 
-  async function answerApi(request: IncomingMessage, response: ServerResponse, path: string, query: URLSearchParams, now: number): Promise<{ status: number; subject?: string }> {
+  /** `seen` learns the person as soon as they are known, for the log line of a request that fails later. */
+  async function answerApi(request: IncomingMessage, response: ServerResponse, path: string, query: URLSearchParams, now: number, seen: { subject?: string }): Promise<number> {
     const { match, allowed } = matchRoute(options.routes, request.method ?? '', path);
     if (match === undefined) {
       if (allowed.length > 0) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not served here; use ${allowed.join(' or ')}`, { allow: allowed.join(', ') });
@@ -109,13 +114,14 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     }
     const { route, params } = match;
     const principal = await principalFor(route, request);
+    if (principal !== undefined) seen.subject = principal.subject;
     const page = checkQuery(route, query);
     const body = checkedBody(route, await readJsonBody(request, limits.maxBodyBytes));
     const admin = new CredentialAdmin(options.pool, principal === undefined ? 'anonymous' : auditActor(principal));
     const result = await route.handle({ principal, params, query, body, page, admin, config: options.config, now });
     const status = route.status ?? 200;
     sendJson(response, status, result);
-    return { status, ...(principal === undefined ? {} : { subject: principal.subject }) };
+    return status;
   }
 
   async function answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -123,16 +129,17 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     const target = request.url ?? '/';
     const cut = target.indexOf('?');
     const path = cut === -1 ? target : target.slice(0, cut);
-    let outcome: { status: number; subject?: string } = { status: 0 };
+    let status = 0;
+    const seen: { subject?: string } = {};
     try {
       if (!path.startsWith('/')) throw new ApiError(400, 'INVALID_REQUEST', 'the request target must be a path');
       if (path === '/api' || path.startsWith('/api/')) {
-        outcome = await answerApi(request, response, path, new URLSearchParams(cut === -1 ? '' : target.slice(cut + 1)), started);
+        status = await answerApi(request, response, path, new URLSearchParams(cut === -1 ? '' : target.slice(cut + 1)), started, seen);
         return;
       }
       setSecurityHeaders(response);
       if (options.console !== undefined && (await options.console.handle(request, response))) {
-        outcome = { status: response.statusCode };
+        status = response.statusCode;
         return;
       }
       throw NOT_FOUND(path);
@@ -140,16 +147,20 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       const refusal = apiErrorOf(error);
       if (refusal === undefined) logger.error({ err: error, method: request.method, path }, 'admin request failed');
       const sent = refusal ?? new ApiError(500, 'INTERNAL', 'the request failed on our side; it is logged, try again');
-      outcome = { ...outcome, status: sent.status };
+      status = sent.status;
       if (response.headersSent) response.destroy();
       else sendError(response, sent);
     } finally {
       // Method, path and outcome only: never a header, a query or a body, which may hold a token or a key.
-      logger.info({ method: request.method, path: path.slice(0, 200), status: outcome.status, subject: outcome.subject, ms: Date.now() - started }, 'admin request');
+      logger.info({ method: request.method, path: path.slice(0, 200), status, subject: seen.subject, ms: Date.now() - started }, 'admin request');
     }
   }
 
-  const server: Server = createServer({ maxHeaderSize: limits.maxHeaderBytes }, (request, response) => void answer(request, response));
+  const server: Server = createServer(
+    { maxHeaderSize: limits.maxHeaderBytes, connectionsCheckingInterval: limits.connectionsCheckingIntervalMs },
+    (request, response) => void answer(request, response),
+  );
+  server.timeout = limits.socketTimeoutMs;
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;

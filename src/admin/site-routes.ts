@@ -1,5 +1,6 @@
 import {
   allowlistArguments,
+  allowlistWarnings,
   authMethodArgument,
   clientIdArgument,
   expiresOption,
@@ -40,9 +41,7 @@ function siteView(site: SiteSummary, access: SiteAccess | undefined) {
 
 async function siteOf(admin: CredentialAdmin, siteId: SiteId) {
   const [access] = await admin.siteAccess(siteId);
-  const site = (await admin.listSites()).find((candidate) => candidate.siteId === siteId);
-  if (site === undefined) return undefined;
-  return siteView(site, access);
+  return siteView(await admin.getSite(siteId), access);
 }
 
 const siteId = (request: RouteRequest): SiteId => siteIdArgument(request.params['siteId'] ?? '');
@@ -183,13 +182,9 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
       const id = siteId(request);
       const entries = request.body['entries'] as string[];
       if (entries.length === 0) throw new UsageError('entries is empty: send at least one address or network, e.g. {"entries": ["203.0.113.0/24"]}');
-      const result = await request.admin.allowNetworks(id, allowlistArguments(entries));
-      const everyone = result.added.filter((cidr) => cidr.endsWith('/0'));
-      return {
-        siteId: id,
-        ...result,
-        warnings: everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${id}`),
-      };
+      const parsed = allowlistArguments(entries);
+      const result = await request.admin.allowNetworks(id, parsed);
+      return { siteId: id, ...result, warnings: allowlistWarnings(id, parsed) };
     },
   },
   {

@@ -2,7 +2,8 @@ import { canonicalPositiveId } from '../common/positive-id.js';
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { ApiKey, ClientId, KeyId, SiteAuthMethod, SiteId } from '../decision/types.js';
-import { parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
+import { coversIpv4Mapped, parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
+import { IPV4_MAPPED } from '../allowlist/client-ip.js';
 import { parseInstant } from '../common/sunset-values.js';
 
 /** A command line that cannot be carried out as typed; the message says what to type instead. */
@@ -74,6 +75,20 @@ export function allowlistArguments(texts: readonly string[]): AllowlistEntry[] {
   if (reasons.length > 0) throw new UsageError(`${reasons.join('; ')} (nothing was changed)`);
   const entries = parsed.flatMap((result) => (result.ok ? [result.entry] : []));
   return [...new Map(entries.map((entry) => [entry.cidr, entry])).values()];
+}
+
+/** What `ip allow` warns of, though it adds them: an entry that admits everyone, and IPv6 that IPv4 clients never match. */
+export function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEntry[]): string[] {
+  return [
+    ...entries
+      .filter((entry) => entry.prefix === 0)
+      .map(({ cidr }) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+    ...entries.filter(coversIpv4Mapped).map(
+      ({ cidr }) =>
+        `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
+        `To admit them, run \`sitekey-authz ip allow ${siteId} <IPv4 network>\`, e.g. 203.0.113.0/24`,
+    ),
+  ];
 }
 
 /** An ISO 8601 date (midnight UTC) or date-time with a zone, for `--<option>`. */

@@ -1,12 +1,12 @@
 import { SETTINGS } from '../config.js';
-import { IPV4_MAPPED } from '../allowlist/client-ip.js';
 import type { KeySummary } from '../store/credential-admin.js';
-import { ALLOWLIST_ENTRY_FORM, coversIpv4Mapped } from '../allowlist/allowlist-entry.js';
+import { ALLOWLIST_ENTRY_FORM } from '../allowlist/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
 import { runningEmbeddedUrl } from '../embedded/embedded-postgres.js';
 import { migrate } from '../store/migrate.js';
 import {
   allowlistArguments,
+  allowlistWarnings,
   API_KEY_FORM,
   EXPIRES_EXAMPLES,
   EXPIRES_FORM,
@@ -276,8 +276,6 @@ export const COMMANDS: readonly Command[] = [
       const siteId = siteIdArgument(positional(line, 0));
       const entries = allowlistArguments(line.positionals.slice(1));
       const result = await withAdmin((admin) => admin.allowNetworks(siteId, entries));
-      const everyone = entries.filter((entry) => entry.prefix === 0).map((entry) => entry.cidr);
-      const ipv6ForIpv4 = entries.filter(coversIpv4Mapped).map((entry) => entry.cidr);
       const lines = [
         ...(result.added.length > 0 ? [`site ${siteId} now allows ${result.added.join(', ')}`] : []),
         ...(result.alreadyAllowed.length > 0 ? [`already allowed: ${result.alreadyAllowed.join(', ')}`] : []),
@@ -285,14 +283,7 @@ export const COMMANDS: readonly Command[] = [
       return {
         text: lines.join('\n'),
         json: { siteId, ...result },
-        warnings: [
-          ...everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
-          ...ipv6ForIpv4.map(
-            (cidr) =>
-              `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
-              `To admit them, run \`sitekey-authz ip allow ${siteId} <IPv4 network>\`, e.g. 203.0.113.0/24`,
-          ),
-        ],
+        warnings: allowlistWarnings(siteId, entries),
       };
     },
   },

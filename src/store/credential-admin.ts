@@ -173,6 +173,10 @@ export class CredentialAdmin {
     return this.withClient(async (sql) => (await sql.query<SiteSummaryRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
   }
 
+  async getSite(siteId: SiteId): Promise<SiteSummary> {
+    return this.withClient((sql) => this.site(sql, siteId));
+  }
+
   /** Every site's method, grace and token cut-off (or one site's: SITE_NOT_FOUND when it does not exist). */
   async siteAccess(siteId?: SiteId): Promise<SiteAccess[]> {
     return this.withClient(async (sql) => {

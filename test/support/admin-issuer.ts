@@ -44,6 +44,8 @@ export interface AdminIssuerOptions {
   readonly accessTokenTtlSeconds?: number;
   /** The claim the roles go in (default roles), as ADMIN_ROLES_CLAIM names it. */
   readonly rolesClaim?: string;
+  /** 0 (the default) lets the system pick a free port; the local provider for trying it fixes one. */
+  readonly port?: number;
 }
 
 export interface AdminIssuer {
@@ -148,7 +150,7 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
   });
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
-    server.listen(0, LOOPBACK, () => resolveListen());
+    server.listen(options.port ?? 0, LOOPBACK, () => resolveListen());
   });
   const issuer = `http://${LOOPBACK}:${(server.address() as AddressInfo).port}`;
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ADMIN_LIMITS } from '../../../src/admin/admin-server.js';
 import { startAdminIssuer, type AdminIssuer } from '../../support/admin-issuer.js';
@@ -78,6 +79,18 @@ describe('the admin port is bounded, JSON only, paginated, and nowhere else', ()
       body: Buffer.from(large),
     });
     assert.equal(chunked.status, 413);
+  });
+
+  it('disconnects a client that never finishes its headers (slow-loris) within the header time-out', async () => {
+    const socket = connect(Number(new URL(base).port), '127.0.0.1');
+    const started = performance.now();
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    socket.write('GET /api/v1/me HTTP/1.1\r\nHost: admin\r\nX-Slow: ');
+    await new Promise<void>((resolveClose) => socket.on('close', () => resolveClose()));
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < ADMIN_LIMITS.headersTimeoutMs + 5_000, `closed after ${Math.round(elapsed)} ms`);
+    assert.ok(answer === '' || answer.startsWith('HTTP/1.1 408'), answer);
   });
 
   it('takes JSON only: 415 for another type, 400 naming what is wrong with the JSON or its fields', async () => {

@@ -132,10 +132,11 @@ describe('Dockerfile (read from the file: no Docker engine runs here)', () => {
     assert.deepEqual(JSON.parse(finalStage.find((i) => i.keyword === 'CMD')!.args), ['serve']);
   });
 
-  it('exposes the ports the service listens on by default', () => {
+  it('exposes the ports the service listens on by default, and the admin port it opens with ADMIN_ISSUER', () => {
     const defaults = loadConfig({});
+    const admin = loadConfig({ ADMIN_ISSUER: 'https://login.example.com', ADMIN_AUDIENCE: 'https://authz-admin.example.com' }).admin;
     const exposed = finalStage.filter((i) => i.keyword === 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map(Number));
-    assert.deepEqual(exposed.sort(), [defaults.grpcPort, defaults.metricsPort].sort());
+    assert.deepEqual(exposed.sort(), [defaults.grpcPort, defaults.metricsPort, admin?.port].sort());
   });
 
   it('copies only files .dockerignore lets into the build context, and keeps local state out', () => {

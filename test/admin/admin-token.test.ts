@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { describe, it } from 'node:test';
+import { createLocalJWKSet, type JWTPayload } from 'jose';
+import { AdminTokenVerifier, BearerAuthenticator } from '../../src/admin/admin-token.js';
+import { loadConfig, type AdminSettings } from '../../src/config.js';
+import type { KeySource } from '../../src/token/issuer-keys.js';
+import { signedToken, signingKey } from '../support/jwks-server.js';
+
+const ISSUER = 'https://login.corp.example/realms/staff';
+const AUDIENCE = 'https://authz-admin.corp.example';
+const NOW = Date.parse('2026-11-24T10:00:00Z');
+
+function settings(env: Record<string, string> = {}): AdminSettings {
+  const admin = loadConfig({ ADMIN_ISSUER: ISSUER, ADMIN_AUDIENCE: AUDIENCE, ...env }).admin;
+  assert.ok(admin);
+  return admin;
+}
+
+const claims = (overrides: JWTPayload = {}): JWTPayload => ({
+  iss: ISSUER,
+  aud: AUDIENCE,
+  sub: '248289761002',
+  email: 'manager@corp.example',
+  roles: ['account-manager'],
+  iat: NOW / 1000 - 60,
+  exp: NOW / 1000 + 300,
+  ...overrides,
+});
+
+async function fixture(env: Record<string, string> = {}) {
+  const key = await signingKey('admin-1');
+  const keys: KeySource = { loaded: true, getKey: createLocalJWKSet({ keys: [key.publicJwk] }) };
+  const verifier = new AdminTokenVerifier(settings(env), keys, () => NOW);
+  return { key, verifier, sign: (payload: JWTPayload, header: Record<string, unknown> = {}) => signedToken(key, payload, header) };
+}
+
+const request = (authorization?: string) => ({ headers: authorization === undefined ? {} : { authorization } }) as IncomingMessage;
+
+describe('admin access tokens', () => {
+  it('give the person: subject, e-mail, name and the roles of ADMIN_ROLES_CLAIM', async () => {
+    const { verifier, sign } = await fixture();
+    const outcome = await verifier.verify(await sign(claims({ name: 'Max Manager' })));
+    assert.ok(outcome.ok);
+    assert.deepEqual({ ...outcome.principal, roles: [...outcome.principal.roles] }, { subject: '248289761002', email: 'manager@corp.example', name: 'Max Manager', roles: ['account-manager'] });
+    const custom = await fixture({ ADMIN_ROLES_CLAIM: 'https://corp.example/roles' });
+    const other = await custom.verifier.verify(await custom.sign(claims({ roles: undefined, 'https://corp.example/roles': 'viewer admin' })));
+    assert.ok(other.ok);
+    assert.deepEqual([...other.principal.roles], ['viewer', 'admin']);
+  });
+
+  it('are refused with 401 and a description for each rule a token breaks', async () => {
+    const { verifier, sign } = await fixture();
+    const cases: Array<[string, Promise<string>, RegExp]> = [
+      ['expired beyond the skew', sign(claims({ exp: NOW / 1000 - 31 })), /has expired/],
+      ['another audience', sign(claims({ aud: 'https://partner-api.example.com' })), /another audience/],
+      ['another issuer', sign(claims({ iss: 'https://login.example.com' })), /another issuer/],
+      ['not an access token', sign(claims(), { typ: 'JWT' }), /typ at\+jwt/],
+      ['no sub', sign(claims({ sub: undefined })), /lacks a claim/],
+      ['a sub with a control character', sign(claims({ sub: 'x\u0007y' })), /no usable sub/],
+      ['issued in the future', sign(claims({ iat: NOW / 1000 + 120 })), /not valid yet/],
+    ];
+    for (const [what, token, description] of cases) {
+      const outcome = await verifier.verify(await token);
+      assert.equal(outcome.ok, false, what);
+      if (!outcome.ok) {
+        assert.equal(outcome.status, 401, what);
+        assert.equal(outcome.error, 'invalid_token', what);
+        assert.match(outcome.description, description, what);
+      }
+    }
+  });
+
+  it('drop an e-mail that could garble the audit trail, but keep the person', async () => {
+    const { verifier, sign } = await fixture();
+    const outcome = await verifier.verify(await sign(claims({ email: 'a\u202eb@corp.example' })));
+    assert.ok(outcome.ok);
+    assert.equal(outcome.principal.email, undefined);
+  });
+
+  it('wait for the provider keys: 401 until they are fetched', async () => {
+    const { sign } = await fixture();
+    const unloaded = new AdminTokenVerifier(settings(), { loaded: false, getKey: createLocalJWKSet({ keys: [] }) }, () => NOW);
+    const outcome = await unloaded.verify(await sign(claims()));
+    assert.equal(outcome.ok, false);
+  });
+
+  it('come in the Authorization header as Bearer; a request without one is left to the next way', async () => {
+    const { verifier, sign } = await fixture();
+    const bearer = new BearerAuthenticator(verifier);
+    assert.equal(await bearer.authenticate(request()), undefined);
+    assert.equal((await bearer.authenticate(request(`bearer ${await sign(claims())}`)))?.ok, true, 'the scheme is case-insensitive');
+    const basic = await bearer.authenticate(request('Basic dXNlcjpwYXNz'));
+    assert.deepEqual(basic, { ok: false, status: 401, error: 'invalid_request', description: 'send the access token as Authorization: Bearer <token>' });
+  });
+});
