@@ -102,14 +102,12 @@ export class ConsoleRoutes implements ConsoleHandler {
       send(response, 503, HTML, problemPage('Sign-in is not available', 'The sign-in provider cannot be reached just now. Try again in a minute.'));
       return;
     }
-    // A session whose token the provider no longer vouches for (expired, not refreshable) ends here.
-    if (current !== undefined) await this.options.store.deleteSession(current.id);
+    // A session whose token is refused keeps its cookie until the callback replaces it: the refusal may
+    // be passing (the provider's keys not yet fetched after a restart), and the session is then kept.
     const id = newSecretId();
     await this.options.store.savePendingSignIn(id, started.pending, new Date(Date.now() + SIGN_IN_SECONDS * 1000));
     const cookies = this.options.sessions.cookies;
-    const headers: Record<string, string | string[]> = { location: started.url.href, 'set-cookie': setCookie(cookies, this.names.signIn, id, SIGN_IN_SECONDS) };
-    if (current !== undefined) headers['set-cookie'] = [headers['set-cookie'] as string, clearCookie(cookies, this.names.session)];
-    send(response, 302, 'text/plain; charset=utf-8', 'signing in\n', headers);
+    send(response, 302, 'text/plain; charset=utf-8', 'signing in\n', { location: started.url.href, 'set-cookie': setCookie(cookies, this.names.signIn, id, SIGN_IN_SECONDS) });
   }
 
   private async callback(request: IncomingMessage, url: URL, response: ServerResponse): Promise<void> {
