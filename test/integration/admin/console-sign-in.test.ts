@@ -8,6 +8,7 @@ import { startConsoleStack, type ConsoleStack } from '../../support/console-stac
 import { CookieJar, PAGE_HEADERS, redirectOf, signInAtProvider, signInToConsole } from '../../support/console-session.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { freePort } from '../../../src/embedded/embedded-postgres.js';
+import { eventually } from '../../support/eventually.js';
 import { runCli, startService, type RunningService } from '../../support/service.js';
 
 const SESSION_COOKIE = 'sitekey-console';
@@ -168,6 +169,37 @@ describe('admin console: sign-in, session cookie, CSRF', () => {
       body: '{}',
     });
     assert.equal(issue.status, 403);
+  });
+
+  it('keeps the session in the database: another replica (or the same after a restart) accepts the cookie', async () => {
+    const jar = new CookieJar();
+    const csrf = await signInToConsole(jar, stack.consoleBase, ADMIN_PEOPLE.manager);
+    const cookie = `${SESSION_COOKIE}=${jar.get(stack.consoleBase, SESSION_COOKIE) ?? ''}`;
+    const adminPort = await freePort();
+    const replica = await startService({
+      DATABASE_URL: database.url,
+      ...stack.issuer.env(),
+      ADMIN_PORT: String(adminPort),
+      ADMIN_PUBLIC_URL: `http://127.0.0.1:${adminPort}`,
+      ADMIN_OIDC_CLIENT_ID: stack.issuer.clientId,
+    });
+    try {
+      const me = await eventually(
+        "the replica to accept the session once it has the provider's keys",
+        () => fetch(`http://127.0.0.1:${adminPort}/api/v1/me`, { headers: { cookie } }),
+        (answer) => answer.status === 200,
+        10_000,
+      );
+      assert.equal(((await me.json()) as { email?: string }).email, ADMIN_PEOPLE.manager.email);
+      const change = await fetch(`http://127.0.0.1:${adminPort}/api/v1/sites/1001/allowlist`, {
+        method: 'POST',
+        headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/json' },
+        body: JSON.stringify({ entries: ['192.0.2.0/24'] }),
+      });
+      assert.equal(change.status, 201, await change.text());
+    } finally {
+      await replica.stop();
+    }
   });
 
   it('signs out only with the CSRF token; then the session is gone and the page sends to the provider again', async () => {
