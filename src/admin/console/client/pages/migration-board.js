@@ -42,7 +42,7 @@ function ShareChart({ rows }) {
   const barWidth = CHART_WIDTH - LABEL_WIDTH - 50;
   return html`
     <figure class="chart">
-      <svg viewBox=${`0 0 ${CHART_WIDTH} ${height}`} width="100%" role="img" aria-hidden="true" focusable="false">
+      <svg viewBox=${`0 0 ${CHART_WIDTH} ${height}`} width="100%" aria-hidden="true" focusable="false">
         ${rows.map((row, index) => {
           const y = index * (BAR_HEIGHT + 8) + 4;
           const share = typeof row.tokenShare === 'number' ? row.tokenShare : 0;
