@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { adminConsole } from '../admin/console/console.js';
+import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { startHttpEndpoints } from '../observe/http-endpoints.js';

@@ -2,7 +2,6 @@ import type pg from 'pg';
 import type { AdminSettings } from '../../config.js';
 import type { Logger } from '../../observe/logger.js';
 import type { ConsoleHandler, RequestAuthenticator } from '../principal.js';
-import type { ConsoleFactory } from '../start-admin.js';
 import { ConsoleRoutes } from './console-handler.js';
 import { ConsoleSessions, SessionAuthenticator, type AccessTokenVerifier } from './console-sessions.js';
 import { RelyingParty } from './relying-party.js';
@@ -47,15 +46,3 @@ export function createConsole(options: ConsoleOptions): AdminConsole {
   return { handler, authenticator: new SessionAuthenticator(sessions) };
 }
 
-/** What the admin port starts the console with: nothing without ADMIN_OIDC_CLIENT_ID (the API alone). */
-export const adminConsole: ConsoleFactory = async ({ settings, verifier, pool, logger }) => {
-  if (settings.oidcClientId === undefined) return {};
-  const { handler, authenticator } = createConsole({
-    settings,
-    clientId: settings.oidcClientId,
-    pool,
-    verifyAccessToken: (accessToken) => verifier.verify(accessToken),
-    logger,
-  });
-  return { console: handler, authenticator };
-};
