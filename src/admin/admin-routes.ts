@@ -1,3 +1,4 @@
+import { DOCUMENT } from './api-schemas.js';
 import { openApiDocument } from './openapi.js';
 import type { AdminRoute } from './route-table.js';
 import { SITE_ROUTES } from './site-routes.js';
@@ -13,6 +14,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     path: OPENAPI_PATH,
     role: 'public',
     summary: 'this API described as OpenAPI 3.1, generated from the route table the server dispatches on',
+    response: DOCUMENT,
     handle: async () => openApiDocument(ADMIN_ROUTES, API_VERSION),
   },
   ...SITE_ROUTES,

@@ -18,6 +18,20 @@ const ERROR_SCHEMA = {
   },
 } as const;
 
+/** A route's schema as JSON Schema 2020-12: nullable as a type list, objects closed, `any` as {}. */
+export function jsonSchema(schema: Schema): Record<string, unknown> {
+  const { nullable, ...rest } = schema;
+  if (rest.type === 'any') return rest.description === undefined ? {} : { description: rest.description };
+  const converted: Record<string, unknown> = { ...rest };
+  if (rest.type === 'array') converted['items'] = jsonSchema(rest.items);
+  if (rest.type === 'object') {
+    converted['properties'] = Object.fromEntries(Object.entries(rest.properties).map(([name, property]) => [name, jsonSchema(property)]));
+    converted['additionalProperties'] = false;
+  }
+  if (nullable === true) converted['type'] = [rest.type, 'null'];
+  return converted;
+}
+
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
 /** getSites for GET /api/v1/sites, getSitesBySiteId for GET /api/v1/sites/{siteId}, postSitesKeysRevoke for …/keys/{keyId}/revoke. */
@@ -55,10 +69,10 @@ function parametersOf(route: AdminRoute): object[] {
 
 function operationOf(route: AdminRoute): object {
   const status = String(route.status ?? 200);
-  const success: Schema | object =
+  const success =
     route.paginated === true
-      ? { type: 'object', required: ['items', 'next'], properties: { items: { type: 'array', items: {} }, next: { type: ['string', 'null'] } } }
-      : {};
+      ? { type: 'object', required: ['items', 'next'], additionalProperties: false, properties: { items: { type: 'array', items: jsonSchema(route.response) }, next: { type: ['string', 'null'] } } }
+      : jsonSchema(route.response);
   const isPublic = route.role === 'public';
   return {
     operationId: operationId(route),
@@ -67,7 +81,7 @@ function operationOf(route: AdminRoute): object {
     'x-required-role': route.role,
     ...(isPublic ? { security: [] } : {}),
     parameters: parametersOf(route),
-    ...(route.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } }),
+    ...(route.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } } }),
     responses: {
       [status]: { description: status === '201' ? 'created' : 'done', content: { 'application/json': { schema: success } } },
       ...(isPublic

@@ -8,18 +8,27 @@ import type { AdminPrincipal, AdminRole } from './principal.js';
  * (openapi.ts) are both read from the table, so that neither can say what the other does not do.
  */
 
-/** The part of JSON Schema (2020-12, as OpenAPI 3.1 takes it) the routes use. */
-export type Schema =
-  | { readonly type: 'string'; readonly description?: string; readonly enum?: readonly string[]; readonly format?: 'date-time' | 'uri'; readonly maxLength?: number; readonly example?: string }
-  | { readonly type: 'boolean'; readonly description?: string }
-  | { readonly type: 'integer'; readonly description?: string; readonly minimum?: number; readonly maximum?: number }
-  | { readonly type: 'array'; readonly items: Schema; readonly maxItems?: number; readonly description?: string }
-  | ObjectSchema
-  | { readonly type: readonly ['string', 'null']; readonly description?: string; readonly format?: 'date-time' | 'uri' };
-
-export interface ObjectSchema {
-  readonly type: 'object';
+interface SchemaCommon {
   readonly description?: string;
+  /** null is a value too (JSON Schema's type [t, "null"]). */
+  readonly nullable?: boolean;
+}
+
+/**
+ * The part of JSON Schema (2020-12, as OpenAPI 3.1 takes it) the routes use, for bodies and answers;
+ * openapi.ts writes it out, and checkValue holds values to it.
+ */
+export type Schema =
+  | (SchemaCommon & { readonly type: 'string'; readonly enum?: readonly string[]; readonly format?: 'date-time' | 'uri'; readonly maxLength?: number; readonly example?: string })
+  | (SchemaCommon & { readonly type: 'boolean' })
+  | (SchemaCommon & { readonly type: 'integer' | 'number'; readonly minimum?: number; readonly maximum?: number })
+  | (SchemaCommon & { readonly type: 'array'; readonly items: Schema; readonly maxItems?: number })
+  | ObjectSchema
+  /** Any JSON value: the details of an audit entry, as each change recorded them. */
+  | (SchemaCommon & { readonly type: 'any' });
+
+export interface ObjectSchema extends SchemaCommon {
+  readonly type: 'object';
   readonly properties: Readonly<Record<string, Schema>>;
   readonly required?: readonly string[];
 }
@@ -68,6 +77,8 @@ export interface AdminRoute {
   readonly body?: ObjectSchema;
   /** 200 unless said (201 for what a POST creates). */
   readonly status?: 200 | 201;
+  /** What a success answers (for a paginated route: each item); tests hold every answer to it. */
+  readonly response: Schema;
   readonly paginated?: boolean;
   handle(request: RouteRequest): Promise<unknown>;
 }
@@ -119,12 +130,14 @@ function typeName(value: unknown): string {
 }
 
 function check(value: unknown, schema: Schema, where: string): void {
-  const expected = (what: string) => new ApiError(400, INVALID_REQUEST, `${where} must be ${what}, not ${typeName(value)}`);
-  if (Array.isArray(schema.type)) {
-    if (value !== null && typeof value !== 'string') throw expected('a string or null');
-    return;
-  }
+  const expected = (what: string) => new ApiError(400, INVALID_REQUEST, `${where} must be ${what}${schema.nullable === true ? ' or null' : ''}, not ${typeName(value)}`);
+  if (value === null && schema.nullable === true) return;
   switch (schema.type) {
+    case 'any':
+      return;
+    case 'number':
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw expected('a number');
+      return;
     case 'string':
       if (typeof value !== 'string') throw expected('a string');
       if (schema.maxLength !== undefined && value.length > schema.maxLength) throw new ApiError(400, INVALID_REQUEST, `${where} is longer than ${schema.maxLength} characters`);
@@ -162,6 +175,22 @@ function checkObject(value: unknown, schema: ObjectSchema, where: string): asser
     if (fields[name] === undefined) throw new ApiError(400, INVALID_REQUEST, `${where} needs the field "${name}"`);
   }
   for (const [name, field] of Object.entries(fields)) check(field, schema.properties[name] as Schema, `the field "${name}"`);
+}
+
+/** What is wrong with a value against a schema (an answer against its route's), or undefined. */
+export function schemaProblem(value: unknown, schema: Schema, where = 'the answer'): string | undefined {
+  try {
+    check(value, schema, where);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ApiError) return error.message;
+    throw error;
+  }
+}
+
+/** An object schema whose every property is required, as answers have them. */
+export function record(properties: Readonly<Record<string, Schema>>, description?: string): ObjectSchema {
+  return { type: 'object', properties, required: Object.keys(properties), ...(description === undefined ? {} : { description }) };
 }
 
 /** The body as the route declares it: an object of its fields (none for a route without a body schema). */

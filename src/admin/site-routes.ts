@@ -15,12 +15,13 @@ import {
 } from '../cli/arguments.js';
 import type { SiteId } from '../decision/types.js';
 import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
+import { ALLOWED, ALLOWLIST_ENTRY, GRACE, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_CLIENT, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
 import { ADMIN_ROLES } from './principal.js';
 import { paginate, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
 
 /** The `me`, sites, allowlist, keys and token clients routes: what an account manager does for a partner. */
 
-const SITE = { siteId: 'the site id, e.g. 1001' } as const;
+const SITE_PARAM = { siteId: 'the site id, e.g. 1001' } as const;
 const note: Schema = { type: 'string', maxLength: 4 * MAX_NOTE, description: `at most ${MAX_NOTE} characters, no control characters; a UUID in it is masked` };
 const expires: Schema = { type: 'string', description: 'when the key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default never', example: '2027-01-31' };
 
@@ -55,6 +56,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/me',
     role: 'viewer',
     summary: 'who the token says you are, and your roles',
+    response: ME,
     handle: async ({ principal }) => ({
       subject: principal?.subject,
       email: principal?.email ?? null,
@@ -67,6 +69,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites',
     role: 'viewer',
     summary: 'sites with their state, method, active keys, allowlist size and grace; ?query= finds an id or a name',
+    response: SITE,
     query: { query: { description: 'part of a site id or name, case ignored', schema: { type: 'string', maxLength: 200 } } },
     paginated: true,
     handle: async ({ admin, query, page }) => {
@@ -82,6 +85,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites',
     role: 'account-manager',
     summary: 'register a partner site (as `site add`)',
+    response: SITE,
     body: { type: 'object', properties: { id: { type: 'string', description: 'the site id, e.g. "1001"' }, name: { type: 'string', maxLength: 4 * MAX_NAME, description: "the partner's name" } }, required: ['id'] },
     status: 201,
     handle: async ({ admin, body }) => {
@@ -96,7 +100,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}',
     role: 'viewer',
     summary: 'a site with its allowlist, token clients, grace and method (keys: GET …/keys)',
-    params: SITE,
+    response: SITE_DETAIL,
+    params: SITE_PARAM,
     handle: async (request) => {
       const { admin } = request;
       const id = siteId(request);
@@ -111,7 +116,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
       path: `/api/v1/sites/{siteId}/${verb}`,
       role: 'account-manager',
       summary: verb === 'disable' ? "refuse the site's requests (101); its keys and allowlist are kept" : "accept the site's requests again",
-      params: SITE,
+      response: SITE_CHANGE,
+      params: SITE_PARAM,
       handle: async (request) => {
         const id = siteId(request);
         const { changed } = await request.admin.setSiteEnabled(id, verb === 'enable');
@@ -125,7 +131,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/auth-method',
     role: 'account-manager',
     summary: 'which methods the site accepts: both (API keys and tokens) or tokens only (its keys get 105)',
-    params: SITE,
+    response: TOKEN_POLICY_CHANGE,
+    params: SITE_PARAM,
     body: { type: 'object', properties: { method: { type: 'string', description: 'both or tokens' } }, required: ['method'] },
     handle: async (request) => {
       const { policy, previous } = await request.admin.tokens.setAuthMethod(siteId(request), authMethodArgument(String(request.body['method'])));
@@ -137,7 +144,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/grace',
     role: 'account-manager',
     summary: 'let the site keep its API keys through brownouts and the sunset until a date',
-    params: SITE,
+    response: GRACE,
+    params: SITE_PARAM,
     body: { type: 'object', properties: { until: { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone', example: '2027-03-31' } }, required: ['until'] },
     handle: async (request) => request.admin.sunset.setGrace(siteId(request), instantOption('until', String(request.body['until']))),
   },
@@ -146,7 +154,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/grace',
     role: 'account-manager',
     summary: 'take the grace back: the site follows brownouts and the sunset again',
-    params: SITE,
+    response: GRACE,
+    params: SITE_PARAM,
     handle: async (request) => request.admin.sunset.setGrace(siteId(request), null),
   },
   {
@@ -154,7 +163,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/revoke-tokens',
     role: 'account-manager',
     summary: 'refuse every token of the site issued before now',
-    params: SITE,
+    response: TOKEN_POLICY,
+    params: SITE_PARAM,
     handle: async (request) => request.admin.tokens.revokeTokens(siteId(request)),
   },
   {
@@ -162,7 +172,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/allowlist',
     role: 'viewer',
     summary: "the site's allowlist",
-    params: SITE,
+    response: ALLOWLIST_ENTRY,
+    params: SITE_PARAM,
     paginated: true,
     handle: async (request) => paginate(await request.admin.listNetworks(siteId(request)), request.page),
   },
@@ -171,7 +182,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/allowlist',
     role: 'account-manager',
     summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
-    params: SITE,
+    response: ALLOWED,
+    params: SITE_PARAM,
     body: {
       type: 'object',
       properties: { entries: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 1_000, description: 'e.g. ["203.0.113.0/24", "2001:db8:42::/48"]' } },
@@ -192,7 +204,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/allowlist/{entry}',
     role: 'account-manager',
     summary: "remove an entry from the site's allowlist (URL-encoded, e.g. 203.0.113.0%2F24)",
-    params: { ...SITE, entry: 'the address or network, URL-encoded' },
+    response: REMOVED,
+    params: { ...SITE_PARAM, entry: 'the address or network, URL-encoded' },
     handle: async (request) => {
       const id = siteId(request);
       const { removed } = await request.admin.revokeNetworks(id, allowlistArguments([request.params['entry'] ?? '']));
@@ -205,7 +218,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/keys',
     role: 'account-manager',
     summary: 'the keys of a site, masked, with their state and last use (as `key list`)',
-    params: SITE,
+    response: KEY,
+    params: SITE_PARAM,
     paginated: true,
     handle: async (request) => paginate(await request.admin.listKeys(siteId(request)), request.page),
   },
@@ -214,7 +228,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/keys',
     role: 'account-manager',
     summary: 'issue a key: the answer holds it in `key`, the only time it is shown',
-    params: SITE,
+    response: ISSUED_KEY,
+    params: SITE_PARAM,
     body: { type: 'object', properties: { note, expires } },
     status: 201,
     handle: async (request) => {
@@ -231,7 +246,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/keys/import',
     role: 'account-manager',
     summary: 'register a key the partner already has; the answer shows it masked',
-    params: SITE,
+    response: KEY,
+    params: SITE_PARAM,
     body: { type: 'object', properties: { key: { type: 'string', maxLength: 100, description: 'the key, a UUID' }, note, expires }, required: ['key'] },
     status: 201,
     handle: async (request) => {
@@ -247,7 +263,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/keys/{keyId}/revoke',
     role: 'account-manager',
     summary: 'revoke a key; every replica refuses it within a second',
-    params: { ...SITE, keyId: 'the key id, as GET …/keys shows it' },
+    response: KEY_CHANGE,
+    params: { ...SITE_PARAM, keyId: 'the key id, as GET …/keys shows it' },
     handle: async (request) => {
       const { key, changed } = await request.admin.revokeKey(siteId(request), keyIdArgument(request.params['keyId'] ?? ''));
       return { ...key, changed };
@@ -258,6 +275,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/token-clients',
     role: 'viewer',
     summary: 'the registered token clients, of every site or of one',
+    response: TOKEN_CLIENT,
     query: { siteId: { description: 'only this site', schema: { type: 'string' } } },
     paginated: true,
     handle: async ({ admin, query, page }) => {
@@ -270,7 +288,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/token-clients',
     role: 'account-manager',
     summary: "register an OAuth client: its access tokens authenticate as the site",
-    params: SITE,
+    response: TOKEN_CLIENT,
+    params: SITE_PARAM,
     body: { type: 'object', properties: { clientId: { type: 'string', maxLength: 1_000 }, note }, required: ['clientId'] },
     status: 201,
     handle: async (request) =>
@@ -281,6 +300,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/token-clients/{clientId}',
     role: 'account-manager',
     summary: 'unregister a client: its tokens are refused (107) from now on',
+    response: TOKEN_CLIENT,
     params: { clientId: 'the OAuth client id, URL-encoded' },
     handle: async (request) => request.admin.tokens.removeClient(clientIdArgument(request.params['clientId'] ?? '')),
   },

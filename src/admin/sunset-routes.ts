@@ -4,6 +4,7 @@ import { auditActionArgument, brownoutArguments, brownoutIdArgument, sunsetChang
 import { DENIAL_REPORT_ROWS, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS } from '../cli/sunset-commands.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import { ApiError, INVALID_REQUEST } from './api-error.js';
+import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ROW, SUNSET_POLICY } from './api-schemas.js';
 import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
 
 /** The API-key sunset's routes (grace is a site's: site-routes.ts), the reports and the audit trail. */
@@ -32,6 +33,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/brownouts',
     role: 'viewer',
     summary: 'brownouts, scheduled, running, over and cancelled',
+    response: BROWNOUT,
     paginated: true,
     handle: async ({ admin, page }) => paginate(await admin.sunset.listBrownouts(), page),
   },
@@ -40,6 +42,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/brownouts',
     role: 'admin',
     summary: 'refuse API-key requests (105) for a while, for the named sites or all; dryRun only counts them',
+    response: BROWNOUT,
     body: {
       type: 'object',
       properties: {
@@ -71,6 +74,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/brownouts/{brownoutId}/cancel',
     role: 'admin',
     summary: 'call a brownout off; every replica lets requests through again within a second',
+    response: BROWNOUT_CHANGE,
     params: { brownoutId: 'the brownout id, as GET /api/v1/brownouts shows it' },
     handle: async (request) => {
       const { brownout, changed } = await request.admin.sunset.cancelBrownout(brownoutIdArgument(request.params['brownoutId'] ?? ''));
@@ -82,6 +86,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sunset',
     role: 'viewer',
     summary: 'the sunset policy every process follows: the date API keys retire, whether it is enforced, the migration guide',
+    response: SUNSET_POLICY,
     handle: async (request) => request.admin.sunset.policy(sunsetFallback(request)),
   },
   {
@@ -89,12 +94,13 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sunset',
     role: 'admin',
     summary: 'change the sunset policy; every replica follows within a second',
+    response: SUNSET_POLICY,
     body: {
       type: 'object',
       properties: {
         at: { ...timeText, description: 'when API keys retire' },
         enforce: { type: 'boolean', description: 'refuse valid API keys with 105 from the sunset on' },
-        guide: { type: ['string', 'null'], format: 'uri', description: 'the migration guide (https://), or null to remove it' },
+        guide: { type: 'string', nullable: true, format: 'uri', description: 'the migration guide (https://), or null to remove it' },
       },
     },
     handle: async (request) => {
@@ -112,6 +118,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/reports/migration',
     role: 'viewer',
     summary: "keys used in the window with days left; sites=true: each site's share on tokens and whether it can go tokens-only",
+    response: MIGRATION_ROW,
     query: {
       since: { description: `days back, 1 to ${MAX_SINCE_DAYS} (default 30)`, schema: { type: 'integer', minimum: 1, maximum: MAX_SINCE_DAYS } },
       sites: { description: 'true: one row per site', schema: { type: 'boolean' } },
@@ -132,6 +139,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/reports/denials',
     role: 'viewer',
     summary: 'refusals by error and client address, largest counts first ("partner X says they are blocked")',
+    response: DENIAL_REPORT,
     query: {
       site: { description: 'only this site', schema: { type: 'string' } },
       since: { description: `hours back, 1 to ${MAX_SINCE_HOURS} (default 24)`, schema: { type: 'integer', minimum: 1, maximum: MAX_SINCE_HOURS } },
@@ -151,6 +159,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/audit',
     role: 'viewer',
     summary: 'who changed what and when, newest first',
+    response: AUDIT_ENTRY,
     query: {
       site: { description: 'only changes of this site', schema: { type: 'string' } },
       since: { description: `days back, 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS})`, schema: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_SINCE_DAYS } },

@@ -4,7 +4,8 @@ import { ADMIN_ROUTES, OPENAPI_PATH } from '../../src/admin/admin-routes.js';
 import { ApiError } from '../../src/admin/api-error.js';
 import { openApiDocument, operationId } from '../../src/admin/openapi.js';
 import { ADMIN_ROLES, auditActor, hasRole, rolesOf, type AdminPrincipal, type AdminRole } from '../../src/admin/principal.js';
-import { checkedBody, checkQuery, matchRoute, paginate, type AdminRoute } from '../../src/admin/route-table.js';
+import { KEY } from '../../src/admin/api-schemas.js';
+import { checkedBody, checkQuery, matchRoute, paginate, schemaProblem, type AdminRoute } from '../../src/admin/route-table.js';
 import { SubjectRateLimit } from '../../src/admin/subject-rate-limit.js';
 
 type Document = { openapi: string; paths: Record<string, Record<string, { operationId: string; 'x-required-role': string; parameters: Array<{ name: string; in: string }>; security?: unknown[] }>> };
@@ -28,6 +29,26 @@ describe('the route table and the OpenAPI document read from it', () => {
       assert.deepEqual(parameters.filter((p) => p.in === 'path').map((p) => p.name), inPath, r.path);
       if (r.paginated === true) assert.ok(parameters.some((p) => p.name === 'cursor'), r.path);
     }
+  });
+
+  it('publishes each route\'s answer, closed to fields it does not declare, and null where a value may be missing', () => {
+    const sites = document.paths['/api/v1/sites']?.['get'] as unknown as { responses: Record<string, { content: { 'application/json': { schema: any } } }> };
+    const item = sites.responses['200']?.content['application/json'].schema.properties.items.items;
+    assert.equal(item.additionalProperties, false);
+    assert.deepEqual(item.properties.graceUntil.type, ['string', 'null']);
+    assert.ok(item.required.includes('id'));
+    const issue = document.paths['/api/v1/sites/{siteId}/keys']?.['post'] as unknown as { responses: Record<string, { content: { 'application/json': { schema: any } } }> };
+    assert.equal(issue.responses['201']?.content['application/json'].schema.properties.key.type, 'string');
+  });
+
+  it('finds an answer that strays from its schema: an undeclared field, a missing one, a wrong type, a null where none may be', () => {
+    const key = { keyId: '12', siteId: '1001', maskedKey: '*****b7c8d', status: 'active', createdAt: '2026-11-24T10:00:00.000Z', expiresAt: null, revokedAt: null, lastUsedAt: null, note: '' };
+    assert.equal(schemaProblem(key, KEY), undefined);
+    assert.match(schemaProblem({ ...key, apiKey: 'x' }, KEY) ?? '', /unknown field "apiKey"/);
+    const { note: _note, ...withoutNote } = key;
+    assert.match(schemaProblem(withoutNote, KEY) ?? '', /needs the field "note"/);
+    assert.match(schemaProblem({ ...key, status: 'gone' }, KEY) ?? '', /must be one of active, expired, revoked/);
+    assert.match(schemaProblem({ ...key, createdAt: null }, KEY) ?? '', /"createdAt" must be a string, not null/);
   });
 
   it('gives each operation a unique id', () => {

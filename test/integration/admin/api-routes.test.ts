@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ADMIN_ROUTES } from '../../../src/admin/admin-routes.js';
+import { MIGRATION_ROWS } from '../../../src/admin/api-schemas.js';
+import { record, schemaProblem, type AdminRoute } from '../../../src/admin/route-table.js';
 import { startAdminIssuer, type AdminIssuer, type AdminPersonName } from '../../support/admin-issuer.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { authorizationClient, check, verdict } from '../../support/envoy-client.js';
@@ -15,6 +17,12 @@ interface Answer {
   readonly status: number;
   readonly body: any;
   readonly text: string;
+}
+
+/** An answer against the schema its route publishes in the OpenAPI document (a page's items, for a list). */
+function answerProblem(route: AdminRoute, body: unknown): string | undefined {
+  if (route.paginated !== true) return schemaProblem(body, route.response);
+  return schemaProblem(body, record({ items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true } }));
 }
 
 /**
@@ -41,7 +49,9 @@ describe('the admin API routes, as the CLI does them', () => {
     const text = await response.text();
     const route = ADMIN_ROUTES.find((candidate) => candidate.method === method && new RegExp(`^${candidate.path.replace(/\{\w+\}/g, '[^/]+')}$`).test(path.split('?')[0] ?? ''));
     if (route !== undefined) called.add(`${route.method} ${route.path}`);
-    return { status: response.status, body: text === '' ? undefined : JSON.parse(text), text };
+    const answer = { status: response.status, body: text === '' ? undefined : JSON.parse(text), text };
+    if (route !== undefined && response.ok) assert.equal(answerProblem(route, answer.body), undefined, `${method} ${path} answers as its route declares`);
+    return answer;
   }
 
   async function ok(person: AdminPersonName, method: string, path: string, body?: unknown, status = 200): Promise<any> {
@@ -181,9 +191,11 @@ describe('the admin API routes, as the CLI does them', () => {
     assert.equal((await ok('viewer', 'GET', '/api/v1/sunset')).sunsetAt, '2027-06-30T00:00:00.000Z');
 
     const migration = await ok('viewer', 'GET', '/api/v1/reports/migration?since=30');
-    assert.ok(Array.isArray(migration.items));
+    assert.ok(migration.items.length > 0, 'the key used in a Check is in the report');
+    for (const row of migration.items) assert.equal(schemaProblem(row, MIGRATION_ROWS.perKey), undefined);
     const bySite = await ok('viewer', 'GET', '/api/v1/reports/migration?sites=true');
-    assert.ok(Array.isArray(bySite.items));
+    assert.ok(bySite.items.length > 0);
+    for (const row of bySite.items) assert.equal(schemaProblem(row, MIGRATION_ROWS.perSite), undefined);
     await eventually(
       "the revoked key's refusal in the denial report",
       () => ok('viewer', 'GET', '/api/v1/reports/denials?site=1001&since=1&limit=10'),

@@ -1,0 +1,145 @@
+import { record, type ObjectSchema, type Schema } from './route-table.js';
+
+/**
+ * What the admin API answers, as schemas: the OpenAPI document publishes them, and the API tests hold
+ * every answer to its route's, so a field added, renamed or retyped in a handler fails a test until
+ * it is declared here.
+ */
+
+const text: Schema = { type: 'string' };
+const time: Schema = { type: 'string', format: 'date-time' };
+const optionalTime: Schema = { type: 'string', format: 'date-time', nullable: true };
+const count: Schema = { type: 'integer', minimum: 0 };
+const flag: Schema = { type: 'boolean' };
+const texts: Schema = { type: 'array', items: text };
+const authMethod: Schema = { type: 'string', enum: ['both', 'tokens'] };
+const warnings: Schema = { type: 'array', items: text, description: 'what the CLI would warn of' };
+
+const withFields = (schema: ObjectSchema, properties: Readonly<Record<string, Schema>>): ObjectSchema => record({ ...schema.properties, ...properties }, schema.description);
+
+export const ME = record({ subject: text, email: { type: 'string', nullable: true }, name: { type: 'string', nullable: true }, roles: texts });
+
+export const SITE = record(
+  {
+    id: text,
+    name: text,
+    enabled: flag,
+    createdAt: time,
+    activeKeys: count,
+    allowlistSize: count,
+    authMethod,
+    graceUntil: optionalTime,
+    tokensNotBefore: optionalTime,
+  },
+  'a site as `site list` shows it, with its method, grace and token cut-off',
+);
+
+export const ALLOWLIST_ENTRY = record({ cidr: text, createdAt: time });
+
+export const TOKEN_CLIENT = record({ clientId: text, siteId: text, note: text, createdAt: time, lastUsedAt: optionalTime });
+
+export const SITE_DETAIL = withFields(SITE, { allowlist: { type: 'array', items: ALLOWLIST_ENTRY }, tokenClients: { type: 'array', items: TOKEN_CLIENT } });
+
+export const SITE_CHANGE = withFields(SITE, { changed: flag, warnings });
+
+export const KEY = record(
+  {
+    keyId: text,
+    siteId: text,
+    maskedKey: text,
+    status: { type: 'string', enum: ['active', 'expired', 'revoked'] },
+    createdAt: time,
+    expiresAt: optionalTime,
+    revokedAt: optionalTime,
+    lastUsedAt: optionalTime,
+    note: text,
+  },
+  'a key, masked',
+);
+
+export const ISSUED_KEY = withFields(KEY, { key: { type: 'string', description: 'the key itself: shown in this answer only' }, warnings });
+
+export const KEY_CHANGE = withFields(KEY, { changed: flag });
+
+export const ALLOWED = record({ siteId: text, added: texts, alreadyAllowed: texts, warnings });
+
+export const REMOVED = record({ siteId: text, removed: texts, warnings });
+
+export const TOKEN_POLICY = record({ siteId: text, authMethod, tokensNotBefore: optionalTime });
+
+export const TOKEN_POLICY_CHANGE = withFields(TOKEN_POLICY, { changed: flag });
+
+export const GRACE = record({ siteId: text, graceUntil: optionalTime, previous: optionalTime });
+
+export const BROWNOUT = record({
+  brownoutId: text,
+  from: time,
+  until: time,
+  siteIds: { type: 'array', items: text, nullable: true, description: 'null: every site' },
+  dryRun: flag,
+  note: text,
+  createdAt: time,
+  cancelledAt: optionalTime,
+  state: { type: 'string', enum: ['scheduled', 'running', 'over', 'cancelled'] },
+});
+
+export const BROWNOUT_CHANGE = withFields(BROWNOUT, { changed: flag });
+
+export const SUNSET_POLICY = record({
+  sunsetAt: time,
+  enforce: flag,
+  guideUrl: { type: 'string', format: 'uri', nullable: true },
+  source: { type: 'string', enum: ['database', 'environment'] },
+  updatedAt: optionalTime,
+});
+
+const daysLeft: Schema = { type: 'integer', nullable: true };
+
+const MIGRATION_KEY_ROW = record({
+  siteId: text,
+  siteName: text,
+  keyId: text,
+  maskedKey: text,
+  lastUsedAt: time,
+  graceUntil: optionalTime,
+  cutoffAt: time,
+  daysLeft,
+});
+
+const MIGRATION_SITE_ROW = record({
+  siteId: text,
+  siteName: text,
+  authMethod,
+  tokenRequests: count,
+  keyRequests: count,
+  tokenShare: { type: 'number', nullable: true, minimum: 0, maximum: 1 },
+  lastTokenUseAt: optionalTime,
+  lastKeyUseAt: optionalTime,
+  tokenClients: count,
+  wouldRefuseOnTokens: flag,
+  cutoffAt: time,
+  daysLeft,
+});
+
+/** One row per key, or with sites=true one per site: either shape. */
+export const MIGRATION_ROW: Schema = { type: 'any', description: `per key: ${Object.keys(MIGRATION_KEY_ROW.properties).join(', ')}; with sites=true, per site: ${Object.keys(MIGRATION_SITE_ROW.properties).join(', ')}` };
+export const MIGRATION_ROWS = { perKey: MIGRATION_KEY_ROW, perSite: MIGRATION_SITE_ROW } as const;
+
+const DENIAL_ROW = record({
+  siteId: { type: 'string', nullable: true },
+  errorId: { type: 'integer' },
+  clientIp: text,
+  rehearsal: flag,
+  shadow: flag,
+  count,
+  firstSeen: time,
+  lastSeen: time,
+  moreAddresses: count,
+});
+
+export const DENIAL_REPORT = record({ items: { type: 'array', items: DENIAL_ROW }, omittedRows: count, next: { type: 'string', nullable: true } });
+
+export const AUDIT_ENTRY = record({ id: text, at: time, actor: text, action: text, siteId: { type: 'string', nullable: true }, details: { type: 'any' } });
+
+/** Any JSON: the OpenAPI document itself. */
+export const DOCUMENT: Schema = { type: 'any', description: 'an OpenAPI 3.1 document' };
