@@ -48,6 +48,8 @@ COPY --from=build /app/dist/src ./dist/src
 COPY package.json ./
 COPY proto ./proto
 COPY src/store/migrations ./src/store/migrations
+# The admin console's pages: plain ES modules and styles served as they are (no build step).
+COPY src/admin/console/client ./src/admin/console/client
 # The SBOM travels inside the image: `podman run --rm --entrypoint cat IMAGE /app/sbom.cdx.json`.
 COPY --from=dependencies /app/sbom.cdx.json ./sbom.cdx.json
 # `kubectl exec … -- sitekey-authz site list` in a running pod.

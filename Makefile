@@ -2,7 +2,7 @@
 NPM ?= npm
 STAMP := node_modules/.installed-stamp
 
-.PHONY: run test test-unit build bench soak install clean issuer manifests
+.PHONY: run test test-unit build bench soak install clean issuer manifests screenshots
 
 run: build
 	node dist/src/cli/main.js serve
@@ -26,6 +26,10 @@ admin-issuer: build
 # A real OpenID provider on 127.0.0.1:$${ISSUER_PORT:-9470} for trying tokens (README, "Token-based authentication").
 issuer: build
 	node dist/test/support/local-issuer.js
+
+# The admin console's main pages as PNGs in docs/console/ (README, "Admin console"), taken with Debian's chromium.
+screenshots: build
+	node dist/test/support/console-screenshots.js
 
 # Benchmarks (README, "Benchmarks"): both install h2load (Debian's nghttp2-client) when missing and they can.
 # BENCH_SECONDS, BENCH_ROUNDS, SOAK_SECONDS and SOAK_RATE shorten or fix them; each writes a section of bench/RESULTS.md.

@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { startHttpEndpoints } from '../observe/http-endpoints.js';
@@ -29,7 +30,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
       (endpoints) => endpoints.close(),
     );
     logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
-    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger), (admin) => admin.close());
+    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger, { console: adminConsole }), (admin) => admin.close());
     checks.followSnapshot();
     // The operator endpoints stay up while the checks drain, so probes and scrapes see it happen.
     await drainChecks(checks, config, await stopping, logger);

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
+import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
@@ -173,7 +174,7 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
       (endpoints) => endpoints.close(),
     );
     logger.info({ port: http.port, workers: config.workers }, 'operator endpoints listening (/healthz, /readyz, /metrics); starting workers');
-    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger), (admin) => admin.close());
+    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger, { console: adminConsole }), (admin) => admin.close());
     const signal = await Promise.race([stopping, workers.start().then(() => stopping)]);
     shuttingDown = true;
     await workers.stop(signal);

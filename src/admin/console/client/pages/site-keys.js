@@ -1,0 +1,119 @@
+import { html, useEffect, useRef, useState } from '../preact-htm.js';
+import { api, encode, itemsOf } from '../api.js';
+import { Alert, formatTime, Loading, Notice, useAction, useLoad } from '../components.js';
+
+/** The site's keys, masked; issuing shows the new key once, here, and nowhere else ever again. */
+export function Keys({ siteId, can }) {
+  const [keys, error, reload] = useLoad(() => api('GET', `/sites/${encode(siteId)}/keys`).then(itemsOf), [siteId]);
+  const [issued, setIssued] = useState(undefined);
+  const [done, setDone] = useState('');
+  return html`
+    <section aria-labelledby="keys-heading">
+      <h2 id="keys-heading">Keys</h2>
+      <${Alert} error=${error} />
+      ${issued && html`<${IssuedKey} issued=${issued} onDismiss=${() => setIssued(undefined)} />`}
+      ${keys === undefined && !error ? html`<${Loading} />` : html`<${KeyTable} siteId=${siteId} keys=${keys ?? []} can=${can} reload=${reload} setDone=${setDone} />`}
+      ${can.manage && html`<${IssueKey} siteId=${siteId} onIssued=${async (key) => {
+        setIssued(key);
+        setDone('');
+        await reload();
+      }} />`}
+      <${Notice} text=${done} />
+    </section>
+  `;
+}
+
+function KeyTable({ siteId, keys, can, reload, setDone }) {
+  const [confirming, setConfirming] = useState(undefined);
+  const action = useAction();
+  const revoke = (key) => action.run(async () => {
+    await api('POST', `/sites/${encode(siteId)}/keys/${encode(key.keyId)}/revoke`);
+    setConfirming(undefined);
+    setDone(`Key ${key.maskedKey} revoked: it is refused from now on.`);
+    await reload();
+  });
+  if (keys.length === 0) return html`<p>No keys.</p>`;
+  return html`
+    <div class="overflow-auto">
+      <table>
+        <thead><tr><th scope="col">Key</th><th scope="col">Status</th><th scope="col">Issued</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Note</th>${can.manage && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr></thead>
+        <tbody>
+          ${keys.map((key) => html`<tr key=${key.keyId}>
+            <td><code>${key.maskedKey}</code></td>
+            <td>${key.status ?? '—'}</td>
+            <td>${formatTime(key.createdAt)}</td>
+            <td>${formatTime(key.expiresAt)}</td>
+            <td>${formatTime(key.lastUsedAt)}</td>
+            <td>${key.note || '—'}</td>
+            ${can.manage && html`<td>${key.status === 'active' || key.status === undefined
+              ? confirming === key.keyId
+                ? html`<button type="button" class="contrast" onClick=${() => revoke(key)} disabled=${action.busy} aria-busy=${action.busy}>Confirm revoke ${key.maskedKey}</button>
+                       <button type="button" class="secondary outline" onClick=${() => setConfirming(undefined)}>Cancel</button>`
+                : html`<button type="button" class="secondary" onClick=${() => setConfirming(key.keyId)} aria-label=${`Revoke key ${key.maskedKey}`}>Revoke</button>`
+              : ''}</td>`}
+          </tr>`)}
+        </tbody>
+      </table>
+    </div>
+    <${Alert} error=${action.error} />
+  `;
+}
+
+function IssueKey({ siteId, onIssued }) {
+  const [note, setNote] = useState('');
+  const [expires, setExpires] = useState('');
+  const action = useAction();
+  const issue = (event) => {
+    event.preventDefault();
+    void action.run(async () => {
+      const body = {};
+      if (note.trim() !== '') body.note = note.trim();
+      if (expires !== '') body.expires = new Date(`${expires}T00:00:00Z`).toISOString();
+      const key = await api('POST', `/sites/${encode(siteId)}/keys`, body);
+      setNote('');
+      setExpires('');
+      await onIssued(key);
+    });
+  };
+  return html`
+    <form onSubmit=${issue} aria-labelledby="issue-heading">
+      <h3 id="issue-heading">Issue a key</h3>
+      <div class="grid">
+        <label>Note<input name="note" value=${note} placeholder="who it is for" onInput=${(event) => setNote(event.currentTarget.value)} /></label>
+        <label>Expires (UTC date, optional)<input name="expires" type="date" value=${expires} onInput=${(event) => setExpires(event.currentTarget.value)} /></label>
+      </div>
+      <${Alert} error=${action.error} />
+      <button type="submit" disabled=${action.busy} aria-busy=${action.busy}>Issue key</button>
+    </form>
+  `;
+}
+
+/** The key as issued: its only appearance. Copy it to the partner's secure channel now. */
+function IssuedKey({ issued, onDismiss }) {
+  const [copied, setCopied] = useState('');
+  const field = useRef(null);
+  useEffect(() => field.current?.focus(), []);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(issued.key);
+      setCopied('Copied to the clipboard.');
+    } catch {
+      field.current?.select();
+      setCopied('Copying was refused by the browser: the key is selected, press Ctrl+C.');
+    }
+  };
+  return html`
+    <article class="issued-key" aria-labelledby="issued-heading">
+      <h3 id="issued-heading">New key ${issued.maskedKey ?? ''}</h3>
+      <p role="alert"><strong>This key will not be shown again.</strong> Copy it now and give it to the partner over a secure channel.</p>
+      <label for="issued-key">The new key</label>
+      <fieldset role="group">
+        <input id="issued-key" ref=${field} readonly value=${issued.key} class="secret" />
+        <button type="button" onClick=${copy}>Copy key</button>
+      </fieldset>
+      <${Notice} text=${copied} />
+      ${issued.expiresAt && html`<p>Expires ${formatTime(issued.expiresAt)}.</p>`}
+      <button type="button" class="secondary" onClick=${onDismiss}>I have copied it: hide the key</button>
+    </article>
+  `;
+}

@@ -1,0 +1,177 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../../observe/logger.js';
+import type { ConsoleHandler } from '../principal.js';
+import { clearCookie, cookieNames, readCookie, setCookie } from './cookies.js';
+import { CSRF_HEADER, sameSecret, type ConsoleSessions } from './console-sessions.js';
+import { problemPage, shellPage, SIGNED_OUT_PAGE } from './pages.js';
+import type { RelyingParty } from './relying-party.js';
+import { applySecurityHeaders } from './security-headers.js';
+import { newSecretId, type SessionStore } from './session-store.js';
+import type { StaticAsset } from './static-assets.js';
+
+/** How long a session lasts from sign-in, whatever the access token's own lifetime. */
+export const SESSION_SECONDS = 8 * 60 * 60;
+/** How long the browser has at the provider's login page before the callback is refused. */
+export const SIGN_IN_SECONDS = 10 * 60;
+const MAX_RETURN_PATH = 512;
+const HTML = 'text/html; charset=utf-8';
+
+export interface ConsoleRoutesOptions {
+  /** ADMIN_PUBLIC_URL without a trailing slash. */
+  readonly publicUrl: string;
+  readonly store: SessionStore;
+  readonly sessions: ConsoleSessions;
+  readonly relyingParty: RelyingParty;
+  readonly assets: ReadonlyMap<string, StaticAsset>;
+  readonly logger: Logger;
+}
+
+/** A path on the console to come back to after sign-in; anything else (another host, /auth/…) is `/`. */
+export function returnPath(requestUrl: URL): string {
+  const path = requestUrl.pathname + requestUrl.search;
+  if (path.length > MAX_RETURN_PATH || !path.startsWith('/') || path.startsWith('//') || path.includes('\\') || path.startsWith('/auth/')) return '/';
+  return path;
+}
+
+/** Only a page the person navigates to starts a sign-in: not a favicon, a script or an API call in the background. */
+function wantsDocument(request: IncomingMessage): boolean {
+  const destination = request.headers['sec-fetch-dest'];
+  if (typeof destination === 'string') return destination === 'document';
+  return (request.headers.accept ?? '').includes('text/html');
+}
+
+function send(response: ServerResponse, status: number, contentType: string, body: string | Buffer, headers: Record<string, string | string[]> = {}): void {
+  response.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store', ...headers });
+  response.end(body);
+}
+
+/**
+ * Every path outside /api/ on the admin port: the pages (one shell; the app routes in the browser),
+ * /console/ assets, and /auth/callback, /auth/sign-out, /auth/signed-out.
+ */
+export class ConsoleRoutes implements ConsoleHandler {
+  private readonly names;
+
+  constructor(private readonly options: ConsoleRoutesOptions) {
+    this.names = cookieNames(options.sessions.cookies);
+  }
+
+  async handle(request: IncomingMessage, response: ServerResponse): Promise<boolean> {
+    const url = new URL(request.url ?? '/', 'http://console.invalid');
+    if (url.pathname === '/api' || url.pathname.startsWith('/api/')) return false;
+    applySecurityHeaders(response);
+    const method = request.method ?? 'GET';
+    if (url.pathname === '/auth/sign-out') {
+      if (method !== 'POST') send(response, 405, 'text/plain; charset=utf-8', 'sign out with POST\n', { allow: 'POST' });
+      else await this.signOut(request, response);
+      return true;
+    }
+    if (method !== 'GET' && method !== 'HEAD') {
+      send(response, 405, 'text/plain; charset=utf-8', 'the console pages answer GET only\n', { allow: 'GET, HEAD' });
+      return true;
+    }
+    if (url.pathname.startsWith('/console/')) this.asset(url.pathname.slice('/console/'.length), response);
+    else if (url.pathname === '/auth/callback') await this.callback(request, url, response);
+    else if (url.pathname === '/auth/signed-out') send(response, 200, HTML, SIGNED_OUT_PAGE);
+    else await this.page(request, url, response);
+    return true;
+  }
+
+  private asset(name: string, response: ServerResponse): void {
+    const asset = this.options.assets.get(name);
+    if (asset === undefined) send(response, 404, 'text/plain; charset=utf-8', 'no such console file\n');
+    else send(response, 200, asset.contentType, asset.body, { 'cache-control': 'no-cache' });
+  }
+
+  private async page(request: IncomingMessage, url: URL, response: ServerResponse): Promise<void> {
+    const current = await this.options.sessions.current(request);
+    // A person without a console role still gets the page: it shows the API's 403 and how to get one.
+    if (current !== undefined && (current.outcome.ok || current.outcome.status === 403)) {
+      send(response, 200, HTML, shellPage(current.session.csrfToken));
+      return;
+    }
+    if (!wantsDocument(request)) {
+      send(response, 401, 'text/plain; charset=utf-8', 'not signed in: open the console page to sign in\n');
+      return;
+    }
+    let started;
+    try {
+      started = await this.options.relyingParty.startSignIn(returnPath(url));
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'console sign-in: the provider cannot be reached');
+      send(response, 503, HTML, problemPage('Sign-in is not available', 'The sign-in provider cannot be reached just now. Try again in a minute.'));
+      return;
+    }
+    // A session whose token is refused keeps its cookie until the callback replaces it: the refusal may
+    // be passing (the provider's keys not yet fetched after a restart), and the session is then kept.
+    const id = newSecretId();
+    await this.options.store.savePendingSignIn(id, started.pending, new Date(Date.now() + SIGN_IN_SECONDS * 1000));
+    const cookies = this.options.sessions.cookies;
+    send(response, 302, 'text/plain; charset=utf-8', 'signing in\n', { location: started.url.href, 'set-cookie': setCookie(cookies, this.names.signIn, id, SIGN_IN_SECONDS) });
+  }
+
+  private async callback(request: IncomingMessage, url: URL, response: ServerResponse): Promise<void> {
+    const cookies = this.options.sessions.cookies;
+    const clearSignIn = clearCookie(cookies, this.names.signIn);
+    const refuse = (status: number, message: string) => send(response, status, HTML, problemPage('Sign-in failed', message), { 'set-cookie': clearSignIn });
+    const signInId = readCookie(request, this.names.signIn);
+    const pending = signInId === undefined ? undefined : await this.options.store.takePendingSignIn(signInId);
+    if (pending === undefined) {
+      refuse(400, 'No sign-in was in progress in this browser, or it took longer than ten minutes. Start again from the console page.');
+      return;
+    }
+    const providerError = url.searchParams.get('error');
+    if (providerError !== null) {
+      this.options.logger.warn({ error: providerError.slice(0, 100), description: url.searchParams.get('error_description')?.slice(0, 300) }, 'console sign-in: the provider refused');
+      refuse(403, 'The sign-in provider refused the sign-in. Ask your administrator for access to the authz console.');
+      return;
+    }
+    let tokens;
+    try {
+      tokens = await this.options.relyingParty.finishSignIn(new URL(`${this.options.publicUrl}/auth/callback${url.search}`), pending);
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'console sign-in: the answer from the provider was refused');
+      refuse(400, 'The answer from the sign-in provider did not match the sign-in this browser started. Start again from the console page.');
+      return;
+    }
+    // Signing in again in the same browser replaces the session it had.
+    const previous = this.options.sessions.cookieId(request);
+    if (previous !== undefined) await this.options.store.deleteSession(previous);
+    const id = newSecretId();
+    await this.options.store.createSession(id, {
+      ...tokens,
+      csrfToken: newSecretId(),
+      expiresAt: new Date(Date.now() + SESSION_SECONDS * 1000),
+    });
+    this.options.logger.info({ subject: tokens.subject }, 'console sign-in');
+    send(response, 302, 'text/plain; charset=utf-8', 'signed in\n', {
+      location: pending.returnTo,
+      'set-cookie': [clearSignIn, setCookie(cookies, this.names.session, id, SESSION_SECONDS)],
+    });
+  }
+
+  /** Called by the page with fetch (a form's redirect to the provider would break form-action 'self'): answers where to go next. */
+  private async signOut(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const cookies = this.options.sessions.cookies;
+    const clear = clearCookie(cookies, this.names.session);
+    const id = this.options.sessions.cookieId(request);
+    const session = id === undefined ? undefined : await this.options.store.findSession(id);
+    if (id === undefined || session === undefined) {
+      send(response, 200, 'application/json', JSON.stringify({ next: '/auth/signed-out' }), { 'set-cookie': clear });
+      return;
+    }
+    const sent = request.headers[CSRF_HEADER];
+    if (!sameSecret(typeof sent === 'string' ? sent : undefined, session.csrfToken)) {
+      send(response, 403, 'application/json', JSON.stringify({ error: { code: 'CSRF_TOKEN_MISMATCH', message: `sign out sends the session's CSRF token in ${CSRF_HEADER}: reload the page and try again` } }));
+      return;
+    }
+    const ended = await this.options.store.deleteSession(id);
+    let next: string = '/auth/signed-out';
+    try {
+      next = (await this.options.relyingParty.signOutUrl(ended?.idToken))?.href ?? next;
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'console sign-out: the provider cannot be reached; signed out here only');
+    }
+    send(response, 200, 'application/json', JSON.stringify({ next }), { 'set-cookie': clear });
+  }
+}

@@ -1,0 +1,111 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type pg from 'pg';
+
+/** What the callback needs to finish a sign-in this browser started (PKCE, state, nonce). */
+export interface PendingSignIn {
+  readonly state: string;
+  readonly nonce: string;
+  readonly codeVerifier: string;
+  /** A path on the console (starting with a single /) to return to once signed in. */
+  readonly returnTo: string;
+}
+
+/** The tokens the provider gave for a person; they stay on the server, the browser holds an id. */
+export interface SessionTokens {
+  readonly accessToken: string;
+  readonly refreshToken: string | undefined;
+  readonly idToken: string | undefined;
+}
+
+export interface ConsoleSession extends SessionTokens {
+  readonly subject: string;
+  /** Sent back by the page in X-CSRF-Token on every change. */
+  readonly csrfToken: string;
+  readonly expiresAt: Date;
+}
+
+/** A cookie value: 32 random bytes, base64url. */
+export function newSecretId(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+function idHash(id: string): Buffer {
+  return createHash('sha256').update(id).digest();
+}
+
+/**
+ * Sign-ins in progress and sessions in PostgreSQL (migration 007), keyed by the SHA-256 of the
+ * cookie's id. Expired rows are never returned, and are deleted as new ones are written.
+ */
+export class SessionStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async savePendingSignIn(id: string, pending: PendingSignIn, expiresAt: Date): Promise<void> {
+    await this.pool.query('DELETE FROM admin_console_sign_ins WHERE expires_at < now()');
+    await this.pool.query(
+      'INSERT INTO admin_console_sign_ins (id_sha256, state, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      [idHash(id), pending.state, pending.nonce, pending.codeVerifier, pending.returnTo, expiresAt],
+    );
+  }
+
+  /** The sign-in, once: taking it deletes it, so a callback cannot be replayed. */
+  async takePendingSignIn(id: string): Promise<PendingSignIn | undefined> {
+    const { rows } = await this.pool.query<{ state: string; nonce: string; code_verifier: string; return_to: string }>(
+      'DELETE FROM admin_console_sign_ins WHERE id_sha256 = $1 AND expires_at > now() RETURNING state, nonce, code_verifier, return_to',
+      [idHash(id)],
+    );
+    const row = rows[0];
+    return row && { state: row.state, nonce: row.nonce, codeVerifier: row.code_verifier, returnTo: row.return_to };
+  }
+
+  async createSession(id: string, session: ConsoleSession): Promise<void> {
+    await this.pool.query('DELETE FROM admin_console_sessions WHERE expires_at < now()');
+    await this.pool.query(
+      `INSERT INTO admin_console_sessions (id_sha256, subject, csrf_token, access_token, refresh_token, id_token, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [idHash(id), session.subject, session.csrfToken, session.accessToken, session.refreshToken ?? null, session.idToken ?? null, session.expiresAt],
+    );
+  }
+
+  async findSession(id: string): Promise<ConsoleSession | undefined> {
+    const { rows } = await this.pool.query<{
+      subject: string;
+      csrf_token: string;
+      access_token: string;
+      refresh_token: string | null;
+      id_token: string | null;
+      expires_at: Date;
+    }>(
+      'SELECT subject, csrf_token, access_token, refresh_token, id_token, expires_at FROM admin_console_sessions WHERE id_sha256 = $1 AND expires_at > now()',
+      [idHash(id)],
+    );
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return {
+      subject: row.subject,
+      csrfToken: row.csrf_token,
+      accessToken: row.access_token,
+      refreshToken: row.refresh_token ?? undefined,
+      idToken: row.id_token ?? undefined,
+      expiresAt: row.expires_at,
+    };
+  }
+
+  /** After a refresh: the new tokens; a provider that sends no new refresh token keeps the old one valid. */
+  async replaceTokens(id: string, tokens: SessionTokens): Promise<void> {
+    await this.pool.query(
+      `UPDATE admin_console_sessions SET access_token = $2, refresh_token = COALESCE($3, refresh_token), id_token = COALESCE($4, id_token)
+       WHERE id_sha256 = $1`,
+      [idHash(id), tokens.accessToken, tokens.refreshToken ?? null, tokens.idToken ?? null],
+    );
+  }
+
+  /** The session's id token (for the provider's end_session endpoint), and the session gone. */
+  async deleteSession(id: string): Promise<{ readonly idToken: string | undefined } | undefined> {
+    const { rows } = await this.pool.query<{ id_token: string | null }>('DELETE FROM admin_console_sessions WHERE id_sha256 = $1 RETURNING id_token', [
+      idHash(id),
+    ]);
+    const row = rows[0];
+    return row && { idToken: row.id_token ?? undefined };
+  }
+}
