@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const port = portFromEnvironment();
   let issuer: AdminIssuer;
   try {
-    issuer = await startAdminIssuer({ port, accessTokenTtlSeconds: TOKEN_TTL_SECONDS, redirectUris: [`http://127.0.0.1:${ADMIN_PORT}/auth/callback`], postLogoutRedirectUris: [`http://127.0.0.1:${ADMIN_PORT}/`] });
+    issuer = await startAdminIssuer({ port, accessTokenTtlSeconds: TOKEN_TTL_SECONDS, redirectUris: [`http://127.0.0.1:${ADMIN_PORT}/auth/callback`], postLogoutRedirectUris: [`http://127.0.0.1:${ADMIN_PORT}/auth/signed-out`] });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`port ${port} on 127.0.0.1 is in use: stop what holds it, or pick another with ADMIN_ISSUER_PORT=<port>`);
     throw error;
