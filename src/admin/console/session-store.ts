@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 
 /** What the callback needs to finish a sign-in this browser started (PKCE, state, nonce). */
@@ -33,9 +33,45 @@ function idHash(id: string): Buffer {
   return createHash('sha256').update(id).digest();
 }
 
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/**
+ * The key that seals what a row holds of a person's sign-in: derived from the cookie's id, which only
+ * the browser has (the table keeps its SHA-256). Whoever reads the tables gets neither a cookie nor a
+ * token to present to the API or to the provider.
+ */
+function sealingKey(id: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', id, '', 'sitekey-authz console session', 32));
+}
+
+/** AES-256-GCM: IV, tag and ciphertext in one base64 text. */
+function seal(key: Buffer, text: string): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const sealed = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64');
+}
+
+/** The text sealed with `key`; undefined when it was sealed with another or changed since. */
+function unseal(key: Buffer, sealed: string): string | undefined {
+  const bytes = Buffer.from(sealed, 'base64');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
+    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+const sealOptional = (key: Buffer, text: string | undefined): string | null => (text === undefined ? null : seal(key, text));
+
 /**
  * Sign-ins in progress and sessions in PostgreSQL (migration 007), keyed by the SHA-256 of the
- * cookie's id. Expired rows are never returned, and are deleted as new ones are written.
+ * cookie's id, with the PKCE verifier and the tokens sealed by a key derived from the id itself.
+ * Expired rows are never returned, and are deleted as new ones are written; a row that does not
+ * unseal with the cookie's key is no sign-in or session.
  */
 export class SessionStore {
   constructor(private readonly pool: pg.Pool) {}
@@ -44,7 +80,7 @@ export class SessionStore {
     await this.pool.query('DELETE FROM admin_console_sign_ins WHERE expires_at < now()');
     await this.pool.query(
       'INSERT INTO admin_console_sign_ins (id_sha256, state, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
-      [idHash(id), pending.state, pending.nonce, pending.codeVerifier, pending.returnTo, expiresAt],
+      [idHash(id), pending.state, pending.nonce, seal(sealingKey(id), pending.codeVerifier), pending.returnTo, expiresAt],
     );
   }
 
@@ -55,15 +91,17 @@ export class SessionStore {
       [idHash(id)],
     );
     const row = rows[0];
-    return row && { state: row.state, nonce: row.nonce, codeVerifier: row.code_verifier, returnTo: row.return_to };
+    const codeVerifier = row && unseal(sealingKey(id), row.code_verifier);
+    return row && codeVerifier !== undefined ? { state: row.state, nonce: row.nonce, codeVerifier, returnTo: row.return_to } : undefined;
   }
 
   async createSession(id: string, session: ConsoleSession): Promise<void> {
     await this.pool.query('DELETE FROM admin_console_sessions WHERE expires_at < now()');
+    const key = sealingKey(id);
     await this.pool.query(
       `INSERT INTO admin_console_sessions (id_sha256, subject, csrf_token, access_token, refresh_token, id_token, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [idHash(id), session.subject, session.csrfToken, session.accessToken, session.refreshToken ?? null, session.idToken ?? null, session.expiresAt],
+      [idHash(id), session.subject, session.csrfToken, seal(key, session.accessToken), sealOptional(key, session.refreshToken), sealOptional(key, session.idToken), session.expiresAt],
     );
   }
 
@@ -81,12 +119,15 @@ export class SessionStore {
     );
     const row = rows[0];
     if (row === undefined) return undefined;
+    const key = sealingKey(id);
+    const accessToken = unseal(key, row.access_token);
+    if (accessToken === undefined) return undefined;
     return {
       subject: row.subject,
       csrfToken: row.csrf_token,
-      accessToken: row.access_token,
-      refreshToken: row.refresh_token ?? undefined,
-      idToken: row.id_token ?? undefined,
+      accessToken,
+      refreshToken: row.refresh_token === null ? undefined : unseal(key, row.refresh_token),
+      idToken: row.id_token === null ? undefined : unseal(key, row.id_token),
       expiresAt: row.expires_at,
     };
   }
@@ -96,7 +137,7 @@ export class SessionStore {
     await this.pool.query(
       `UPDATE admin_console_sessions SET access_token = $2, refresh_token = COALESCE($3, refresh_token), id_token = COALESCE($4, id_token)
        WHERE id_sha256 = $1`,
-      [idHash(id), tokens.accessToken, tokens.refreshToken ?? null, tokens.idToken ?? null],
+      [idHash(id), seal(sealingKey(id), tokens.accessToken), sealOptional(sealingKey(id), tokens.refreshToken), sealOptional(sealingKey(id), tokens.idToken)],
     );
   }
 
@@ -106,6 +147,6 @@ export class SessionStore {
       idHash(id),
     ]);
     const row = rows[0];
-    return row && { idToken: row.id_token ?? undefined };
+    return row && { idToken: row.id_token === null ? undefined : unseal(sealingKey(id), row.id_token) };
   }
 }

@@ -3,7 +3,8 @@
 -- The admin console's sign-ins in progress and its sessions, in the database so that a session
 -- survives a restart and works on every replica. Both ids are kept only as SHA-256: whoever reads
 -- these tables cannot present a cookie. The tokens are the person's own, held here so that the
--- browser never sees them.
+-- browser never sees them, sealed (AES-256-GCM) with a key derived from the cookie's id: whoever reads
+-- these tables cannot present them either (src/admin/console/session-store.ts).
 CREATE TABLE admin_console_sign_ins (
   id_sha256 bytea PRIMARY KEY CHECK (octet_length(id_sha256) = 32),
   state text NOT NULL,
