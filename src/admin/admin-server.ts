@@ -89,6 +89,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       throw new ApiError(401, 'UNAUTHENTICATED', 'send an access token from the organisation\'s provider: Authorization: Bearer <token>', { 'www-authenticate': challenge() });
     }
     if (!outcome.ok) {
+      if (outcome.status === 429) throw new ApiError(429, 'RATE_LIMITED', outcome.description, { 'retry-after': '1' });
       const code = outcome.status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN';
       throw new ApiError(outcome.status, code, outcome.description, outcome.status === 401 ? { 'www-authenticate': challenge(outcome) } : {});
     }

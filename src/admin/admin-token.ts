@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { JWTPayload } from 'jose';
 import type { AdminSettings } from '../config.js';
 import { verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
 import type { KeySource } from '../token/issuer-keys.js';
 import { rolesOf, type AdminPrincipal, type AuthOutcome, type RequestAuthenticator } from './principal.js';
+import { SubjectRateLimit } from './subject-rate-limit.js';
 
 const SUBJECT_MAX_CHARS = 255;
 const EMAIL_MAX_CHARS = 320;
@@ -26,6 +28,17 @@ const RULE_DESCRIPTIONS: Readonly<Record<AccessTokenRule, string>> = {
 };
 
 export const invalidToken = (description: string): AuthOutcome => ({ ok: false, status: 401, error: 'invalid_token', description });
+
+/**
+ * Signature checks of tokens not verified before, over every caller: the primary that serves this port
+ * also answers checks (WORKERS=1), and a flood of made-up tokens must not take their CPU. People's
+ * own tokens are kept once verified, so only new ones count: a burst of 20, then 10 a second.
+ */
+export const NEW_TOKEN_CHECKS = Object.freeze({ burst: 20, perSecond: 10 });
+/** Verified tokens kept (by SHA-256, never the token) until they expire. */
+export const VERIFIED_ADMIN_TOKENS_MAX = 1_000;
+
+const tokenId = (token: string): string => createHash('sha256').update(token).digest('base64url');
 
 function shortText(value: unknown, maxChars: number): string | undefined {
   return typeof value === 'string' && value !== '' && value.length <= maxChars && PRINTABLE.test(value) ? value : undefined;
@@ -50,19 +63,41 @@ function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | 
  * The one path for roles and expiry: the Bearer header, and the console's session for the token it holds.
  */
 export class AdminTokenVerifier {
+  private readonly verified = new Map<string, { readonly principal: AdminPrincipal; readonly until: number }>();
+  private readonly newTokenChecks: SubjectRateLimit;
+
   constructor(
     private readonly settings: AdminSettings,
     private readonly keys: KeySource,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.newTokenChecks = new SubjectRateLimit(NEW_TOKEN_CHECKS.burst, NEW_TOKEN_CHECKS.perSecond, 1, now);
+  }
 
   async verify(token: string, now: number = this.now()): Promise<AuthOutcome> {
     if (!this.keys.loaded) return invalidToken("the provider's signing keys have not been fetched yet; try again in a few seconds");
+    const id = tokenId(token);
+    const kept = this.verified.get(id);
+    if (kept !== undefined && now < kept.until) return { ok: true, principal: kept.principal };
+    this.verified.delete(id);
+    const wait = this.newTokenChecks.take('every caller');
+    if (wait > 0) {
+      return { ok: false, status: 429, error: 'temporarily_unavailable', description: `too many new access tokens at once on this port; try again in ${wait} s` };
+    }
     const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['sub']);
     if (!outcome.valid) return invalidToken(RULE_DESCRIPTIONS[outcome.rule]);
     const principal = principalOf(outcome.payload, this.settings.rolesClaim);
     if (principal === undefined) return invalidToken('the access token has no usable sub claim');
+    this.keep(id, principal, ((outcome.payload.exp ?? 0) + this.settings.clockSkewSeconds) * 1000);
     return { ok: true, principal };
+  }
+
+  private keep(id: string, principal: AdminPrincipal, until: number): void {
+    if (this.verified.size >= VERIFIED_ADMIN_TOKENS_MAX) {
+      const oldest = this.verified.keys().next();
+      if (!oldest.done) this.verified.delete(oldest.value);
+    }
+    this.verified.set(id, { principal, until });
   }
 }
 

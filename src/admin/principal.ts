@@ -16,7 +16,7 @@ export interface AdminPrincipal {
 
 export type AuthOutcome =
   | { readonly ok: true; readonly principal: AdminPrincipal }
-  | { readonly ok: false; readonly status: 401 | 403; readonly error: string; readonly description: string };
+  | { readonly ok: false; readonly status: 401 | 403 | 429; readonly error: string; readonly description: string };
 
 /** One way a request proves who sends it: the Bearer header, or the console's session cookie. */
 export interface RequestAuthenticator {

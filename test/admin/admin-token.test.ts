@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
 import { createLocalJWKSet, type JWTPayload } from 'jose';
-import { AdminTokenVerifier, BearerAuthenticator } from '../../src/admin/admin-token.js';
+import { AdminTokenVerifier, BearerAuthenticator, NEW_TOKEN_CHECKS } from '../../src/admin/admin-token.js';
 import { loadConfig, type AdminSettings } from '../../src/config.js';
 import type { KeySource } from '../../src/token/issuer-keys.js';
 import { signedToken, signingKey } from '../support/jwks-server.js';
@@ -92,5 +92,37 @@ describe('admin access tokens', () => {
     assert.equal((await bearer.authenticate(request(`bearer ${await sign(claims())}`)))?.ok, true, 'the scheme is case-insensitive');
     const basic = await bearer.authenticate(request('Basic dXNlcjpwYXNz'));
     assert.deepEqual(basic, { ok: false, status: 401, error: 'invalid_request', description: 'send the access token as Authorization: Bearer <token>' });
+  });
+
+  it('are checked once: a verified token is kept until it expires, and a made-up one costs a check from a bounded budget', async () => {
+    const key = await signingKey('admin-1');
+    const jwks = createLocalJWKSet({ keys: [key.publicJwk] });
+    let keyLookups = 0;
+    let now = NOW;
+    const keys: KeySource = { loaded: true, getKey: (...args) => (keyLookups++, jwks(...args)) };
+    const verifier = new AdminTokenVerifier(settings(), keys, () => now);
+    const mine = await signedToken(key, claims());
+    assert.equal((await verifier.verify(mine)).ok, true);
+    assert.equal((await verifier.verify(mine)).ok, true);
+    assert.equal(keyLookups, 1, 'a kept token is not checked again');
+
+    // A flood of made-up tokens: what is left of the burst (mine took one) is checked, the rest refused unchecked.
+    const forged = await Promise.all(Array.from({ length: NEW_TOKEN_CHECKS.burst + 5 }, (_, i) => signedToken(key, claims({ sub: `x${i}` }), { kid: 'not-published' })));
+    const outcomes = [];
+    for (const token of forged) outcomes.push(await verifier.verify(token));
+    assert.equal(outcomes.filter((outcome) => !outcome.ok && outcome.status === 401).length, NEW_TOKEN_CHECKS.burst - 1);
+    const refused = outcomes.filter((outcome) => !outcome.ok && outcome.status === 429);
+    assert.equal(refused.length, 6);
+    assert.match(refused[0] && !refused[0].ok ? refused[0].description : '', /too many new access tokens/);
+    assert.equal(keyLookups, NEW_TOKEN_CHECKS.burst, 'tokens beyond the budget were checked');
+    assert.equal((await verifier.verify(mine)).ok, true, 'a kept token still passes while new ones wait');
+
+    // A second later there is room for new tokens again; past its exp (and the skew) a kept token is checked again, and refused.
+    now += 1_000;
+    assert.equal((await verifier.verify(await signedToken(key, claims({ sub: 'after' })))).ok, true);
+    now = (claims().exp as number) * 1000 + 31_000;
+    const expired = await verifier.verify(mine);
+    assert.equal(expired.ok, false);
+    assert.equal(!expired.ok && expired.status, 401);
   });
 });

@@ -85,8 +85,9 @@ export class ConsoleRoutes implements ConsoleHandler {
 
   private async page(request: IncomingMessage, url: URL, response: ServerResponse): Promise<void> {
     const current = await this.options.sessions.current(request);
-    // A person without a console role still gets the page: it shows the API's 403 and how to get one.
-    if (current !== undefined && (current.outcome.ok || current.outcome.status === 403)) {
+    // A person without a console role still gets the page: it shows the API's 403 and how to get one
+    // (or its 429 while the port refuses new tokens); only a refused token means signing in again.
+    if (current !== undefined && (current.outcome.ok || current.outcome.status !== 401)) {
       send(response, 200, HTML, shellPage(current.session.csrfToken));
       return;
     }
