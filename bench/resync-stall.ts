@@ -10,6 +10,7 @@ import { openBenchDatabase } from './bench-database.js';
 import { BENCH_CLIENT_IP, decodeCheckResponse, encodeCheckRequest, grpcFrame, partnerBody } from './check-requests.js';
 import { ensureH2load, h2loadArguments, latencyFromLog, runH2load } from './h2load.js';
 import { seedFillerSites } from './filler-sites.js';
+import { podLimits } from './pod-limits.js';
 import { startServe } from './server-process.js';
 import { positiveIntegerSetting } from './settings.js';
 
@@ -74,7 +75,8 @@ try {
   await pool.query('INSERT INTO allowlist_entries (site_id, cidr) VALUES ($1, $2)', [PARTNER_SITE, `${BENCH_CLIENT_IP}/32`]);
   console.log(`seeded ${(SITES + 1).toLocaleString('en')} sites in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 
-  const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
+  // As in its pod: the Deployment's NODE_OPTIONS (V8's heap bound).
+  const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, nodeArguments: podLimits().nodeOptions, env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
   const client = new grpc.Client(`127.0.0.1:${serve.grpcPort}`, grpc.credentials.createInsecure());
   const message = encodeCheckRequest({ authorization: `${PARTNER_SITE}:${key}`, body: partnerBody(PARTNER_SITE, key) });
   const call = () =>
