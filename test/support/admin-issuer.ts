@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import type { Configuration, KoaContextWithOIDC, Provider as ProviderType } from 'oidc-provider';
+import { loadProviderModule, withoutProviderNotices } from './oidc-provider-module.js';
 
 /**
  * The organisation's OpenID provider for the admin port's tests: a real `oidc-provider` on loopback
@@ -72,34 +73,6 @@ const CLIENT_ID = 'sitekey-authz-console';
 const SCOPE = 'openid email profile roles';
 const INTERACTION_PATH = /^\/interaction\/([A-Za-z0-9_-]+)$/;
 
-type ProviderModule = typeof import('oidc-provider');
-let providerModule: Promise<ProviderModule> | undefined;
-
-/** oidc-provider prints notices meant for production deployments; in tests they are noise. */
-const PROVIDER_NOTICE = /^(\x1b\[[\d;]*m)?oidc-provider (NOTICE|WARNING): /;
-function muteNotices(): () => void {
-  const { info, warn } = console;
-  const filtered = (write: (...args: unknown[]) => void) => (...args: unknown[]) => {
-    if (typeof args[0] === 'string' && PROVIDER_NOTICE.test(args[0])) return;
-    write.apply(console, args);
-  };
-  console.info = filtered(info);
-  console.warn = filtered(warn);
-  return () => {
-    console.info = info;
-    console.warn = warn;
-  };
-}
-
-function quietly<T>(work: () => T): T {
-  const unmute = muteNotices();
-  try {
-    return work();
-  } finally {
-    unmute();
-  }
-}
-
 function personNamed(person: AdminPersonName | AdminPerson | string): AdminPerson {
   if (typeof person !== 'string') return person;
   const found = Object.values(ADMIN_PEOPLE).find((known) => known.email === person) ?? (ADMIN_PEOPLE as Record<string, AdminPerson>)[person];
@@ -130,12 +103,7 @@ async function formOf(request: IncomingMessage): Promise<URLSearchParams> {
 }
 
 export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promise<AdminIssuer> {
-  if (providerModule === undefined) {
-    // The module prints its runtime notice while it is evaluated, after import() has returned.
-    const unmute = muteNotices();
-    providerModule = import('oidc-provider').finally(unmute);
-  }
-  const { Provider, errors } = await providerModule;
+  const { Provider, errors } = await loadProviderModule();
   const audience = options.audience ?? 'https://authz-admin.test';
   const otherAudience = options.otherAudience ?? 'https://some-other-api.test';
   const redirectUris = options.redirectUris ?? [`http://${LOOPBACK}/auth/callback`];
@@ -223,7 +191,7 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
     },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
   };
-  provider = quietly(() => new Provider(issuer, configuration));
+  provider = withoutProviderNotices(() => new Provider(issuer, configuration));
   provider.silent = true;
   const callback = provider.callback();
 

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { Configuration, Provider as ProviderType } from 'oidc-provider';
+import { loadProviderModule, withoutProviderNotices } from './oidc-provider-module.js';
 
 /**
  * A real OpenID provider (the `oidc-provider` package, a certified implementation) on loopback, as the
@@ -65,50 +66,6 @@ interface TokenEndpointAnswer {
 const DEFAULT_AUDIENCE = 'https://partner-api.test';
 const DEFAULT_TTL_SECONDS = 300;
 const LOOPBACK = '127.0.0.1';
-
-type ProviderModule = typeof import('oidc-provider');
-
-/**
- * oidc-provider writes notices meant for a production deployment straight to the console (an
- * unsupported Node.js line, the in-memory store it keeps unused here, since JWT access tokens are
- * self-contained). In tests they are noise; any other console output passes through.
- */
-const PROVIDER_NOTICE = /^(\x1b\[[\d;]*m)?oidc-provider (NOTICE|WARNING): /;
-
-function muteProviderNotices(): () => void {
-  const { info, warn } = console;
-  const filtered =
-    (write: (...args: unknown[]) => void) =>
-    (...args: unknown[]): void => {
-      if (typeof args[0] === 'string' && PROVIDER_NOTICE.test(args[0])) return;
-      write.apply(console, args);
-    };
-  console.info = filtered(info);
-  console.warn = filtered(warn);
-  return () => {
-    console.info = info;
-    console.warn = warn;
-  };
-}
-
-function withoutProviderNotices<T>(work: () => T): T {
-  const unmute = muteProviderNotices();
-  try {
-    return work();
-  } finally {
-    unmute();
-  }
-}
-
-/** Loaded once per process: the module prints its runtime notice while it is evaluated. */
-let providerModule: Promise<ProviderModule> | undefined;
-function loadProviderModule(): Promise<ProviderModule> {
-  if (!providerModule) {
-    const unmute = muteProviderNotices();
-    providerModule = import('oidc-provider').finally(unmute);
-  }
-  return providerModule;
-}
 
 type SigningKey = JWK & { readonly kid: string };
 
