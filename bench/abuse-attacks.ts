@@ -1,71 +1,10 @@
-import { connect as tcpConnect, type Socket } from 'node:net';
 import { h2session, openCheckStream } from '../test/support/raw-grpc.js';
+import type { Attack } from '../test/support/operator-attacks.js';
 
 /*
- * The attacks of the abuse benchmark, each as an attacker would send it, from this process. Each returns
- * what it sent and a stop() that drops every connection it holds.
+ * The attack on the Check port of the abuse benchmark, as an attacker would send it; those on the
+ * operator port are in test/support/operator-attacks.ts, which the regression tests share.
  */
-
-function connectTo(url: string): Socket {
-  const { hostname, port } = new URL(url);
-  const socket = tcpConnect(Number(port), hostname);
-  socket.on('error', () => undefined);
-  // Reads the answers, so that the server's FIN is seen; a reader that stops is another attack.
-  socket.resume();
-  return socket;
-}
-
-export interface Attack {
-  /** What was sent so far, in words. */
-  describe(): string;
-  stop(): void;
-}
-
-/** `connections` connections each sending `requests` GET /metrics at once, pipelined, then reading. */
-export function pipelinedMetrics(metricsUrl: string, connections: number, requests: number): Attack {
-  const request = Buffer.from('GET /metrics HTTP/1.1\r\nHost: flood\r\n\r\n'.repeat(requests));
-  let received = 0;
-  let closed = 0;
-  const sockets = Array.from({ length: connections }, () => {
-    const socket = connectTo(metricsUrl);
-    socket.on('data', (chunk: Buffer) => (received += chunk.length));
-    socket.on('close', () => (closed += 1));
-    socket.write(request);
-    return socket;
-  });
-  return {
-    describe: () => `${((connections * request.length) / 1e6).toFixed(1)} MB sent, ${(received / 1e6).toFixed(1)} MB answered, ${closed} of ${connections} connections closed by serve`,
-    stop: () => sockets.forEach((socket) => socket.destroy()),
-  };
-}
-
-/** `connections` connections dripping one header line every 200 ms, never ending the headers; each reconnects when cut off. */
-export function slowLoris(metricsUrl: string, connections: number): Attack {
-  let attacking = true;
-  let opened = 0;
-  const sockets = new Set<Socket>();
-  const drip = (): void => {
-    if (!attacking) return;
-    const socket = connectTo(metricsUrl);
-    opened += 1;
-    sockets.add(socket);
-    socket.write('GET /metrics HTTP/1.1\r\nHost: loris\r\n');
-    const timer = setInterval(() => socket.write('x-drip: 1\r\n'), 200);
-    socket.on('close', () => {
-      clearInterval(timer);
-      sockets.delete(socket);
-      setTimeout(drip, 20);
-    });
-  };
-  for (let i = 0; i < connections; i++) drip();
-  return {
-    describe: () => `${connections} connections at once, ${opened} opened in all`,
-    stop: () => {
-      attacking = false;
-      for (const socket of sockets) socket.destroy();
-    },
-  };
-}
 
 /**
  * `connections` HTTP/2 connections to the Check port, each with `streams` calls whose message announces

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { podLimits } from './pod-limits.js';
+import { podLimits } from '../test/deploy/pod-limits.js';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';

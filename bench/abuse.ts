@@ -1,14 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import { podLimits } from './pod-limits.js';
+import { podLimits } from '../test/deploy/pod-limits.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { canonicalApiKey, hashApiKey } from '../src/decision/api-key.js';
 import { GRPC_LIMITS } from '../src/envoy/grpc-server.js';
 import { loadConfig } from '../src/config.js';
-import { partialMessages, pipelinedMetrics, slowLoris, type Attack } from './abuse-attacks.js';
+import { partialMessages } from './abuse-attacks.js';
+import { pipelinedMetrics, slowLoris, type Attack } from '../test/support/operator-attacks.js';
 import { manyAddresses, notifyStorm, strangerLabels } from './abuse-store-rows.js';
 import {
   CHECK_GOAL_MS,
@@ -32,7 +31,7 @@ import {
 import { workerReplaced } from './abuse-workers.js';
 import { openBenchDatabase } from './bench-database.js';
 import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody } from './check-requests.js';
-import { seedFillerSites } from './filler-sites.js';
+import { seedPartnerAmongFillers } from './filler-sites.js';
 import { startServe, type BenchServer } from './server-process.js';
 
 /**
@@ -132,11 +131,7 @@ pool.on('error', () => undefined);
 const startedAt = performance.now();
 try {
   const seeded = performance.now();
-  await seedFillerSites(pool, SITES);
-  const key = canonicalApiKey(randomUUID())!;
-  await pool.query('INSERT INTO sites (id, name) VALUES ($1, $2)', [PARTNER_SITE, 'bench partner']);
-  await pool.query('INSERT INTO api_keys (site_id, key_sha256, last_five) VALUES ($1, $2, $3)', [PARTNER_SITE, Buffer.from(hashApiKey(key), 'hex'), key.slice(-5)]);
-  await pool.query('INSERT INTO allowlist_entries (site_id, cidr) VALUES ($1, $2)', [PARTNER_SITE, `${BENCH_CLIENT_IP}/32`]);
+  const { key } = await seedPartnerAmongFillers(pool, SITES);
   console.log(`${database.description}; serve's Node options: ${serveNodeArguments.join(' ') || 'none'}; seeded ${(SITES + 1).toLocaleString('en')} sites in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
   const partner = { authorization: `${PARTNER_SITE}:${key}`, body: partnerBody(PARTNER_SITE, key), ip: BENCH_CLIENT_IP };
   const message = encodeCheckRequest(partner);

@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import { canonicalApiKey, hashApiKey } from '../src/decision/api-key.js';
+import { BENCH_CLIENT_IP } from './check-requests.js';
 
 /**
  * Sites 1…count, each with 2 keys nobody knows and 3 allowlist entries (two IPv4 /26, one IPv6 /64,
@@ -20,4 +23,18 @@ export async function seedFillerSites(pool: pg.Pool, count: number): Promise<voi
        FROM generate_series(1, $1::int) g, generate_series(1, 3) n`,
     [count],
   );
+}
+
+/**
+ * The partner a large-installation benchmark talks to: site count + 1, after `count` filler sites, with
+ * one key and BENCH_CLIENT_IP on its allowlist. Its id and key.
+ */
+export async function seedPartnerAmongFillers(pool: pg.Pool, count: number): Promise<{ readonly siteId: string; readonly key: string }> {
+  await seedFillerSites(pool, count);
+  const siteId = String(count + 1);
+  const key = canonicalApiKey(randomUUID())!;
+  await pool.query('INSERT INTO sites (id, name) VALUES ($1, $2)', [siteId, 'bench partner']);
+  await pool.query('INSERT INTO api_keys (site_id, key_sha256, last_five) VALUES ($1, $2, $3)', [siteId, Buffer.from(hashApiKey(key), 'hex'), key.slice(-5)]);
+  await pool.query('INSERT INTO allowlist_entries (site_id, cidr) VALUES ($1, $2)', [siteId, `${BENCH_CLIENT_IP}/32`]);
+  return { siteId, key };
 }

@@ -1,16 +1,14 @@
 import * as grpc from '@grpc/grpc-js';
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { canonicalApiKey, hashApiKey } from '../src/decision/api-key.js';
 import { openBenchDatabase } from './bench-database.js';
-import { BENCH_CLIENT_IP, decodeCheckResponse, encodeCheckRequest, grpcFrame, partnerBody } from './check-requests.js';
+import { decodeCheckResponse, encodeCheckRequest, grpcFrame, partnerBody } from './check-requests.js';
 import { ensureH2load, h2loadArguments, latencyFromLog, runH2load } from './h2load.js';
-import { seedFillerSites } from './filler-sites.js';
-import { podLimits } from './pod-limits.js';
+import { seedPartnerAmongFillers } from './filler-sites.js';
+import { podLimits } from '../test/deploy/pod-limits.js';
 import { startServe } from './server-process.js';
 import { positiveIntegerSetting } from './settings.js';
 
@@ -68,11 +66,7 @@ const pool = new pg.Pool({ connectionString: database.url, max: 2 });
 pool.on('error', () => undefined);
 try {
   const seeded = performance.now();
-  await seedFillerSites(pool, SITES);
-  const key = canonicalApiKey(randomUUID())!;
-  await pool.query('INSERT INTO sites (id, name) VALUES ($1, $2)', [PARTNER_SITE, 'bench partner']);
-  await pool.query('INSERT INTO api_keys (site_id, key_sha256, last_five) VALUES ($1, $2, $3)', [PARTNER_SITE, Buffer.from(hashApiKey(key), 'hex'), key.slice(-5)]);
-  await pool.query('INSERT INTO allowlist_entries (site_id, cidr) VALUES ($1, $2)', [PARTNER_SITE, `${BENCH_CLIENT_IP}/32`]);
+  const { key } = await seedPartnerAmongFillers(pool, SITES);
   console.log(`seeded ${(SITES + 1).toLocaleString('en')} sites in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 
   // As in its pod: the Deployment's NODE_OPTIONS (V8's heap bound).

@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { join } from 'node:path';
+import { BASE_DIR, readYaml } from './manifests.js';
 
-const DEPLOYMENT = fileURLToPath(new URL('../../deploy/kubernetes/base/deployment.yaml', import.meta.url));
+const DEPLOYMENT = join(BASE_DIR, 'deployment.yaml');
 
 interface DeploymentContainer {
   readonly name: string;
@@ -10,7 +9,10 @@ interface DeploymentContainer {
   readonly resources?: { readonly limits?: { readonly memory?: string } };
 }
 
-/** What serve runs with in a pod (deploy/kubernetes/base/deployment.yaml): its memory limit and Node's options. */
+/**
+ * What serve runs with in a pod (deploy/kubernetes/base/deployment.yaml): its memory limit and Node's
+ * options. The deploy tests hold them together; the abuse and resync benchmarks run serve with them.
+ */
 export interface PodLimits {
   readonly memoryLimitBytes: number;
   readonly nodeOptions: readonly string[];
@@ -25,7 +27,7 @@ function quantityBytes(quantity: string): number {
 }
 
 export function podLimits(): PodLimits {
-  const deployment = parse(readFileSync(DEPLOYMENT, 'utf8')) as { spec: { template: { spec: { containers: DeploymentContainer[] } } } };
+  const deployment = readYaml(DEPLOYMENT) as { spec: { template: { spec: { containers: DeploymentContainer[] } } } };
   const container = deployment.spec.template.spec.containers.find((candidate) => candidate.name === 'sitekey-authz');
   const memory = container?.resources?.limits?.memory;
   if (container === undefined || memory === undefined) throw new Error(`${DEPLOYMENT}: no sitekey-authz container with a memory limit`);

@@ -5,6 +5,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { GRPC_LIMITS, grpcServerOptions } from '../../src/envoy/grpc-server.js';
 import { bootstrapParts, http2Options } from './envoy-bootstrap.js';
 import { BASE_DIR, DEPLOY_DIR, ENVOY_BOOTSTRAP, ISTIOD_VALUES, readEnvFile, readYaml, yamlDocuments } from './manifests.js';
+import { podLimits } from './pod-limits.js';
 import { parseDuration } from './proto-json.js';
 import { readFileSync } from 'node:fs';
 
@@ -67,11 +68,9 @@ describe('the ConfigMap holds only settings the service reads', () => {
   });
 
   it("bounds V8's heap well under the container's memory limit, so that it collects before the kernel kills the pod", () => {
-    const options: string = container.env.find((variable: Json) => variable.name === 'NODE_OPTIONS')?.value ?? '';
-    const heapMiB = Number(/--max-old-space-size=(\d+)/.exec(options)?.[1]);
-    const limit = /^(\d+)(Mi|Gi)$/.exec(container.resources.limits.memory);
-    assert.ok(limit, `memory limit ${container.resources.limits.memory} is not in Mi or Gi`);
-    const limitMiB = Number(limit[1]) * (limit[2] === 'Gi' ? 1024 : 1);
+    const { memoryLimitBytes, nodeOptions } = podLimits();
+    const heapMiB = Number(/^--max-old-space-size=(\d+)$/.exec(nodeOptions.find((option) => option.startsWith('--max-old-space-size=')) ?? '')?.[1]);
+    const limitMiB = memoryLimitBytes / 2 ** 20;
     assert.ok(heapMiB > 0 && heapMiB <= limitMiB * 0.75, `--max-old-space-size=${heapMiB} against a ${limitMiB} MiB limit`);
   });
 });

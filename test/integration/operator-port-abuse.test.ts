@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { connect as tcpConnect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startCheckLoadInChild, unexpectedOutcomes } from '../support/check-load.js';
 import { seedSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { pipelinedMetrics, slowLoris, type Attack } from '../support/operator-attacks.js';
 import { operatorGet } from '../support/operator-http.js';
 import { startService, type RunningService } from '../support/service.js';
 
@@ -43,13 +43,6 @@ function longestFailureRun(probes: readonly boolean[]): number {
   return longest;
 }
 
-function connectTo(base: string): Socket {
-  const { hostname, port } = new URL(base);
-  const socket = tcpConnect(Number(port), hostname);
-  socket.on('error', () => undefined);
-  return socket;
-}
-
 /**
  * Attacks on the operator port (METRICS_PORT) of a real `serve`, while a caller in another process
  * keeps sending checks: the port must neither take the checks' CPU and memory nor keep probes out.
@@ -74,11 +67,11 @@ describe('serve under attack on its operator port', () => {
     await database?.drop();
   });
 
-  async function underAttack(attack: { start(): void; stop(): void }): Promise<void> {
+  async function underAttack(launch: () => Attack): Promise<void> {
     const checks = startCheckLoadInChild(service.grpcTarget, CHECK, 2);
     await checks.answered(20, 10_000);
     const answeredBefore = checks.calls.length;
-    attack.start();
+    const attack = launch();
     let probes: boolean[];
     try {
       probes = await probeDuring(`${service.httpBase}/healthz`, performance.now() + ATTACK_MS);
@@ -96,45 +89,10 @@ describe('serve under attack on its operator port', () => {
   }
 
   it('answers checks and probes while 16 connections pipeline 500 GET /metrics each', async () => {
-    const request = 'GET /metrics HTTP/1.1\r\nHost: flood\r\n\r\n'.repeat(500);
-    const sockets: Socket[] = [];
-    await underAttack({
-      start: () => {
-        for (let i = 0; i < 16; i++) {
-          const socket = connectTo(service.httpBase);
-          socket.resume();
-          socket.write(request);
-          sockets.push(socket);
-        }
-      },
-      stop: () => sockets.forEach((socket) => socket.destroy()),
-    });
+    await underAttack(() => pipelinedMetrics(service.httpBase, 16, 500));
   });
 
   it('answers checks and probes while 64 slow-loris connections drip headers, reconnecting when cut off', async () => {
-    let attacking = true;
-    const sockets = new Set<Socket>();
-    const drip = (): void => {
-      if (!attacking) return;
-      const socket = connectTo(service.httpBase);
-      sockets.add(socket);
-      socket.resume();
-      socket.write('GET /metrics HTTP/1.1\r\nHost: loris\r\n');
-      const timer = setInterval(() => socket.write('x-drip: 1\r\n'), 200);
-      socket.on('close', () => {
-        clearInterval(timer);
-        sockets.delete(socket);
-        setTimeout(drip, 20);
-      });
-    };
-    await underAttack({
-      start: () => {
-        for (let i = 0; i < 64; i++) drip();
-      },
-      stop: () => {
-        attacking = false;
-        for (const socket of sockets) socket.destroy();
-      },
-    });
+    await underAttack(() => slowLoris(service.httpBase, 64));
   });
 });
