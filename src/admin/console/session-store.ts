@@ -134,10 +134,11 @@ export class SessionStore {
 
   /** After a refresh: the new tokens; a provider that sends no new refresh token keeps the old one valid. */
   async replaceTokens(id: string, tokens: SessionTokens): Promise<void> {
+    const key = sealingKey(id);
     await this.pool.query(
       `UPDATE admin_console_sessions SET access_token = $2, refresh_token = COALESCE($3, refresh_token), id_token = COALESCE($4, id_token)
        WHERE id_sha256 = $1`,
-      [idHash(id), seal(sealingKey(id), tokens.accessToken), sealOptional(sealingKey(id), tokens.refreshToken), sealOptional(sealingKey(id), tokens.idToken)],
+      [idHash(id), seal(key, tokens.accessToken), sealOptional(key, tokens.refreshToken), sealOptional(key, tokens.idToken)],
     );
   }
 
