@@ -72,6 +72,9 @@ describe('admin console in a browser', { skip: missing }, () => {
     await page.getByRole('link', { name: 'Find a partner' }).click();
     await page.getByLabel('Site id or partner name').fill('Acme');
     await page.getByRole('button', { name: 'Search' }).click();
+    // Every site stays listed until the search's answer replaces the list: wait for that answer.
+    await page.waitForURL(/\?query=Acme$/);
+    await page.getByRole('link', { name: '1002' }).waitFor({ state: 'detached' });
     await page.getByRole('link', { name: '1001' }).waitFor();
     assert.equal(await page.getByRole('link', { name: '1002' }).count(), 0, 'Bravo Bikes does not match Acme');
     await page.getByRole('link', { name: '1001' }).click();
