@@ -1,4 +1,5 @@
 import { status as GrpcStatus, type handleUnaryCall, type sendUnaryData, type ServerErrorResponse } from '@grpc/grpc-js';
+import { denialMessage } from '../decision/error-catalogue.js';
 import type { CheckInput, Decision } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import type { Logger } from '../observe/logger.js';
@@ -103,8 +104,9 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     if (deps.shadowMode === true) {
       return { response: toShadowResponse(decision.denial, currentAllowedPolicy()), event: checkEvent(view, decision, secondsSince(started), true) };
     }
-    const response = deniedResponses.response(deniedResponseKey(decision.denial), () => encodeCheckResponse(toCheckResponse(decision)));
-    return { response, event: checkEvent(view, decision, secondsSince(started)) };
+    const message = denialMessage(decision.denial);
+    const response = deniedResponses.response(deniedResponseKey(decision.denial, message), () => encodeCheckResponse(toCheckResponse(decision)));
+    return { response, event: checkEvent(view, decision, secondsSince(started), false, message) };
   }
 
   function failed(error: unknown, requestId: string | undefined): Answer {

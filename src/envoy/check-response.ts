@@ -120,6 +120,6 @@ export function toCheckResponse(decision: Decision, allowed: AllowedResponsePoli
  * (the statuses follow from the id, the body from both, and a 106's challenge from the rule its message
  * names). The message quotes the key masked only, so the key holds no secret either.
  */
-export function deniedResponseKey(denial: Denial): string {
-  return `${denial.errorId} ${denialMessage(denial)}`;
+export function deniedResponseKey(denial: Denial, message = denialMessage(denial)): string {
+  return `${denial.errorId} ${message}`;
 }

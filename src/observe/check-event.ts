@@ -93,8 +93,9 @@ function bodyBytes(input: CheckInput): number | undefined {
 /**
  * The one place an event is made from a decision; everything an observer may see passes here. It
  * runs on every check, so it builds plain literals (an object spread costs microseconds here).
+ * `message` is the denial's message when the caller has made it already (a date in it costs as much).
  */
-export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number, shadow = false): CheckEvent {
+export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number, shadow = false, message?: string): CheckEvent {
   const requestId = clipForLog(request.requestId);
   const clientIp = clipForLog(request.input.clientAddress);
   const size = bodyBytes(request.input);
@@ -126,7 +127,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
     shadow,
     errorId: denial.errorId,
     rule: 'rule' in denial ? denial.rule : undefined,
-    errorMessage: denialMessage(denial),
+    errorMessage: message ?? denialMessage(denial),
     siteId: 'siteId' in denial ? denial.siteId : undefined,
     // 101 is "unknown or disabled": the id may be anything a client sent. A token's site is one we
     // registered, but it comes with 106 only for a revoked token, which is as good as known.

@@ -63,9 +63,16 @@ export interface DecisionLog {
 /** Windows of repeats counted at once: beyond, a denial is logged on its own line as if none were. */
 export const REPEAT_WINDOWS_MAX = 10_000;
 
-/** Denials that would read the same in the log, but for their request id and duration. */
+/** Errors whose message says more than the other fields of the event (a body rule's limit, a brownout's end, a token rule). */
+const MESSAGE_SAYS_MORE: ReadonlySet<number> = new Set([104, 105, 106, 107]);
+
+/**
+ * Denials that would read the same in the log, but for their request id and duration. The message is
+ * part of the key only where the other fields do not determine it: a long key costs every denial.
+ */
 function sameLineKey(event: DeniedCheckEvent): string {
-  return `${event.errorId}|${event.shadow}|${event.siteId}|${event.clientIp}|${event.maskedKey}|${event.clientId}|${event.keyId}|${event.rule}|${event.errorMessage}`;
+  const key = `${event.errorId}|${event.shadow}|${event.siteId}|${event.clientIp}|${event.maskedKey}|${event.clientId}|${event.keyId}|${event.rule}`;
+  return MESSAGE_SAYS_MORE.has(event.errorId) ? `${key}|${event.errorMessage}` : key;
 }
 
 interface RepeatWindow {

@@ -87,11 +87,14 @@ export class ServiceMetrics {
    */
   private readonly allowedUncounted: Readonly<Record<AuthMethod, Map<string, number>>> = { api_key: new Map(), token: new Map() };
   /**
-   * Denied checks the same way, by outcome (denied or shadow_denied), error id and site label (so at
-   * most 2 × 10 × (METRICS_SITE_LABELS_MAX + 1) entries): denials must cost no more than allows, or a
+   * Denied checks the same way, by outcome (denied or shadow_denied), error id, site label and method
+   * (so at most 2 × 10 × 3 × (METRICS_SITE_LABELS_MAX + 1) entries): denials must cost no more than allows, or a
    * stranger's wrong keys would be cheap to send and dear to answer.
    */
-  private readonly deniedUncounted = new Map<string, { readonly outcome: string; readonly errorId: string; readonly site: string; count: number }>();
+  private readonly deniedUncounted = new Map<
+    string,
+    { readonly outcome: string; readonly errorId: string; readonly site: string; readonly method: AuthMethod | undefined; count: number }
+  >();
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
   private readonly checkDuration: Histogram<'outcome'>;
   private readonly undecided: Counter<'reason'>;
@@ -347,11 +350,10 @@ export class ServiceMetrics {
     } else {
       // A shadow denial was let through: counted apart, so that "denied" keeps meaning refused.
       const outcome = event.shadow ? SHADOW_DENIED : 'denied';
-      const key = `${outcome} ${event.errorId} ${site}`;
+      const key = `${outcome} ${event.errorId} ${site} ${event.authMethod}`;
       const denied = this.deniedUncounted.get(key);
-      if (denied === undefined) this.deniedUncounted.set(key, { outcome, errorId: String(event.errorId), site, count: 1 });
+      if (denied === undefined) this.deniedUncounted.set(key, { outcome, errorId: String(event.errorId), site, method: event.authMethod, count: 1 });
       else denied.count += 1;
-      if (event.authMethod !== undefined) this.checksByMethod.inc({ method: event.authMethod, outcome });
       if (event.sunsetReason !== undefined && !event.shadow) this.sunsetRefusals.inc({ reason: event.sunsetReason });
       if (event.errorId === 106) this.tokenRefusals.inc({ reason: event.rule as TokenRule });
       else if (event.errorId === 107) this.tokenRefusals.inc({ reason: 'unregistered-client' });
@@ -372,7 +374,10 @@ export class ServiceMetrics {
       if (allowed > 0) this.checksByMethod.inc({ method, outcome: 'allowed' }, allowed);
       tally.clear();
     }
-    for (const { outcome, errorId, site, count } of this.deniedUncounted.values()) this.checks.inc({ outcome, error_id: errorId, site }, count);
+    for (const { outcome, errorId, site, method, count } of this.deniedUncounted.values()) {
+      this.checks.inc({ outcome, error_id: errorId, site }, count);
+      if (method !== undefined) this.checksByMethod.inc({ method, outcome }, count);
+    }
     this.deniedUncounted.clear();
   }
 

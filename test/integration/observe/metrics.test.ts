@@ -176,6 +176,17 @@ describe('service metrics', () => {
     assert.deepEqual(await denied(), { ...once, '{outcome="denied",error_id="102",site="1001"}': 2 });
   });
 
+  it('counts denied checks by method once each, a 108 under none (it named no method)', async () => {
+    const f = fixture();
+    const byMethod = async () => samples(await f.scrape(), 'sitekey_authz_checks_by_method_total');
+    f.check({ authorization: `1001:${WRONG_KEY}`, body: JSON.stringify({ siteid: 1001, apikey: WRONG_KEY }) });
+    f.check({ authorization: `1002:${WRONG_KEY}`, body: JSON.stringify({ siteid: 1002, apikey: WRONG_KEY }) });
+    f.check({ authorization: 'garbage' });
+    assert.equal((await byMethod()).get('{method="api_key",outcome="denied"}'), 2);
+    assert.equal((await byMethod()).get('{method="api_key",outcome="denied"}'), 2, 'a second scrape adds nothing');
+    assert.equal((await byMethod()).get('{method="token",outcome="denied"}'), 0);
+  });
+
   it('gives a site its own label only after an allowed check: a stranger naming existing sites with a wrong key takes none', async () => {
     const f = fixture({ siteLabelsMax: 2 });
     for (const site of SITES) {
