@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { maskApiKey } from '../src/decision/api-key.js';
 import pg from 'pg';
 import { runCli } from '../test/support/service.js';
 import type { BenchIssuer } from './bench-issuer.js';
@@ -21,6 +22,8 @@ export interface BenchCredentials {
   readonly siteId: string;
   readonly keyId: string;
   readonly tokenClient: string;
+  /** The masked key the 102 of the wrong-key request quotes. */
+  readonly maskedWrongKey: string;
   readonly requests: {
     readonly allow: BenchRequest;
     /** The allowed request with a Bearer token of the partner's client instead of its key. */
@@ -77,6 +80,7 @@ export async function seedBenchSites(databaseUrl: string, issuer: BenchIssuer): 
     siteId: PARTNER_SITE,
     keyId: partner.keyId,
     tokenClient: PARTNER_TOKEN_CLIENT,
+    maskedWrongKey: maskApiKey(stranger),
     requests: {
       allow: request('allow', 'allow', `${PARTNER_SITE}:${key}`, partnerBody(PARTNER_SITE, key)),
       allowToken: request('allow-token', 'allow', `Bearer ${token}`, tokenRequestBody()),

@@ -5,6 +5,7 @@ import { loadConfig } from '../src/config.js';
 import { toCheckResponse } from '../src/envoy/check-response.js';
 import { GRPC_LIMITS, grpcServerOptions } from '../src/envoy/grpc-server.js';
 import { AUTHORIZATION_SERVICE } from '../src/envoy/proto.js';
+import type { Decision } from '../src/decision/types.js';
 
 /**
  * The benchmark's floor: a Check server on the same gRPC stack as `serve` (grpc-js with the same
@@ -14,21 +15,28 @@ import { AUTHORIZATION_SERVICE } from '../src/envoy/proto.js';
  * (same policies from the same configuration), so both put the same bytes on the wire.
  *
  * Usage: node dist/bench/noop-server.js <site id> <key id>, or <site id> --token-client <client id> for
- * the answer to a token of that client; prints {"port":N} once listening on 127.0.0.1.
+ * the answer to a token of that client, or <site id> --wrong-key <masked key> for the 102 that a wrong
+ * key of that site gets; prints {"port":N} once listening on 127.0.0.1.
  */
+const USAGE = 'usage: noop-server.js <site id> <key id> | <site id> --token-client <client id> | <site id> --wrong-key <masked key>';
 const [siteId, second, third] = process.argv.slice(2);
-const tokenClient = second === '--token-client' ? third : undefined;
-if (!siteId || !second || (second === '--token-client' && !tokenClient)) {
-  console.error('usage: noop-server.js <site id> <key id> | <site id> --token-client <client id>');
+if (!siteId || !second || (second.startsWith('--') && !third)) {
+  console.error(USAGE);
   process.exit(2);
 }
+
+function decisionToAnswer(site: string, option: string, value: string | undefined): Decision {
+  if (option === '--token-client') return { outcome: 'allow', method: 'token', siteId: site, clientId: value! };
+  if (option === '--wrong-key') return { outcome: 'deny', denial: { errorId: 102, siteId: site, maskedKey: value! } };
+  if (option.startsWith('--')) {
+    console.error(`unknown option ${option}; ${USAGE}`);
+    process.exit(2);
+  }
+  return { outcome: 'allow', method: 'api_key', siteId: site, keyId: option };
+}
+
 const config = loadConfig(process.env);
-const response = toCheckResponse(
-  tokenClient === undefined
-    ? { outcome: 'allow', method: 'api_key', siteId, keyId: second }
-    : { outcome: 'allow', method: 'token', siteId, clientId: tokenClient },
-  checkPolicies(config).allowedResponse,
-);
+const response = toCheckResponse(decisionToAnswer(siteId, second, third), checkPolicies(config).allowedResponse);
 
 const server = new Server(grpcServerOptions(GRPC_LIMITS, config.maxBodyBytes));
 server.addService(AUTHORIZATION_SERVICE, {

@@ -1,5 +1,5 @@
 import { LARGE_BODY_BYTES } from './bench-sites.js';
-import { median, type LoadRun, type ServeBenchResults } from './serve-bench.js';
+import { median, type LoadRun, type Rounds, type ServeBenchResults } from './serve-bench.js';
 
 /** The performance targets, for the benchmark and never for a unit test. */
 export const TARGETS = Object.freeze({
@@ -54,19 +54,24 @@ function costRow(label: string, run: LoadRun, noop: LoadRun): string {
 
 /** The markdown of the serve-beside-no-op figures, for a dated section of bench/RESULTS.md. */
 export function serveBenchReport(results: ServeBenchResults): string[] {
-  const { settings, saturationRounds, tokenRounds, latency, openLoop, oneAtATime, denyMix, largeBody, workerRounds } = results;
+  const { settings, saturationRounds, tokenRounds, wrongKeyRounds, latency, openLoop, oneAtATime, denyMix, largeBody, workerRounds } = results;
   const serveRate = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
   const noopRate = median(saturationRounds.map((r) => r.noop.requestsPerSecond));
   const ratio = serveRate / noopRate;
   const tokenServeRate = median(tokenRounds.map((r) => r.serve.requestsPerSecond));
   const tokenNoopRate = median(tokenRounds.map((r) => r.noop.requestsPerSecond));
   const tokenRatio = tokenServeRate / tokenNoopRate;
+  const wrongKeyServeRate = median(wrongKeyRounds.map((r) => r.serve.requestsPerSecond));
+  const wrongKeyNoopRate = median(wrongKeyRounds.map((r) => r.noop.requestsPerSecond));
+  const wrongKeyRatio = wrongKeyServeRate / wrongKeyNoopRate;
+  const mixRatio = median(denyMix.rounds.map((r) => r.serve.requestsPerSecond)) / median(denyMix.rounds.map((r) => r.noop.requestsPerSecond));
   const serveRuns = [
     ...saturationRounds.map((r) => r.serve),
     ...tokenRounds.map((r) => r.serve),
+    ...wrongKeyRounds.map((r) => r.serve),
     latency.serve,
     oneAtATime.serve,
-    denyMix.serve,
+    ...denyMix.rounds.map((r) => r.serve),
     largeBody.serve,
     ...workerRounds.flatMap((round) => [...round.byCount.values()]),
   ];
@@ -77,7 +82,7 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
   const workersNoop = workerRounds.map((round) => round.noop);
   const workersImplemented = workerRuns('2').some((run) => run.processes > 1);
   const medianOf = (runs: readonly LoadRun[], pick: (run: LoadRun) => number) => median(runs.map(pick));
-  const medianRun = (pick: 'serve' | 'noop', of: ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }> = saturationRounds): LoadRun => {
+  const medianRun = (pick: 'serve' | 'noop', of: Rounds = saturationRounds): LoadRun => {
     const runs = of.map((r) => r[pick]);
     return {
       ...runs[0]!,
@@ -102,12 +107,15 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
   return [
     `**Headline: one \`serve\` process answers ${percent(ratio)} of the no-op's checks per second** ` +
       `(${integer(serveRate)} against ${integer(noopRate)} req/s, medians of ${saturationRounds.length} alternating rounds of ${settings.seconds} s); ` +
-      `**with a repeated Bearer token, ${percent(tokenRatio)}** (${integer(tokenServeRate)} against ${integer(tokenNoopRate)} req/s).`,
+      `**with a repeated Bearer token, ${percent(tokenRatio)}** (${integer(tokenServeRate)} against ${integer(tokenNoopRate)} req/s); ` +
+      `**refusing a wrong key (102), ${percent(wrongKeyRatio)}** (${integer(wrongKeyServeRate)} against ${integer(wrongKeyNoopRate)} req/s).`,
     '',
     '| target | measured | met |',
     '|---|---|---|',
     `| one process at ${percent(TARGETS.minShareOfNoop)} or more of the no-op | ${percent(ratio)} | ${yes(ratio >= TARGETS.minShareOfNoop)} |`,
     `| a repeated Bearer token: one process at ${percent(TARGETS.minShareOfNoop)} or more of the no-op answering a token's allow | ${percent(tokenRatio)} | ${yes(tokenRatio >= TARGETS.minShareOfNoop)} |`,
+    `| denials as cheap as allows: one process at ${percent(TARGETS.minShareOfNoop)} or more of the no-op answering a wrong key's 102 | ${percent(wrongKeyRatio)} | ${yes(wrongKeyRatio >= TARGETS.minShareOfNoop)} |`,
+    `| not the target's measure: the deny-heavy mix, where the no-op answers every request with the allow (fewer bytes than serve's denials) | ${percent(mixRatio)} | |`,
     `| p99 under ${millis(TARGETS.maxP99Micros)} ms at half of saturation (${integer(latency.ratePerSecond)} req/s) | ${millis(p99)} ms (the no-op: ${millis(latency.noop.latency!.p99Micros)} ms) | ${yes(p99 < TARGETS.maxP99Micros)} |`,
     `| not the target's measure: p99 of one check at a time | ${millis(oneAtATime.serve.latency!.p99Micros)} ms (the no-op: ${millis(oneAtATime.noop.latency!.p99Micros)} ms) | |`,
     `| not a target: CPU per check, no-op / serve (moved less than throughput by the machine's other load) | ` +
@@ -137,6 +145,17 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     ...tokenRounds.map((r, index) => `| ${index + 1} | ${integer(r.serve.requestsPerSecond)} | ${integer(r.noop.requestsPerSecond)} | ${percent(share(r.serve, r.noop))} |`),
     `| median | ${integer(tokenServeRate)} | ${integer(tokenNoopRate)} | **${percent(tokenRatio)}** |`,
     '',
+    `### A wrong key: \`h2load -c4 -m32 -D ${settings.seconds}\`, the partner's site with a key it does not have`,
+    '',
+    'Every request is refused with 102 (`API key *****… is invalid`). The floor is a third no-op',
+    '(`noop-server.js <site> --wrong-key <masked key>`) answering the same denied CheckResponse (its bytes compared below),',
+    'as the other floors answer the bytes `serve` sends.',
+    '',
+    '| round | serve req/s | 102 no-op req/s | serve / no-op |',
+    '|---|---|---|---|',
+    ...wrongKeyRounds.map((r, index) => `| ${index + 1} | ${integer(r.serve.requestsPerSecond)} | ${integer(r.noop.requestsPerSecond)} | ${percent(share(r.serve, r.noop))} |`),
+    `| median | ${integer(wrongKeyServeRate)} | ${integer(wrongKeyNoopRate)} | **${percent(wrongKeyRatio)}** |`,
+    '',
     '### Cost per check, and the mixes',
     '',
     'CPU: user + system time of the server\'s processes (`/proc/<pid>/stat`) over the run, per check h2load',
@@ -149,10 +168,11 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '|---|---|---|---|---|---|---|',
     costRow('allow-only (`-c4 -m32`)', medianRun('serve'), medianRun('noop')),
     costRow('a repeated token, allowed (`-c4 -m32`)', medianRun('serve', tokenRounds), medianRun('noop', tokenRounds)),
-    costRow(`deny-heavy: ${denyMix.files.join(', ')}, one h2load each (\`-c1 -m16\`)`, denyMix.serve, denyMix.noop),
+    costRow('a wrong key, 102 (`-c4 -m32`)', medianRun('serve', wrongKeyRounds), medianRun('noop', wrongKeyRounds)),
+    costRow(`deny-heavy: ${denyMix.files.join(', ')}, one h2load each (\`-c1 -m16\`); the no-op answers each with the allow`, medianRun('serve', denyMix.rounds), medianRun('noop', denyMix.rounds)),
     costRow(`${LARGE_BODY_BYTES / 1024} KiB bodies, allowed (\`-c4 -m32\`)`, largeBody.serve, largeBody.noop),
     '',
-    `In the deny-heavy mix \`serve\` counted, by verdict: ${[...denyMix.serve.counted!.byVerdict].map(([verdict, count]) => `${verdict}: ${integer(count)}`).join(', ')}.`,
+    `In the deny-heavy mix's first round \`serve\` counted, by verdict: ${[...denyMix.rounds[0]!.serve.counted!.byVerdict].map(([verdict, count]) => `${verdict}: ${integer(count)}`).join(', ')}.`,
     '',
     `### Latency at half of serve's saturation: ${integer(latency.ratePerSecond)} req/s (\`h2load -c4 -m32 --rps ${latency.ratePerSecond / 4}\`)`,
     '',

@@ -144,21 +144,27 @@ export async function measure(
   };
 }
 
+/** serve and its floor, measured round by round. */
+export type Rounds = ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
+
 export interface ServeBenchResults {
   readonly settings: BenchSettings;
   readonly databaseDescription: string;
   readonly statementSource: string;
   readonly sites: number;
   readonly verification: readonly string[];
-  readonly saturationRounds: ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
+  readonly saturationRounds: Rounds;
   /** Saturation with one Bearer token repeated, against the no-op answering that token's allow. */
-  readonly tokenRounds: ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
+  readonly tokenRounds: Rounds;
   readonly latency: { readonly ratePerSecond: number; readonly serve: LoadRun; readonly noop: LoadRun };
   /** The same rate from the open-loop generator (open-loop.ts): latency from each request's intended send time. */
   readonly openLoop: { readonly ratePerSecond: number; readonly serve: OpenLoopRun; readonly noop: OpenLoopRun };
   /** One check at a time on one connection: the round trip with nothing queued in front of it. */
   readonly oneAtATime: { readonly serve: LoadRun; readonly noop: LoadRun };
-  readonly denyMix: { readonly serve: LoadRun; readonly noop: LoadRun; readonly files: readonly string[] };
+  /** Saturation with the wrong-key request (102), against the no-op answering that same 102. */
+  readonly wrongKeyRounds: Rounds;
+  /** The allowed request beside one of each denial, against the no-op (which answers each with the allow). */
+  readonly denyMix: { readonly rounds: Rounds; readonly files: readonly string[] };
   readonly largeBody: { readonly serve: LoadRun; readonly noop: LoadRun };
   /** Saturation of serve with WORKERS=1 and =2 (by that value) and of the no-op, alternating rounds. */
   readonly workerRounds: ReadonlyArray<{ readonly byCount: ReadonlyMap<string, LoadRun>; readonly noop: LoadRun }>;
@@ -228,6 +234,27 @@ export async function warmUp(server: BenchServer, files: readonly RequestFile[],
   await Promise.all(files.map((file) => runH2load(h2loadArguments(server.grpcPort, file.path, shape))));
 }
 
+/** serve and its floor under the same load, `rounds` times, taking turns to go first so that a drift of the machine favours neither. */
+async function alternatingRounds(
+  serve: BenchServer,
+  floor: BenchServer,
+  files: readonly RequestFile[],
+  shape: LoadShape,
+  rounds: number,
+  database: BenchDatabase,
+  log: (line: string) => void,
+): Promise<Rounds> {
+  const measured: Array<Rounds[number]> = [];
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? [serve, floor] : [floor, serve];
+    const runs = new Map<BenchServer, LoadRun>();
+    for (const server of order) runs.set(server, await measure(server, files, shape, database));
+    measured.push({ serve: runs.get(serve)!, noop: runs.get(floor)! });
+    log(`  round ${round + 1}: serve ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, ${floor.name} ${runs.get(floor)!.requestsPerSecond.toFixed(0)} req/s`);
+  }
+  return measured;
+}
+
 /**
  * The service benchmark: a real `serve` (embedded PostgreSQL, BENCH_SITES sites, LOG_LEVEL=info) beside
  * the no-op Check server on the same gRPC stack, both under h2load, each in its own process.
@@ -254,6 +281,8 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     running.push(noop);
     const noopToken = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId, tokenClient: credentials.tokenClient });
     running.push(noopToken);
+    const noopWrongKey = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId, wrongKey: credentials.maskedWrongKey });
+    running.push(noopWrongKey);
 
     // Each request's exact bytes once through a real gRPC client: the verdict h2load cannot see.
     const verification: string[] = [];
@@ -270,6 +299,12 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       if (!ours.bytes.equals(floor.bytes)) throw new Error(`the token no-op's CheckResponse to ${request.name} differs from serve's: the comparison would not be like for like`);
       verification.push(`${request.name}: serve and the token no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
     }
+    {
+      const request = credentials.requests.denials.find((denial) => denial.name === 'deny-102')!;
+      const [ours, floor] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict('no-op (102)', noopWrongKey.grpcPort, request)];
+      if (!ours.bytes.equals(floor.bytes)) throw new Error(`the 102 no-op's CheckResponse to ${request.name} differs from serve's: the comparison would not be like for like`);
+      verification.push(`${request.name}: serve and the 102 no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
+    }
 
     const saturation: LoadShape = { ...SATURATION, seconds };
     const warm = (server: BenchServer, load: readonly RequestFile[], shape: LoadShape) => warmUp(server, load, { ...shape, seconds: warmSeconds });
@@ -277,32 +312,26 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     log(`saturation: ${rounds} rounds of ${seconds} s each, serve and no-op alternating`);
     await warm(serve, allow, saturation);
     await warm(noop, allow, saturation);
-    const saturationRounds: Array<{ serve: LoadRun; noop: LoadRun }> = [];
-    for (let round = 0; round < rounds; round++) {
-      // Alternate which goes first, so that a drift of the machine's load favours neither.
-      const order = round % 2 === 0 ? [serve, noop] : [noop, serve];
-      const runs = new Map<BenchServer, LoadRun>();
-      for (const server of order) runs.set(server, await measure(server, allow, saturation, database));
-      saturationRounds.push({ serve: runs.get(serve)!, noop: runs.get(noop)! });
-      log(`  round ${round + 1}: serve ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, no-op ${runs.get(noop)!.requestsPerSecond.toFixed(0)} req/s`);
-    }
+    const saturationRounds = await alternatingRounds(serve, noop, allow, saturation, rounds, database, log);
     remember(serve, allow, saturation);
 
     // The token was verified once above (its first sighting); from then on serve finds it by hash.
     log(`repeated token: ${rounds} rounds of ${seconds} s each, serve and the token no-op alternating`);
     await warm(serve, allowToken, saturation);
     await warm(noopToken, allowToken, saturation);
-    const tokenRounds: Array<{ serve: LoadRun; noop: LoadRun }> = [];
-    for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? [serve, noopToken] : [noopToken, serve];
-      const runs = new Map<BenchServer, LoadRun>();
-      for (const server of order) runs.set(server, await measure(server, allowToken, saturation, database));
-      tokenRounds.push({ serve: runs.get(serve)!, noop: runs.get(noopToken)! });
-      log(`  round ${round + 1}: serve ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, token no-op ${runs.get(noopToken)!.requestsPerSecond.toFixed(0)} req/s`);
-    }
+    const tokenRounds = await alternatingRounds(serve, noopToken, allowToken, saturation, rounds, database, log);
     remember(serve, allowToken, saturation);
     await noopToken.stop();
     running.splice(running.indexOf(noopToken), 1);
+
+    log(`wrong key (102): ${rounds} rounds of ${seconds} s each, serve and the 102 no-op alternating`);
+    const wrongKey = [file('deny-102')];
+    await warm(serve, wrongKey, saturation);
+    await warm(noopWrongKey, wrongKey, saturation);
+    const wrongKeyRounds = await alternatingRounds(serve, noopWrongKey, wrongKey, saturation, rounds, database, log);
+    remember(serve, wrongKey, saturation);
+    await noopWrongKey.stop();
+    running.splice(running.indexOf(noopWrongKey), 1);
 
     const serveSaturation = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
     const ratePerConnection = Math.max(1, Math.round(serveSaturation / 2 / SATURATION.connections));
@@ -326,9 +355,8 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const mix = [file('allow'), ...credentials.requests.denials.map((request) => file(request.name))];
     const mixShape: LoadShape = { ...MIX_PER_FILE, seconds };
     await warm(serve, mix, mixShape);
-    const denyServe = await measure(serve, mix, mixShape, database);
     await warm(noop, mix, mixShape);
-    const denyNoop = await measure(noop, mix, mixShape, database);
+    const denyMixRounds = await alternatingRounds(serve, noop, mix, mixShape, rounds, database, log);
     remember(serve, mix, mixShape);
 
     log(`${LARGE_BODY_BYTES / 1024} KiB bodies`);
@@ -374,7 +402,8 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       latency: { ratePerSecond: ratePerConnection * SATURATION.connections, serve: latencyServe, noop: latencyNoop },
       openLoop: { ratePerSecond: openRate, serve: openServe, noop: openNoop },
       oneAtATime: { serve: singleServe, noop: singleNoop },
-      denyMix: { serve: denyServe, noop: denyNoop, files: mix.map((f) => f.request.name) },
+      wrongKeyRounds,
+      denyMix: { rounds: denyMixRounds, files: mix.map((f) => f.request.name) },
       largeBody: { serve: largeServe, noop: largeNoop },
       workerRounds,
       commands: commands.map((command) => command.replaceAll(workDir, '$BENCH_DIR')),

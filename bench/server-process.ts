@@ -207,9 +207,12 @@ export async function startNoop(options: {
   readonly siteId: string;
   readonly keyId: string;
   readonly tokenClient?: string;
+  /** Answer the 102 of a wrong key masked so, instead of an allow. */
+  readonly wrongKey?: string;
   readonly nodeArguments?: readonly string[];
 }): Promise<BenchServer> {
-  const credential = options.tokenClient === undefined ? [options.keyId] : ['--token-client', options.tokenClient];
+  const credential =
+    options.wrongKey !== undefined ? ['--wrong-key', options.wrongKey] : options.tokenClient === undefined ? [options.keyId] : ['--token-client', options.tokenClient];
   const child = spawn(process.execPath, [...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
     env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir) },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -224,5 +227,6 @@ export async function startNoop(options: {
     child.once('exit', (code) => reject(new Error(`the no-op server exited with ${code}`)));
   });
   await firstProbe(options.workDir, child.pid!, child);
-  return benchServer(options.tokenClient === undefined ? 'no-op' : 'no-op (token)', child, port, undefined, options.workDir);
+  const name = options.wrongKey !== undefined ? 'no-op (102)' : options.tokenClient === undefined ? 'no-op' : 'no-op (token)';
+  return benchServer(name, child, port, undefined, options.workDir);
 }
