@@ -25,7 +25,8 @@ interface Usage {
 
 const HOUR_MS = 3_600_000;
 
-const groupKey = (hour: number, siteId: SiteId, method: AuthMethod): string => `${hour} ${siteId} ${method}`;
+/** What record() builds from the hour's text: the two must agree. */
+const groupKey = (hour: number, siteId: SiteId, method: AuthMethod): string => `${String(hour)} ${siteId} ${method}`;
 
 // One statement per flush. Counts add up across replicas; last_seen keeps the later time.
 const ADD_USAGE = `INSERT INTO auth_usage AS u (hour, site_id, method, count, last_seen)
@@ -42,6 +43,7 @@ const ADD_USAGE = `INSERT INTO auth_usage AS u (hour, site_id, method, count, la
 export class AuthUsageRecorder {
   private usage = new Map<string, Usage>();
   private dropped = 0;
+  private hour = { start: Number.NaN, text: '' };
   private readonly flusher: PeriodicFlush;
   private readonly failures: FlushFailureLog;
 
@@ -52,7 +54,9 @@ export class AuthUsageRecorder {
 
   record(siteId: SiteId, method: AuthMethod, at: number): void {
     const hour = at - (at % HOUR_MS);
-    const group = groupKey(hour, siteId, method);
+    // The hour as text once an hour rather than on every allowed check.
+    if (hour !== this.hour.start) this.hour = { start: hour, text: String(hour) };
+    const group = `${this.hour.text} ${siteId} ${method}`;
     const held = this.usage.get(group);
     if (held !== undefined) {
       held.count += 1;
