@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
 import type { AuthMethod, TokenRule } from '../decision/types.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { SiteLabels } from './site-labels.js';
+import { TalliedHistogram } from './tallied-histogram.js';
 
 export { OTHER_SITE } from './site-labels.js';
 
@@ -96,7 +97,7 @@ export class ServiceMetrics {
     { readonly outcome: string; readonly errorId: string; readonly site: string; readonly method: AuthMethod | undefined; count: number }
   >();
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
-  private readonly checkDuration: Histogram<'outcome'>;
+  private readonly checkDuration: TalliedHistogram;
   private readonly undecided: Counter<'reason'>;
   private readonly incompleteRequestsReset: Counter;
   private readonly syncs: Counter<'kind'>;
@@ -191,13 +192,13 @@ export class ServiceMetrics {
         this.set((typeof sunsetAt === 'function' ? sunsetAt() : sunsetAt) / 1000);
       },
     });
-    this.checkDuration = new Histogram({
-      name: 'sitekey_authz_check_duration_seconds',
-      help: 'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
-      labelNames: ['outcome'],
-      buckets: CHECK_DURATION_BUCKETS,
-      registers,
-    });
+    this.checkDuration = new TalliedHistogram(
+      'sitekey_authz_check_duration_seconds',
+      'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
+      'outcome',
+      CHECK_DURATION_BUCKETS,
+    );
+    for (const register of registers) register.registerMetric(this.checkDuration as unknown as Metric);
     this.undecided = new Counter({
       name: 'sitekey_authz_checks_undecided_total',
       help: 'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
@@ -358,7 +359,7 @@ export class ServiceMetrics {
       if (event.errorId === 106) this.tokenRefusals.inc({ reason: event.rule as TokenRule });
       else if (event.errorId === 107) this.tokenRefusals.inc({ reason: 'unregistered-client' });
     }
-    this.checkDuration.observe({ outcome: event.outcome === 'denied' && event.shadow ? SHADOW_DENIED : event.outcome }, event.durationSeconds);
+    this.checkDuration.observe(event.outcome === 'denied' && event.shadow ? SHADOW_DENIED : event.outcome, event.durationSeconds);
   }
 
   private addUncountedChecks(): void {
@@ -387,7 +388,7 @@ export class ServiceMetrics {
 
   observeUndecided(event: UndecidedCheckEvent): void {
     this.undecided.inc({ reason: event.reason });
-    this.checkDuration.observe({ outcome: event.reason }, event.durationSeconds);
+    this.checkDuration.observe(event.reason, event.durationSeconds);
   }
 
   onSync(outcome: SyncOutcome): void {
