@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { connect as http2Connect, constants as http2Constants, type ClientHttp2Session } from 'node:http2';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
@@ -304,7 +305,7 @@ describe('gRPC connection cap and the open-file limit', () => {
 });
 
 describe('operator HTTP port (/healthz, /readyz)', () => {
-  const limits = { headersTimeoutMs: 500, requestTimeoutMs: 1_000, connectionsCheckingIntervalMs: 100 };
+  const limits = { headersTimeoutMs: 500, connectionsCheckingIntervalMs: 100 };
 
   it('cuts off a slow-loris client that never finishes its headers', async () => {
     const endpoints = await httpEndpoints(limits);
@@ -330,9 +331,9 @@ describe('operator HTTP port (/healthz, /readyz)', () => {
     }
   });
 
-  it('at maxConnections, replaces the oldest connection that has no request in progress, so a probe is answered at once', { timeout: 10_000 }, async () => {
+  it('at maxConnections, replaces the oldest connection that has sent nothing once its grace is over, so a probe is answered at once', { timeout: 10_000 }, async () => {
     const maxConnections = 4;
-    const endpoints = await httpEndpoints({ ...limits, maxConnections });
+    const endpoints = await httpEndpoints({ ...limits, maxConnections, newConnectionGraceMs: 0 });
     const held = await Promise.all(Array.from({ length: maxConnections }, () => silentSocket(endpoints.port)));
     try {
       await sleep(50);
@@ -342,6 +343,67 @@ describe('operator HTTP port (/healthz, /readyz)', () => {
       assert.notEqual(await oldestClosed, undefined, 'the oldest idle connection was kept at the cap');
     } finally {
       for (const socket of held) socket.destroy();
+    }
+  });
+
+  it('at maxConnections, a burst of slow-loris connections does not close a probe whose request comes just after it connected', { timeout: 10_000 }, async () => {
+    const maxConnections = 4;
+    const endpoints = await httpEndpoints({ ...limits, headersTimeoutMs: 5_000, maxConnections, maxConnectionsWithNewcomers: 8 });
+    // The probe is accepted first, then the burst, and only then is its request read: as when a
+    // server busy with a flood of connections accepts many before it reads any of them.
+    const probe = await silentSocket(endpoints.port);
+    let answer = '';
+    probe.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    const loris = await Promise.all(Array.from({ length: 32 }, () => silentSocket(endpoints.port).catch(() => undefined)));
+    try {
+      for (const socket of loris) socket?.write('GET /metrics HTTP/1.1\r\nHost: loris\r\n');
+      probe.write('GET /healthz HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n');
+      const closed = await closedWithin(probe, 3_000);
+      assert.notEqual(closed, undefined, 'the probe was neither answered nor closed');
+      assert.match(answer, /^HTTP\/1\.1 200 /, `the probe was closed without its answer (got ${JSON.stringify(answer.slice(0, 40))})`);
+    } finally {
+      probe.destroy();
+      for (const socket of loris) socket?.destroy();
+    }
+  });
+
+  it('answers requests pipelined within the limit one after another, in order', async () => {
+    const endpoints = await httpEndpoints(limits);
+    const socket = await silentSocket(endpoints.port);
+    let answers = '';
+    socket.on('data', (chunk: Buffer) => (answers += chunk.toString('latin1')));
+    socket.write(['/healthz', '/readyz', '/nowhere'].map((path, i) => `GET ${path} HTTP/1.1\r\nHost: probe\r\n${i === 2 ? 'Connection: close\r\n' : ''}\r\n`).join(''));
+    try {
+      assert.notEqual(await closedWithin(socket, SLACK_MS), undefined, 'the connection was not closed after its last answer');
+      assert.deepEqual([...answers.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((match) => match[1]), ['200', '200', '404']);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  it('disconnects a connection that pipelines 2,000 requests before node:http parses more than the first, and answers a probe meanwhile', { timeout: 10_000 }, async () => {
+    const endpoints = await httpEndpoints({ ...limits, maxPipelinedRequests: 4 });
+    // node:http announces on this channel each request it has parsed, whatever becomes of it.
+    let parsed = 0;
+    const count = () => (parsed += 1);
+    diagnosticsChannel.subscribe('http.server.request.start', count);
+    const flood = await Promise.all(Array.from({ length: 8 }, () => silentSocket(endpoints.port)));
+    try {
+      let answered = 0;
+      const closing = flood.map((socket) => closedWithin(socket, SLACK_MS));
+      for (const socket of flood) {
+        socket.on('data', (chunk: Buffer) => (answered += chunk.length));
+        socket.write('GET /healthz HTTP/1.1\r\nHost: flood\r\n\r\n'.repeat(2_000));
+      }
+      const probe = await fetch(`http://127.0.0.1:${endpoints.port}/healthz`);
+      assert.equal(probe.status, 200);
+      const closed = await Promise.all(closing);
+      assert.equal(closed.filter((ms) => ms === undefined).length, 0, 'a connection pipelining 2,000 requests was kept');
+      assert.ok(parsed <= 1 + flood.length, `node:http parsed ${parsed} requests for 8 connections pipelining 2,000 each and one probe`);
+      assert.ok(answered < 8 * 4 * 200, `${answered} bytes answered to the flood`);
+    } finally {
+      diagnosticsChannel.unsubscribe('http.server.request.start', count);
+      for (const socket of flood) socket.destroy();
     }
   });
 });
