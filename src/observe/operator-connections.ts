@@ -38,14 +38,16 @@ export class GatedConnection extends Duplex {
   readonly openedAt = performance.now();
   /** Bytes received and not yet given to the parser. */
   private held: Buffer = Buffer.alloc(0);
-  /** Complete requests in `held`. */
+  /** Complete requests in `held`, counted up to `countedTo`. */
   private waiting = 0;
+  private countedTo = 0;
   /** A request given to the parser and not answered yet. */
   private inFlight = false;
   private answered = 0;
   /** When the request being received began: at the connection, or at its first byte after an answer; undefined while idle or answering. */
   private requestStartedAt: number | undefined = this.openedAt;
   private socketEnded = false;
+  private endPushed = false;
 
   constructor(
     readonly socket: Socket,
@@ -108,10 +110,11 @@ export class GatedConnection extends Duplex {
 
   private received(chunk: Buffer): void {
     if (this.destroyed) return;
-    const scanFrom = Math.max(0, this.held.length - 2);
     this.held = this.held.length === 0 ? chunk : Buffer.concat([this.held, chunk]);
     if (!this.inFlight && this.requestStartedAt === undefined) this.requestStartedAt = performance.now();
-    for (let end = headerBlockEnd(this.held, scanFrom); end !== -1; end = headerBlockEnd(this.held, end)) {
+    // From two bytes before the new ones (an empty line may straddle them), never into a block already counted.
+    for (let end = headerBlockEnd(this.held, this.countedTo); end !== -1; end = headerBlockEnd(this.held, end)) {
+      this.countedTo = end;
       this.waiting += 1;
       if (this.waiting + (this.inFlight ? 1 : 0) > this.limits.maxPipelinedRequests) {
         this.socket.destroy();
@@ -119,6 +122,7 @@ export class GatedConnection extends Duplex {
         return;
       }
     }
+    this.countedTo = Math.max(this.countedTo, this.held.length - 2);
     // What one connection may hold unparsed: its pipelined requests at their largest; beyond, TCP waits.
     if (this.held.length > this.limits.maxHeaderBytes * (this.limits.maxPipelinedRequests + 1)) this.socket.pause();
     this.pump();
@@ -137,12 +141,16 @@ export class GatedConnection extends Duplex {
     }
     // Headers too large for the parser (it answers 431), or all there will be (it answers 400 if incomplete).
     if (this.held.length > this.limits.maxHeaderBytes || this.socketEnded) this.feed(this.held.length);
-    if (this.socketEnded && this.held.length === 0) this.push(null);
+    if (this.socketEnded && this.held.length === 0 && !this.endPushed) {
+      this.endPushed = true;
+      this.push(null);
+    }
   }
 
   private feed(bytes: number): void {
     const request = this.held.subarray(0, bytes);
     this.held = this.held.subarray(bytes);
+    this.countedTo = Math.max(0, this.countedTo - bytes);
     if (this.socket.isPaused() && this.held.length <= this.limits.maxHeaderBytes * (this.limits.maxPipelinedRequests + 1)) this.socket.resume();
     if (request.length > 0) this.push(request);
   }
