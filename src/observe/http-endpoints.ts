@@ -34,8 +34,8 @@ export const HTTP_ENDPOINT_LIMITS = Object.freeze({
   connectionsCheckingIntervalMs: 1_000,
   /**
    * Connections at once. At the cap a new connection takes the place of another that has no complete
-   * request: first the oldest still sending one, then the oldest idle, then the oldest that sent nothing
-   * yet; so slow clients cannot keep out a probe, which sends its request at once.
+   * request: first the oldest still sending one, then the oldest idle, then the oldest that has sent
+   * nothing for `newConnectionGraceMs`; so slow clients cannot keep out a probe, which sends its request at once.
    */
   maxConnections: 32,
   /** A connection that has sent nothing yet is not replaced for this long: a probe's request may still be on its way. */
