@@ -1,6 +1,7 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { GatedConnection, OperatorConnections } from './operator-connections.js';
 
 export interface Readiness {
   /** True when checks can be decided; the detail goes into the /readyz body for operators. */
@@ -20,22 +21,31 @@ export interface MetricsExposition {
  * does on this port, it must not take the CPU or memory that checks need, nor the places that probes need.
  */
 export const HTTP_ENDPOINT_LIMITS = Object.freeze({
-  /** The request line and headers must have arrived by then, counted from the connection or the previous request (slow-loris). */
+  /**
+   * A request (request line and headers; we read no body) must have arrived by then, counted from the
+   * connection or from its first byte after the previous answer (slow-loris).
+   */
   headersTimeoutMs: 5_000,
-  /** The whole request, body included. */
-  requestTimeoutMs: 10_000,
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutMs: 5_000,
   /** A connection on which nothing moves, either way, this long is closed: a client that stops reading its answers holds them in memory. */
   socketTimeoutMs: 10_000,
-  /** How often node looks for requests past the two time-outs above. */
+  /** How often connections are looked at for requests past the headers time-out. */
   connectionsCheckingIntervalMs: 1_000,
   /**
-   * Connections at once. At the cap a new connection takes the place of the oldest one that has no
-   * request in progress (still sending its headers, or idle), so that slow clients cannot keep a probe out.
+   * Connections at once. At the cap a new connection takes the place of another that has no complete
+   * request: first the oldest still sending one, then the oldest idle, then the oldest that has sent
+   * nothing for `newConnectionGraceMs`; so slow clients cannot keep out a probe, which sends its request at once.
    */
   maxConnections: 32,
-  /** Requests one connection may have waiting for their answers; a client that pipelines more is disconnected. */
+  /** A connection that has sent nothing yet is not replaced for this long: a probe's request may still be on its way. */
+  newConnectionGraceMs: 250,
+  /** Connections at once while newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed at once. */
+  maxConnectionsWithNewcomers: 96,
+  /**
+   * Complete requests one connection may have waiting for their answers; a client that pipelines more
+   * is disconnected before any is parsed. Requests reach the parser one at a time (operator-connections.ts).
+   */
   maxPipelinedRequests: 4,
   /** /metrics answers being prepared or sent at once, over all connections; beyond, 503 at once. */
   maxScrapesInFlight: 8,
@@ -83,13 +93,6 @@ export function sharedScrape(render: () => Promise<string>, minIntervalMs: numbe
   };
 }
 
-/** What the server knows of one connection: when it came, and the requests it has not been answered yet. */
-interface ConnectionState {
-  readonly socket: Socket;
-  pending: number;
-  scrapes: number;
-}
-
 /**
  * Operator endpoints on METRICS_PORT: /healthz (the process is alive), /readyz (it can decide
  * checks: credentials loaded and fresh, not shutting down) and /metrics (Prometheus).
@@ -103,43 +106,29 @@ export async function startHttpEndpoints(options: {
   readonly limits?: Partial<HttpEndpointLimits>;
 }): Promise<HttpEndpoints> {
   const limits: HttpEndpointLimits = { ...HTTP_ENDPOINT_LIMITS, ...options.limits };
-  const serverOptions = {
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
-    connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
-    maxHeaderSize: limits.maxHeaderBytes,
-  };
   const scrape = options.metrics === undefined ? undefined : sharedScrape(() => options.metrics!.scrape(), limits.metricsMinIntervalMs);
-  // In the order they came: the first without a request in progress is the one a newcomer replaces.
-  const connections = new Map<Socket, ConnectionState>();
   let scrapesInFlight = 0;
 
-  const server: Server = createServer(serverOptions, (request, response) => {
-    const connection = connections.get(request.socket);
-    if (connection === undefined || request.socket.destroyed) return;
-    // Node answers pipelined requests in order, but hands them all to us as soon as they are read.
-    if (++connection.pending > limits.maxPipelinedRequests) {
-      request.socket.destroy();
-      return;
-    }
-    let answered = false;
-    let isScrape = false;
+  // The connection is told when its request has been answered, sent or not: then it gives the parser the next.
+  const whenAnswered = (request: IncomingMessage, response: ServerResponse, then = () => {}) =>
     response.once('close', () => {
-      if (answered) return;
-      answered = true;
-      connection.pending--;
-      if (isScrape) {
-        connection.scrapes--;
-        scrapesInFlight--;
-      }
+      then();
+      const connection: unknown = request.socket;
+      if (connection instanceof GatedConnection) connection.requestDone();
+    });
+
+  const answer = (request: IncomingMessage, response: ServerResponse) => {
+    let isScrape = false;
+    whenAnswered(request, response, () => {
+      if (isScrape) scrapesInFlight--;
     });
     const path = (request.url ?? '/').split('?')[0];
     const reply = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
       response.end(JSON.stringify(body));
     };
-    // RFC 9110 §15.5.6: a 405 names the methods that are allowed.
-    if (request.method !== 'GET' && request.method !== 'HEAD') return reply(405, { error: 'use GET' }, { allow: 'GET, HEAD' });
+    // RFC 9110 §15.5.6: a 405 names the methods that are allowed. Its body, if any, is never read: the connection ends.
+    if (request.method !== 'GET' && request.method !== 'HEAD') return reply(405, { error: 'use GET' }, { allow: 'GET, HEAD', connection: 'close' });
     if (path === '/healthz') return reply(200, { status: 'ok' });
     if (path === '/readyz') {
       const { ready, detail } = options.readiness();
@@ -148,7 +137,6 @@ export async function startHttpEndpoints(options: {
     if (path === '/metrics' && scrape !== undefined && options.metrics !== undefined) {
       if (scrapesInFlight >= limits.maxScrapesInFlight) return reply(503, { error: 'too many scrapes at once; try again in a second' }, { 'retry-after': '1' });
       isScrape = true;
-      connection.scrapes++;
       scrapesInFlight++;
       const { contentType } = options.metrics;
       scrape().then(
@@ -164,39 +152,34 @@ export async function startHttpEndpoints(options: {
       return;
     }
     return reply(404, { error: 'not found; try /healthz, /readyz or /metrics' });
-  });
+  };
 
-  server.on('connection', (socket: Socket) => {
-    const connection: ConnectionState = { socket, pending: 0, scrapes: 0 };
-    connections.set(socket, connection);
-    socket.once('close', () => {
-      connections.delete(socket);
-      // Answers still queued on a closed connection may never say 'close' themselves.
-      scrapesInFlight -= connection.scrapes;
-      connection.scrapes = 0;
-    });
-    if (connections.size <= limits.maxConnections) return;
-    let replaced: ConnectionState | undefined;
-    for (const candidate of connections.values()) {
-      if (candidate.pending === 0 && candidate !== connection) {
-        replaced = candidate;
-        break;
-      }
-    }
-    (replaced ?? connection).socket.destroy();
+  // node:http parses and answers; the TCP server in front hands it each connection gated, so that
+  // requests reach the parser one at a time and the cap chooses whom a newcomer replaces.
+  const server = createServer({ maxHeaderSize: limits.maxHeaderBytes }, answer);
+  // An expectation node does not meet itself (anything but 100-continue) is answered here, so its connection goes on.
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    whenAnswered(request, response);
+    response.writeHead(417, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    response.end(JSON.stringify({ error: 'send no Expect header' }));
+  });
+  const connections = new OperatorConnections(limits, limits.connectionsCheckingIntervalMs);
+  const listener = createTcpServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+    const connection = connections.admit(socket);
+    if (connection !== undefined) server.emit('connection', connection);
   });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.setTimeout(limits.socketTimeoutMs);
   await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.bindAddress, () => resolveListen());
+    listener.once('error', reject);
+    listener.listen(options.port, options.bindAddress, () => resolveListen());
   });
   return {
-    port: (server.address() as AddressInfo).port,
+    port: (listener.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolveClose) => {
-        server.closeAllConnections();
-        server.close(() => resolveClose());
+        connections.closeAll();
+        listener.close(() => resolveClose());
       }),
   };
 }

@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { connect as http2Connect, constants as http2Constants, type ClientHttp2Session } from 'node:http2';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
@@ -10,6 +11,7 @@ import { GRPC_LIMITS, grpcConnectionCap, openFileLimit, startGrpcServer, type Au
 import { startHttpEndpoints, type HttpEndpointLimits, type HttpEndpoints } from '../../src/observe/http-endpoints.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
+import { eventually } from '../support/eventually.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
 /**
@@ -304,7 +306,7 @@ describe('gRPC connection cap and the open-file limit', () => {
 });
 
 describe('operator HTTP port (/healthz, /readyz)', () => {
-  const limits = { headersTimeoutMs: 500, requestTimeoutMs: 1_000, connectionsCheckingIntervalMs: 100 };
+  const limits = { headersTimeoutMs: 500, connectionsCheckingIntervalMs: 100 };
 
   it('cuts off a slow-loris client that never finishes its headers', async () => {
     const endpoints = await httpEndpoints(limits);
@@ -330,9 +332,9 @@ describe('operator HTTP port (/healthz, /readyz)', () => {
     }
   });
 
-  it('at maxConnections, replaces the oldest connection that has no request in progress, so a probe is answered at once', { timeout: 10_000 }, async () => {
+  it('at maxConnections, replaces the oldest connection that has sent nothing once its grace is over, so a probe is answered at once', { timeout: 10_000 }, async () => {
     const maxConnections = 4;
-    const endpoints = await httpEndpoints({ ...limits, maxConnections });
+    const endpoints = await httpEndpoints({ ...limits, maxConnections, newConnectionGraceMs: 0 });
     const held = await Promise.all(Array.from({ length: maxConnections }, () => silentSocket(endpoints.port)));
     try {
       await sleep(50);
@@ -342,6 +344,70 @@ describe('operator HTTP port (/healthz, /readyz)', () => {
       assert.notEqual(await oldestClosed, undefined, 'the oldest idle connection was kept at the cap');
     } finally {
       for (const socket of held) socket.destroy();
+    }
+  });
+
+  it('at maxConnections, a burst of connections does not close a probe whose request comes just after it connected', { timeout: 10_000 }, async () => {
+    const [maxConnections, maxConnectionsWithNewcomers, burst] = [4, 8, 32];
+    const endpoints = await httpEndpoints({ ...limits, headersTimeoutMs: 5_000, maxConnections, maxConnectionsWithNewcomers });
+    // The probe is accepted first, then the burst, and only then is its request read: as when a
+    // server busy with a flood of connections accepts many before it reads any of them.
+    const probe = await silentSocket(endpoints.port);
+    let answer = '';
+    probe.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    const probeClosed = closedWithin(probe, 8_000);
+    const others = await Promise.all(Array.from({ length: burst }, () => silentSocket(endpoints.port)));
+    let othersClosed = 0;
+    for (const socket of others) socket.on('close', () => (othersClosed += 1));
+    try {
+      // Every connection of the burst has been accepted once the cap has closed those beyond it.
+      await eventually('the burst closed beyond the cap', async () => othersClosed, (closed) => closed >= burst + 1 - maxConnectionsWithNewcomers, 5_000);
+      probe.write('GET /healthz HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n');
+      assert.notEqual(await probeClosed, undefined, 'the probe was neither answered nor closed');
+      assert.match(answer, /^HTTP\/1\.1 200 /, `the probe was closed without its answer (got ${JSON.stringify(answer.slice(0, 40))})`);
+    } finally {
+      probe.destroy();
+      for (const socket of others) socket.destroy();
+    }
+  });
+
+  it('answers requests pipelined within the limit one after another, in order', async () => {
+    const endpoints = await httpEndpoints(limits);
+    const socket = await silentSocket(endpoints.port);
+    let answers = '';
+    socket.on('data', (chunk: Buffer) => (answers += chunk.toString('latin1')));
+    socket.write(['/healthz', '/readyz', '/nowhere'].map((path, i) => `GET ${path} HTTP/1.1\r\nHost: probe\r\n${i === 2 ? 'Connection: close\r\n' : ''}\r\n`).join(''));
+    try {
+      assert.notEqual(await closedWithin(socket, SLACK_MS), undefined, 'the connection was not closed after its last answer');
+      assert.deepEqual([...answers.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((match) => match[1]), ['200', '200', '404']);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  it('disconnects a connection that pipelines 2,000 requests before node:http parses more than the first, and answers a probe meanwhile', { timeout: 10_000 }, async () => {
+    const endpoints = await httpEndpoints({ ...limits, maxPipelinedRequests: 4 });
+    // node:http announces on this channel each request it has parsed, whatever becomes of it.
+    let parsed = 0;
+    const count = () => (parsed += 1);
+    diagnosticsChannel.subscribe('http.server.request.start', count);
+    const flood = await Promise.all(Array.from({ length: 8 }, () => silentSocket(endpoints.port)));
+    try {
+      let answered = 0;
+      const closing = flood.map((socket) => closedWithin(socket, SLACK_MS));
+      for (const socket of flood) {
+        socket.on('data', (chunk: Buffer) => (answered += chunk.length));
+        socket.write('GET /healthz HTTP/1.1\r\nHost: flood\r\n\r\n'.repeat(2_000));
+      }
+      const probe = await fetch(`http://127.0.0.1:${endpoints.port}/healthz`);
+      assert.equal(probe.status, 200);
+      const closed = await Promise.all(closing);
+      assert.equal(closed.filter((ms) => ms === undefined).length, 0, 'a connection pipelining 2,000 requests was kept');
+      assert.ok(parsed <= 1 + flood.length, `node:http parsed ${parsed} requests for 8 connections pipelining 2,000 each and one probe`);
+      assert.ok(answered < 8 * 4 * 200, `${answered} bytes answered to the flood`);
+    } finally {
+      diagnosticsChannel.unsubscribe('http.server.request.start', count);
+      for (const socket of flood) socket.destroy();
     }
   });
 });

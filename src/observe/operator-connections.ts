@@ -1,0 +1,237 @@
+import { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+
+/** What the operator port's connections are held to (the relevant part of HTTP_ENDPOINT_LIMITS). */
+export interface ConnectionLimits {
+  readonly headersTimeoutMs: number;
+  readonly maxConnections: number;
+  readonly maxConnectionsWithNewcomers: number;
+  readonly newConnectionGraceMs: number;
+  readonly maxPipelinedRequests: number;
+  readonly maxHeaderBytes: number;
+}
+
+/** Node's own answer when a request's headers come too late, sent before the connection is closed. */
+const REQUEST_TIMEOUT = Buffer.from('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n', 'ascii');
+
+/**
+ * The end of the first header block in `bytes` at or after `from` (just past its empty line), or -1.
+ * A header block ends with an empty line; llhttp also takes a bare LF as a line end, so both count.
+ */
+function headerBlockEnd(bytes: Buffer, from = 0): number {
+  for (let lf = bytes.indexOf(10, from); lf !== -1 && lf + 1 < bytes.length; lf = bytes.indexOf(10, lf + 1)) {
+    if (bytes[lf + 1] === 10) return lf + 2;
+    if (bytes[lf + 1] === 13 && lf + 2 < bytes.length && bytes[lf + 2] === 10) return lf + 3;
+  }
+  return -1;
+}
+
+/**
+ * One TCP connection of the operator port as node:http sees it (node:http takes any Duplex as a
+ * connection): bytes reach node's parser one request at a time, the next only once the previous one
+ * has been answered. Node's parser otherwise parses every request that has arrived on a socket at
+ * once, and a client that pipelines thousands of them makes it build and abort thousands of requests
+ * before another connection is served. Here a client with more than `maxPipelinedRequests` complete
+ * requests waiting is disconnected before any of them is parsed.
+ */
+export class GatedConnection extends Duplex {
+  readonly openedAt = performance.now();
+  /** Bytes received and not yet given to the parser. */
+  private held: Buffer = Buffer.alloc(0);
+  /** Complete requests in `held`, counted up to `countedTo`. */
+  private waiting = 0;
+  private countedTo = 0;
+  /** A request given to the parser and not answered yet. */
+  private inFlight = false;
+  private answered = 0;
+  /** When the request being received began: at the connection, or at its first byte after an answer; undefined while idle or answering. */
+  private requestStartedAt: number | undefined = this.openedAt;
+  private socketEnded = false;
+  private endPushed = false;
+
+  constructor(
+    readonly socket: Socket,
+    private readonly limits: ConnectionLimits,
+  ) {
+    super({ allowHalfOpen: true });
+    socket.on('data', (chunk: Buffer) => this.received(chunk));
+    socket.on('end', () => {
+      this.socketEnded = true;
+      this.pump();
+    });
+    socket.on('timeout', () => this.emit('timeout'));
+    socket.on('error', () => this.destroy());
+    socket.on('close', () => this.destroy());
+  }
+
+  /** Called by the server once the request in flight has been answered (or abandoned). */
+  requestDone(): void {
+    if (!this.inFlight) return;
+    this.inFlight = false;
+    this.answered += 1;
+    this.requestStartedAt = this.held.length > 0 ? performance.now() : undefined;
+    this.pump();
+  }
+
+  /**
+   * Which connection a newcomer may replace at the cap, lower first: one sending a request slower than
+   * a probe does (bytes, but no complete request), an idle keep-alive one, one that has sent nothing
+   * for `newConnectionGraceMs`. Never one with a complete request, nor one whose request may still be
+   * on its way: a probe that sends its request at once is answered.
+   */
+  evictionRank(now: number): number | undefined {
+    if (this.inFlight || this.waiting > 0) return undefined;
+    if (this.held.length > 0 || (this.requestStartedAt !== undefined && this.answered > 0)) return 0;
+    if (this.answered > 0) return 1;
+    return now - this.openedAt >= this.limits.newConnectionGraceMs ? 2 : undefined;
+  }
+
+  /** True when a request has been coming for longer than the headers time-out allows. */
+  isLate(now: number): boolean {
+    return !this.inFlight && this.waiting === 0 && this.requestStartedAt !== undefined && now - this.requestStartedAt > this.limits.headersTimeoutMs;
+  }
+
+  /** 408 to a client that sent part of a request, then the connection is closed; one that sent nothing is closed. */
+  timeOut(): void {
+    this.requestStartedAt = undefined;
+    if (this.held.length > 0) this.socket.end(REQUEST_TIMEOUT);
+    this.socket.destroySoon();
+  }
+
+  /** node:http sets its keep-alive and no-progress time-outs through these, as on a socket. */
+  setTimeout(ms: number): this {
+    this.socket.setTimeout(ms);
+    return this;
+  }
+
+  destroySoon(): void {
+    this.socket.destroySoon();
+  }
+
+  private received(chunk: Buffer): void {
+    if (this.destroyed) return;
+    this.held = this.held.length === 0 ? chunk : Buffer.concat([this.held, chunk]);
+    if (!this.inFlight && this.requestStartedAt === undefined) this.requestStartedAt = performance.now();
+    // From two bytes before the new ones (an empty line may straddle them), never into a block already counted.
+    for (let end = headerBlockEnd(this.held, this.countedTo); end !== -1; end = headerBlockEnd(this.held, end)) {
+      this.countedTo = end;
+      this.waiting += 1;
+      if (this.waiting + (this.inFlight ? 1 : 0) > this.limits.maxPipelinedRequests) {
+        this.socket.destroy();
+        this.destroy();
+        return;
+      }
+    }
+    this.countedTo = Math.max(this.countedTo, this.held.length - 2);
+    // What one connection may hold unparsed: its pipelined requests at their largest; beyond, TCP waits.
+    if (this.held.length > this.limits.maxHeaderBytes * (this.limits.maxPipelinedRequests + 1)) this.socket.pause();
+    this.pump();
+  }
+
+  /** Gives the parser the next request, if none is in flight; or what is held, when it can never become a request. */
+  private pump(): void {
+    if (this.inFlight || this.destroyed) return;
+    const end = headerBlockEnd(this.held);
+    if (end !== -1) {
+      this.inFlight = true;
+      this.waiting -= 1;
+      this.requestStartedAt = undefined;
+      this.feed(end);
+      return;
+    }
+    // Headers too large for the parser (it answers 431), or all there will be (it answers 400 if incomplete).
+    if (this.held.length > this.limits.maxHeaderBytes || this.socketEnded) this.feed(this.held.length);
+    if (this.socketEnded && this.held.length === 0 && !this.endPushed) {
+      this.endPushed = true;
+      this.push(null);
+    }
+  }
+
+  private feed(bytes: number): void {
+    const request = this.held.subarray(0, bytes);
+    this.held = this.held.subarray(bytes);
+    this.countedTo = Math.max(0, this.countedTo - bytes);
+    if (this.socket.isPaused() && this.held.length <= this.limits.maxHeaderBytes * (this.limits.maxPipelinedRequests + 1)) this.socket.resume();
+    if (request.length > 0) this.push(request);
+  }
+
+  override _read(): void {}
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.socket.write(chunk, callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.socket.end(callback);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.socket.destroy();
+    callback(error);
+  }
+}
+
+/**
+ * The operator port's connections, in the order they came: the cap, with the choice of which one a
+ * newcomer replaces, and the headers time-out (node:http's own applies only to sockets it accepted itself).
+ */
+export class OperatorConnections {
+  private readonly open = new Set<GatedConnection>();
+  private readonly sweep: NodeJS.Timeout;
+
+  constructor(
+    private readonly limits: ConnectionLimits,
+    checkingIntervalMs: number,
+  ) {
+    this.sweep = setInterval(() => this.timeOutLate(), checkingIntervalMs).unref();
+  }
+
+  /**
+   * A new connection, or undefined when it is closed at once. At `maxConnections` it replaces another
+   * (see evictionRank); when none may be replaced, newcomers still get a place up to
+   * `maxConnectionsWithNewcomers`, so that a burst of connections does not close a probe before its
+   * request could be read; beyond, the newcomer is closed.
+   */
+  admit(socket: Socket): GatedConnection | undefined {
+    if (this.open.size >= this.limits.maxConnections) {
+      const replaced = this.replaceable();
+      if (replaced !== undefined) {
+        replaced.destroy();
+        this.open.delete(replaced);
+      } else if (this.open.size >= this.limits.maxConnectionsWithNewcomers) {
+        socket.destroy();
+        return undefined;
+      }
+    }
+    const connection = new GatedConnection(socket, this.limits);
+    this.open.add(connection);
+    connection.once('close', () => this.open.delete(connection));
+    return connection;
+  }
+
+  closeAll(): void {
+    clearInterval(this.sweep);
+    for (const connection of this.open) connection.destroy();
+    this.open.clear();
+  }
+
+  private replaceable(): GatedConnection | undefined {
+    let chosen: GatedConnection | undefined;
+    let chosenRank = Number.POSITIVE_INFINITY;
+    const now = performance.now();
+    for (const connection of this.open) {
+      const rank = connection.evictionRank(now);
+      if (rank !== undefined && rank < chosenRank) {
+        chosen = connection;
+        chosenRank = rank;
+        if (rank === 0) break;
+      }
+    }
+    return chosen;
+  }
+
+  private timeOutLate(): void {
+    const now = performance.now();
+    for (const connection of this.open) if (connection.isLate(now)) connection.timeOut();
+  }
+}
