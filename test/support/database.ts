@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { MIGRATIONS_DIR } from '../../src/paths.js';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { migrate } from '../../src/store/migrate.js';
 
@@ -26,6 +27,21 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** How long drop() lets the test's closed connections leave before it forces the rest off. */
+const CONNECTIONS_LEAVE_WITHIN_MS = 5_000;
+
+/**
+ * Waits until no session is left on the database, or CONNECTIONS_LEAVE_WITHIN_MS. pg-pool's end()
+ * resolves before its connections have closed: forced off by DROP … WITH (FORCE), one of them raises
+ * "terminating connection due to administrator command" in the test's process after its tests ended.
+ */
+async function connectionsGone(client: pg.Client, database: string): Promise<void> {
+  for (const deadline = Date.now() + CONNECTIONS_LEAVE_WITHIN_MS; Date.now() < deadline; await sleep(20)) {
+    const { rows } = await client.query<{ sessions: number }>('SELECT count(*)::int AS sessions FROM pg_stat_activity WHERE datname = $1', [database]);
+    if (rows[0]?.sessions === 0) return;
+  }
+}
+
 /** A new, migrated database on the test server. */
 export async function freshDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const serverUrl = testServerUrl();
@@ -46,6 +62,7 @@ export async function freshDatabase(options: { migrated?: boolean } = {}): Promi
       const client = new pg.Client({ connectionString: serverUrl });
       await client.connect();
       try {
+        await connectionsGone(client, name);
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await client.end();
