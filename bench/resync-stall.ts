@@ -1,11 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openBenchDatabase } from './bench-database.js';
 import { decodeCheckResponse, encodeCheckRequest, grpcFrame, partnerBody } from './check-requests.js';
+import type { ProbeReport } from './heap-probe.js';
 import { ensureH2load, h2loadArguments, latencyFromLog, runH2load } from './h2load.js';
 import { seedPartnerAmongFillers } from './filler-sites.js';
 import { podLimits } from '../test/deploy/pod-limits.js';
@@ -51,6 +52,15 @@ function countOver(logFile: string, micros: number): number {
 
 const ms = (micros: number) => (micros / 1000).toFixed(2);
 
+/** What serve allocated and collected during the run, and its longest collection: whether a slow check was a GC pause. */
+function gcSummary(before: ProbeReport, after: ProbeReport): string {
+  const allocatedMiB = (after.allocatedBytes - before.allocatedBytes) / 2 ** 20;
+  return (
+    `serve allocated ${allocatedMiB.toFixed(0)} MiB, ${after.collections - before.collections} collections, ${ms(after.gcMicros - before.gcMicros)} ms in GC, ` +
+    `longest ${ms(after.longestGcMicros)} ms (${after.longestGcType || 'none'})`
+  );
+}
+
 /**
  * Issue 20's scale row: `serve` with 100,000 sites resyncing every REFRESH_SECONDS while 1,000 sites
  * change every 5 s, and one check at a time for RESYNC_SECONDS (20) on one connection: median,
@@ -59,6 +69,10 @@ const ms = (micros: number) => (micros / 1000).toFixed(2);
  * delay beside them tells what of a slow check was serve's and what the machine's.
  */
 const seconds = positiveIntegerSetting('RESYNC_SECONDS', 20, 'seconds');
+/** Node options after the pod's, to look inside serve (`--trace-gc`, `--cpu-prof --cpu-prof-dir=…`) or to try other heap bounds. */
+const extraNodeArguments = (process.env.RESYNC_NODE_ARGS ?? '').split(' ').filter((option) => option !== '');
+/** Where to keep serve's log (what --trace-gc prints goes there), which the run's directory otherwise takes with it. */
+const keepLogAs = process.env.RESYNC_SERVE_LOG || undefined;
 ensureH2load();
 const workDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-resync-'));
 const database = await openBenchDatabase(process.env.DATABASE_URL || undefined);
@@ -70,7 +84,7 @@ try {
   console.log(`seeded ${(SITES + 1).toLocaleString('en')} sites in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 
   // As in its pod: the Deployment's NODE_OPTIONS (V8's heap bound).
-  const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, nodeArguments: podLimits().nodeOptions, env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
+  const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, nodeArguments: [...podLimits().nodeOptions, ...extraNodeArguments], env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
   const client = new grpc.Client(`127.0.0.1:${serve.grpcPort}`, grpc.credentials.createInsecure());
   const message = encodeCheckRequest({ authorization: `${PARTNER_SITE}:${key}`, body: partnerBody(PARTNER_SITE, key) });
   const call = () =>
@@ -96,10 +110,12 @@ try {
     }, CHANGE_EVERY_MS);
     // prom-client's event-loop gauges cover the time since the last scrape: this one starts the window.
     const before = await serveState(serve.metricsUrl);
+    const [probeBefore] = await serve.probe();
     // h2load (C, no garbage collector) sends the checks, so that a pause of the client is not counted as serve's.
     const logFile = join(workDir, 'resync-checks.log');
     await runH2load(h2loadArguments(serve.grpcPort, requestFile, { connections: 1, streams: 1, seconds, logFile }));
     const loop = await serveState(serve.metricsUrl);
+    const [probeAfter] = await serve.probe();
     clearInterval(changer);
     await changing;
     const checks = latencyFromLog(logFile);
@@ -112,11 +128,13 @@ try {
         `through ${fullSyncs} full resyncs and ${siteSyncs} reloads of changed sites: ` +
         `${checks.requests} checks, median ${ms(checks.p50Micros)} ms, p99 ${ms(checks.p99Micros)} ms, ` +
         `p99.9 ${ms(checks.p999Micros)} ms, slowest ${ms(checks.maxMicros)} ms (goal < ${SLOWEST_GOAL_MS} ms: ${over === 0 ? 'met' : `${over} over`}); ` +
-        `RSS ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB; serve's event loop held up at most ${loop.longestMs.toFixed(1)} ms (p99 ${loop.p99Ms.toFixed(1)} ms)`,
+        `RSS ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB; serve's event loop held up at most ${loop.longestMs.toFixed(1)} ms (p99 ${loop.p99Ms.toFixed(1)} ms)` +
+        (probeBefore && probeAfter ? `; ${gcSummary(probeBefore, probeAfter)}` : ''),
     );
   } finally {
     client.close();
     await serve.stop();
+    if (keepLogAs !== undefined) copyFileSync(join(workDir, 'serve-resync.log'), keepLogAs);
   }
 } finally {
   await pool.end();
