@@ -5,7 +5,7 @@ import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadBrownouts, loadSites, resyncSites, SiteDigests, type UnusableRow } from './snapshot-loader.js';
+import { loadBrownouts, reloadSites, resyncSites, SiteDigests, type UnusableRow } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
 
@@ -42,6 +42,8 @@ export interface CacheStatus {
 export interface SyncEvent {
   readonly kind: 'full' | 'sites';
   readonly sites: number;
+  /** Sites whose rows this sync read and built again: a resync that found nothing changed read none. */
+  readonly sitesRead: number;
   readonly durationSeconds: number;
 }
 
@@ -87,8 +89,9 @@ export function databaseTimeoutMs(maxStalenessSeconds: number): number {
 export class CredentialCache {
   private readonly table = new SiteTable();
   /**
-   * Each site's digest as the last full resync read it: the next one reads again only the sites whose
-   * digest changed. A site reloaded on its own since has none, so that the next resync reads it too.
+   * Each site's digest as the last full resync, or the site's own reload since, read it: the next
+   * resync reads again only the sites whose digest changed. A site whose digest is not known for the
+   * rows the table holds has none, so that the next resync reads it too.
    */
   private readonly digests = new SiteDigests();
   /** Sites reloaded on their own while a full resync ran: its digests of them may be older than what the table holds. */
@@ -300,7 +303,7 @@ export class CredentialCache {
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();
-      this.synced({ kind: 'full', sites: this.table.size, durationSeconds: (performance.now() - order) / 1000 });
+      this.synced({ kind: 'full', sites: this.table.size, sitesRead: resync.changed.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       // Not owed at once: the tick tries again, while the snapshot ages.
       this.failed({ kind: 'full', error });
@@ -321,13 +324,16 @@ export class CredentialCache {
   private async reloadSites(siteIds: SiteId[]): Promise<void> {
     const order = performance.now();
     try {
-      const loaded = await loadSites(this.options.pool, siteIds, this.onUnusableRow);
-      this.table.replaceSites(siteIds, loaded, order);
+      const reloaded = await reloadSites(this.options.pool, siteIds, this.onUnusableRow);
+      const replaced = new Set(this.table.replaceSites(siteIds, reloaded.sites, order));
       for (const siteId of siteIds) {
-        this.digests.forget(siteId);
+        // The digest goes with the rows it was read with, and only where those rows are what the table holds.
+        const digest = replaced.has(siteId) && reloaded.sites.has(siteId) ? reloaded.digests.get(siteId) : undefined;
+        if (digest === undefined) this.digests.forget(siteId);
+        else this.digests.remember(siteId, digest);
         this.reloadedDuringResync.add(siteId);
       }
-      this.synced({ kind: 'sites', sites: siteIds.length, durationSeconds: (performance.now() - order) / 1000 });
+      this.synced({ kind: 'sites', sites: siteIds.length, sitesRead: reloaded.sites.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       for (const siteId of siteIds) this.pendingSites.add(siteId);
       this.siteReloadRetryAt = Date.now() + RELOAD_RETRY_MS;
