@@ -5,7 +5,7 @@ import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadBrownouts, reloadSites, resyncSites, SiteDigests, type UnusableRow } from './snapshot-loader.js';
+import { loadBrownouts, reloadSites, resyncSites, SiteDigests, type SiteDigest, type UnusableRow } from './snapshot-loader.js';
 import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
 
@@ -94,8 +94,12 @@ export class CredentialCache {
    * rows the table holds has none, so that the next resync reads it too.
    */
   private readonly digests = new SiteDigests();
-  /** Sites reloaded on their own while a full resync ran: its digests of them may be older than what the table holds. */
-  private readonly reloadedDuringResync = new Set<SiteId>();
+  /**
+   * Sites reloaded on their own while a full resync ran, with the digest read beside the rows (none:
+   * the site is gone, could not be used, or the table kept a newer read): where the table still holds
+   * those rows after the resync, their digest is the one to keep, not the resync's.
+   */
+  private readonly reloadedDuringResync = new Map<SiteId, SiteDigest | undefined>();
   private readonly session: ListenSession;
   private loaded = false;
   private lastFullLoadStartedAt: number | undefined;
@@ -299,7 +303,14 @@ export class CredentialCache {
       ]);
       const notSeen = this.table.applyResync(resync.changed, resync.removed, brownouts, order, sunsetPolicy);
       this.digests.update(resync);
-      for (const siteId of [...notSeen, ...this.reloadedDuringResync]) this.digests.forget(siteId);
+      const keptReload = new Set(notSeen);
+      const replacedByResync = new Set([...resync.changed.keys(), ...resync.removed]);
+      for (const [siteId, digest] of this.reloadedDuringResync) {
+        if (replacedByResync.has(siteId) && !keptReload.has(siteId)) continue;
+        if (digest === undefined) this.digests.forget(siteId);
+        else this.digests.remember(siteId, digest);
+      }
+      for (const siteId of notSeen) if (!this.reloadedDuringResync.has(siteId)) this.digests.forget(siteId);
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();
@@ -331,7 +342,7 @@ export class CredentialCache {
         const digest = replaced.has(siteId) && reloaded.sites.has(siteId) ? reloaded.digests.get(siteId) : undefined;
         if (digest === undefined) this.digests.forget(siteId);
         else this.digests.remember(siteId, digest);
-        this.reloadedDuringResync.add(siteId);
+        this.reloadedDuringResync.set(siteId, digest);
       }
       this.synced({ kind: 'sites', sites: siteIds.length, sitesRead: reloaded.sites.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {

@@ -219,7 +219,11 @@ const siteDigests = (filter: SiteFilter) => `SELECT id::text AS id, bucket::text
 const BUCKET_SITE_DIGESTS = siteDigests(inBuckets);
 const namedSites: SiteFilter = (column) => `${column} = ANY($1::bigint[])`;
 
-type SiteDigest = { readonly digest: string; readonly bucket: string };
+/** A site's digest, and its bucket. */
+export interface SiteDigest {
+  readonly digest: string;
+  readonly bucket: string;
+}
 
 /** The bucket of a site id (decimal digits, up to 2^63 - 1): as PostgreSQL's `id / BUCKET_SPAN` spells it. */
 function bucketOf(siteId: SiteId): string {

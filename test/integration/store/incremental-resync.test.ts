@@ -25,15 +25,15 @@ describe('incremental resync', () => {
   const caches: CredentialCache[] = [];
 
   /** A started cache, and every sync it reports from its first load on. */
-  async function startedCache(refreshSeconds: number): Promise<{ cache: CredentialCache; syncs: SyncEvent[] }> {
-    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  async function startedCache<P extends pg.Pool>(refreshSeconds: number, PoolClass: new (config: pg.PoolConfig) => P): Promise<{ cache: CredentialCache; syncs: SyncEvent[]; pool: P }> {
+    const pool = new PoolClass({ connectionString: database.url, max: 2 });
     pools.push(pool);
     const cache = new CredentialCache({ pool, listenUrl: database.url, refreshSeconds, maxStalenessSeconds: 900, logger: createLogger('silent') });
     caches.push(cache);
     const syncs: SyncEvent[] = [];
     cache.onSync((event) => syncs.push(event));
     await cache.start();
-    return { cache, syncs };
+    return { cache, syncs, pool };
   }
 
   const fullSyncs = (syncs: readonly SyncEvent[]) => syncs.filter((sync) => sync.kind === 'full');
@@ -69,7 +69,7 @@ describe('incremental resync', () => {
   });
 
   it('reads no site again when nothing changed, and keeps every site object', async () => {
-    const { cache, syncs } = await startedCache(3_600);
+    const { cache, syncs } = await startedCache(3_600, pg.Pool);
     assert.equal(fullSyncs(syncs)[0]?.sitesRead, SITES + 1, 'the first load reads every site');
     const site = cache.snapshot(Date.now())?.site('17');
     // '*' asks for a full resync at once: the same resync the timer runs every SNAPSHOT_REFRESH_SECONDS.
@@ -81,7 +81,7 @@ describe('incremental resync', () => {
   });
 
   it('does not read a site again that its own notification reloaded', async () => {
-    const { cache, syncs } = await startedCache(3_600);
+    const { cache, syncs } = await startedCache(3_600, pg.Pool);
     await sql.query('UPDATE sites SET enabled = false WHERE id = 250');
     await eventually('the reload of site 250', async () => cache.snapshot(Date.now())?.site('250')?.enabled, (enabled) => enabled === false, 10_000);
     assert.deepEqual(
@@ -95,8 +95,40 @@ describe('incremental resync', () => {
     await eventually('site 250 enabled again', async () => cache.snapshot(Date.now())?.site('250')?.enabled, (enabled) => enabled === true, 10_000);
   });
 
+  it('keeps the digest of a site reloaded while a resync runs: neither that resync nor the next reads it again', async () => {
+    /** Holds the next connection asked for outside pool.query (a resync's transaction) until opened. */
+    class GatedPool extends pg.Pool {
+      gate: Promise<void> | undefined;
+      override connect(): Promise<pg.PoolClient>;
+      override connect(callback: Parameters<pg.Pool['connect']>[0]): void;
+      override connect(callback?: Parameters<pg.Pool['connect']>[0]): Promise<pg.PoolClient> | void {
+        if (callback) return super.connect(callback);
+        const gate = this.gate;
+        this.gate = undefined;
+        return gate === undefined ? super.connect() : gate.then(() => super.connect());
+      }
+    }
+    const { cache, syncs, pool } = await startedCache(3_600, GatedPool);
+    let open: () => void = () => undefined;
+    pool.gate = new Promise((resolveGate) => (open = resolveGate));
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('a resync waiting for its connection', async () => pool.gate === undefined, (waiting) => waiting, 10_000);
+    await sql.query('UPDATE sites SET enabled = false WHERE id = 260');
+    await eventually('the reload of site 260', async () => cache.snapshot(Date.now())?.site('260')?.enabled, (enabled) => enabled === false, 10_000);
+    open();
+    await eventually('the resync that waited', async () => fullSyncs(syncs).length, (count) => count >= 2, 10_000);
+    assert.equal(fullSyncs(syncs)[1]?.sitesRead, 0, 'the resync that ran beside the reload read the site again');
+    // The next '*' is served once NOTIFIED_FULL_LOAD_INTERVAL_MS has passed since the last.
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('the resync after', async () => fullSyncs(syncs).length, (count) => count >= 3, 15_000);
+    assert.equal(fullSyncs(syncs)[2]?.sitesRead, 0, 'the resync after the reload read the site again');
+    assert.equal(cache.snapshot(Date.now())?.site('260')?.enabled, false);
+    await sql.query('UPDATE sites SET enabled = true WHERE id = 260');
+    await eventually('site 260 enabled again', async () => cache.snapshot(Date.now())?.site('260')?.enabled, (enabled) => enabled === true, 10_000);
+  });
+
   it('picks up a site added, one changed, one removed and a key revoked with no notification, at the next periodic resync, reading only those', async () => {
-    const { cache, syncs } = await startedCache(1);
+    const { cache, syncs } = await startedCache(1, pg.Pool);
     const unchanged = cache.snapshot(Date.now())?.site('17');
     await withoutNotification(async () => {
       await insertSite(sql, { id: String(SITES + 2), keys: [{ key: NEW_KEY }], cidrs: ['198.51.100.0/24'] });
