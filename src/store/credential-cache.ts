@@ -5,7 +5,8 @@ import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadBrownouts, reloadSites, resyncSites, SiteDigests, type SiteDigest, type UnusableRow } from './snapshot-loader.js';
+import { loadBrownouts, reloadSites, resyncSites, type UnusableRow } from './snapshot-loader.js';
+import { SiteDigests, type SiteDigest } from './site-digests.js';
 import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
 
@@ -301,16 +302,8 @@ export class CredentialCache {
         loadBrownouts(this.options.pool, this.onUnusableRow),
         loadSunsetPolicy(this.options.pool),
       ]);
-      const notSeen = this.table.applyResync(resync.changed, resync.removed, brownouts, order, sunsetPolicy);
-      this.digests.update(resync);
-      const keptReload = new Set(notSeen);
-      const replacedByResync = new Set([...resync.changed.keys(), ...resync.removed]);
-      for (const [siteId, digest] of this.reloadedDuringResync) {
-        if (replacedByResync.has(siteId) && !keptReload.has(siteId)) continue;
-        if (digest === undefined) this.digests.forget(siteId);
-        else this.digests.remember(siteId, digest);
-      }
-      for (const siteId of notSeen) if (!this.reloadedDuringResync.has(siteId)) this.digests.forget(siteId);
+      const keptReloads = this.table.applyResync(resync.changed, resync.removed, brownouts, order, sunsetPolicy);
+      this.digests.takeResync(resync, this.reloadedDuringResync, keptReloads);
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();

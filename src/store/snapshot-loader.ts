@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { buildAllowlist } from '../allowlist/allowlist.js';
 import type { Brownout, ClientId, KeyCredential, KeyHash, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
+import { BUCKET_SPAN, type SiteDigest, type SiteDigests } from './site-digests.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
 export type LoadedSites = Map<SiteId, SiteCredentials>;
@@ -187,11 +188,10 @@ async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unkno
 
 /**
  * Per site, a digest of everything the snapshot holds of it (the columns SITES, KEYS, ALLOWLIST and
- * TOKEN_CLIENTS read; a column added to those must be added here), and its bucket: sites whose ids share a run of
- * BUCKET_SPAN share a bucket. Empty parts stay in place, so that no two different sites spell the
- * same text. `filter` selects the sites, as for readSiteRows.
+ * TOKEN_CLIENTS read; a column added to those must be added here), and its bucket. Empty parts stay
+ * in place, so that no two different sites spell the same text. `filter` selects the sites, as for
+ * readSiteRows.
  */
-const BUCKET_SPAN = 256;
 function perSiteDigests(filter: SiteFilter): string {
   return `
   WITH keys AS (
@@ -215,50 +215,9 @@ const inBuckets: SiteFilter = (column) => `($1::bigint[] IS NULL OR ${column} / 
 /** One row per bucket: a resync that finds nothing changed reads a few hundred rows, not a row per site. */
 const BUCKET_DIGESTS = `WITH per_site AS (${perSiteDigests(inBuckets)})
   SELECT bucket::text AS bucket, md5(string_agg(id::text || '=' || digest, ',' ORDER BY id)) AS digest FROM per_site GROUP BY bucket`;
-const siteDigests = (filter: SiteFilter) => `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${perSiteDigests(filter)}) per_site`;
-const BUCKET_SITE_DIGESTS = siteDigests(inBuckets);
+const siteDigestsQuery = (filter: SiteFilter) => `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${perSiteDigests(filter)}) per_site`;
+const BUCKET_SITE_DIGESTS = siteDigestsQuery(inBuckets);
 const namedSites: SiteFilter = (column) => `${column} = ANY($1::bigint[])`;
-
-/** A site's digest, and its bucket. */
-export interface SiteDigest {
-  readonly digest: string;
-  readonly bucket: string;
-}
-
-/** The bucket of a site id (decimal digits, up to 2^63 - 1): as PostgreSQL's `id / BUCKET_SPAN` spells it. */
-function bucketOf(siteId: SiteId): string {
-  return (BigInt(siteId) / BigInt(BUCKET_SPAN)).toString();
-}
-
-/** What the last resync read: each bucket's digest, and each site's with its bucket. */
-export class SiteDigests {
-  readonly buckets = new Map<string, string>();
-  readonly sites = new Map<SiteId, SiteDigest>();
-
-  /**
-   * A site read on its own since, with the digest read beside its rows: the next resync reads its
-   * bucket's digests again, but not the site's rows unless they changed once more.
-   */
-  remember(siteId: SiteId, held: SiteDigest): void {
-    this.sites.set(siteId, held);
-    this.buckets.delete(held.bucket);
-  }
-
-  /** A site read on its own since, whose digest is not known: the next resync reads it again. */
-  forget(siteId: SiteId): void {
-    const held = this.sites.get(siteId);
-    this.sites.delete(siteId);
-    this.buckets.delete(held?.bucket ?? bucketOf(siteId));
-  }
-
-  /** Takes what a resync read, once the table holds it. */
-  update(resync: SiteResync): void {
-    this.buckets.clear();
-    for (const [bucket, digest] of resync.bucketDigests) this.buckets.set(bucket, digest);
-    for (const siteId of resync.removed) this.sites.delete(siteId);
-    for (const [siteId, held] of resync.siteDigests) this.sites.set(siteId, held);
-  }
-}
 
 /** Beyond this share of the sites changed, their rows are read whole rather than named one by one. */
 const NAMED_READ_MAX_SHARE = 0.25;
@@ -378,7 +337,7 @@ export interface ReloadedSites {
 export async function reloadSites(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<ReloadedSites> {
   const [rows, digestRows] = await inOneSnapshot(pool, async (client) => {
     const siteRows = await readSiteRows(client, namedSites, [siteIds]);
-    const digests = await client.query<{ id: SiteId; bucket: string; digest: string }>(siteDigests(namedSites), [siteIds]);
+    const digests = await client.query<{ id: SiteId; bucket: string; digest: string }>(siteDigestsQuery(namedSites), [siteIds]);
     return [siteRows, digests.rows] as const;
   });
   const digests = new Map<SiteId, SiteDigest>();
