@@ -5,7 +5,7 @@ import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadBrownouts, reloadSites, resyncSites, type UnusableRow } from './snapshot-loader.js';
+import { loadBrownouts, loadSitesWithDigests, resyncSites, type UnusableRow } from './snapshot-loader.js';
 import { SiteDigests, type SiteDigest } from './site-digests.js';
 import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
@@ -328,7 +328,7 @@ export class CredentialCache {
   private async reloadSites(siteIds: SiteId[]): Promise<void> {
     const order = performance.now();
     try {
-      const reloaded = await reloadSites(this.options.pool, siteIds, this.onUnusableRow);
+      const reloaded = await loadSitesWithDigests(this.options.pool, siteIds, this.onUnusableRow);
       const replaced = new Set(this.table.replaceSites(siteIds, reloaded.sites, order));
       for (const siteId of siteIds) {
         // The digest goes with the rows it was read with, and only where those rows are what the table holds.

@@ -334,7 +334,7 @@ export interface ReloadedSites {
  * loadSites for a notification: with each site's digest beside its rows, the next resync knows the
  * site is current and does not read it again (at 1,000 changes it would rebuild 1,000 sites twice).
  */
-export async function reloadSites(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<ReloadedSites> {
+export async function loadSitesWithDigests(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<ReloadedSites> {
   const [rows, digestRows] = await inOneSnapshot(pool, async (client) => {
     const siteRows = await readSiteRows(client, namedSites, [siteIds]);
     const digests = await client.query<{ id: SiteId; bucket: string; digest: string }>(siteDigestsQuery(namedSites), [siteIds]);
