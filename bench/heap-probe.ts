@@ -16,6 +16,9 @@ export interface ProbeReport {
   readonly allocatedBytes: number;
   readonly collections: number;
   readonly gcMicros: number;
+  /** The longest single collection since the previous report, and V8's name for its kind (Scavenge, MarkSweepCompact, …). */
+  readonly longestGcMicros: number;
+  readonly longestGcType: string;
   readonly heapUsedBytes: number;
   readonly externalBytes: number;
   readonly rssBytes: number;
@@ -37,7 +40,10 @@ if (directory) {
     const { statistics } = profiler.stop();
     profiler = new GCProfiler();
     profiler.start();
+    let longestGcMicros = 0;
+    let longestGcType = '';
     for (const gc of statistics) {
+      if (gc.cost > longestGcMicros) [longestGcMicros, longestGcType] = [gc.cost, gc.gcType];
       freed += gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize;
       gcMicros += gc.cost;
       collections += 1;
@@ -49,6 +55,8 @@ if (directory) {
       allocatedBytes: memory.heapUsed - startUsed + freed,
       collections,
       gcMicros,
+      longestGcMicros,
+      longestGcType,
       heapUsedBytes: memory.heapUsed,
       externalBytes: memory.external,
       rssBytes: memory.rss,

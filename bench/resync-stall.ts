@@ -1,11 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openBenchDatabase } from './bench-database.js';
 import { decodeCheckResponse, encodeCheckRequest, grpcFrame, partnerBody } from './check-requests.js';
+import type { ProbeReport } from './heap-probe.js';
 import { ensureH2load, h2loadArguments, latencyFromLog, runH2load } from './h2load.js';
 import { seedPartnerAmongFillers } from './filler-sites.js';
 import { podLimits } from '../test/deploy/pod-limits.js';
@@ -29,7 +30,7 @@ const LOOP_SAMPLE_MS = 10;
  * How long serve's event loop was held up since the previous scrape (prom-client's default metrics),
  * and how many syncs it has done: the run must hold several full resyncs and per-site reloads.
  */
-async function serveState(metricsUrl: string | undefined): Promise<{ p99Ms: number; longestMs: number; fullSyncs: number; siteSyncs: number }> {
+async function serveState(metricsUrl: string | undefined): Promise<{ p99Ms: number; longestMs: number; fullSyncs: number; siteSyncs: number; sitesReadByResyncs: number }> {
   if (metricsUrl === undefined) throw new Error('serve has no metrics URL');
   const text = await (await fetch(metricsUrl)).text();
   const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
@@ -39,6 +40,8 @@ async function serveState(metricsUrl: string | undefined): Promise<{ p99Ms: numb
     longestMs: heldUp('nodejs_eventloop_lag_max_seconds'),
     fullSyncs: value('sitekey_authz_snapshot_syncs_total{kind="full"}'),
     siteSyncs: value('sitekey_authz_snapshot_syncs_total{kind="sites"}'),
+    // Absent before the resync counted them: NaN then, printed as such.
+    sitesReadByResyncs: value('sitekey_authz_snapshot_sites_read_total{kind="full"}'),
   };
 }
 
@@ -51,6 +54,15 @@ function countOver(logFile: string, micros: number): number {
 
 const ms = (micros: number) => (micros / 1000).toFixed(2);
 
+/** What serve allocated and collected during the run, and its longest collection: whether a slow check was a GC pause. */
+function gcSummary(before: ProbeReport, after: ProbeReport): string {
+  const allocatedMiB = (after.allocatedBytes - before.allocatedBytes) / 2 ** 20;
+  return (
+    `serve allocated ${allocatedMiB.toFixed(0)} MiB, ${after.collections - before.collections} collections, ${ms(after.gcMicros - before.gcMicros)} ms in GC, ` +
+    `longest ${ms(after.longestGcMicros)} ms (${after.longestGcType || 'none'})`
+  );
+}
+
 /**
  * Issue 20's scale row: `serve` with 100,000 sites resyncing every REFRESH_SECONDS while 1,000 sites
  * change every 5 s, and one check at a time for RESYNC_SECONDS (20) on one connection: median,
@@ -59,6 +71,10 @@ const ms = (micros: number) => (micros / 1000).toFixed(2);
  * delay beside them tells what of a slow check was serve's and what the machine's.
  */
 const seconds = positiveIntegerSetting('RESYNC_SECONDS', 20, 'seconds');
+/** Node options after the pod's, to look inside serve (`--trace-gc`, `--cpu-prof --cpu-prof-dir=…`) or to try other heap bounds. */
+const extraNodeArguments = (process.env.RESYNC_NODE_ARGS ?? '').split(' ').filter((option) => option !== '');
+/** Where to keep serve's log (what --trace-gc prints goes there), which the run's directory otherwise takes with it. */
+const keepLogAs = process.env.RESYNC_SERVE_LOG || undefined;
 ensureH2load();
 const workDir = await mkdtemp(join(tmpdir(), 'sitekey-authz-resync-'));
 const database = await openBenchDatabase(process.env.DATABASE_URL || undefined);
@@ -70,7 +86,7 @@ try {
   console.log(`seeded ${(SITES + 1).toLocaleString('en')} sites in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 
   // As in its pod: the Deployment's NODE_OPTIONS (V8's heap bound).
-  const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, nodeArguments: podLimits().nodeOptions, env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
+  const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, nodeArguments: [...podLimits().nodeOptions, ...extraNodeArguments], env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
   const client = new grpc.Client(`127.0.0.1:${serve.grpcPort}`, grpc.credentials.createInsecure());
   const message = encodeCheckRequest({ authorization: `${PARTNER_SITE}:${key}`, body: partnerBody(PARTNER_SITE, key) });
   const call = () =>
@@ -96,10 +112,12 @@ try {
     }, CHANGE_EVERY_MS);
     // prom-client's event-loop gauges cover the time since the last scrape: this one starts the window.
     const before = await serveState(serve.metricsUrl);
+    const [probeBefore] = await serve.probe();
     // h2load (C, no garbage collector) sends the checks, so that a pause of the client is not counted as serve's.
     const logFile = join(workDir, 'resync-checks.log');
     await runH2load(h2loadArguments(serve.grpcPort, requestFile, { connections: 1, streams: 1, seconds, logFile }));
     const loop = await serveState(serve.metricsUrl);
+    const [probeAfter] = await serve.probe();
     clearInterval(changer);
     await changing;
     const checks = latencyFromLog(logFile);
@@ -109,14 +127,16 @@ try {
     if (!(fullSyncs > 0 && siteSyncs > 0)) throw new Error(`the run held ${fullSyncs} full resyncs and ${siteSyncs} per-site reloads: it measured nothing`);
     console.log(
       `100,000-site resync every ${REFRESH_SECONDS} s, ${CHANGED_SITES} sites changed every ${CHANGE_EVERY_MS / 1000} s, one check at a time for ${seconds} s (h2load -c1 -m1) ` +
-        `through ${fullSyncs} full resyncs and ${siteSyncs} reloads of changed sites: ` +
+        `through ${fullSyncs} full resyncs (which read ${loop.sitesReadByResyncs - before.sitesReadByResyncs} sites again) and ${siteSyncs} reloads of changed sites: ` +
         `${checks.requests} checks, median ${ms(checks.p50Micros)} ms, p99 ${ms(checks.p99Micros)} ms, ` +
         `p99.9 ${ms(checks.p999Micros)} ms, slowest ${ms(checks.maxMicros)} ms (goal < ${SLOWEST_GOAL_MS} ms: ${over === 0 ? 'met' : `${over} over`}); ` +
-        `RSS ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB; serve's event loop held up at most ${loop.longestMs.toFixed(1)} ms (p99 ${loop.p99Ms.toFixed(1)} ms)`,
+        `RSS ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB; serve's event loop held up at most ${loop.longestMs.toFixed(1)} ms (p99 ${loop.p99Ms.toFixed(1)} ms)` +
+        (probeBefore && probeAfter ? `; ${gcSummary(probeBefore, probeAfter)}` : ''),
     );
   } finally {
     client.close();
     await serve.stop();
+    if (keepLogAs !== undefined) copyFileSync(join(workDir, 'serve-resync.log'), keepLogAs);
   }
 } finally {
   await pool.end();

@@ -37,6 +37,8 @@ export interface SyncOutcome {
   readonly kind: 'full' | 'sites';
   readonly ok: boolean;
   readonly durationSeconds: number;
+  /** Sites whose rows a successful sync read and built again. */
+  readonly sitesRead?: number;
 }
 
 export interface ServiceMetricsOptions {
@@ -101,6 +103,7 @@ export class ServiceMetrics {
   private readonly undecided: Counter<'reason'>;
   private readonly incompleteRequestsReset: Counter;
   private readonly syncs: Counter<'kind'>;
+  private readonly sitesRead: Counter<'kind'>;
   private readonly syncFailures: Counter<'kind'>;
   private readonly syncDuration: Histogram<'kind'>;
   private readonly notifications: Counter;
@@ -266,6 +269,12 @@ export class ServiceMetrics {
       labelNames: ['kind'],
       registers,
     });
+    this.sitesRead = new Counter({
+      name: 'sitekey_authz_snapshot_sites_read_total',
+      help: 'Sites whose rows a credential snapshot sync read and built again, by kind (full, sites): a resync that finds nothing changed reads none.',
+      labelNames: ['kind'],
+      registers,
+    });
     this.syncFailures = new Counter({
       name: 'sitekey_authz_snapshot_sync_failures_total',
       help: 'Credential snapshot syncs that failed, by kind (full, sites); the last snapshot stays in use.',
@@ -393,8 +402,10 @@ export class ServiceMetrics {
 
   onSync(outcome: SyncOutcome): void {
     this.syncs.inc({ kind: outcome.kind });
-    if (outcome.ok) this.syncDuration.observe({ kind: outcome.kind }, outcome.durationSeconds);
-    else this.syncFailures.inc({ kind: outcome.kind });
+    if (outcome.ok) {
+      this.syncDuration.observe({ kind: outcome.kind }, outcome.durationSeconds);
+      this.sitesRead.inc({ kind: outcome.kind }, outcome.sitesRead ?? 0);
+    } else this.syncFailures.inc({ kind: outcome.kind });
   }
 
   onNotification(): void {

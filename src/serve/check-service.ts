@@ -151,7 +151,7 @@ function serviceMetrics(config: Config, store: CredentialStore, ready: () => boo
     pool,
     ready,
   });
-  cache.onSync((event) => metrics.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds }));
+  cache.onSync((event) => metrics.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds, sitesRead: event.sitesRead }));
   cache.onSyncFailure((event) => metrics.onSync({ kind: event.kind, ok: false, durationSeconds: 0 }));
   cache.onNotificationReceived(() => metrics.onNotification());
   cache.onUnusableRowSkipped((row) => metrics.onRowSkipped(row.table));

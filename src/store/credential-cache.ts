@@ -5,7 +5,8 @@ import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadBrownouts, loadSites, resyncSites, SiteDigests, type UnusableRow } from './snapshot-loader.js';
+import { loadBrownouts, loadSitesWithDigests, resyncSites, type UnusableRow } from './snapshot-loader.js';
+import { SiteDigests, type SiteDigest } from './site-digests.js';
 import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
 
@@ -42,6 +43,8 @@ export interface CacheStatus {
 export interface SyncEvent {
   readonly kind: 'full' | 'sites';
   readonly sites: number;
+  /** Sites whose rows this sync read and built again: a resync that found nothing changed read none. */
+  readonly sitesRead: number;
   readonly durationSeconds: number;
 }
 
@@ -87,12 +90,17 @@ export function databaseTimeoutMs(maxStalenessSeconds: number): number {
 export class CredentialCache {
   private readonly table = new SiteTable();
   /**
-   * Each site's digest as the last full resync read it: the next one reads again only the sites whose
-   * digest changed. A site reloaded on its own since has none, so that the next resync reads it too.
+   * Each site's digest as the last full resync, or the site's own reload since, read it: the next
+   * resync reads again only the sites whose digest changed. A site whose digest is not known for the
+   * rows the table holds has none, so that the next resync reads it too.
    */
   private readonly digests = new SiteDigests();
-  /** Sites reloaded on their own while a full resync ran: its digests of them may be older than what the table holds. */
-  private readonly reloadedDuringResync = new Set<SiteId>();
+  /**
+   * Sites reloaded on their own while a full resync ran, with the digest read beside the rows (none:
+   * the site is gone, could not be used, or the table kept a newer read): where the table still holds
+   * those rows after the resync, their digest is the one to keep, not the resync's.
+   */
+  private readonly reloadedDuringResync = new Map<SiteId, SiteDigest | undefined>();
   private readonly session: ListenSession;
   private loaded = false;
   private lastFullLoadStartedAt: number | undefined;
@@ -294,13 +302,12 @@ export class CredentialCache {
         loadBrownouts(this.options.pool, this.onUnusableRow),
         loadSunsetPolicy(this.options.pool),
       ]);
-      const notSeen = this.table.applyResync(resync.changed, resync.removed, brownouts, order, sunsetPolicy);
-      this.digests.update(resync);
-      for (const siteId of [...notSeen, ...this.reloadedDuringResync]) this.digests.forget(siteId);
+      const keptReloads = this.table.applyResync(resync.changed, resync.removed, brownouts, order, sunsetPolicy);
+      this.digests.takeResync(resync, this.reloadedDuringResync, keptReloads);
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();
-      this.synced({ kind: 'full', sites: this.table.size, durationSeconds: (performance.now() - order) / 1000 });
+      this.synced({ kind: 'full', sites: this.table.size, sitesRead: resync.changed.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       // Not owed at once: the tick tries again, while the snapshot ages.
       this.failed({ kind: 'full', error });
@@ -321,13 +328,16 @@ export class CredentialCache {
   private async reloadSites(siteIds: SiteId[]): Promise<void> {
     const order = performance.now();
     try {
-      const loaded = await loadSites(this.options.pool, siteIds, this.onUnusableRow);
-      this.table.replaceSites(siteIds, loaded, order);
+      const reloaded = await loadSitesWithDigests(this.options.pool, siteIds, this.onUnusableRow);
+      const replaced = new Set(this.table.replaceSites(siteIds, reloaded.sites, order));
       for (const siteId of siteIds) {
-        this.digests.forget(siteId);
-        this.reloadedDuringResync.add(siteId);
+        // The digest goes with the rows it was read with, and only where those rows are what the table holds.
+        const digest = replaced.has(siteId) && reloaded.sites.has(siteId) ? reloaded.digests.get(siteId) : undefined;
+        if (digest === undefined) this.digests.forget(siteId);
+        else this.digests.remember(siteId, digest);
+        this.reloadedDuringResync.set(siteId, digest);
       }
-      this.synced({ kind: 'sites', sites: siteIds.length, durationSeconds: (performance.now() - order) / 1000 });
+      this.synced({ kind: 'sites', sites: siteIds.length, sitesRead: reloaded.sites.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       for (const siteId of siteIds) this.pendingSites.add(siteId);
       this.siteReloadRetryAt = Date.now() + RELOAD_RETRY_MS;

@@ -111,13 +111,19 @@ export class SiteTable implements CredentialSnapshot {
     this.brownoutsStartedAt = startedAt;
   }
 
-  /** `loaded` holds the named sites that still exist; a named site missing from it was deleted. */
-  replaceSites(siteIds: readonly SiteId[], loaded: ReadonlyMap<SiteId, SiteCredentials>, startedAt: number): void {
+  /**
+   * `loaded` holds the named sites that still exist; a named site missing from it was deleted. Returns
+   * the sites it replaced: the others had a newer read already, which stays.
+   */
+  replaceSites(siteIds: readonly SiteId[], loaded: ReadonlyMap<SiteId, SiteCredentials>, startedAt: number): SiteId[] {
+    const replaced: SiteId[] = [];
     for (const siteId of siteIds) {
       if (startedAt <= Math.max(this.fullLoadStartedAt, this.reloadStartedAt.get(siteId) ?? -Infinity)) continue;
       this.put(siteId, loaded.get(siteId));
       this.reloadStartedAt.set(siteId, startedAt);
+      replaced.push(siteId);
     }
+    return replaced;
   }
 
   /** One site replaced (or removed), with the key count and the client index that follow it. */

@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { hashApiKey } from '../../../src/decision/api-key.js';
+import type { CredentialSnapshot } from '../../../src/decision/types.js';
+import { createLogger } from '../../../src/observe/logger.js';
+import { CredentialCache, type SyncEvent } from '../../../src/store/credential-cache.js';
+import { insertSite } from '../../support/credentials.js';
+import { freshDatabase, type TestDatabase } from '../../support/database.js';
+import { eventually } from '../../support/eventually.js';
+
+/** Sites 1 to SITES span three buckets of site ids, so that a change in one leaves the others unread. */
+const SITES = 600;
+const KEY = '44444444-4444-4444-8444-444444444444';
+const NEW_KEY = '55555555-5555-4555-8555-555555555555';
+
+/**
+ * The periodic resync reads again only the sites whose data changed since the snapshot read them,
+ * whoever changed it and whether or not a notification said so.
+ */
+describe('incremental resync', () => {
+  let database: TestDatabase;
+  let sql: pg.Client;
+  const pools: pg.Pool[] = [];
+  const caches: CredentialCache[] = [];
+
+  /** A started cache, and every sync it reports from its first load on. */
+  async function startedCache<P extends pg.Pool>(refreshSeconds: number, PoolClass: new (config: pg.PoolConfig) => P): Promise<{ cache: CredentialCache; syncs: SyncEvent[]; pool: P }> {
+    const pool = new PoolClass({ connectionString: database.url, max: 2 });
+    pools.push(pool);
+    const cache = new CredentialCache({ pool, listenUrl: database.url, refreshSeconds, maxStalenessSeconds: 900, logger: createLogger('silent') });
+    caches.push(cache);
+    const syncs: SyncEvent[] = [];
+    cache.onSync((event) => syncs.push(event));
+    await cache.start();
+    return { cache, syncs, pool };
+  }
+
+  const fullSyncs = (syncs: readonly SyncEvent[]) => syncs.filter((sync) => sync.kind === 'full');
+  const hasKey = (snapshot: CredentialSnapshot | undefined, site: string, key: string) => snapshot?.site(site)?.keysByHash.has(hashApiKey(key)) ?? false;
+
+  /** Runs `change` with the triggers off (as a restore or a replica would): no notification is sent. */
+  async function withoutNotification(change: () => Promise<unknown>): Promise<void> {
+    await sql.query('BEGIN');
+    try {
+      await sql.query('SET LOCAL session_replication_role = replica');
+      await change();
+      await sql.query('COMMIT');
+    } catch (error) {
+      await sql.query('ROLLBACK');
+      throw error;
+    }
+  }
+
+  before(async () => {
+    database = await freshDatabase();
+    sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+    await sql.query('INSERT INTO sites (id, enabled) SELECT g, true FROM generate_series(1, $1::int) g', [SITES]);
+    await sql.query("INSERT INTO allowlist_entries (site_id, cidr) SELECT g, '203.0.113.0/24' FROM generate_series(1, $1::int) g", [SITES]);
+    await insertSite(sql, { id: String(SITES + 1), keys: [{ key: KEY }] });
+  });
+
+  after(async () => {
+    await Promise.all(caches.map((cache) => cache.stop()));
+    await Promise.all(pools.map((pool) => pool.end()));
+    await sql?.end();
+    await database?.drop();
+  });
+
+  it('reads no site again when nothing changed, and keeps every site object', async () => {
+    const { cache, syncs } = await startedCache(3_600, pg.Pool);
+    assert.equal(fullSyncs(syncs)[0]?.sitesRead, SITES + 1, 'the first load reads every site');
+    const site = cache.snapshot(Date.now())?.site('17');
+    // '*' asks for a full resync at once: the same resync the timer runs every SNAPSHOT_REFRESH_SECONDS.
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('a second full resync', async () => fullSyncs(syncs).length, (count) => count >= 2, 10_000);
+    assert.equal(fullSyncs(syncs)[1]?.sitesRead, 0);
+    assert.equal(cache.snapshot(Date.now())?.site('17'), site, 'an unchanged site was rebuilt');
+    assert.equal(cache.status(Date.now()).sites, SITES + 1);
+  });
+
+  it('does not read a site again that its own notification reloaded', async () => {
+    const { cache, syncs } = await startedCache(3_600, pg.Pool);
+    await sql.query('UPDATE sites SET enabled = false WHERE id = 250');
+    await eventually('the reload of site 250', async () => cache.snapshot(Date.now())?.site('250')?.enabled, (enabled) => enabled === false, 10_000);
+    assert.deepEqual(
+      syncs.filter((sync) => sync.kind === 'sites').map((sync) => sync.sitesRead),
+      [1],
+    );
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('a full resync after the reload', async () => fullSyncs(syncs).length, (count) => count >= 2, 10_000);
+    assert.equal(fullSyncs(syncs)[1]?.sitesRead, 0, 'the resync read the reloaded site again');
+    await sql.query('UPDATE sites SET enabled = true WHERE id = 250');
+    await eventually('site 250 enabled again', async () => cache.snapshot(Date.now())?.site('250')?.enabled, (enabled) => enabled === true, 10_000);
+  });
+
+  it('keeps the digest of a site reloaded while a resync runs: neither that resync nor the next reads it again', async () => {
+    /** Holds the next connection asked for outside pool.query (a resync's transaction) until opened. */
+    class GatedPool extends pg.Pool {
+      gate: Promise<void> | undefined;
+      override connect(): Promise<pg.PoolClient>;
+      override connect(callback: Parameters<pg.Pool['connect']>[0]): void;
+      override connect(callback?: Parameters<pg.Pool['connect']>[0]): Promise<pg.PoolClient> | void {
+        if (callback) return super.connect(callback);
+        const gate = this.gate;
+        this.gate = undefined;
+        return gate === undefined ? super.connect() : gate.then(() => super.connect());
+      }
+    }
+    const { cache, syncs, pool } = await startedCache(3_600, GatedPool);
+    let open: () => void = () => undefined;
+    pool.gate = new Promise((resolveGate) => (open = resolveGate));
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('a resync waiting for its connection', async () => pool.gate === undefined, (waiting) => waiting, 10_000);
+    await sql.query('UPDATE sites SET enabled = false WHERE id = 260');
+    await eventually('the reload of site 260', async () => cache.snapshot(Date.now())?.site('260')?.enabled, (enabled) => enabled === false, 10_000);
+    open();
+    await eventually('the resync that waited', async () => fullSyncs(syncs).length, (count) => count >= 2, 10_000);
+    assert.equal(fullSyncs(syncs)[1]?.sitesRead, 0, 'the resync that ran beside the reload read the site again');
+    // The next '*' is served once NOTIFIED_FULL_LOAD_INTERVAL_MS has passed since the last.
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('the resync after', async () => fullSyncs(syncs).length, (count) => count >= 3, 15_000);
+    assert.equal(fullSyncs(syncs)[2]?.sitesRead, 0, 'the resync after the reload read the site again');
+    assert.equal(cache.snapshot(Date.now())?.site('260')?.enabled, false);
+    await sql.query('UPDATE sites SET enabled = true WHERE id = 260');
+    await eventually('site 260 enabled again', async () => cache.snapshot(Date.now())?.site('260')?.enabled, (enabled) => enabled === true, 10_000);
+  });
+
+  it('picks up a site added, one changed, one removed and a key revoked with no notification, at the next periodic resync, reading only those', async () => {
+    const { cache, syncs } = await startedCache(1, pg.Pool);
+    const unchanged = cache.snapshot(Date.now())?.site('17');
+    await withoutNotification(async () => {
+      await insertSite(sql, { id: String(SITES + 2), keys: [{ key: NEW_KEY }], cidrs: ['198.51.100.0/24'] });
+      await sql.query('UPDATE sites SET enabled = false WHERE id = 300');
+      await sql.query('DELETE FROM allowlist_entries WHERE site_id = 42');
+      await sql.query('DELETE FROM sites WHERE id = 42');
+      await sql.query('UPDATE api_keys SET revoked_at = now() WHERE site_id = $1', [String(SITES + 1)]);
+    });
+    await eventually(
+      'the changes in the snapshot',
+      async () => cache.snapshot(Date.now()),
+      (s) => hasKey(s, String(SITES + 2), NEW_KEY) && s?.site('300')?.enabled === false && s?.site('42') === undefined && !hasKey(s, String(SITES + 1), KEY),
+      10_000,
+    );
+    assert.deepEqual(
+      syncs.filter((sync) => sync.kind === 'sites'),
+      [],
+      'a notification was sent',
+    );
+    // Every resync since the first load read nothing, but the one after the commit: the three sites that changed.
+    const after = fullSyncs(syncs).slice(1);
+    assert.equal(
+      after.reduce((sum, sync) => sum + sync.sitesRead, 0),
+      3,
+      `sites read by the resyncs since: ${after.map((sync) => sync.sitesRead).join(', ')}`,
+    );
+    const snapshot = cache.snapshot(Date.now());
+    assert.equal(snapshot?.site('17'), unchanged, 'an unchanged site was rebuilt');
+    assert.equal(snapshot?.site(String(SITES + 2))?.allowlist.check('198.51.100.7', 'ipv4'), true);
+    assert.equal(cache.status(Date.now()).sites, SITES + 1);
+    assert.equal(cache.status(Date.now()).activeKeys, 1);
+  });
+});
