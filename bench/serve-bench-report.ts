@@ -52,6 +52,18 @@ function costRow(label: string, run: LoadRun, noop: LoadRun): string {
     `${micros(run.gcMicrosPerCheck)} / ${micros(noop.gcMicrosPerCheck)} |`;
 }
 
+/** Round by round, serve against its floor, then the medians (whose ratio is the headline's). */
+function roundsTable(floor: string, rounds: Rounds): string[] {
+  const serveRate = median(rounds.map((r) => r.serve.requestsPerSecond));
+  const floorRate = median(rounds.map((r) => r.noop.requestsPerSecond));
+  return [
+    `| round | serve req/s | ${floor} req/s | serve / no-op |`,
+    '|---|---|---|---|',
+    ...rounds.map((r, index) => `| ${index + 1} | ${integer(r.serve.requestsPerSecond)} | ${integer(r.noop.requestsPerSecond)} | ${percent(share(r.serve, r.noop))} |`),
+    `| median | ${integer(serveRate)} | ${integer(floorRate)} | **${percent(serveRate / floorRate)}** |`,
+  ];
+}
+
 /** The markdown of the serve-beside-no-op figures, for a dated section of bench/RESULTS.md. */
 export function serveBenchReport(results: ServeBenchResults): string[] {
   const { settings, saturationRounds, tokenRounds, wrongKeyRounds, latency, openLoop, oneAtATime, denyMix, largeBody, workerRounds } = results;
@@ -127,10 +139,7 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '',
     'Each server warmed up first; rounds alternate which server goes first, so a drift of the machine favours neither.',
     '',
-    '| round | serve req/s | no-op req/s | serve / no-op |',
-    '|---|---|---|---|',
-    ...saturationRounds.map((r, index) => `| ${index + 1} | ${integer(r.serve.requestsPerSecond)} | ${integer(r.noop.requestsPerSecond)} | ${percent(share(r.serve, r.noop))} |`),
-    `| median | ${integer(serveRate)} | ${integer(noopRate)} | **${percent(ratio)}** |`,
+    ...roundsTable('no-op', saturationRounds),
     '',
     `### A repeated token: \`h2load -c4 -m32 -D ${settings.seconds}\`, the allowed request with \`Authorization: Bearer <JWT>\``,
     '',
@@ -140,10 +149,7 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     'that token (its bytes compared below). A first-seen token\'s cost is the signature check: see `token-verify.js` in',
     'the pure-Node benchmarks of this run.',
     '',
-    '| round | serve req/s | token no-op req/s | serve / no-op |',
-    '|---|---|---|---|',
-    ...tokenRounds.map((r, index) => `| ${index + 1} | ${integer(r.serve.requestsPerSecond)} | ${integer(r.noop.requestsPerSecond)} | ${percent(share(r.serve, r.noop))} |`),
-    `| median | ${integer(tokenServeRate)} | ${integer(tokenNoopRate)} | **${percent(tokenRatio)}** |`,
+    ...roundsTable('token no-op', tokenRounds),
     '',
     `### A wrong key: \`h2load -c4 -m32 -D ${settings.seconds}\`, the partner's site with a key it does not have`,
     '',
@@ -151,10 +157,7 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '(`noop-server.js <site> --wrong-key <masked key>`) answering the same denied CheckResponse (its bytes compared below),',
     'as the other floors answer the bytes `serve` sends.',
     '',
-    '| round | serve req/s | 102 no-op req/s | serve / no-op |',
-    '|---|---|---|---|',
-    ...wrongKeyRounds.map((r, index) => `| ${index + 1} | ${integer(r.serve.requestsPerSecond)} | ${integer(r.noop.requestsPerSecond)} | ${percent(share(r.serve, r.noop))} |`),
-    `| median | ${integer(wrongKeyServeRate)} | ${integer(wrongKeyNoopRate)} | **${percent(wrongKeyRatio)}** |`,
+    ...roundsTable('102 no-op', wrongKeyRounds),
     '',
     '### Cost per check, and the mixes',
     '',

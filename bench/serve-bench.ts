@@ -309,29 +309,30 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const saturation: LoadShape = { ...SATURATION, seconds };
     const warm = (server: BenchServer, load: readonly RequestFile[], shape: LoadShape) => warmUp(server, load, { ...shape, seconds: warmSeconds });
 
+    /** serve against `floor` under `load`: both warmed up, then alternating rounds; the command kept for the report. */
+    const compare = async (floor: BenchServer, load: readonly RequestFile[], shape: LoadShape) => {
+      await warm(serve, load, shape);
+      await warm(floor, load, shape);
+      const measured = await alternatingRounds(serve, floor, load, shape, rounds, database, log);
+      remember(serve, load, shape);
+      return measured;
+    };
+    const retire = async (server: BenchServer) => {
+      await server.stop();
+      running.splice(running.indexOf(server), 1);
+    };
+
     log(`saturation: ${rounds} rounds of ${seconds} s each, serve and no-op alternating`);
-    await warm(serve, allow, saturation);
-    await warm(noop, allow, saturation);
-    const saturationRounds = await alternatingRounds(serve, noop, allow, saturation, rounds, database, log);
-    remember(serve, allow, saturation);
+    const saturationRounds = await compare(noop, allow, saturation);
 
     // The token was verified once above (its first sighting); from then on serve finds it by hash.
     log(`repeated token: ${rounds} rounds of ${seconds} s each, serve and the token no-op alternating`);
-    await warm(serve, allowToken, saturation);
-    await warm(noopToken, allowToken, saturation);
-    const tokenRounds = await alternatingRounds(serve, noopToken, allowToken, saturation, rounds, database, log);
-    remember(serve, allowToken, saturation);
-    await noopToken.stop();
-    running.splice(running.indexOf(noopToken), 1);
+    const tokenRounds = await compare(noopToken, allowToken, saturation);
+    await retire(noopToken);
 
     log(`wrong key (102): ${rounds} rounds of ${seconds} s each, serve and the 102 no-op alternating`);
-    const wrongKey = [file('deny-102')];
-    await warm(serve, wrongKey, saturation);
-    await warm(noopWrongKey, wrongKey, saturation);
-    const wrongKeyRounds = await alternatingRounds(serve, noopWrongKey, wrongKey, saturation, rounds, database, log);
-    remember(serve, wrongKey, saturation);
-    await noopWrongKey.stop();
-    running.splice(running.indexOf(noopWrongKey), 1);
+    const wrongKeyRounds = await compare(noopWrongKey, [file('deny-102')], saturation);
+    await retire(noopWrongKey);
 
     const serveSaturation = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
     const ratePerConnection = Math.max(1, Math.round(serveSaturation / 2 / SATURATION.connections));
@@ -353,11 +354,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
 
     log('deny-heavy mix: the allowed request beside one per error id, one h2load each');
     const mix = [file('allow'), ...credentials.requests.denials.map((request) => file(request.name))];
-    const mixShape: LoadShape = { ...MIX_PER_FILE, seconds };
-    await warm(serve, mix, mixShape);
-    await warm(noop, mix, mixShape);
-    const denyMixRounds = await alternatingRounds(serve, noop, mix, mixShape, rounds, database, log);
-    remember(serve, mix, mixShape);
+    const denyMixRounds = await compare(noop, mix, { ...MIX_PER_FILE, seconds });
 
     log(`${LARGE_BODY_BYTES / 1024} KiB bodies`);
     const large = [file('allow-64k')];
@@ -367,8 +364,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const largeNoop = await measure(noop, large, saturation, database);
     remember(serve, large, saturation);
 
-    await serve.stop();
-    running.splice(running.indexOf(serve), 1);
+    await retire(serve);
     log(`workers: serve with WORKERS=1 and WORKERS=2 beside the no-op, ${rounds} rounds`);
     const byWorkers = new Map<string, BenchServer>();
     for (const count of ['1', '2']) {
