@@ -36,8 +36,13 @@ function headerBlockEnd(bytes: Buffer, from = 0): number {
  */
 export class GatedConnection extends Duplex {
   readonly openedAt = performance.now();
-  /** Bytes received and not yet given to the parser. */
-  private held: Buffer = Buffer.alloc(0);
+  /**
+   * Bytes received and not yet given to the parser: `storage` from `heldFrom` to `heldTo`. It doubles when
+   * full, so a client sending a byte at a time costs one copy per doubling, not a copy of all so far per byte.
+   */
+  private storage: Buffer = Buffer.alloc(0);
+  private heldFrom = 0;
+  private heldTo = 0;
   /** Complete requests in `held`, counted up to `countedTo`. */
   private waiting = 0;
   private countedTo = 0;
@@ -108,9 +113,26 @@ export class GatedConnection extends Duplex {
     this.socket.destroySoon();
   }
 
+  private get held(): Buffer {
+    return this.storage.subarray(this.heldFrom, this.heldTo);
+  }
+
+  private hold(chunk: Buffer): void {
+    if (this.heldFrom === this.heldTo) this.heldFrom = this.heldTo = 0;
+    if (this.heldTo + chunk.length > this.storage.length) {
+      const kept = this.held;
+      this.storage = Buffer.allocUnsafe(Math.max(2 * (kept.length + chunk.length), 1024));
+      kept.copy(this.storage);
+      this.heldFrom = 0;
+      this.heldTo = kept.length;
+    }
+    chunk.copy(this.storage, this.heldTo);
+    this.heldTo += chunk.length;
+  }
+
   private received(chunk: Buffer): void {
     if (this.destroyed) return;
-    this.held = this.held.length === 0 ? chunk : Buffer.concat([this.held, chunk]);
+    this.hold(chunk);
     if (!this.inFlight && this.requestStartedAt === undefined) this.requestStartedAt = performance.now();
     // From two bytes before the new ones (an empty line may straddle them), never into a block already counted.
     for (let end = headerBlockEnd(this.held, this.countedTo); end !== -1; end = headerBlockEnd(this.held, end)) {
@@ -131,7 +153,8 @@ export class GatedConnection extends Duplex {
   /** Gives the parser the next request, if none is in flight; or what is held, when it can never become a request. */
   private pump(): void {
     if (this.inFlight || this.destroyed) return;
-    const end = headerBlockEnd(this.held);
+    // Only a counted request has an end to find: a request still arriving is not scanned again per chunk.
+    const end = this.waiting > 0 ? headerBlockEnd(this.held) : -1;
     if (end !== -1) {
       this.inFlight = true;
       this.waiting -= 1;
@@ -148,8 +171,9 @@ export class GatedConnection extends Duplex {
   }
 
   private feed(bytes: number): void {
-    const request = this.held.subarray(0, bytes);
-    this.held = this.held.subarray(bytes);
+    // A copy: the storage behind it is written again by later chunks.
+    const request = Buffer.from(this.held.subarray(0, bytes));
+    this.heldFrom += bytes;
     this.countedTo = Math.max(0, this.countedTo - bytes);
     if (this.socket.isPaused() && this.held.length <= this.limits.maxHeaderBytes * (this.limits.maxPipelinedRequests + 1)) this.socket.resume();
     if (request.length > 0) this.push(request);

@@ -385,6 +385,28 @@ describe('operator HTTP port (/healthz, /readyz)', () => {
     }
   });
 
+  it('answers requests that arrive a byte at a time, pipelined, with long headers, in order', async () => {
+    // Time enough for the slowest machine: this is about what the bytes add up to, not about time-outs.
+    const endpoints = await httpEndpoints({ ...limits, headersTimeoutMs: 60_000 });
+    const socket = await silentSocket(endpoints.port);
+    socket.setNoDelay(true);
+    let answers = '';
+    socket.on('data', (chunk: Buffer) => (answers += chunk.toString('latin1')));
+    const padding = `X-Padding: ${'p'.repeat(3_000)}\r\n`;
+    const requests = ['/healthz', '/nowhere', '/readyz'].map((path, i) => `GET ${path} HTTP/1.1\r\nHost: probe\r\n${padding}${i === 2 ? 'Connection: close\r\n' : ''}\r\n`).join('');
+    try {
+      for (const byte of Buffer.from(requests, 'latin1')) {
+        if (socket.destroyed) break;
+        // Each byte its own write, and the event loop let through between them, so they arrive as separate chunks.
+        await new Promise<void>((written) => socket.write(Buffer.of(byte), () => setImmediate(written)));
+      }
+      assert.notEqual(await closedWithin(socket, SLACK_MS), undefined, 'the connection was not closed after its last answer');
+      assert.deepEqual([...answers.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((match) => match[1]), ['200', '404', '200']);
+    } finally {
+      socket.destroy();
+    }
+  });
+
   it('disconnects a connection that pipelines 2,000 requests before node:http parses more than the first, and answers a probe meanwhile', { timeout: 10_000 }, async () => {
     const endpoints = await httpEndpoints({ ...limits, maxPipelinedRequests: 4 });
     // node:http announces on this channel each request it has parsed, whatever becomes of it.
