@@ -1,4 +1,4 @@
-import { denialBody, denialChallenge, denialMessage, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
+import { denialBody, denialChallenge, ERROR_CATALOGUE, GrpcCode } from '../decision/error-catalogue.js';
 import type { Decision, Denial } from '../decision/types.js';
 import { HeaderAppendAction, type CheckResponseMessage, type HeaderValueOptionMessage } from './messages.js';
 
@@ -116,10 +116,10 @@ export function toCheckResponse(decision: Decision, allowed: AllowedResponsePoli
 }
 
 /**
- * What a denied CheckResponse is made of, as a key for its kept encoding: the error id and the message
- * (the statuses follow from the id, the body from both, and a 106's challenge from the rule its message
- * names). The message quotes the key masked only, so the key holds no secret either.
+ * What a denied CheckResponse is made of, as a key for its kept encoding: the error id and its message,
+ * as denialMessage made it (the statuses follow from the id, the body from both, and a 106's challenge
+ * from the rule its message names). The message quotes the key masked only, so the key holds no secret either.
  */
-export function deniedResponseKey(denial: Denial, message = denialMessage(denial)): string {
+export function deniedResponseKey(denial: Denial, message: string): string {
   return `${denial.errorId} ${message}`;
 }
