@@ -4,6 +4,7 @@ import type { JWTPayload } from 'jose';
 import type { AdminSettings } from '../config.js';
 import { verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
 import type { KeySource } from '../token/issuer-keys.js';
+import { setWithin } from '../common/bounded-map.js';
 import { rolesOf, type AdminPrincipal, type AuthOutcome, type RequestAuthenticator } from './principal.js';
 import { SubjectRateLimit } from './subject-rate-limit.js';
 
@@ -88,16 +89,8 @@ export class AdminTokenVerifier {
     if (!outcome.valid) return invalidToken(RULE_DESCRIPTIONS[outcome.rule]);
     const principal = principalOf(outcome.payload, this.settings.rolesClaim);
     if (principal === undefined) return invalidToken('the access token has no usable sub claim');
-    this.keep(id, principal, ((outcome.payload.exp ?? 0) + this.settings.clockSkewSeconds) * 1000);
+    setWithin(this.verified, id, { principal, until: ((outcome.payload.exp ?? 0) + this.settings.clockSkewSeconds) * 1000 }, VERIFIED_ADMIN_TOKENS_MAX);
     return { ok: true, principal };
-  }
-
-  private keep(id: string, principal: AdminPrincipal, until: number): void {
-    if (this.verified.size >= VERIFIED_ADMIN_TOKENS_MAX) {
-      const oldest = this.verified.keys().next();
-      if (!oldest.done) this.verified.delete(oldest.value);
-    }
-    this.verified.set(id, { principal, until });
   }
 }
 

@@ -1,3 +1,5 @@
+import { setWithin } from '../common/bounded-map.js';
+
 /**
  * A token bucket per person: `burst` requests at once, refilled at `perSecond`. The buckets are
  * bounded: beyond `maxSubjects` the one used least recently goes (a full bucket again, which costs
@@ -20,11 +22,7 @@ export class SubjectRateLimit {
     this.buckets.delete(subject);
     bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond);
     bucket.at = now;
-    this.buckets.set(subject, bucket);
-    if (this.buckets.size > this.maxSubjects) {
-      const oldest = this.buckets.keys().next();
-      if (!oldest.done) this.buckets.delete(oldest.value);
-    }
+    setWithin(this.buckets, subject, bucket, this.maxSubjects);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return 0;

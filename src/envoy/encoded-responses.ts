@@ -1,4 +1,5 @@
 import { EncodedCheckResponse } from './proto.js';
+import { setWithin } from '../common/bounded-map.js';
 
 /**
  * CheckResponses kept encoded, by a key that names everything the response is made of: encoding a
@@ -20,11 +21,7 @@ export class EncodedResponses {
     const own = Buffer.allocUnsafeSlow(bytes.length);
     bytes.copy(own);
     const response = new EncodedCheckResponse(own);
-    if (this.kept.size >= this.maxEntries) {
-      const oldest = this.kept.keys().next();
-      if (!oldest.done) this.kept.delete(oldest.value);
-    }
-    this.kept.set(key, response);
+    setWithin(this.kept, key, response, this.maxEntries);
     return response;
   }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { JWTPayload } from 'jose';
+import { setWithin } from '../common/bounded-map.js';
 import type { TokenSettings } from '../config.js';
 import type { AccessTokenClaims, TokenVerdict } from '../decision/types.js';
 import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
@@ -62,7 +63,7 @@ export class TokenVerifier {
     if (running !== undefined) return running;
     const verdict = this.verifyNew(token, now)
       .then((result) => {
-        if (result.valid) this.keep(id, result.claims);
+        if (result.valid) setWithin(this.verified, id, result.claims, this.maxEntries);
         return result;
       })
       .finally(() => this.inFlight.delete(id));
@@ -78,14 +79,6 @@ export class TokenVerifier {
   /** Tokens kept now. */
   get size(): number {
     return this.verified.size;
-  }
-
-  private keep(id: string, claims: AccessTokenClaims): void {
-    if (this.verified.size >= this.maxEntries) {
-      const oldest = this.verified.keys().next();
-      if (!oldest.done) this.verified.delete(oldest.value);
-    }
-    this.verified.set(id, claims);
   }
 
   private async verifyNew(token: string, now: number): Promise<TokenVerdict> {
