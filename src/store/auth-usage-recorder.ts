@@ -25,8 +25,8 @@ interface Usage {
 
 const HOUR_MS = 3_600_000;
 
-/** What record() builds from the hour's text: the two must agree. */
-const groupKey = (hour: number, siteId: SiteId, method: AuthMethod): string => `${String(hour)} ${siteId} ${method}`;
+/** A group's key; record() passes the hour's text made once an hour, restore() makes it. */
+const groupKey = (hourText: string, siteId: SiteId, method: AuthMethod): string => `${hourText} ${siteId} ${method}`;
 
 // One statement per flush. Counts add up across replicas; last_seen keeps the later time.
 const ADD_USAGE = `INSERT INTO auth_usage AS u (hour, site_id, method, count, last_seen)
@@ -56,7 +56,7 @@ export class AuthUsageRecorder {
     const hour = at - (at % HOUR_MS);
     // The hour as text once an hour rather than on every allowed check.
     if (hour !== this.hour.start) this.hour = { start: hour, text: String(hour) };
-    const group = `${this.hour.text} ${siteId} ${method}`;
+    const group = groupKey(this.hour.text, siteId, method);
     const held = this.usage.get(group);
     if (held !== undefined) {
       held.count += 1;
@@ -78,7 +78,7 @@ export class AuthUsageRecorder {
 
   private restore(usage: readonly Usage[]): void {
     for (const group of usage) {
-      const key = groupKey(group.hour, group.siteId, group.method);
+      const key = groupKey(String(group.hour), group.siteId, group.method);
       const held = this.usage.get(key);
       if (held === undefined) this.usage.set(key, group);
       else {
