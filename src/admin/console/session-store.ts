@@ -66,6 +66,7 @@ function unseal(key: Buffer, sealed: string): string | undefined {
 }
 
 const sealOptional = (key: Buffer, text: string | undefined): string | null => (text === undefined ? null : seal(key, text));
+const unsealOptional = (key: Buffer, sealed: string | null): string | undefined => (sealed === null ? undefined : unseal(key, sealed));
 
 /**
  * Sign-ins in progress and sessions in PostgreSQL (migration 007), keyed by the SHA-256 of the
@@ -126,8 +127,8 @@ export class SessionStore {
       subject: row.subject,
       csrfToken: row.csrf_token,
       accessToken,
-      refreshToken: row.refresh_token === null ? undefined : unseal(key, row.refresh_token),
-      idToken: row.id_token === null ? undefined : unseal(key, row.id_token),
+      refreshToken: unsealOptional(key, row.refresh_token),
+      idToken: unsealOptional(key, row.id_token),
       expiresAt: row.expires_at,
     };
   }
@@ -148,6 +149,6 @@ export class SessionStore {
       idHash(id),
     ]);
     const row = rows[0];
-    return row && { idToken: row.id_token === null ? undefined : unseal(sealingKey(id), row.id_token) };
+    return row && { idToken: unsealOptional(sealingKey(id), row.id_token) };
   }
 }
