@@ -218,6 +218,7 @@ const BUCKET_DIGESTS = `WITH per_site AS (${perSiteDigests(inBuckets)})
 const siteDigestsQuery = (filter: SiteFilter) => `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${perSiteDigests(filter)}) per_site`;
 const BUCKET_SITE_DIGESTS = siteDigestsQuery(inBuckets);
 const namedSites: SiteFilter = (column) => `${column} = ANY($1::bigint[])`;
+const NAMED_SITE_DIGESTS = siteDigestsQuery(namedSites);
 
 /** Beyond this share of the sites changed, their rows are read whole rather than named one by one. */
 const NAMED_READ_MAX_SHARE = 0.25;
@@ -337,7 +338,7 @@ export interface ReloadedSites {
 export async function loadSitesWithDigests(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<ReloadedSites> {
   const [rows, digestRows] = await inOneSnapshot(pool, async (client) => {
     const siteRows = await readSiteRows(client, namedSites, [siteIds]);
-    const digests = await client.query<{ id: SiteId; bucket: string; digest: string }>(siteDigestsQuery(namedSites), [siteIds]);
+    const digests = await client.query<{ id: SiteId; bucket: string; digest: string }>(NAMED_SITE_DIGESTS, [siteIds]);
     return [siteRows, digests.rows] as const;
   });
   const digests = new Map<SiteId, SiteDigest>();
