@@ -75,6 +75,9 @@ class WorkerPool {
 
   private fork(): void {
     const worker = cluster.fork();
+    // A message to a worker that is exiting fails (EPIPE) as an 'error' event, which unheard would end
+    // the primary; its exit, which follows, is what the pool acts on.
+    worker.on('error', (error) => this.logger.debug({ err: error, worker: worker.id }, 'a message to an exiting worker was not delivered'));
     this.workers.set(worker.id, { worker, startedAt: Date.now(), listening: false, readiness: undefined });
   }
 
