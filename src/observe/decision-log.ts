@@ -75,11 +75,28 @@ function sameLineKey(event: DeniedCheckEvent): string {
   return MESSAGE_SAYS_MORE.has(event.errorId) ? `${key}|${event.errorMessage}` : key;
 }
 
+/** The fields of sameLineKey compared one by one: whether `event` reads as `earlier` does, without building a key. */
+function readsAs(event: DeniedCheckEvent, earlier: DeniedCheckEvent): boolean {
+  return (
+    event.errorId === earlier.errorId &&
+    event.shadow === earlier.shadow &&
+    event.siteId === earlier.siteId &&
+    event.clientIp === earlier.clientIp &&
+    event.maskedKey === earlier.maskedKey &&
+    event.clientId === earlier.clientId &&
+    event.keyId === earlier.keyId &&
+    event.rule === earlier.rule &&
+    (!MESSAGE_SAYS_MORE.has(event.errorId) || event.errorMessage === earlier.errorMessage)
+  );
+}
+
 interface RepeatWindow {
   readonly first: DeniedCheckEvent;
   readonly openedAt: number;
   repeats: number;
   lastRequestId: string | undefined;
+  /** Logged and taken out of the windows: a later repeat opens a new one. */
+  ended: boolean;
 }
 
 /**
@@ -95,6 +112,8 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
   const windowMs = options.repeatWindowSeconds * 1000;
   const bodyHint = new RateLimit(HINT_INTERVAL_MS, now);
   const windows = new Map<string, RepeatWindow>();
+  /** The window the last denial went to: a flood repeats one denial, which then costs no key. */
+  let latest: RepeatWindow | undefined;
   let sweeper: NodeJS.Timeout | undefined;
 
   const logRepeats = (window: RepeatWindow): void => {
@@ -122,6 +141,7 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
     for (const [key, window] of windows) {
       if (at - window.openedAt < windowMs) break;
       windows.delete(key);
+      window.ended = true;
       logRepeats(window);
     }
     if (windows.size === 0 && sweeper !== undefined) {
@@ -132,20 +152,23 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
   /** True when the denial was only counted: a line identical to it was logged within the window. */
   const counted = (event: DeniedCheckEvent): boolean => {
     if (windowMs === 0) return false;
-    const key = sameLineKey(event);
     const at = now();
-    const window = windows.get(key);
+    const window = latest !== undefined && !latest.ended && readsAs(event, latest.first) ? latest : windows.get(sameLineKey(event));
     if (window !== undefined && at - window.openedAt < windowMs) {
       window.repeats++;
       window.lastRequestId = event.requestId;
+      latest = window;
       return true;
     }
+    const key = sameLineKey(event);
     if (window !== undefined) {
       windows.delete(key);
+      window.ended = true;
       logRepeats(window);
     }
     if (windows.size < REPEAT_WINDOWS_MAX) {
-      windows.set(key, { first: event, openedAt: at, repeats: 0, lastRequestId: undefined });
+      latest = { first: event, openedAt: at, repeats: 0, lastRequestId: undefined, ended: false };
+      windows.set(key, latest);
       sweeper ??= setInterval(() => sweep(now()), windowMs).unref();
     }
     return false;

@@ -316,6 +316,36 @@ describe('decision log', () => {
       assert.deepEqual(log.lines.map((line) => [line.requestId, line.errorId]), [['a', 102], ['b', 103], ['c', 102], ['d', 101], ['e', 108]]);
     });
 
+    it('counts interleaved denials each in its own window', () => {
+      let now = 0;
+      const log = decisionLog({ now: () => now });
+      for (let i = 0; i < 10; i++) {
+        log.check(refused(`a-${i}`));
+        log.check(refused(`b-${i}`, '198.51.100.9'));
+      }
+      now = 1_000;
+      log.log.close();
+      const repeated = log.lines.filter((line) => line.event === 'check.denied.repeated');
+      assert.deepEqual(repeated.map((line) => [line.firstRequestId, line.lastRequestId, line.repeats]), [['a-0', 'a-9', 9], ['b-0', 'b-9', 9]]);
+    });
+
+    it('opens a new window for a denial repeated after its window was logged, and logs those repeats once', async () => {
+      const log = decisionLog();
+      for (let i = 0; i < 3; i++) log.check(refused(`req-${i}`));
+      await eventually(
+        'the window ended by its timer',
+        async () => log.lines.some((line) => line.event === 'check.denied.repeated'),
+        (ended) => ended,
+        10_000,
+      );
+      log.check(refused('req-3'));
+      log.log.close();
+      assert.deepEqual(
+        log.lines.map((line) => [line.event, line.requestId ?? line.repeats]),
+        [['check.denied', 'req-0'], ['check.denied.repeated', 2], ['check.denied', 'req-3']],
+      );
+    });
+
     it('logs every denial with a window of 0', () => {
       const log = decisionLog({ repeatWindowSeconds: 0, now: () => 0 });
       for (let i = 0; i < 5; i++) log.check(refused(`req-${i}`));
