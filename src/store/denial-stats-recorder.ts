@@ -87,6 +87,8 @@ export class DenialStatsRecorder {
   private overflowed = 0;
   /** Groups already counted under OVERFLOW_ADDRESS since the last flush, so that an address counts once (up to maxGroups of them). */
   private overflowSeen = new Set<string>();
+  /** The group the last refusal was added to under its own address: a flood repeats it, and then costs no key. */
+  private latest: Group | undefined;
   private readonly flusher: PeriodicFlush;
   private readonly failures: FlushFailureLog;
 
@@ -96,6 +98,19 @@ export class DenialStatsRecorder {
   }
 
   record(siteId: SiteId, errorId: ErrorId, clientIp: string, rehearsal: boolean, at: number, shadow = false): void {
+    const latest = this.latest;
+    if (
+      latest !== undefined &&
+      latest.siteId === siteId &&
+      latest.errorId === errorId &&
+      latest.clientIp === clientIp &&
+      latest.rehearsal === rehearsal &&
+      latest.shadow === shadow
+    ) {
+      latest.count += 1;
+      latest.lastSeen = Math.max(latest.lastSeen, at);
+      return;
+    }
     this.add({ siteId, errorId, clientIp, rehearsal, shadow, count: 1, addresses: 1, firstSeen: at, lastSeen: at });
   }
 
@@ -115,9 +130,12 @@ export class DenialStatsRecorder {
       }
     }
     if (group === undefined) {
-      this.groups.set(key, { ...counted, addresses, clientIp: key === ownKey ? counted.clientIp : OVERFLOW_ADDRESS });
-      return;
+      const clientIp = key === ownKey ? counted.clientIp : OVERFLOW_ADDRESS;
+      // An address's group stands for that one address; the overflow group adds those it takes, below.
+      group = { ...counted, clientIp, count: 0, addresses: clientIp === OVERFLOW_ADDRESS ? 0 : addresses };
+      this.groups.set(key, group);
     }
+    if (group.clientIp !== OVERFLOW_ADDRESS) this.latest = group;
     group.count += counted.count;
     if (group.clientIp === OVERFLOW_ADDRESS) group.addresses += addresses;
     group.firstSeen = Math.min(group.firstSeen, counted.firstSeen);
@@ -143,6 +161,7 @@ export class DenialStatsRecorder {
     const batch = [...this.groups.values()];
     const overflowed = this.overflowed;
     this.groups = new Map();
+    this.latest = undefined;
     this.overflowed = 0;
     this.overflowSeen = new Set();
     if (overflowed > 0) {
