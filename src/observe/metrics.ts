@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
-import type { AuthMethod, TokenRule } from '../decision/types.js';
+import type { AuthMethod, ErrorId, TokenRule } from '../decision/types.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { SiteLabels } from './site-labels.js';
@@ -79,6 +79,26 @@ function packageVersion(): string {
  * Every metric the service exposes on /metrics, declared once, in its own registry (tests make
  * several). Observers feed it events; gauges of state are read at scrape time.
  */
+const FIRST_ERROR_ID = 101;
+const ERROR_IDS = 8; // 101 to 108
+const DENIED_METHODS: ReadonlyArray<AuthMethod | undefined> = ['api_key', 'token', undefined];
+const DENIED_SLOTS = 2 * ERROR_IDS * DENIED_METHODS.length;
+
+/**
+ * Where a denial is tallied among a site label's DENIED_SLOTS. A shadow denial was let through: it is
+ * counted apart (shadow_denied), so that "denied" keeps meaning refused.
+ */
+function deniedSlot(shadow: boolean, errorId: ErrorId, method: AuthMethod | undefined): number {
+  return ((shadow ? ERROR_IDS : 0) + errorId - FIRST_ERROR_ID) * DENIED_METHODS.length + DENIED_METHODS.indexOf(method);
+}
+
+/** The labels of each slot, made once. */
+const DENIED_SLOT_LABELS = Array.from({ length: DENIED_SLOTS }, (_, slot) => ({
+  outcome: slot >= ERROR_IDS * DENIED_METHODS.length ? SHADOW_DENIED : 'denied',
+  errorId: String(FIRST_ERROR_ID + (Math.floor(slot / DENIED_METHODS.length) % ERROR_IDS)),
+  method: DENIED_METHODS[slot % DENIED_METHODS.length],
+}));
+
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly siteLabels: SiteLabels;
@@ -90,14 +110,12 @@ export class ServiceMetrics {
    */
   private readonly allowedUncounted: Readonly<Record<AuthMethod, Map<string, number>>> = { api_key: new Map(), token: new Map() };
   /**
-   * Denied checks the same way, by outcome (denied or shadow_denied), error id, site label and method
-   * (so at most 2 × 10 × 3 × (METRICS_SITE_LABELS_MAX + 1) entries): denials must cost no more than allows, or a
-   * stranger's wrong keys would be cheap to send and dear to answer.
+   * Denied checks the same way, by site label, in one slot per outcome (denied or shadow_denied), error
+   * id and method (see deniedSlot): at most METRICS_SITE_LABELS_MAX + 1 entries. Denials must cost no
+   * more than allows, or a stranger's wrong keys would be cheap to send and dear to answer; a slot
+   * index costs no label text.
    */
-  private readonly deniedUncounted = new Map<
-    string,
-    { readonly outcome: string; readonly errorId: string; readonly site: string; readonly method: AuthMethod | undefined; count: number }
-  >();
+  private readonly deniedUncounted = new Map<string, number[]>();
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
   private readonly checkDuration: TalliedHistogram;
   private readonly undecided: Counter<'reason'>;
@@ -358,12 +376,9 @@ export class ServiceMetrics {
       tally.set(site, (tally.get(site) ?? 0) + 1);
       if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
     } else {
-      // A shadow denial was let through: counted apart, so that "denied" keeps meaning refused.
-      const outcome = event.shadow ? SHADOW_DENIED : 'denied';
-      const key = `${outcome} ${event.errorId} ${site} ${event.authMethod}`;
-      const denied = this.deniedUncounted.get(key);
-      if (denied === undefined) this.deniedUncounted.set(key, { outcome, errorId: String(event.errorId), site, method: event.authMethod, count: 1 });
-      else denied.count += 1;
+      let slots = this.deniedUncounted.get(site);
+      if (slots === undefined) this.deniedUncounted.set(site, (slots = new Array<number>(DENIED_SLOTS).fill(0)));
+      slots[deniedSlot(event.shadow, event.errorId, event.authMethod)]! += 1;
       if (event.sunsetReason !== undefined && !event.shadow) this.sunsetRefusals.inc({ reason: event.sunsetReason });
       if (event.errorId === 106) this.tokenRefusals.inc({ reason: event.rule as TokenRule });
       else if (event.errorId === 107) this.tokenRefusals.inc({ reason: 'unregistered-client' });
@@ -384,9 +399,13 @@ export class ServiceMetrics {
       if (allowed > 0) this.checksByMethod.inc({ method, outcome: 'allowed' }, allowed);
       tally.clear();
     }
-    for (const { outcome, errorId, site, method, count } of this.deniedUncounted.values()) {
-      this.checks.inc({ outcome, error_id: errorId, site }, count);
-      if (method !== undefined) this.checksByMethod.inc({ method, outcome }, count);
+    for (const [site, slots] of this.deniedUncounted) {
+      slots.forEach((count, slot) => {
+        if (count === 0) return;
+        const { outcome, errorId, method } = DENIED_SLOT_LABELS[slot]!;
+        this.checks.inc({ outcome, error_id: errorId, site }, count);
+        if (method !== undefined) this.checksByMethod.inc({ method, outcome }, count);
+      });
     }
     this.deniedUncounted.clear();
   }
