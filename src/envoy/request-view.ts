@@ -95,7 +95,8 @@ function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSo
   const sourceHeader = source.kind === 'header' ? source.name : undefined;
   const map = record(http?.headers);
   if (map !== undefined) {
-    for (const name of Object.keys(map)) {
+    // for…in, not Object.keys: no array of every header name on every check. A decoded map has no inherited members.
+    for (const name in map) {
       const value = map[name];
       const key = headerRead(name, sourceHeader);
       if (key !== undefined && typeof value === 'string') addHeader(headers, key, value);
