@@ -13,7 +13,7 @@ import { positiveIntegerSetting } from './settings.js';
  * beside a no-op Check server under h2load (serve-bench.ts). Writes a new dated section at the top of
  * bench/RESULTS.md. BENCH_SECONDS (10) and BENCH_ROUNDS (3) shorten or lengthen the h2load part.
  */
-const PURE_BENCHMARKS = ['decide.js', 'token-verify.js', 'hostile-bodies.js', 'snapshot-load.js', 'resync-stall.js', 'abuse.js'];
+const PURE_BENCHMARKS = ['decide.js', 'check-path.js', 'token-verify.js', 'hostile-bodies.js', 'snapshot-load.js', 'resync-stall.js', 'abuse.js'];
 
 const machine = describeMachine();
 const startedAt = new Date();

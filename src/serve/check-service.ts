@@ -135,7 +135,7 @@ function openTokenVerification(config: Config, logger: Logger, resources: Resour
 
 type TokenVerification = ReturnType<typeof openTokenVerification>;
 
-type Recorders = ReturnType<typeof openRecorders>;
+export type Recorders = ReturnType<typeof openRecorders>;
 
 function serviceMetrics(config: Config, store: CredentialStore, ready: () => boolean): ServiceMetrics {
   const { cache, pool } = store;
@@ -164,7 +164,7 @@ function refusedAddress(event: CheckEvent): string {
 }
 
 /** What a decided check leaves behind besides its answer: metrics, a log line, last use, refusal counts. */
-function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog) {
+export function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog) {
   return (event: CheckEvent): void => {
     metrics.observeCheck(event);
     decisionLog.record(event);
