@@ -30,6 +30,13 @@ export const GRPC_LIMITS = Object.freeze({
    */
   handshakeTimeoutMs: 5_000,
   /**
+   * At GRPC_MAX_CONNECTIONS, a newcomer takes the place of the oldest connection that has not sent
+   * the preface this long after it was accepted (Envoy sends it with the handshake), else it is
+   * refused: silent connections, opened faster than the handshake time-out closes them, cannot keep
+   * Envoy out. A connection that has sent the preface is never closed for a newcomer.
+   */
+  silentConnectionGraceMs: 250,
+  /**
    * grpc.max_connection_idle_ms: a connection with no call open for this long is closed (GOAWAY).
    * Envoy's cluster idle_timeout (common_http_protocol_options, 1 h by default) should be shorter, so
    * that Envoy, not a GOAWAY racing a new check, ends an idle connection.
@@ -175,6 +182,23 @@ function hostPort(bindAddress: string, port: number): string {
 /** At most one warning a minute about connections refused at the cap. */
 const REFUSED_WARNING_INTERVAL_MS = 60_000;
 
+/** Open connections, in the order they were accepted, each with when (performance.now()). */
+type Connections = Map<Socket, number>;
+
+/** Closes the oldest connection that has sent no preface within graceMs of its accept; false if none has. */
+function closeOldestSilent(connections: Connections, graceMs: number): boolean {
+  const acceptedBy = performance.now() - graceMs;
+  for (const [socket, acceptedAt] of connections) {
+    if (acceptedAt > acceptedBy) return false;
+    if (socket.bytesRead >= CLIENT_PREFACE_BYTES) continue;
+    // Out of the count at once: the next newcomer of a burst must find another.
+    connections.delete(socket);
+    socket.destroy();
+    return true;
+  }
+  return false;
+}
+
 /**
  * Our own TCP listener, handing each connection to grpc-js (its connection injector): grpc-js's
  * bindAsync offers neither a cap on connections nor a handshake time-out.
@@ -184,22 +208,34 @@ async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLi
   // With TLS credentials grpc-js puts a TLS server between the socket and HTTP/2: a client that does
   // not complete a TLS handshake (plaintext, no or an unknown client certificate) gets no session.
   const injector = server.createConnectionInjector(credentials);
-  const connections = new Set<Socket>();
+  const connections: Connections = new Map();
+  let refusedSinceWarning = 0;
+  let silentClosedSinceWarning = 0;
+  const refusedWarning = new RateLimit(REFUSED_WARNING_INTERVAL_MS, () => performance.now());
+  const warnAtCap = () => {
+    if (!refusedWarning.open()) return;
+    logger.warn(
+      { refused: refusedSinceWarning, silentClosed: silentClosedSinceWarning, maxConnections },
+      'gRPC connections at GRPC_MAX_CONNECTIONS: newcomers refused, or let in by closing connections that sent nothing',
+    );
+    refusedSinceWarning = 0;
+    silentClosedSinceWarning = 0;
+  };
   const listener = createTcpServer((socket) => {
-    connections.add(socket);
+    if (connections.size >= maxConnections) {
+      if (!closeOldestSilent(connections, limits.silentConnectionGraceMs)) {
+        socket.destroy();
+        refusedSinceWarning += 1;
+        warnAtCap();
+        return;
+      }
+      silentClosedSinceWarning += 1;
+      warnAtCap();
+    }
+    connections.set(socket, performance.now());
     socket.once('close', () => connections.delete(socket));
     dropUnlessHandshakeWithin(socket, limits.handshakeTimeoutMs);
     injector.injectConnection(socket);
-  });
-  // Beyond the cap, node accepts and closes at once.
-  listener.maxConnections = maxConnections;
-  let refusedSinceWarning = 0;
-  const refusedWarning = new RateLimit(REFUSED_WARNING_INTERVAL_MS, () => performance.now());
-  listener.on('drop', () => {
-    refusedSinceWarning += 1;
-    if (!refusedWarning.open()) return;
-    logger.warn({ refused: refusedSinceWarning, maxConnections }, 'gRPC connections refused: GRPC_MAX_CONNECTIONS are open');
-    refusedSinceWarning = 0;
   });
   const address = hostPort(options.bindAddress, options.port);
   await new Promise<void>((resolveListen, reject) => {
@@ -263,7 +299,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
       const timer = setTimeout(() => {
         logger.warn({ graceMs }, 'gRPC calls still open after the shutdown grace period; closing them');
         server.forceShutdown();
-        for (const connection of connections) connection.destroy();
+        for (const connection of connections.keys()) connection.destroy();
         resolveClosed();
       }, graceMs);
       timer.unref();

@@ -34,13 +34,13 @@ after(async () => {
   for (const server of servers) await ('close' in server ? server.close() : server.shutdown(500));
 });
 
-async function grpcServer(limits: Partial<GrpcLimits>, maxBodyBytes = DEFAULTS.maxBodyBytes, onIncompleteRequestReset?: () => void): Promise<AuthzGrpcServer> {
+async function grpcServer(limits: Partial<GrpcLimits>, maxBodyBytes = DEFAULTS.maxBodyBytes, onIncompleteRequestReset?: () => void, maxConnections = 10_000): Promise<AuthzGrpcServer> {
   const server = await startGrpcServer({
     ...(onIncompleteRequestReset ? { onIncompleteRequestReset } : {}),
     bindAddress: '127.0.0.1',
     port: 0,
     maxBodyBytes,
-    maxConnections: 10_000,
+    maxConnections,
     limits,
     logger: createLogger('silent'),
     authorization: { clientIpSource: { kind: 'peer' }, maxBodyBytes, authorize: (input) => decide(input, SNAPSHOT, NOW, NO_SUNSET), logger: createLogger('silent') },
@@ -129,6 +129,28 @@ describe('gRPC port: connections', () => {
       assert.equal(open, 0, `${open} of 500 connections without a preface still open after ${handshakeTimeoutMs + SLACK_MS} ms`);
     } finally {
       for (const socket of sockets) socket.destroy();
+    }
+  });
+
+  it('at maxConnections, closes the oldest connection that has sent nothing to let a newcomer in, never one that sent the preface', async () => {
+    const maxConnections = 4;
+    // Silent connections would otherwise hold the port until this time-out: far beyond the test.
+    const server = await grpcServer({ handshakeTimeoutMs: 60_000, silentConnectionGraceMs: 0 }, DEFAULTS.maxBodyBytes, undefined, maxConnections);
+    const envoy = h2session(server.port);
+    const ping = () => new Promise<void>((resolvePing, reject) => envoy.ping((error) => (error ? reject(error) : resolvePing())));
+    await new Promise((connected) => envoy.once('connect', connected));
+    // Answered only once the server has read the preface: the oldest connection has sent it.
+    await ping();
+    const silent = await Promise.all(Array.from({ length: maxConnections - 1 }, () => silentSocket(server.port)));
+    try {
+      const oldestSilentClosed = closedWithin(silent[0]!, SLACK_MS);
+      await allowedCheck(server.port);
+      assert.notEqual(await oldestSilentClosed, undefined, 'the oldest silent connection was not closed for the newcomer');
+      await ping();
+      assert.deepEqual(silent.slice(1).map((socket) => socket.destroyed || socket.readyState !== 'open'), [false, false]);
+    } finally {
+      envoy.close();
+      for (const socket of silent) socket.destroy();
     }
   });
 
