@@ -44,6 +44,8 @@ export interface LoadShape {
   readonly ratePerConnection?: number;
   /** --log-file: one line per request with its duration. */
   readonly logFile?: string;
+  /** The CPUs h2load may run on (a taskset list, see cpu-pinning.ts); unset: any. */
+  readonly cpus?: string;
 }
 
 export interface H2loadResult {
@@ -101,11 +103,17 @@ export function commandLine(program: string, args: readonly string[]): string {
   return [program, ...args].map(shellQuote).join(' ');
 }
 
-/** Runs one h2load; several may run at once (one per request file). */
-export function runH2load(args: readonly string[]): Promise<H2loadResult> {
-  const command = commandLine('h2load', args);
+/** The program and arguments that run h2load with `args`, on `cpus` when given. */
+export function h2loadCommand(args: readonly string[], cpus?: string): { readonly program: string; readonly args: readonly string[] } {
+  return cpus === undefined ? { program: 'h2load', args } : { program: 'taskset', args: ['-c', cpus, 'h2load', ...args] };
+}
+
+/** Runs one h2load, on `cpus` when given; several may run at once (one per request file). */
+export function runH2load(args: readonly string[], cpus?: string): Promise<H2loadResult> {
+  const run = h2loadCommand(args, cpus);
+  const command = commandLine(run.program, run.args);
   return new Promise((resolveRun, reject) => {
-    const child = spawn('h2load', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(run.program, run.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

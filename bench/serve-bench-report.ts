@@ -138,6 +138,10 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     `### Saturation: \`h2load -c4 -m32 -D ${settings.seconds}\`, the allowed request`,
     '',
     'Each server warmed up first; rounds alternate which server goes first, so a drift of the machine favours neither.',
+    results.cpuPlan === undefined
+      ? 'h2load and the servers ran wherever the scheduler put them (`BENCH_PIN=0`, one CPU, or no `taskset`).'
+      : `h2load ran on CPU ${results.cpuPlan.load} and every server, \`serve\` and its no-ops alike, on CPU ${results.cpuPlan.servers} (\`taskset\`, every thread), ` +
+        'so that neither takes the other\'s cores and a ratio compares the CPU each server spends on a check; the workers rows below run on every CPU. `BENCH_PIN=0` shares them as the scheduler sees fit.',
     '',
     ...roundsTable('no-op', saturationRounds),
     '',
@@ -201,7 +205,7 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '',
     '### Workers',
     '',
-    `\`serve\` with \`WORKERS=1\` and \`WORKERS=2\`, both started for this, beside the no-op: saturation as above, ` +
+    `\`serve\` with \`WORKERS=1\` and \`WORKERS=2\`, both started for this, beside the no-op: saturation as above, on every CPU, ` +
       `${workerRounds.length} rounds, each server taking its turn first.` +
       (workersImplemented ? '' : ' **This `serve` does not implement `WORKERS` yet** (`WORKERS=2` ran one process), so both columns measure one process.'),
     '',

@@ -8,7 +8,8 @@ import { BENCH_SITES, LARGE_BODY_BYTES, seedBenchSites, type BenchCredentials } 
 import { checkCounts, countsBetween, type CheckCounts } from './check-counts.js';
 import { grpcFrame, type BenchRequest } from './check-requests.js';
 import { onInterrupt } from './interrupt.js';
-import { commandLine, h2loadArguments, latencyFromLog, runH2load, type H2loadResult, type LatencySummary, type LoadShape } from './h2load.js';
+import { commandLine, h2loadArguments, h2loadCommand, latencyFromLog, runH2load, type H2loadResult, type LatencySummary, type LoadShape } from './h2load.js';
+import { cpuPlan, pinProcesses, type CpuPlan } from './cpu-pinning.js';
 import { startNoop, startServe, type BenchServer } from './server-process.js';
 import { assertVerdict } from './verify-once.js';
 import type { ProbeReport } from './heap-probe.js';
@@ -115,7 +116,7 @@ export async function measure(
   const cpuBefore = server.cpuSeconds();
   const load = Promise.all(
     files.map((file, index) =>
-      runH2load(h2loadArguments(server.grpcPort, file.path, { ...shape, ...(shape.logFile ? { logFile: `${shape.logFile}.${index}` } : {}) })),
+      runH2load(h2loadArguments(server.grpcPort, file.path, { ...shape, ...(shape.logFile ? { logFile: `${shape.logFile}.${index}` } : {}) }), shape.cpus),
     ),
   );
   const [results] = await Promise.all([load, whileRunning?.(load)]);
@@ -149,6 +150,8 @@ export type Rounds = ReadonlyArray<{ readonly serve: LoadRun; readonly noop: Loa
 
 export interface ServeBenchResults {
   readonly settings: BenchSettings;
+  /** Where h2load and the servers ran; undefined: wherever the scheduler put them. */
+  readonly cpuPlan: CpuPlan | undefined;
   readonly databaseDescription: string;
   readonly statementSource: string;
   readonly sites: number;
@@ -231,7 +234,7 @@ export async function openBenchFixture(databaseUrl: string | undefined, log: (li
 
 /** An unmeasured load first: JIT compilation, connection set-up and caches filling are not what a run measures. */
 export async function warmUp(server: BenchServer, files: readonly RequestFile[], shape: LoadShape): Promise<void> {
-  await Promise.all(files.map((file) => runH2load(h2loadArguments(server.grpcPort, file.path, shape))));
+  await Promise.all(files.map((file) => runH2load(h2loadArguments(server.grpcPort, file.path, shape), shape.cpus)));
 }
 
 /** serve and its floor under the same load, `rounds` times, taking turns to go first so that a drift of the machine favours neither. */
@@ -267,7 +270,10 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
   const running: BenchServer[] = [];
   const commands: string[] = [];
   const remember = (server: BenchServer, files: readonly RequestFile[], shape: LoadShape) => {
-    for (const file of files) commands.push(commandLine('h2load', h2loadArguments(server.grpcPort, file.path, shape)));
+    for (const file of files) {
+      const run = h2loadCommand(h2loadArguments(server.grpcPort, file.path, shape), shape.cpus);
+      commands.push(commandLine(run.program, run.args));
+    }
   };
   try {
     const file = (name: string) => files.get(name)!;
@@ -283,6 +289,10 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     running.push(noopToken);
     const noopWrongKey = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId, wrongKey: credentials.maskedWrongKey });
     running.push(noopWrongKey);
+    const plan = cpuPlan();
+    if (plan !== undefined) pinProcesses(running.flatMap((server) => server.pids()), plan.servers);
+    /** h2load on its own CPU when the servers have theirs. */
+    const pinned = plan === undefined ? {} : { cpus: plan.load };
 
     // Each request's exact bytes once through a real gRPC client: the verdict h2load cannot see.
     const verification: string[] = [];
@@ -306,7 +316,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       verification.push(`${request.name}: serve and the 102 no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
     }
 
-    const saturation: LoadShape = { ...SATURATION, seconds };
+    const saturation: LoadShape = { ...SATURATION, seconds, ...pinned };
     const warm = (server: BenchServer, load: readonly RequestFile[], shape: LoadShape) => warmUp(server, load, { ...shape, seconds: warmSeconds });
 
     /** serve against `floor` under `load`: both warmed up, then alternating rounds; the command kept for the report. */
@@ -336,7 +346,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
 
     const serveSaturation = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
     const ratePerConnection = Math.max(1, Math.round(serveSaturation / 2 / SATURATION.connections));
-    const halfRate: LoadShape = { ...SATURATION, seconds, ratePerConnection };
+    const halfRate: LoadShape = { ...saturation, ratePerConnection };
     log(`latency at half of serve's saturation: ${ratePerConnection * SATURATION.connections} req/s`);
     const latencyServe = await measure(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log') }, database);
     const latencyNoop = await measure(noop, allow, { ...halfRate, logFile: join(workDir, 'latency-noop.log') }, database);
@@ -347,14 +357,14 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const openNoop = await openLoop(noop.grpcPort, credentials.requests.allow.message, openRate, seconds);
     log(`  serve p50 ${openServe.p50Ms.toFixed(2)} p99 ${openServe.p99Ms.toFixed(2)} p99.9 ${openServe.p999Ms.toFixed(2)} ms; no-op p50 ${openNoop.p50Ms.toFixed(2)} p99 ${openNoop.p99Ms.toFixed(2)} p99.9 ${openNoop.p999Ms.toFixed(2)} ms`);
     log('latency of one check at a time');
-    const single: LoadShape = { connections: 1, streams: 1, seconds };
+    const single: LoadShape = { connections: 1, streams: 1, seconds, ...pinned };
     const singleServe = await measure(serve, allow, { ...single, logFile: join(workDir, 'single-serve.log') }, database);
     const singleNoop = await measure(noop, allow, { ...single, logFile: join(workDir, 'single-noop.log') }, database);
     remember(serve, allow, { ...single, logFile: join(workDir, 'single-serve.log.0') });
 
     log('deny-heavy mix: the allowed request beside one per error id, one h2load each');
     const mix = [file('allow'), ...credentials.requests.denials.map((request) => file(request.name))];
-    const denyMixRounds = await compare(noop, mix, { ...MIX_PER_FILE, seconds });
+    const denyMixRounds = await compare(noop, mix, { ...MIX_PER_FILE, seconds, ...pinned });
 
     log(`${LARGE_BODY_BYTES / 1024} KiB bodies`);
     const large = [file('allow-64k')];
@@ -365,6 +375,9 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     remember(serve, large, saturation);
 
     await retire(serve);
+    // Workers are about using every core: nothing is pinned here, and the no-op gets every CPU back.
+    if (plan !== undefined) pinProcesses(noop.pids(), plan.all);
+    const unpinned: LoadShape = { ...SATURATION, seconds };
     log(`workers: serve with WORKERS=1 and WORKERS=2 beside the no-op, ${rounds} rounds`);
     const byWorkers = new Map<string, BenchServer>();
     for (const count of ['1', '2']) {
@@ -372,7 +385,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       running.push(server);
       byWorkers.set(count, server);
       await assertVerdict(server.name, server.grpcPort, credentials.requests.allow);
-      await warm(server, allow, saturation);
+      await warm(server, allow, unpinned);
     }
     const workerRounds: Array<{ readonly byCount: ReadonlyMap<string, LoadRun>; readonly noop: LoadRun }> = [];
     const contenders = [...byWorkers.values(), noop];
@@ -381,14 +394,15 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       // Each takes its turn first.
       for (let turn = 0; turn < contenders.length; turn++) {
         const server = contenders[(round + turn) % contenders.length]!;
-        runs.set(server, await measure(server, allow, saturation, database));
+        runs.set(server, await measure(server, allow, unpinned, database));
       }
       workerRounds.push({ byCount: new Map([...byWorkers].map(([count, server]) => [count, runs.get(server)!])), noop: runs.get(noop)! });
     }
-    remember(byWorkers.get('2')!, allow, saturation);
+    remember(byWorkers.get('2')!, allow, unpinned);
 
     return {
       settings,
+      cpuPlan: plan,
       databaseDescription: database.description,
       statementSource: database.statementSource,
       sites: BENCH_SITES,
