@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '../common/sha256.js';
 import type { IncomingMessage } from 'node:http';
 import type { JWTPayload } from 'jose';
 import type { AdminSettings } from '../config.js';
@@ -39,7 +39,7 @@ export const NEW_TOKEN_CHECKS = Object.freeze({ burst: 20, perSecond: 10 });
 /** Verified tokens kept (by SHA-256, never the token) until they expire. */
 export const VERIFIED_ADMIN_TOKENS_MAX = 1_000;
 
-const tokenId = (token: string): string => createHash('sha256').update(token).digest('base64url');
+const tokenId = (token: string): string => sha256(token, 'base64url');
 
 function shortText(value: unknown, maxChars: number): string | undefined {
   return typeof value === 'string' && value !== '' && value.length <= maxChars && PRINTABLE.test(value) ? value : undefined;

@@ -1,4 +1,4 @@
-import * as crypto from 'node:crypto';
+import { sha256 } from '../common/sha256.js';
 import type { ApiKey, KeyHash } from './types.js';
 
 // Spec, Authentication 3: the key is a UUID, 8-4-4-4-12 hex digits; either case, compared case-insensitively.
@@ -15,18 +15,11 @@ export function canonicalApiKey(text: string): ApiKey | undefined {
 }
 
 /**
- * The one-shot crypto.hash (Node 20.12 and later) makes no Hash object: on every check it costs a
- * third of createHash's update and digest. Hashes are not cached: a cache would hold keys
- * in clear, and a key is held in memory only as its hash.
+ * SHA-256 of the canonical key: how a key is stored and looked up, never in clear. Hashes are not
+ * cached: a cache would hold keys in clear, and a key is held in memory only as its hash.
  */
-const sha256Hex: (text: string) => string =
-  typeof crypto.hash === 'function'
-    ? (text) => crypto.hash('sha256', text, 'hex')
-    : (text) => crypto.createHash('sha256').update(text).digest('hex');
-
-/** SHA-256 of the canonical key: how a key is stored and looked up, never in clear. */
 export function hashApiKey(key: ApiKey): KeyHash {
-  return sha256Hex(key);
+  return sha256(key, 'hex');
 }
 
 /** Spec, Errors 102: five asterisks and the last five characters of the submitted key. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '../common/sha256.js';
 import type { JWTPayload } from 'jose';
 import { setWithin } from '../common/bounded-map.js';
 import type { TokenSettings } from '../config.js';
@@ -91,5 +91,5 @@ export class TokenVerifier {
 
 /** What a kept token is known by: its hash, so that no token sits in memory after its request. */
 function tokenId(token: string): string {
-  return createHash('sha256').update(token).digest('base64');
+  return sha256(token, 'base64');
 }
