@@ -21,8 +21,18 @@ export const ALLOWED_RESPONSES_MAX = 10_000;
  * Only allowed checks add entries, so only holders of a valid key and address can grow it, and at
  * most ALLOWED_RESPONSES_MAX of them: when full, the oldest entry makes room.
  */
+/** The last response given, and what it was for: a partner's requests repeat it, and then cost no key. */
+interface LatestAllowed {
+  readonly method: Allowed['method'];
+  readonly siteId: string;
+  /** The key id or the token's client id. */
+  readonly credential: string;
+  readonly response: EncodedCheckResponse;
+}
+
 export class AllowedResponses {
   private readonly encoded: EncodedResponses;
+  private latest: LatestAllowed | undefined;
 
   constructor(
     private policy: AllowedResponsePolicy,
@@ -40,13 +50,20 @@ export class AllowedResponses {
   response(decision: Allowed, policy: AllowedResponsePolicy = this.policy): EncodedCheckResponse {
     if (policy !== this.policy) {
       this.encoded.clear();
+      this.latest = undefined;
       this.policy = policy;
     }
+    const { method, siteId } = decision;
+    const credential = method === 'api_key' ? decision.keyId : decision.clientId;
+    const latest = this.latest;
+    if (latest !== undefined && latest.method === method && latest.siteId === siteId && latest.credential === credential) return latest.response;
     // Site and key ids are decimal digits, so a key's entry has one colon; a client id may hold any
     // character but follows the site id and a space, which no key's entry has.
-    const entry = decision.method === 'api_key' ? `${decision.siteId}:${decision.keyId}` : `${decision.siteId} ${decision.clientId}`;
+    const entry = method === 'api_key' ? `${siteId}:${credential}` : `${siteId} ${credential}`;
     // toCheckResponse reads the site, the method and the key or client of the decision, nothing else.
-    return this.encoded.response(entry, () => this.encode(toCheckResponse(decision, this.policy)));
+    const response = this.encoded.response(entry, () => this.encode(toCheckResponse(decision, this.policy)));
+    this.latest = { method, siteId, credential, response };
+    return response;
   }
 
   /** Entries kept now. */

@@ -212,6 +212,18 @@ describe('AllowedResponses', () => {
     assert.equal(responses.size, 2);
   });
 
+  it('answers the same site and key under a changed policy, a token client of the same id, and a key again, each with its own bytes', () => {
+    const { responses } = counted(10);
+    const [plain, sunset] = [policies[0]![1], policies[1]![1]];
+    const expected = (decision: Decision, policy: AllowedResponsePolicy) => plainEncoding(toCheckResponse(decision, policy));
+    const key = byKey('1001', '42');
+    const token: Decision = { outcome: 'allow', method: 'token', siteId: '1001', clientId: '42' };
+    const answers: Array<[Decision, AllowedResponsePolicy]> = [[key, plain], [key, plain], [key, sunset], [token, sunset], [key, sunset], [byKey('1001', '43'), sunset]];
+    for (const [decision, policy] of answers) {
+      assert.deepEqual(responses.response(decision as Extract<Decision, { outcome: 'allow' }>, policy).bytes, expected(decision, policy));
+    }
+  });
+
   it('holds each encoding in memory of its own, not in a slice of a shared buffer pool it would keep alive', () => {
     const { responses } = counted(10);
     const { bytes } = responses.response(byKey('1001', '1'));
