@@ -42,6 +42,8 @@ const ADD_USAGE = `INSERT INTO auth_usage AS u (hour, site_id, method, count, la
  */
 export class AuthUsageRecorder {
   private usage = new Map<string, Usage>();
+  /** The group the last allowed request went to: a partner's requests repeat it, and then cost no key. */
+  private latest: Usage | undefined;
   private dropped = 0;
   private hour = { start: Number.NaN, text: '' };
   private readonly flusher: PeriodicFlush;
@@ -54,6 +56,12 @@ export class AuthUsageRecorder {
 
   record(siteId: SiteId, method: AuthMethod, at: number): void {
     const hour = at - (at % HOUR_MS);
+    const latest = this.latest;
+    if (latest !== undefined && latest.hour === hour && latest.siteId === siteId && latest.method === method) {
+      latest.count += 1;
+      if (at > latest.lastSeen) latest.lastSeen = at;
+      return;
+    }
     // The hour as text once an hour rather than on every allowed check.
     if (hour !== this.hour.start) this.hour = { start: hour, text: String(hour) };
     const group = groupKey(this.hour.text, siteId, method);
@@ -61,8 +69,10 @@ export class AuthUsageRecorder {
     if (held !== undefined) {
       held.count += 1;
       if (at > held.lastSeen) held.lastSeen = at;
+      this.latest = held;
     } else if (this.usage.size < this.options.maxGroups) {
-      this.usage.set(group, { hour, siteId, method, count: 1, lastSeen: at });
+      this.latest = { hour, siteId, method, count: 1, lastSeen: at };
+      this.usage.set(group, this.latest);
     } else {
       this.dropped += 1;
     }
@@ -96,6 +106,7 @@ export class AuthUsageRecorder {
     if (this.usage.size === 0) return;
     const usage = [...this.usage.values()];
     this.usage = new Map();
+    this.latest = undefined;
     try {
       await this.options.pool.query(ADD_USAGE, [
         usage.map((group) => group.hour),
