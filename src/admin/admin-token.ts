@@ -1,10 +1,10 @@
-import { sha256 } from '../common/sha256.js';
 import type { IncomingMessage } from 'node:http';
 import type { JWTPayload } from 'jose';
 import type { AdminSettings } from '../config.js';
 import { verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
 import type { KeySource } from '../token/issuer-keys.js';
 import { setWithin } from '../common/bounded-map.js';
+import { sha256 } from '../common/sha256.js';
 import { rolesOf, type AdminPrincipal, type AuthOutcome, type RequestAuthenticator } from './principal.js';
 import { SubjectRateLimit } from './subject-rate-limit.js';
 

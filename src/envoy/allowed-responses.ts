@@ -11,6 +11,15 @@ import type { EncodedCheckResponse } from './proto.js';
  */
 export const ALLOWED_RESPONSES_MAX = 10_000;
 
+/** The last response given, and what it was for: a partner's requests repeat it, and then cost no key. */
+interface LatestAllowed {
+  readonly method: Allowed['method'];
+  readonly siteId: string;
+  /** The key id or the token's client id. */
+  readonly credential: string;
+  readonly response: EncodedCheckResponse;
+}
+
 /**
  * Allowed CheckResponses, encoded once per site and key or token client. An allowed response is made
  * of the site id, the method, the key id or client id and the policy fixed at start-up, nothing else (see toCheckResponse), so a kept encoding
@@ -21,15 +30,6 @@ export const ALLOWED_RESPONSES_MAX = 10_000;
  * Only allowed checks add entries, so only holders of a valid key and address can grow it, and at
  * most ALLOWED_RESPONSES_MAX of them: when full, the oldest entry makes room.
  */
-/** The last response given, and what it was for: a partner's requests repeat it, and then cost no key. */
-interface LatestAllowed {
-  readonly method: Allowed['method'];
-  readonly siteId: string;
-  /** The key id or the token's client id. */
-  readonly credential: string;
-  readonly response: EncodedCheckResponse;
-}
-
 export class AllowedResponses {
   private readonly encoded: EncodedResponses;
   private latest: LatestAllowed | undefined;

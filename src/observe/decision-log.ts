@@ -153,14 +153,16 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
   const counted = (event: DeniedCheckEvent): boolean => {
     if (windowMs === 0) return false;
     const at = now();
-    const window = latest !== undefined && !latest.ended && readsAs(event, latest.first) ? latest : windows.get(sameLineKey(event));
+    const remembered = latest !== undefined && !latest.ended && readsAs(event, latest.first) ? latest : undefined;
+    let key: string | undefined;
+    const window = remembered ?? windows.get((key = sameLineKey(event)));
     if (window !== undefined && at - window.openedAt < windowMs) {
       window.repeats++;
       window.lastRequestId = event.requestId;
       latest = window;
       return true;
     }
-    const key = sameLineKey(event);
+    key ??= sameLineKey(event);
     if (window !== undefined) {
       windows.delete(key);
       window.ended = true;

@@ -74,11 +74,6 @@ function packageVersion(): string {
   return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 
-
-/**
- * Every metric the service exposes on /metrics, declared once, in its own registry (tests make
- * several). Observers feed it events; gauges of state are read at scrape time.
- */
 const FIRST_ERROR_ID = 101;
 const ERROR_IDS = 8; // 101 to 108
 const DENIED_METHODS: ReadonlyArray<AuthMethod | undefined> = ['api_key', 'token', undefined];
@@ -99,6 +94,10 @@ const DENIED_SLOT_LABELS = Array.from({ length: DENIED_SLOTS }, (_, slot) => ({
   method: DENIED_METHODS[slot % DENIED_METHODS.length],
 }));
 
+/**
+ * Every metric the service exposes on /metrics, declared once, in its own registry (tests make
+ * several). Observers feed it events; gauges of state are read at scrape time.
+ */
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly siteLabels: SiteLabels;

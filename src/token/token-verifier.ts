@@ -1,6 +1,6 @@
-import { sha256 } from '../common/sha256.js';
 import type { JWTPayload } from 'jose';
 import { setWithin } from '../common/bounded-map.js';
+import { sha256 } from '../common/sha256.js';
 import type { TokenSettings } from '../config.js';
 import type { AccessTokenClaims, TokenVerdict } from '../decision/types.js';
 import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
