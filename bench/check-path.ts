@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { createWriteStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { GCProfiler } from 'node:v8';
-import { buildAllowlist } from '../src/allowlist/allowlist.js';
-import { hashApiKey } from '../src/decision/api-key.js';
-import type { CheckInput, CredentialSnapshot, SiteCredentials } from '../src/decision/types.js';
+import type { CheckInput, CredentialSnapshot } from '../src/decision/types.js';
 import { createAuthorizationService } from '../src/envoy/authorization-service.js';
 import { AUTHORIZATION_SERVICE, EncodedCheckResponse, type CheckResponseToSend } from '../src/envoy/proto.js';
 import { createDecisionLog } from '../src/observe/decision-log.js';
@@ -15,6 +13,7 @@ import { decisionObserver, type Recorders } from '../src/serve/check-service.js'
 import { AuthUsageRecorder } from '../src/store/auth-usage-recorder.js';
 import { DenialStatsRecorder } from '../src/store/denial-stats-recorder.js';
 import { LastUsedRecorder } from '../src/store/last-used-recorder.js';
+import { snapshotOf } from '../test/support/snapshot.js';
 import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody } from './check-requests.js';
 
 /**
@@ -29,23 +28,15 @@ const SITES = 10_000;
 const PARTNER = '4242';
 const partnerKey = randomUUID();
 
+/** 10,000 sites of a key each, built as the decision tests build theirs (snapshotOf); the partner's allowlists BENCH_CLIENT_IP. */
 function snapshotOfSites(): CredentialSnapshot {
-  const sites = new Map<string, SiteCredentials>();
-  for (let i = 1; i <= SITES; i++) {
-    const siteId = String(i);
-    const key = i === Number(PARTNER) ? partnerKey : randomUUID();
-    sites.set(siteId, {
-      siteId,
-      enabled: true,
-      graceUntil: null,
-      keysByHash: new Map([[hashApiKey(key), { keyId: siteId, expiresAt: null }]]),
-      allowlist: buildAllowlist([{ network: i === Number(PARTNER) ? BENCH_CLIENT_IP : `10.${(i >> 8) & 255}.${i & 255}.0`, prefix: i === Number(PARTNER) ? 32 : 24 }]),
-      authMethod: 'both',
-      tokensNotBefore: null,
-      tokenClients: new Set(),
-    });
-  }
-  return { site: (id) => sites.get(id), siteOfTokenClient: () => undefined, brownouts: [] };
+  return snapshotOf(
+    Array.from({ length: SITES }, (_, index) => {
+      const siteId = String(index + 1);
+      const partner = siteId === PARTNER;
+      return { siteId, keys: [{ key: partner ? partnerKey : randomUUID(), keyId: siteId }], cidrs: [partner ? `${BENCH_CLIENT_IP}/32` : `10.${(index >> 8) & 255}.${index & 255}.0/24`] };
+    }),
+  );
 }
 
 const noStatements = { query: () => Promise.resolve() };

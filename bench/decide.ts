@@ -1,27 +1,16 @@
 import assert from 'node:assert/strict';
-import { hashApiKey } from '../src/decision/api-key.js';
 import { decide } from '../src/decision/decide.js';
-import type { CheckInput, CredentialSnapshot, SiteCredentials } from '../src/decision/types.js';
-import { buildAllowlist } from '../src/allowlist/allowlist.js';
+import type { CheckInput } from '../src/decision/types.js';
+import { snapshotOf } from '../test/support/snapshot.js';
 
 /** Throughput of the pure decision on an allowed request, over a snapshot of 10,000 sites. */
 export async function runDecideBench(): Promise<void> {
-  const sites = new Map<string, SiteCredentials>();
-  for (let i = 1; i <= 10_000; i++) {
-    const allowlist = buildAllowlist([{ network: `10.${(i >> 8) & 255}.${i & 255}.0`, prefix: 24 }]);
-    const key = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
-    sites.set(String(i), {
-      siteId: String(i),
-      enabled: true,
-      graceUntil: null,
-      keysByHash: new Map([[hashApiKey(key), { keyId: String(i), expiresAt: null }]]),
-      allowlist,
-      authMethod: 'both',
-      tokensNotBefore: null,
-      tokenClients: new Set(),
-    });
-  }
-  const snapshot: CredentialSnapshot = { site: (id) => sites.get(id), siteOfTokenClient: () => undefined, brownouts: [] };
+  const snapshot = snapshotOf(
+    Array.from({ length: 10_000 }, (_, index) => {
+      const i = index + 1;
+      return { siteId: String(i), keys: [{ key: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, keyId: String(i) }], cidrs: [`10.${(i >> 8) & 255}.${i & 255}.0/24`] };
+    }),
+  );
   const sunset = { sunsetAt: Date.parse('2026-12-31T23:59:59Z'), enforce: false, guideUrl: undefined };
   const key = '00000000-0000-4000-8000-000000004242';
   const input: CheckInput = {

@@ -298,23 +298,15 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const verification: string[] = [];
     for (const { request } of files.values()) await assertVerdict('serve', serve.grpcPort, request);
     verification.push(`serve: ${[...files.values()].map(({ request }) => `${request.name} → ${request.expected}`).join(', ')}`);
-    for (const request of [credentials.requests.allow, credentials.requests.allowLargeBody]) {
-      const [ours, floor] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict('no-op', noop.grpcPort, request)];
-      if (!ours.bytes.equals(floor.bytes)) throw new Error(`the no-op's CheckResponse to ${request.name} differs from serve's: the comparison would not be like for like`);
-      verification.push(`${request.name}: serve and the no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
-    }
-    {
-      const request = credentials.requests.allowToken;
-      const [ours, floor] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict('no-op (token)', noopToken.grpcPort, request)];
-      if (!ours.bytes.equals(floor.bytes)) throw new Error(`the token no-op's CheckResponse to ${request.name} differs from serve's: the comparison would not be like for like`);
-      verification.push(`${request.name}: serve and the token no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
-    }
-    {
-      const request = credentials.requests.denials.find((denial) => denial.name === 'deny-102')!;
-      const [ours, floor] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict('no-op (102)', noopWrongKey.grpcPort, request)];
-      if (!ours.bytes.equals(floor.bytes)) throw new Error(`the 102 no-op's CheckResponse to ${request.name} differs from serve's: the comparison would not be like for like`);
-      verification.push(`${request.name}: serve and the 102 no-op answer the same ${ours.bytes.length}-byte CheckResponse`);
-    }
+    /** A floor must answer `request` with serve's bytes, or the comparison would not be like for like. */
+    const sameAnswer = async (floor: BenchServer, request: BenchRequest) => {
+      const [ours, theirs] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict(floor.name, floor.grpcPort, request)];
+      if (!ours.bytes.equals(theirs.bytes)) throw new Error(`the CheckResponse of ${floor.name} to ${request.name} differs from serve's: the comparison would not be like for like`);
+      verification.push(`${request.name}: serve and ${floor.name} answer the same ${ours.bytes.length}-byte CheckResponse`);
+    };
+    for (const request of [credentials.requests.allow, credentials.requests.allowLargeBody]) await sameAnswer(noop, request);
+    await sameAnswer(noopToken, credentials.requests.allowToken);
+    await sameAnswer(noopWrongKey, credentials.requests.denials.find((denial) => denial.name === 'deny-102')!);
 
     const saturation: LoadShape = { ...SATURATION, seconds, ...pinned };
     const warm = (server: BenchServer, load: readonly RequestFile[], shape: LoadShape) => warmUp(server, load, { ...shape, seconds: warmSeconds });
