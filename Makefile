@@ -32,7 +32,7 @@ screenshots: build
 	node dist/test/support/console-screenshots.js
 
 # Benchmarks (README, "Benchmarks"): both install h2load (Debian's nghttp2-client) when missing and they can.
-# BENCH_SECONDS, BENCH_ROUNDS, SOAK_SECONDS and SOAK_RATE shorten or fix them; each writes a section of bench/RESULTS.md.
+# BENCH_SECONDS, BENCH_ROUNDS, BENCH_INSTANCES, SOAK_SECONDS and SOAK_RATE shorten or fix them; each writes a section of bench/RESULTS.md.
 bench: build
 	node dist/bench/run-benchmarks.js
 

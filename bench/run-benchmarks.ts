@@ -11,7 +11,7 @@ import { positiveIntegerSetting } from './settings.js';
  * `make bench`: the pure-Node benchmarks, each in its own process (a clean heap, and --expose-gc for
  * memory figures), one after another so they do not compete for the machine's cores; then `serve`
  * beside a no-op Check server under h2load (serve-bench.ts). Writes a new dated section at the top of
- * bench/RESULTS.md. BENCH_SECONDS (10) and BENCH_ROUNDS (3) shorten or lengthen the h2load part.
+ * bench/RESULTS.md. BENCH_SECONDS (10), BENCH_ROUNDS (3) and BENCH_INSTANCES (3) shorten or lengthen the h2load part.
  */
 const PURE_BENCHMARKS = ['decide.js', 'check-path.js', 'token-verify.js', 'hostile-bodies.js', 'snapshot-load.js', 'resync-stall.js', 'abuse.js'];
 
@@ -35,6 +35,7 @@ for (const file of PURE_BENCHMARKS) {
 const settings: BenchSettings = {
   seconds: positiveIntegerSetting('BENCH_SECONDS', 10, 'seconds'),
   rounds: positiveIntegerSetting('BENCH_ROUNDS', 3, 'rounds'),
+  instances: positiveIntegerSetting('BENCH_INSTANCES', 3, 'pairs of processes'),
   databaseUrl: process.env.DATABASE_URL || undefined,
 };
 
@@ -58,7 +59,7 @@ try {
 }
 
 const stamp = startedAt.toISOString().replace(/:\d\d\.\d+Z$/, 'Z').replace('T', ' ');
-const knobs = `BENCH_SECONDS=${settings.seconds} BENCH_ROUNDS=${settings.rounds}${settings.databaseUrl ? ' DATABASE_URL=…' : ''}`;
+const knobs = `BENCH_SECONDS=${settings.seconds} BENCH_ROUNDS=${settings.rounds} BENCH_INSTANCES=${settings.instances}${settings.databaseUrl ? ' DATABASE_URL=…' : ''}`;
 await prependSection([
   `## ${stamp} — \`make bench\`: serve beside a no-op under h2load; ${machine.cores} cores, Node ${machine.node}`,
   '',

@@ -19,6 +19,8 @@ import { openLoop, type OpenLoopRun } from './open-loop.js';
 export interface BenchSettings {
   readonly seconds: number;
   readonly rounds: number;
+  /** serve processes, each with its own floor, whose rounds the three ratio rows pool (BENCH_INSTANCES). */
+  readonly instances: number;
   /** DATABASE_URL: the PostgreSQL server to make the bench's database on; unset: an embedded one. */
   readonly databaseUrl: string | undefined;
 }
@@ -145,8 +147,11 @@ export async function measure(
   };
 }
 
-/** serve and its floor, measured round by round. */
-export type Rounds = ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun }>;
+/** serve and its floor, measured round by round; `pair` says which serve process and floor (from 1). */
+export type Rounds = ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun; readonly pair: number }>;
+
+/** A serve process and the floor it is measured beside, in the same rounds. */
+type Pair = readonly [serve: BenchServer, floor: BenchServer];
 
 export interface ServeBenchResults {
   readonly settings: BenchSettings;
@@ -237,10 +242,12 @@ export async function warmUp(server: BenchServer, files: readonly RequestFile[],
   await Promise.all(files.map((file) => runH2load(h2loadArguments(server.grpcPort, file.path, shape), shape.cpus)));
 }
 
-/** serve and its floor under the same load, `rounds` times, taking turns to go first so that a drift of the machine favours neither. */
+/**
+ * Each serve and its floor under the same load, `rounds` times; in each pair, and from one pair to the
+ * next, they take turns to go first, so that a drift of the machine favours neither.
+ */
 async function alternatingRounds(
-  serve: BenchServer,
-  floor: BenchServer,
+  pairs: readonly Pair[],
   files: readonly RequestFile[],
   shape: LoadShape,
   rounds: number,
@@ -249,11 +256,14 @@ async function alternatingRounds(
 ): Promise<Rounds> {
   const measured: Array<Rounds[number]> = [];
   for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? [serve, floor] : [floor, serve];
-    const runs = new Map<BenchServer, LoadRun>();
-    for (const server of order) runs.set(server, await measure(server, files, shape, database));
-    measured.push({ serve: runs.get(serve)!, noop: runs.get(floor)! });
-    log(`  round ${round + 1}: serve ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, ${floor.name} ${runs.get(floor)!.requestsPerSecond.toFixed(0)} req/s`);
+    for (const [index, [serve, floor]] of pairs.entries()) {
+      const order = (round + index) % 2 === 0 ? [serve, floor] : [floor, serve];
+      const runs = new Map<BenchServer, LoadRun>();
+      for (const server of order) runs.set(server, await measure(server, files, shape, database));
+      measured.push({ serve: runs.get(serve)!, noop: runs.get(floor)!, pair: index + 1 });
+      const which = pairs.length > 1 ? `, pair ${index + 1}` : '';
+      log(`  round ${round + 1}${which}: ${serve.name} ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, ${floor.name} ${runs.get(floor)!.requestsPerSecond.toFixed(0)} req/s`);
+    }
   }
   return measured;
 }
@@ -263,7 +273,7 @@ async function alternatingRounds(
  * the no-op Check server on the same gRPC stack, both under h2load, each in its own process.
  */
 export async function runServeBench(settings: BenchSettings, log: (line: string) => void): Promise<ServeBenchResults> {
-  const { seconds, rounds } = settings;
+  const { seconds, rounds, instances } = settings;
   const warmSeconds = Math.max(1, Math.round(seconds * 0.3));
   const fixture = await openBenchFixture(settings.databaseUrl, log);
   const { workDir, database, issuer, credentials, files } = fixture;
@@ -281,14 +291,28 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const allowToken = [file('allow-token')];
 
     // Token-based authentication on, as a site that migrates runs it: keys and tokens side by side.
-    const serve = await startServe({ name: 'serve', databaseUrl: database.url, workDir, env: issuer.env });
-    running.push(serve);
-    const noop = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId });
-    running.push(noop);
-    const noopToken = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId, tokenClient: credentials.tokenClient });
-    running.push(noopToken);
-    const noopWrongKey = await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId, wrongKey: credentials.maskedWrongKey });
-    running.push(noopWrongKey);
+    // Several processes of each, each serve paired with a floor of each kind: identical processes
+    // differ by up to a fifth here for their whole life, so one pair would measure which was luckier.
+    const serves: BenchServer[] = [];
+    for (let instance = 1; instance <= instances; instance++) {
+      serves.push(await startServe({ name: instance === 1 ? 'serve' : `serve ${instance}`, databaseUrl: database.url, workDir, env: issuer.env }));
+      running.push(serves.at(-1)!);
+    }
+    const serve = serves[0]!;
+    const floors = async (options: Omit<Parameters<typeof startNoop>[0], 'workDir' | 'siteId' | 'keyId'>) => {
+      const started: BenchServer[] = [];
+      for (let instance = 1; instance <= instances; instance++) {
+        started.push(await startNoop({ workDir, siteId: credentials.siteId, keyId: credentials.keyId, ...options }));
+        running.push(started.at(-1)!);
+      }
+      return started;
+    };
+    const noops = await floors({});
+    const noop = noops[0]!;
+    const noopTokens = await floors({ tokenClient: credentials.tokenClient });
+    const noopWrongKeys = await floors({ wrongKey: credentials.maskedWrongKey });
+    const pairsWith = (floorsOfKind: readonly BenchServer[]): Pair[] => serves.map((server, index) => [server, floorsOfKind[index]!]);
+    const pairsText = instances === 1 ? 'one pair of processes' : `${instances} pairs of processes`;
     const plan = cpuPlan();
     if (plan !== undefined) pinProcesses(running.flatMap((server) => server.pids()), plan.servers);
     /** h2load on its own CPU when the servers have theirs. */
@@ -299,42 +323,54 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     for (const { request } of files.values()) await assertVerdict('serve', serve.grpcPort, request);
     verification.push(`serve: ${[...files.values()].map(({ request }) => `${request.name} → ${request.expected}`).join(', ')}`);
     /** A floor must answer `request` with serve's bytes, or the comparison would not be like for like. */
-    const sameAnswer = async (floor: BenchServer, request: BenchRequest) => {
-      const [ours, theirs] = [await assertVerdict('serve', serve.grpcPort, request), await assertVerdict(floor.name, floor.grpcPort, request)];
+    const sameAnswer = async ([server, floor]: Pair, request: BenchRequest) => {
+      const [ours, theirs] = [await assertVerdict(server.name, server.grpcPort, request), await assertVerdict(floor.name, floor.grpcPort, request)];
       if (!ours.bytes.equals(theirs.bytes)) throw new Error(`the CheckResponse of ${floor.name} to ${request.name} differs from serve's: the comparison would not be like for like`);
-      verification.push(`${request.name}: serve and ${floor.name} answer the same ${ours.bytes.length}-byte CheckResponse`);
+      return ours.bytes.length;
     };
-    for (const request of [credentials.requests.allow, credentials.requests.allowLargeBody]) await sameAnswer(noop, request);
-    await sameAnswer(noopToken, credentials.requests.allowToken);
-    await sameAnswer(noopWrongKey, credentials.requests.denials.find((denial) => denial.name === 'deny-102')!);
+    const wrongKey = credentials.requests.denials.find((denial) => denial.name === 'deny-102')!;
+    for (const [floorsOfKind, requests] of [
+      [noops, [credentials.requests.allow, credentials.requests.allowLargeBody]],
+      [noopTokens, [credentials.requests.allowToken]],
+      [noopWrongKeys, [wrongKey]],
+    ] as const) {
+      for (const request of requests) {
+        let bytes = 0;
+        for (const pair of pairsWith(floorsOfKind)) bytes = await sameAnswer(pair, request);
+        verification.push(`${request.name}: each serve process and its ${floorsOfKind[0]!.name} (${pairsText}) answer the same ${bytes}-byte CheckResponse`);
+      }
+    }
 
     const saturation: LoadShape = { ...SATURATION, seconds, ...pinned };
     const warm = (server: BenchServer, load: readonly RequestFile[], shape: LoadShape) => warmUp(server, load, { ...shape, seconds: warmSeconds });
 
-    /** serve against `floor` under `load`: both warmed up, then alternating rounds; the command kept for the report. */
-    const compare = async (floor: BenchServer, load: readonly RequestFile[], shape: LoadShape) => {
-      await warm(serve, load, shape);
-      await warm(floor, load, shape);
-      const measured = await alternatingRounds(serve, floor, load, shape, rounds, database, log);
-      remember(serve, load, shape);
+    /** Each serve against its floor under `load`: all warmed up, then alternating rounds; the command kept for the report. */
+    const compare = async (pairs: readonly Pair[], load: readonly RequestFile[], shape: LoadShape) => {
+      for (const pair of pairs) for (const server of pair) await warm(server, load, shape);
+      const measured = await alternatingRounds(pairs, load, shape, rounds, database, log);
+      remember(pairs[0]![0], load, shape);
       return measured;
     };
-    const retire = async (server: BenchServer) => {
-      await server.stop();
-      running.splice(running.indexOf(server), 1);
+    const retire = async (servers: readonly BenchServer[]) => {
+      for (const server of servers) {
+        await server.stop();
+        running.splice(running.indexOf(server), 1);
+      }
     };
+    const pairing = `${rounds} rounds of ${seconds} s each, ${pairsText}`;
 
-    log(`saturation: ${rounds} rounds of ${seconds} s each, serve and no-op alternating`);
-    const saturationRounds = await compare(noop, allow, saturation);
+    log(`saturation: ${pairing}, serve and no-op alternating`);
+    const saturationRounds = await compare(pairsWith(noops), allow, saturation);
+    await retire(noops.slice(1));
 
     // The token was verified once above (its first sighting); from then on serve finds it by hash.
-    log(`repeated token: ${rounds} rounds of ${seconds} s each, serve and the token no-op alternating`);
-    const tokenRounds = await compare(noopToken, allowToken, saturation);
-    await retire(noopToken);
+    log(`repeated token: ${pairing}, serve and the token no-op alternating`);
+    const tokenRounds = await compare(pairsWith(noopTokens), allowToken, saturation);
+    await retire(noopTokens);
 
-    log(`wrong key (102): ${rounds} rounds of ${seconds} s each, serve and the 102 no-op alternating`);
-    const wrongKeyRounds = await compare(noopWrongKey, [file('deny-102')], saturation);
-    await retire(noopWrongKey);
+    log(`wrong key (102): ${pairing}, serve and the 102 no-op alternating`);
+    const wrongKeyRounds = await compare(pairsWith(noopWrongKeys), [file('deny-102')], saturation);
+    await retire([...noopWrongKeys, ...serves.slice(1)]);
 
     const serveSaturation = median(saturationRounds.map((r) => r.serve.requestsPerSecond));
     const ratePerConnection = Math.max(1, Math.round(serveSaturation / 2 / SATURATION.connections));
@@ -356,7 +392,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
 
     log('deny-heavy mix: the allowed request beside one per error id, one h2load each');
     const mix = [file('allow'), ...credentials.requests.denials.map((request) => file(request.name))];
-    const denyMixRounds = await compare(noop, mix, { ...MIX_PER_FILE, seconds, ...pinned });
+    const denyMixRounds = await compare([[serve, noop]], mix, { ...MIX_PER_FILE, seconds, ...pinned });
 
     log(`${LARGE_BODY_BYTES / 1024} KiB bodies`);
     const large = [file('allow-64k')];
@@ -366,7 +402,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const largeNoop = await measure(noop, large, saturation, database);
     remember(serve, large, saturation);
 
-    await retire(serve);
+    await retire([serve]);
     // Workers are about using every core: nothing is pinned here, and the no-op gets every CPU back.
     if (plan !== undefined) pinProcesses(noop.pids(), plan.all);
     const unpinned: LoadShape = { ...SATURATION, seconds };
