@@ -45,6 +45,21 @@ function shortText(value: unknown, maxChars: number): string | undefined {
   return typeof value === 'string' && value !== '' && value.length <= maxChars && PRINTABLE.test(value) ? value : undefined;
 }
 
+/**
+ * ADMIN_ROLES_CLAIM's value: the top-level claim of that name (a namespaced name such as
+ * https://corp.example/roles has dots of its own), else the dotted path through nested objects that
+ * providers such as Keycloak use (realm_access.roles).
+ */
+function rolesClaimValue(payload: JWTPayload, rolesClaim: string): unknown {
+  if (Object.hasOwn(payload, rolesClaim)) return payload[rolesClaim];
+  let value: unknown = payload;
+  for (const member of rolesClaim.split('.')) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, member)) return undefined;
+    value = (value as Record<string, unknown>)[member];
+  }
+  return value;
+}
+
 function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | undefined {
   const subject = shortText(payload.sub, SUBJECT_MAX_CHARS);
   if (subject === undefined) return undefined;
@@ -54,7 +69,7 @@ function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | 
     subject,
     ...(email === undefined ? {} : { email }),
     ...(name === undefined ? {} : { name }),
-    roles: rolesOf(payload[rolesClaim]),
+    roles: rolesOf(rolesClaimValue(payload, rolesClaim)),
   };
 }
 

@@ -49,6 +49,26 @@ describe('admin access tokens', () => {
     assert.deepEqual([...other.principal.roles], ['viewer', 'admin']);
   });
 
+  it('read a nested ADMIN_ROLES_CLAIM by its dotted path, and a top-level claim of that very name first', async () => {
+    const keycloak = await fixture({ ADMIN_ROLES_CLAIM: 'realm_access.roles' });
+    const nested = await keycloak.verifier.verify(await keycloak.sign(claims({ roles: undefined, realm_access: { roles: ['offline_access', 'admin'] } })));
+    assert.ok(nested.ok);
+    assert.deepEqual([...nested.principal.roles], ['admin']);
+    const shadowed = await keycloak.verifier.verify(await keycloak.sign(claims({ 'realm_access.roles': 'viewer', realm_access: { roles: ['admin'] } })));
+    assert.ok(shadowed.ok);
+    assert.deepEqual([...shadowed.principal.roles], ['viewer']);
+    // A path that meets a list, a string or nothing grants no role; inherited members are not claims.
+    for (const realmAccess of [['admin'], 'admin', null, {}]) {
+      const outcome = await keycloak.verifier.verify(await keycloak.sign(claims({ roles: ['admin'], realm_access: realmAccess })));
+      assert.ok(outcome.ok);
+      assert.deepEqual([...outcome.principal.roles], [], JSON.stringify(realmAccess));
+    }
+    const inherited = await fixture({ ADMIN_ROLES_CLAIM: 'realm_access.constructor' });
+    const outcome = await inherited.verifier.verify(await inherited.sign(claims({ realm_access: {} })));
+    assert.ok(outcome.ok);
+    assert.deepEqual([...outcome.principal.roles], []);
+  });
+
   it('are refused with 401 and a description for each rule a token breaks', async () => {
     const { verifier, sign } = await fixture();
     const cases: Array<[string, Promise<string>, RegExp]> = [
