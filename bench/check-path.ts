@@ -57,7 +57,7 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
     lastUsed: new LastUsedRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, logger }),
     clientLastUsed: new LastUsedRecorder({ pool: noStatements, of: 'token_clients', flushSeconds: HOUR_SECONDS, logger }),
     refusals: new DenialStatsRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, retentionDays: 30, maxGroups: 10_000, logger }),
-    usage: new AuthUsageRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, logger, maxGroups: 10_000 }),
+    usage: new AuthUsageRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, retentionDays: 400, logger, maxGroups: 10_000 }),
   };
   const decisionLog = createDecisionLog(logger, { allowedSampleRate: 0, repeatWindowSeconds: 10 });
   const observe = decisionObserver(recorders, metrics, decisionLog);

@@ -92,6 +92,8 @@ export interface Config {
   /** Remove the Authorization header from allowed requests before they reach the upstream. */
   readonly stripAuthorization: boolean;
   readonly denialStatsRetentionDays: number;
+  /** How long the hourly counts of allowed requests by method (auth_usage, `report migration`) are kept. */
+  readonly authUsageRetentionDays: number;
   /** How many sites get their own `site` label on the check metrics; the rest count as "other". */
   readonly metricsSiteLabelsMax: number;
   /** The share of allowed checks logged at info, 0..1 (denials are always logged). */
@@ -160,6 +162,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'MIGRATION_GUIDE_URL', default: 'unset', meaning: 'first value of the guide (https://); then `sitekey-authz sunset set --guide`' },
   { name: 'STRIP_AUTHORIZATION', default: 'false', meaning: 'allowed requests reach the upstream without Authorization' },
   { name: 'DENIAL_STATS_RETENTION_DAYS', default: '30', meaning: 'how long `report denials` keeps its hourly counts' },
+  { name: 'AUTH_USAGE_RETENTION_DAYS', default: '400', meaning: 'how long `report migration` keeps its hourly counts of requests by method' },
   { name: 'METRICS_SITE_LABELS_MAX', default: '1000', meaning: 'sites with a site label of their own on the check metrics' },
   { name: 'LOG_ALLOWED_SAMPLE_RATE', default: '0', meaning: 'share of allowed checks logged at info, 0 to 1' },
   { name: 'LOG_REPEAT_WINDOW_SECONDS', default: '1', meaning: 'a denial repeating one logged this recently is counted, not logged (0: log each)' },
@@ -495,6 +498,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     sunsetVariablesSet: SUNSET_VARIABLES.filter((name) => text(env, name) !== undefined),
     stripAuthorization: boolean(env, 'STRIP_AUTHORIZATION', false),
     denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 30, 1, 3_650),
+    authUsageRetentionDays: integer(env, 'AUTH_USAGE_RETENTION_DAYS', 400, 1, 3_650),
     metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
     logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
     logRepeatWindowSeconds: integer(env, 'LOG_REPEAT_WINDOW_SECONDS', 1, 0, 60),

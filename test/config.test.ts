@@ -54,6 +54,7 @@ describe('loadConfig', () => {
     assert.equal(config.migrationGuideUrl, undefined);
     assert.equal(config.stripAuthorization, false);
     assert.equal(config.denialStatsRetentionDays, 30);
+    assert.equal(config.authUsageRetentionDays, 400);
     assert.equal(config.metricsSiteLabelsMax, 1000);
     assert.equal(config.logAllowedSampleRate, 0, 'allowed checks are not logged unless asked');
     assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in the README");
@@ -161,6 +162,7 @@ describe('loadConfig', () => {
     [{ MIGRATION_GUIDE_URL: 'https://example.com/\u0001' }, 'MIGRATION_GUIDE_URL', /printable ASCII/],
     [{ MIGRATION_GUIDE_URL: 'https://example.com/über' }, 'MIGRATION_GUIDE_URL', /printable ASCII/],
     [{ DENIAL_STATS_RETENTION_DAYS: '0' }, 'DENIAL_STATS_RETENTION_DAYS', /from 1/],
+    [{ AUTH_USAGE_RETENTION_DAYS: '3651' }, 'AUTH_USAGE_RETENTION_DAYS', /to 3650/],
     [{ SNAPSHOT_REFRESH_SECONDS: '0' }, 'SNAPSHOT_REFRESH_SECONDS', /from 1/],
     [{ SNAPSHOT_MAX_STALENESS_SECONDS: '1h' }, 'SNAPSHOT_MAX_STALENESS_SECONDS', /whole number/],
     [{ LAST_USED_FLUSH_SECONDS: '0' }, 'LAST_USED_FLUSH_SECONDS', /from 1/],

@@ -115,7 +115,7 @@ function openRecorders(config: Config, store: CredentialStore, metrics: ServiceM
     (recorder) => recorder.stop(),
   );
   const usage = resources.add(
-    new AuthUsageRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger, maxGroups: DENIAL_GROUPS_MAX }),
+    new AuthUsageRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, retentionDays: config.authUsageRetentionDays, logger, maxGroups: DENIAL_GROUPS_MAX }),
     (recorder) => recorder.stop(),
   );
   const clientLastUsed = resources.add(

@@ -6,6 +6,8 @@ import { FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
 export interface AuthUsageRecorderOptions {
   readonly pool: StatementRunner;
   readonly flushSeconds: number;
+  /** AUTH_USAGE_RETENTION_DAYS: hours older than this are deleted as each flush writes. */
+  readonly retentionDays: number;
   readonly logger: Logger;
   /**
    * Distinct (hour, site, method) groups held between two flushes; beyond them a
@@ -28,10 +30,14 @@ const HOUR_MS = 3_600_000;
 /** A group's key; record() passes the hour's text made once an hour, restore() makes it. */
 const groupKey = (hourText: string, siteId: SiteId, method: AuthMethod): string => `${hourText} ${siteId} ${method}`;
 
-// One statement per flush. Counts add up across replicas; last_seen keeps the later time.
-const ADD_USAGE = `INSERT INTO auth_usage AS u (hour, site_id, method, count, last_seen)
+// One statement per flush: the hours past retention go (a batch held that long included, which would
+// otherwise meet its own deleted row), and the batch is added. Counts add up across replicas;
+// last_seen keeps the later time.
+const ADD_USAGE = `WITH expired AS (DELETE FROM auth_usage WHERE hour < now() - make_interval(days => $6))
+                   INSERT INTO auth_usage AS u (hour, site_id, method, count, last_seen)
                    SELECT to_timestamp(v.hour / 1000.0), v.site_id, v.method, v.count, to_timestamp(v.last_seen / 1000.0)
                      FROM unnest($1::float8[], $2::bigint[], $3::text[], $4::bigint[], $5::float8[]) AS v(hour, site_id, method, count, last_seen)
+                    WHERE to_timestamp(v.hour / 1000.0) >= now() - make_interval(days => $6)
                    ON CONFLICT (hour, site_id, method)
                    DO UPDATE SET count = u.count + EXCLUDED.count, last_seen = GREATEST(u.last_seen, EXCLUDED.last_seen)`;
 
@@ -114,6 +120,7 @@ export class AuthUsageRecorder {
         usage.map((group) => group.method),
         usage.map((group) => group.count),
         usage.map((group) => group.lastSeen),
+        this.options.retentionDays,
       ]);
       this.failures.succeeded();
     } catch (error) {

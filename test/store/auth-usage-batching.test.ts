@@ -18,7 +18,7 @@ function recorder() {
       flushes.push(Object.fromEntries(hours.map((hour, i) => [`${new Date(hour).toISOString().slice(11, 16)} ${siteIds[i]} ${methods[i]}`, counts[i]!])));
     },
   };
-  const recorded = new AuthUsageRecorder({ pool, flushSeconds: 3600, logger: createLogger('silent'), maxGroups: 100 });
+  const recorded = new AuthUsageRecorder({ pool, flushSeconds: 3600, retentionDays: 400, logger: createLogger('silent'), maxGroups: 100 });
   return { recorded, flushes };
 }
 

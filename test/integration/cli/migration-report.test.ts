@@ -43,7 +43,7 @@ describe('report migration --sites', () => {
       assert.equal(added.code, 0, added.stderr);
     }
 
-    const usage = new AuthUsageRecorder({ pool, flushSeconds: 3_600, maxGroups: 100, logger: createLogger('silent') });
+    const usage = new AuthUsageRecorder({ pool, flushSeconds: 3_600, retentionDays: 400, maxGroups: 100, logger: createLogger('silent') });
     const clientsLastUsed = new LastUsedRecorder({ pool, of: 'token_clients', flushSeconds: 3_600, logger: createLogger('silent') });
     // What serve's observer records of an allowed check.
     const allowed = (siteId: string, method: 'token' | 'api_key', clientId: string | undefined, at: number) => {
