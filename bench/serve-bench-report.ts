@@ -52,6 +52,14 @@ function costRow(label: string, run: LoadRun, noop: LoadRun): string {
     `${micros(run.gcMicrosPerCheck)} / ${micros(noop.gcMicrosPerCheck)} |`;
 }
 
+/** How far apart the identical no-op processes of a row ran, each by the median of its rounds. */
+export function processSpread(rounds: Rounds): string {
+  const pairs = [...new Set(rounds.map((r) => r.pair))];
+  if (pairs.length < 2) return '';
+  const medians = pairs.map((pair) => median(rounds.filter((r) => r.pair === pair).map((r) => r.noop.requestsPerSecond)));
+  return `In this run the ${pairs.length} no-op processes ran at ${medians.map(integer).join(', ')} req/s (each the median of its rounds).`;
+}
+
 /** Round by round and pair by pair, serve against its floor, then the medians of all (whose ratio is the headline's). */
 export function roundsTable(floor: string, rounds: Rounds): string[] {
   const serveRate = median(rounds.map((r) => r.serve.requestsPerSecond));
@@ -140,9 +148,8 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
     '',
     'Each server warmed up first; rounds alternate which server goes first, so a drift of the machine favours neither.',
     `${settings.instances} \`serve\` processes (\`BENCH_INSTANCES\`), each measured beside a no-op of its own in every round, and the medians`,
-    'taken over all of them: on this machine identical processes of one program ran up to a fifth apart for their whole life',
-    '(three no-ops of one run: 12,070, 10,336 and 9,581 req/s, medians of 5 rounds), so one pair measured which process',
-    'happened to be the faster one as much as what `serve` costs.',
+    'taken over all of them: identical processes of one program can run a fifth apart for their whole life on a shared machine,',
+    `so one pair would measure which process was the faster as much as what \`serve\` costs. ${processSpread(saturationRounds)}`,
     results.cpuPlan === undefined
       ? 'h2load and the servers ran wherever the scheduler put them (`BENCH_PIN=0`, one CPU, or no `taskset`).'
       : `h2load ran on CPU ${results.cpuPlan.load} and every server, \`serve\` and its no-ops alike, on CPU ${results.cpuPlan.servers} (\`taskset\`, every thread), ` +

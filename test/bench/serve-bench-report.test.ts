@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { roundsTable } from '../../bench/serve-bench-report.js';
+import { processSpread, roundsTable } from '../../bench/serve-bench-report.js';
 import type { LoadRun } from '../../bench/serve-bench.js';
 
 function run(server: string, requestsPerSecond: number): LoadRun {
@@ -25,5 +25,7 @@ describe('bench report: serve against its floor over pairs of processes', () => 
     assert.equal(table[7], '| 2 | 3 | 9,500 | 8,100 | 117 % |');
     // Medians of all six: serve 9,250, floor 10,050.
     assert.equal(table.at(-1), '| median | | 9,250 | 10,050 | **92 %** |');
+    assert.equal(processSpread(rounds), 'In this run the 3 no-op processes ran at 10,050, 10,250, 8,050 req/s (each the median of its rounds).');
+    assert.equal(processSpread(rounds.filter((r) => r.pair === 1)), '');
   });
 });
