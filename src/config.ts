@@ -179,7 +179,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'ADMIN_ISSUER', default: 'unset: no admin port', meaning: "turns the admin API and console on: the organisation's OpenID provider (https, or http on loopback)" },
   { name: 'ADMIN_AUDIENCE', default: 'required with ADMIN_ISSUER', meaning: "a value every admin access token's aud must contain" },
   { name: 'ADMIN_PORT', default: '9465', meaning: 'HTTP port of the admin API and console, never routed by the partner gateway' },
-  { name: 'ADMIN_ROLES_CLAIM', default: 'roles', meaning: 'the token claim listing viewer, account-manager or admin; a dotted path such as realm_access.roles reads a nested one' },
+  { name: 'ADMIN_ROLES_CLAIM', default: 'roles', meaning: 'the token claim listing viewer, account-manager or admin; a dotted path such as resource_access.sitekey-authz.roles reads a nested one' },
   { name: 'ADMIN_OIDC_CLIENT_ID', default: 'unset: the API only, no console', meaning: "the console's client id at the provider (authorization code with PKCE)" },
   { name: 'ADMIN_OIDC_CLIENT_SECRET', default: 'unset: a public client', meaning: "the console's client secret, if the provider gave it one" },
   { name: 'ADMIN_PUBLIC_URL', default: 'http://127.0.0.1:<ADMIN_PORT>', meaning: "the console's external base URL; sign-in returns to <it>/auth/callback" },
@@ -438,7 +438,9 @@ function adminSettings(env: Env, otherPorts: { readonly grpc: number; readonly m
     if (adminPort !== 0 && adminPort === other) throw new ConfigError('ADMIN_PORT', `must differ from ${name} (${other}): the admin API is never served on the Check or metrics port`);
   }
   const rolesClaim = text(env, 'ADMIN_ROLES_CLAIM') ?? 'roles';
-  if (!CLAIM_NAME.test(rolesClaim)) throw new ConfigError('ADMIN_ROLES_CLAIM', 'expected a claim name or dotted path of at most 200 visible ASCII characters, such as roles or realm_access.roles');
+  if (!CLAIM_NAME.test(rolesClaim)) throw new ConfigError('ADMIN_ROLES_CLAIM', 'expected a claim name or dotted path of at most 200 visible ASCII characters, such as roles or resource_access.sitekey-authz.roles');
+  // A path with an empty member could only ever give everyone no role: every admin request a 403.
+  if (rolesClaim.split('.').includes('')) throw new ConfigError('ADMIN_ROLES_CLAIM', `"${rolesClaim}" has an empty member between its dots; write the path as resource_access.sitekey-authz.roles`);
   const oidcClientId = text(env, 'ADMIN_OIDC_CLIENT_ID');
   if (oidcClientId !== undefined && !CLAIM_NAME.test(oidcClientId)) {
     throw new ConfigError('ADMIN_OIDC_CLIENT_ID', 'expected the client id the provider gave the console: at most 200 visible ASCII characters, no spaces');

@@ -163,6 +163,7 @@ describe('loadConfig', () => {
     [{ MIGRATION_GUIDE_URL: 'https://example.com/über' }, 'MIGRATION_GUIDE_URL', /printable ASCII/],
     [{ DENIAL_STATS_RETENTION_DAYS: '0' }, 'DENIAL_STATS_RETENTION_DAYS', /from 1/],
     [{ AUTH_USAGE_RETENTION_DAYS: '3651' }, 'AUTH_USAGE_RETENTION_DAYS', /to 3650/],
+    [{ ADMIN_ISSUER: 'https://login.example.com', ADMIN_AUDIENCE: 'https://authz-admin.example.com', ADMIN_ROLES_CLAIM: 'resource_access..roles' }, 'ADMIN_ROLES_CLAIM', /empty member/],
     [{ SNAPSHOT_REFRESH_SECONDS: '0' }, 'SNAPSHOT_REFRESH_SECONDS', /from 1/],
     [{ SNAPSHOT_MAX_STALENESS_SECONDS: '1h' }, 'SNAPSHOT_MAX_STALENESS_SECONDS', /whole number/],
     [{ LAST_USED_FLUSH_SECONDS: '0' }, 'LAST_USED_FLUSH_SECONDS', /from 1/],

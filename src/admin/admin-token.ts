@@ -48,7 +48,7 @@ function shortText(value: unknown, maxChars: number): string | undefined {
 /**
  * ADMIN_ROLES_CLAIM's value: the top-level claim of that name (a namespaced name such as
  * https://corp.example/roles has dots of its own), else the dotted path through nested objects that
- * providers such as Keycloak use (realm_access.roles).
+ * providers such as Keycloak use (resource_access.<client>.roles).
  */
 function rolesClaimValue(payload: JWTPayload, rolesClaim: string): unknown {
   if (Object.hasOwn(payload, rolesClaim)) return payload[rolesClaim];

@@ -50,18 +50,20 @@ describe('admin access tokens', () => {
   });
 
   it('read a nested ADMIN_ROLES_CLAIM by its dotted path, and a top-level claim of that very name first', async () => {
-    const keycloak = await fixture({ ADMIN_ROLES_CLAIM: 'realm_access.roles' });
-    const nested = await keycloak.verifier.verify(await keycloak.sign(claims({ roles: undefined, realm_access: { roles: ['offline_access', 'admin'] } })));
+    const keycloak = await fixture({ ADMIN_ROLES_CLAIM: 'resource_access.sitekey-authz.roles' });
+    const nested = await keycloak.verifier.verify(
+      await keycloak.sign(claims({ roles: undefined, realm_access: { roles: ['viewer'] }, resource_access: { 'sitekey-authz': { roles: ['uma_protection', 'admin'] } } })),
+    );
     assert.ok(nested.ok);
     assert.deepEqual([...nested.principal.roles], ['admin']);
-    const shadowed = await keycloak.verifier.verify(await keycloak.sign(claims({ 'realm_access.roles': 'viewer', realm_access: { roles: ['admin'] } })));
+    const shadowed = await keycloak.verifier.verify(await keycloak.sign(claims({ 'resource_access.sitekey-authz.roles': 'viewer', resource_access: { 'sitekey-authz': { roles: ['admin'] } } })));
     assert.ok(shadowed.ok);
     assert.deepEqual([...shadowed.principal.roles], ['viewer']);
     // A path that meets a list, a string or nothing grants no role; inherited members are not claims.
-    for (const realmAccess of [['admin'], 'admin', null, {}]) {
-      const outcome = await keycloak.verifier.verify(await keycloak.sign(claims({ roles: ['admin'], realm_access: realmAccess })));
+    for (const client of [['admin'], 'admin', null, {}, { roles: { admin: true } }]) {
+      const outcome = await keycloak.verifier.verify(await keycloak.sign(claims({ roles: ['admin'], resource_access: { 'sitekey-authz': client } })));
       assert.ok(outcome.ok);
-      assert.deepEqual([...outcome.principal.roles], [], JSON.stringify(realmAccess));
+      assert.deepEqual([...outcome.principal.roles], [], JSON.stringify(client));
     }
     const inherited = await fixture({ ADMIN_ROLES_CLAIM: 'realm_access.constructor' });
     const outcome = await inherited.verifier.verify(await inherited.sign(claims({ realm_access: {} })));

@@ -6,17 +6,19 @@ import { AuthUsageRecorder } from '../../../src/store/auth-usage-recorder.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 
-const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 
 describe('authentication usage recorder', () => {
   let database: TestDatabase;
   let pool: pg.Pool;
 
-  const hours = async () => {
-    const { rows } = await pool.query<{ site_id: string; method: string; count: string; days_ago: number }>(
-      `SELECT site_id::text, method, count::text, floor(extract(epoch FROM now() - hour) / 86400)::int AS days_ago FROM auth_usage ORDER BY hour`,
+  /** Each row as "<days before `now`, whole> <method> <count>": epoch arithmetic, the same in every time zone. */
+  const rows = async (now: number) => {
+    const { rows: held } = await pool.query<{ hour: string; method: string; count: string }>(
+      'SELECT (extract(epoch FROM hour) * 1000)::bigint::text AS hour, method, count::text FROM auth_usage ORDER BY hour',
     );
-    return rows.map((row) => `${row.site_id} ${row.method} ${row.count} ${row.days_ago}d`);
+    return held.map((row) => `${Math.floor((now - Number(row.hour)) / DAY_MS)}d ${row.method} ${row.count}`);
   };
 
   before(async () => {
@@ -30,20 +32,26 @@ describe('authentication usage recorder', () => {
     await database?.drop();
   });
 
-  it('deletes the hours past AUTH_USAGE_RETENTION_DAYS as it writes, and never writes one back', async () => {
-    await pool.query(
-      `INSERT INTO auth_usage (hour, site_id, method, count, last_seen) VALUES
-         (date_trunc('hour', now() - interval '41 days'), 1001, 'api_key', 7, now() - interval '41 days'),
-         (date_trunc('hour', now() - interval '39 days'), 1001, 'token', 5, now() - interval '39 days')`,
-    );
-    const recorder = new AuthUsageRecorder({ pool, flushSeconds: 3_600, retentionDays: 40, maxGroups: 100, logger: createLogger('silent') });
+  it('deletes the hours past AUTH_USAGE_RETENTION_DAYS as it writes, oldest first and a bounded number a flush, and never writes one back', async () => {
     const now = Date.now();
+    const hourOf = (daysAgo: number) => Math.floor((now - daysAgo * DAY_MS) / HOUR_MS) * HOUR_MS;
+    for (const [daysAgo, method, count] of [[43, 'api_key', 3], [42, 'api_key', 4], [41, 'api_key', 7], [39, 'token', 5]] as const) {
+      await pool.query(`INSERT INTO auth_usage (hour, site_id, method, count, last_seen) VALUES (to_timestamp($1 / 1000.0), 1001, $2, $3, to_timestamp($1 / 1000.0))`, [
+        hourOf(daysAgo),
+        method,
+        count,
+      ]);
+    }
+    const recorder = new AuthUsageRecorder({ pool, flushSeconds: 3_600, retentionDays: 40, expiredRowsPerFlush: 2, maxGroups: 100, logger: createLogger('silent') });
     recorder.record('1001', 'token', now);
     recorder.record('1001', 'token', now);
     // A group held across a database outage longer than the retention: dropped, not added again.
     recorder.record('1001', 'api_key', now - 45 * DAY_MS);
     await recorder.flush();
-    assert.deepEqual(await hours(), ['1001 token 5 39d', '1001 token 2 0d']);
+    assert.deepEqual(await rows(now), ['41d api_key 7', '39d token 5', '0d token 2']);
+    recorder.record('1001', 'token', now);
+    await recorder.flush();
+    assert.deepEqual(await rows(now), ['39d token 5', '0d token 3']);
     await recorder.stop();
   });
 });
