@@ -7,6 +7,8 @@ export interface DenialStatsOptions {
   readonly pool: StatementRunner;
   readonly flushSeconds: number;
   readonly retentionDays: number;
+  /** Tests lower EXPIRED_DENIAL_ROWS_PER_FLUSH. */
+  readonly expiredRowsPerFlush?: number;
   /** Distinct (site, error, client address) groups kept between two flushes; more go to "other". */
   readonly maxGroups: number;
   /** Rows with a client address per site and hour in denial_stats; DENIAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
@@ -45,11 +47,21 @@ export const UNKNOWN_SITES_ADDRESS = 'any';
  */
 export const DENIAL_ROWS_PER_SITE_HOUR = 1_000;
 
-// One statement per flush: the old hours go; the batch is added to its hour's rows, and a group
+/**
+ * Rows past retention deleted by one flush, oldest first: a lowered DENIAL_STATS_RETENTION_DAYS after a
+ * storm is worked off over many flushes instead of in one statement that would outlast the statement
+ * time-out and take the batch's counts down with it.
+ */
+export const EXPIRED_DENIAL_ROWS_PER_FLUSH = 10_000;
+
+// One statement per flush: at most $12 rows of the old hours go (a group held that long is not
+// written: it would meet its own deleted row); the batch is added to its hour's rows, and a group
 // with an address new to its site and hour goes to the site's OVERFLOW_ADDRESS row once the hour
 // holds $10 rows with addresses (largest counts first). Two replicas flushing at the same moment may
 // each add up to the cap: the bound is per replica and flush, not exact.
-const FLUSH = `WITH expired AS (DELETE FROM denial_stats WHERE hour < now() - make_interval(days => $9)),
+const FLUSH = `WITH expired AS (
+    DELETE FROM denial_stats WHERE ctid IN (
+      SELECT ctid FROM denial_stats WHERE hour < now() - make_interval(days => $9) ORDER BY hour LIMIT $12)),
   batch AS (
     SELECT date_trunc('hour', v.first_seen) AS hour, v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.addresses, v.first_seen, v.last_seen,
            v.client_ip = '${OVERFLOW_ADDRESS}' OR EXISTS (
@@ -57,7 +69,8 @@ const FLUSH = `WITH expired AS (DELETE FROM denial_stats WHERE hour < now() - ma
               WHERE d.hour = date_trunc('hour', v.first_seen) AND d.site_id = v.site_id AND d.error_id = v.error_id
                 AND d.client_ip = v.client_ip AND d.rehearsal = v.rehearsal AND d.shadow = v.shadow) AS placed
       FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::boolean[], $11::boolean[], $5::bigint[], $6::bigint[], $7::timestamptz[], $8::timestamptz[])
-           AS v(site_id, error_id, client_ip, rehearsal, shadow, count, addresses, first_seen, last_seen)),
+           AS v(site_id, error_id, client_ip, rehearsal, shadow, count, addresses, first_seen, last_seen)
+     WHERE date_trunc('hour', v.first_seen) >= now() - make_interval(days => $9)),
   held AS (
     SELECT d.hour, d.site_id, count(*) AS rows FROM denial_stats d
      WHERE d.client_ip <> '${OVERFLOW_ADDRESS}' AND (d.hour, d.site_id) IN (SELECT hour, site_id FROM batch)
@@ -180,6 +193,7 @@ export class DenialStatsRecorder {
         this.options.retentionDays,
         this.options.maxRowsPerSiteHour ?? DENIAL_ROWS_PER_SITE_HOUR,
         batch.map((group) => group.shadow),
+        this.options.expiredRowsPerFlush ?? EXPIRED_DENIAL_ROWS_PER_FLUSH,
       ]);
       this.failures.succeeded();
     } catch (error) {

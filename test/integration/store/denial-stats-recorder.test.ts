@@ -60,6 +60,28 @@ describe('denial stats recorder', () => {
     assert.deepEqual(await rows(), [['1002', 102, '203.0.113.9', 3]]);
   });
 
+  it('deletes a bounded number of expired rows a flush, oldest first, and does not write back a group held past retention', async () => {
+    await pool.query('DELETE FROM denial_stats');
+    const now = Date.now();
+    const hourOf = (daysAgo: number) => Math.floor((now - daysAgo * 86_400_000) / 3_600_000) * 3_600_000;
+    for (const [daysAgo, address] of [[33, '203.0.113.33'], [32, '203.0.113.32'], [31, '203.0.113.31'], [29, '203.0.113.29']] as const) {
+      await pool.query(
+        `INSERT INTO denial_stats (hour, site_id, error_id, client_ip, rehearsal, count, first_seen, last_seen)
+         VALUES (to_timestamp($1 / 1000.0), 1001, 102, $2, false, 1, to_timestamp($1 / 1000.0), to_timestamp($1 / 1000.0))`,
+        [hourOf(daysAgo), address],
+      );
+    }
+    const recorder = new DenialStatsRecorder({ pool, flushSeconds: 3_600, retentionDays: 30, expiredRowsPerFlush: 2, maxGroups: 100, logger: createLogger('silent') });
+    recorder.record('1002', 102, '203.0.113.9', false, now);
+    recorder.record('1002', 102, '203.0.113.45', false, now - 45 * 86_400_000);
+    await recorder.flush();
+    const addresses = async () => (await rows()).map(([, , address]) => address).sort();
+    assert.deepEqual(await addresses(), ['203.0.113.29', '203.0.113.31', '203.0.113.9']);
+    recorder.record('1002', 102, '203.0.113.9', false, now);
+    await recorder.stop();
+    assert.deepEqual(await addresses(), ['203.0.113.29', '203.0.113.9']);
+  });
+
   it('keeps at most its cap of address rows per site and hour across flushes, and counts the rest, addresses too, in the overflow row', async () => {
     await pool.query('DELETE FROM denial_stats');
     const recorder = new DenialStatsRecorder({ pool, flushSeconds: 3_600, retentionDays: 30, maxGroups: 10_000, maxRowsPerSiteHour: 50, logger: createLogger('silent') });
