@@ -1,14 +1,14 @@
 import type { AuthMethod, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import type { StatementRunner } from './last-used-recorder.js';
-import { FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
+import { EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
 
 export interface AuthUsageRecorderOptions {
   readonly pool: StatementRunner;
   readonly flushSeconds: number;
   /** AUTH_USAGE_RETENTION_DAYS: hours older than this are deleted as each flush writes. */
   readonly retentionDays: number;
-  /** Tests lower EXPIRED_USAGE_ROWS_PER_FLUSH. */
+  /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
   readonly expiredRowsPerFlush?: number;
   readonly logger: Logger;
   /**
@@ -32,19 +32,12 @@ const HOUR_MS = 3_600_000;
 /** A group's key; record() passes the hour's text made once an hour, restore() makes it. */
 const groupKey = (hourText: string, siteId: SiteId, method: AuthMethod): string => `${hourText} ${siteId} ${method}`;
 
-/**
- * Rows past retention deleted by one flush, oldest first: a lowered AUTH_USAGE_RETENTION_DAYS, or a
- * table older than this setting, is worked off over many flushes instead of in one statement that
- * would outlast the statement time-out and take the batch's counts down with it.
- */
-export const EXPIRED_USAGE_ROWS_PER_FLUSH = 10_000;
-
 // One statement per flush: at most $7 rows of the hours past retention go (a batch held that long is
 // not written: it would meet its own deleted row), and the batch is added. Counts add up across
 // replicas; last_seen keeps the later time.
 const ADD_USAGE = `WITH expired AS (
-                     DELETE FROM auth_usage WHERE (hour, site_id, method) IN (
-                       SELECT hour, site_id, method FROM auth_usage WHERE hour < now() - make_interval(days => $6) ORDER BY hour LIMIT $7))
+                     DELETE FROM auth_usage WHERE ctid IN (
+                       SELECT ctid FROM auth_usage WHERE hour < now() - make_interval(days => $6) ORDER BY hour LIMIT $7))
                    INSERT INTO auth_usage AS u (hour, site_id, method, count, last_seen)
                    SELECT to_timestamp(v.hour / 1000.0), v.site_id, v.method, v.count, to_timestamp(v.last_seen / 1000.0)
                      FROM unnest($1::float8[], $2::bigint[], $3::text[], $4::bigint[], $5::float8[]) AS v(hour, site_id, method, count, last_seen)
@@ -132,7 +125,7 @@ export class AuthUsageRecorder {
         usage.map((group) => group.count),
         usage.map((group) => group.lastSeen),
         this.options.retentionDays,
-        this.options.expiredRowsPerFlush ?? EXPIRED_USAGE_ROWS_PER_FLUSH,
+        this.options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH,
       ]);
       this.failures.succeeded();
     } catch (error) {

@@ -1,13 +1,13 @@
 import type { ErrorId, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import type { StatementRunner } from './last-used-recorder.js';
-import { FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
+import { EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
 
 export interface DenialStatsOptions {
   readonly pool: StatementRunner;
   readonly flushSeconds: number;
   readonly retentionDays: number;
-  /** Tests lower EXPIRED_DENIAL_ROWS_PER_FLUSH. */
+  /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
   readonly expiredRowsPerFlush?: number;
   /** Distinct (site, error, client address) groups kept between two flushes; more go to "other". */
   readonly maxGroups: number;
@@ -46,13 +46,6 @@ export const UNKNOWN_SITES_ADDRESS = 'any';
  * refusals of the site are added to its OVERFLOW_ADDRESS rows, which count the addresses too.
  */
 export const DENIAL_ROWS_PER_SITE_HOUR = 1_000;
-
-/**
- * Rows past retention deleted by one flush, oldest first: a lowered DENIAL_STATS_RETENTION_DAYS after a
- * storm is worked off over many flushes instead of in one statement that would outlast the statement
- * time-out and take the batch's counts down with it.
- */
-export const EXPIRED_DENIAL_ROWS_PER_FLUSH = 10_000;
 
 // One statement per flush: at most $12 rows of the old hours go (a group held that long is not
 // written: it would meet its own deleted row); the batch is added to its hour's rows, and a group
@@ -193,7 +186,7 @@ export class DenialStatsRecorder {
         this.options.retentionDays,
         this.options.maxRowsPerSiteHour ?? DENIAL_ROWS_PER_SITE_HOUR,
         batch.map((group) => group.shadow),
-        this.options.expiredRowsPerFlush ?? EXPIRED_DENIAL_ROWS_PER_FLUSH,
+        this.options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH,
       ]);
       this.failures.succeeded();
     } catch (error) {

@@ -30,6 +30,13 @@ export class PeriodicFlush {
   }
 }
 
+/**
+ * Rows past retention a recorder deletes in one flush, oldest first: a lowered retention, or a table
+ * older than its setting, is worked off over many flushes instead of in one statement that would
+ * outlast the statement time-out and take the batch's counts down with it.
+ */
+export const EXPIRED_ROWS_PER_FLUSH = 10_000;
+
 /** While the database stays down, a failed write is logged once a minute, not at every flush. */
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 
