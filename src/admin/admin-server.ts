@@ -6,7 +6,7 @@ import type { Logger } from '../observe/logger.js';
 import { CredentialAdmin } from '../store/credential-admin.js';
 import { ApiError, apiErrorOf } from './api-error.js';
 import { readJsonBody, sendError, sendJson, setSecurityHeaders } from './http-io.js';
-import { auditActor, hasRole, type AdminPrincipal, type AuthOutcome, type ConsoleHandler, type RequestAuthenticator } from './principal.js';
+import { auditActor, hasRole, rolesHeld, type AdminPrincipal, type AuthOutcome, type ConsoleHandler, type RequestAuthenticator } from './principal.js';
 import { checkedBody, checkQuery, matchRoute, type AdminRoute } from './route-table.js';
 import { SubjectRateLimit } from './subject-rate-limit.js';
 
@@ -98,8 +98,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     const wait = rate.take(principal.subject);
     if (wait > 0) throw new ApiError(429, 'RATE_LIMITED', `too many requests; try again in ${wait} s`, { 'retry-after': String(wait) });
     if (!hasRole(principal, route.role)) {
-      const held = [...principal.roles];
-      throw new ApiError(403, 'FORBIDDEN', `this needs the role ${route.role} (or a higher one); your token has ${held.length === 0 ? 'none of viewer, account-manager, admin' : held.join(', ')}`, {
+      throw new ApiError(403, 'FORBIDDEN', `this needs the role ${route.role} (or a higher one); ${rolesHeld(principal)}`, {
         'www-authenticate': challenge({ ok: false, status: 403, error: 'insufficient_scope', description: `the role ${route.role} is needed` }),
       });
     }

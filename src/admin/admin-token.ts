@@ -65,11 +65,13 @@ function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | 
   if (subject === undefined) return undefined;
   const email = shortText(payload['email'], EMAIL_MAX_CHARS);
   const name = shortText(payload['name'], NAME_MAX_CHARS);
+  const claimed = rolesClaimValue(payload, rolesClaim);
   return {
     subject,
     ...(email === undefined ? {} : { email }),
     ...(name === undefined ? {} : { name }),
-    roles: rolesOf(rolesClaimValue(payload, rolesClaim)),
+    roles: rolesOf(claimed),
+    ...(claimed === undefined ? { rolesClaimMissing: rolesClaim } : {}),
   };
 }
 

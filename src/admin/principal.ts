@@ -12,6 +12,8 @@ export interface AdminPrincipal {
   readonly email?: string;
   readonly name?: string;
   readonly roles: ReadonlySet<AdminRole>;
+  /** ADMIN_ROLES_CLAIM, when the token does not carry it at all: the provider maps no roles into it. */
+  readonly rolesClaimMissing?: string;
 }
 
 export type AuthOutcome =
@@ -44,4 +46,13 @@ export function rolesOf(claim: unknown): ReadonlySet<AdminRole> {
 /** Who made a change, as the audit trail records it: the e-mail when the token has one, and always the subject. */
 export function auditActor(principal: AdminPrincipal): string {
   return principal.email === undefined ? `sub ${principal.subject}` : `${principal.email} (sub ${principal.subject})`;
+}
+
+/** What a refused person is told of their roles; a token without the roles claim at all points at the provider's mapping. */
+export function rolesHeld(principal: AdminPrincipal): string {
+  if (principal.rolesClaimMissing !== undefined) {
+    return `your token carries no ${principal.rolesClaimMissing} claim (ADMIN_ROLES_CLAIM), so it has no role: the provider must put viewer, account-manager or admin in it`;
+  }
+  const held = [...principal.roles];
+  return `your token has ${held.length === 0 ? 'none of viewer, account-manager, admin' : held.join(', ')}`;
 }

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
 import { createLocalJWKSet, type JWTPayload } from 'jose';
 import { AdminTokenVerifier, BearerAuthenticator, NEW_TOKEN_CHECKS } from '../../src/admin/admin-token.js';
+import { rolesHeld } from '../../src/admin/principal.js';
 import { loadConfig, type AdminSettings } from '../../src/config.js';
 import type { KeySource } from '../../src/token/issuer-keys.js';
 import { signedToken, signingKey } from '../support/jwks-server.js';
@@ -69,6 +70,24 @@ describe('admin access tokens', () => {
     const outcome = await inherited.verifier.verify(await inherited.sign(claims({ realm_access: {} })));
     assert.ok(outcome.ok);
     assert.deepEqual([...outcome.principal.roles], []);
+  });
+
+  it('say when a token lacks ADMIN_ROLES_CLAIM altogether, which the 403 then names, as it does not for a claim without our roles', async () => {
+    const keycloak = await fixture({ ADMIN_ROLES_CLAIM: 'resource_access.sitekey-authz.roles' });
+    const missing = await keycloak.verifier.verify(await keycloak.sign(claims({ roles: ['admin'], realm_access: { roles: ['admin'] } })));
+    assert.ok(missing.ok);
+    assert.equal(missing.principal.rolesClaimMissing, 'resource_access.sitekey-authz.roles');
+    assert.equal(
+      rolesHeld(missing.principal),
+      'your token carries no resource_access.sitekey-authz.roles claim (ADMIN_ROLES_CLAIM), so it has no role: the provider must put viewer, account-manager or admin in it',
+    );
+    const others = await keycloak.verifier.verify(await keycloak.sign(claims({ resource_access: { 'sitekey-authz': { roles: ['uma_protection'] } } })));
+    assert.ok(others.ok);
+    assert.equal(others.principal.rolesClaimMissing, undefined);
+    assert.equal(rolesHeld(others.principal), 'your token has none of viewer, account-manager, admin');
+    const held = await keycloak.verifier.verify(await keycloak.sign(claims({ resource_access: { 'sitekey-authz': { roles: ['viewer'] } } })));
+    assert.ok(held.ok);
+    assert.equal(rolesHeld(held.principal), 'your token has viewer');
   });
 
   it('are refused with 401 and a description for each rule a token breaks', async () => {
