@@ -250,7 +250,8 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
       `\`TOKEN_AUDIENCE\`, \`TOKEN_JWKS_URL\` of a JWKS on loopback, \`bench/bench-issuer.ts\`), defaults otherwise, on ${results.databaseDescription}; ` +
       `${integer(results.sites)} sites (2 keys and 3 CIDRs each; the partner's allowlist holds 127.0.0.1, one other site is in a brownout for 105).`,
     '- no-op: `node dist/bench/noop-server.js`: grpc-js with `grpcServerOptions(GRPC_LIMITS, …)`, our proto/, our TCP',
-    '  listener, answering the allowed CheckResponse `serve` sends (its bytes compared above).',
+    '  listener, answering the allowed CheckResponse `serve` sends (its bytes compared above), encoded once as `serve`',
+    '  keeps its answers encoded: the floor does no per-check work that `serve` does not.',
     '- Requests: CheckRequests as Envoy sends them (headers, `raw_body`, source 127.0.0.1), encoded with Envoy\'s',
     '  upstream protos, with the 5-byte gRPC prefix, in one file each (`$BENCH_DIR` is a temporary directory).',
     '',
