@@ -118,8 +118,9 @@ export function runH2load(args: readonly string[], cpus?: string): Promise<H2loa
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`${command} exited with ${code}:\n${output}`));
+    // 'close', not 'exit': h2load's summary may still be in the pipe when the process has exited.
+    child.once('close', (code, signal) => {
+      if (code !== 0) reject(new Error(`${command} ${signal === null ? `exited with ${code}` : `was ended by ${signal}`}:\n${output}`));
       else {
         try {
           resolveRun(parseH2loadOutput(command, output));
