@@ -229,7 +229,12 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       const sunsetAt = await withAdmin(async (admin) => Date.parse((await admin.sunset.policy(configuredSunsetPolicy(config))).sunsetAt));
       if (line.options.sites === true) {
         const siteRows = await withAdmin((admin) => admin.sunset.migrationSiteReport(since, sunsetAt, now));
-        return report<MigrationSiteRow>(
+        const kept = config.authUsageRetentionDays;
+        const beyondRetention =
+          days > kept
+            ? [`request counts are kept ${kept} days (AUTH_USAGE_RETENTION_DAYS as set here): TOKEN REQS and KEY REQS count the last ${kept} days, not ${days}; give --since ${kept} or less for counts of the whole window`]
+            : [];
+        const output = report<MigrationSiteRow>(
           line,
           siteRows,
           [
@@ -248,6 +253,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
           ],
           `no site sent a request, used an API key or a token in the last ${days} day(s)`,
         );
+        return { ...output, warnings: beyondRetention };
       }
       const rows = await withAdmin((admin) => admin.sunset.migrationReport(since, sunsetAt, now));
       return report<MigrationKeyRow>(

@@ -113,6 +113,19 @@ describe('report migration --sites', () => {
     assert.ok(Date.parse(old?.lastTokenUseAt ?? '') < Date.now() - 44 * DAY_MS, `the hourly counts give the last token use of a site without clients: ${old?.lastTokenUseAt}`);
   });
 
+  it('warns when --since reaches back beyond AUTH_USAGE_RETENTION_DAYS, whose counts are gone', async () => {
+    const beyond = await runCli(database.url, ['report', 'migration', '--sites', '--since', '60', '--json'], undefined, { AUTH_USAGE_RETENTION_DAYS: '30' });
+    assert.equal(beyond.code, 0, beyond.stderr);
+    assert.equal(
+      beyond.stderr,
+      'warning: request counts are kept 30 days (AUTH_USAGE_RETENTION_DAYS as set here): TOKEN REQS and KEY REQS count the last 30 days, not 60; give --since 30 or less for counts of the whole window\n',
+    );
+    assert.ok(Array.isArray(JSON.parse(beyond.stdout)), 'the report itself is still printed');
+    const within = await runCli(database.url, ['report', 'migration', '--sites', '--since', '30'], undefined, { AUTH_USAGE_RETENTION_DAYS: '30' });
+    assert.equal(within.code, 0, within.stderr);
+    assert.equal(within.stderr, '');
+  });
+
   it('prints a table for people and CSV with fixed columns', async () => {
     const text = await cli('report', 'migration', '--sites');
     assert.match(text.split('\n')[0] ?? '', /^SITE\s+NAME\s+METHOD\s+TOKEN REQS\s+KEY REQS\s+ON TOKENS\s+LAST TOKEN USE\s+LAST KEY USE\s+CLIENTS\s+TOKENS-ONLY REFUSES/);
