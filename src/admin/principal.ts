@@ -12,7 +12,10 @@ export interface AdminPrincipal {
   readonly email?: string;
   readonly name?: string;
   readonly roles: ReadonlySet<AdminRole>;
-  /** ADMIN_ROLES_CLAIM, when the token does not carry it at all: the provider maps no roles into it. */
+  /**
+   * ADMIN_ROLES_CLAIM, when the token does not carry it at all: the provider maps no roles into it, gives
+   * this person none (some then leave the claim out), or writes them under another name.
+   */
   readonly rolesClaimMissing?: string;
 }
 

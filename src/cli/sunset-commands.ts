@@ -228,11 +228,17 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       // The sunset the service follows: the database's, not this terminal's environment.
       const sunsetAt = await withAdmin(async (admin) => Date.parse((await admin.sunset.policy(configuredSunsetPolicy(config))).sunsetAt));
       if (line.options.sites === true) {
-        const siteRows = await withAdmin((admin) => admin.sunset.migrationSiteReport(since, sunsetAt, now));
-        const kept = config.authUsageRetentionDays;
-        const beyondRetention =
-          days > kept
-            ? [`request counts are kept ${kept} days (AUTH_USAGE_RETENTION_DAYS as set here): TOKEN REQS and KEY REQS count the last ${kept} days, not ${days}; give --since ${kept} or less for counts of the whole window`]
+        const { siteRows, countsBegin } = await withAdmin(async (admin) => ({
+          siteRows: await admin.sunset.migrationSiteReport(since, sunsetAt, now),
+          countsBegin: await admin.sunset.requestCountsBegin(),
+        }));
+        // Read from the data, not from this terminal's AUTH_USAGE_RETENTION_DAYS: serve's setting is what deleted them.
+        const countsShort =
+          countsBegin !== null && Date.parse(countsBegin) > since.getTime() + HOUR_MS
+            ? [
+                `the oldest request counts held are from ${shortTime(countsBegin)}: TOKEN REQS, KEY REQS and ON TOKENS count from then, not from ${shortTime(since.toISOString())} ` +
+                  '(serve deletes counts older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request)',
+              ]
             : [];
         const output = report<MigrationSiteRow>(
           line,
@@ -253,7 +259,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
           ],
           `no site sent a request, used an API key or a token in the last ${days} day(s)`,
         );
-        return { ...output, warnings: beyondRetention };
+        return { ...output, warnings: countsShort };
       }
       const rows = await withAdmin((admin) => admin.sunset.migrationReport(since, sunsetAt, now));
       return report<MigrationKeyRow>(

@@ -268,6 +268,17 @@ export class SunsetAdmin {
   }
 
   /**
+   * The first hour the migration report's request counts (auth_usage) hold, or null when they hold none:
+   * serve deletes hours older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request.
+   */
+  async requestCountsBegin(): Promise<string | null> {
+    return this.transactions.read(async (sql) => {
+      const { rows } = await sql.query<{ hour: StoredTimestamp | null }>('SELECT min(hour) AS hour FROM auth_usage');
+      return optionalInstantText(rows[0]?.hour ?? null);
+    });
+  }
+
+  /**
    * Every site with a request, a key use or a token use in the window: how much of its traffic is on
    * tokens and whether it can be switched to tokens only. Sites that would refuse someone come first,
    * the most key requests first. An hour of counts is in the window when its last request is.

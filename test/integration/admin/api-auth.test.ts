@@ -71,6 +71,25 @@ describe('the admin API asks every request for a token from ADMIN_ISSUER, and th
     }
   });
 
+  it("names ADMIN_ROLES_CLAIM in the 403 when a provider's token does not carry that claim at all", async () => {
+    // The provider writes the roles under `groups`; this service reads `roles`.
+    const elsewhere = await startAdminIssuer({ rolesClaim: 'groups' });
+    const misread = await startService({ DATABASE_URL: database.url, ...elsewhere.env(), ADMIN_ROLES_CLAIM: 'roles' });
+    try {
+      const response = await fetch(`${misread.adminBase ?? ''}/api/v1/sites`, { headers: { authorization: `Bearer ${await elsewhere.tokenFor('admin')}` } });
+      assert.equal(response.status, 403);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      assert.equal(body.error.code, 'FORBIDDEN');
+      assert.equal(
+        body.error.message,
+        'this needs the role viewer (or a higher one); your token carries no roles claim (ADMIN_ROLES_CLAIM), so it has no role: the provider must put viewer, account-manager or admin in it',
+      );
+    } finally {
+      await misread.stop();
+      await elsewhere.close();
+    }
+  });
+
   it('lets each role through to the routes of its rank and below', async () => {
     for (const route of ADMIN_ROUTES.filter((candidate) => candidate.role !== 'public')) {
       const role = route.role as AdminRole;
