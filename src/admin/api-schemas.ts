@@ -124,6 +124,11 @@ const MIGRATION_SITE_ROW = record({
 /** One row per key, or with sites=true one per site: either shape. */
 export const MIGRATION_ROW: Schema = { type: 'any', description: `per key: ${Object.keys(MIGRATION_KEY_ROW.properties).join(', ')}; with sites=true, per site: ${Object.keys(MIGRATION_SITE_ROW.properties).join(', ')}` };
 export const MIGRATION_ROWS = { perKey: MIGRATION_KEY_ROW, perSite: MIGRATION_SITE_ROW } as const;
+/** With sites=true, beside the rows: where their request counts begin, and the warning when that is inside the window. */
+export const MIGRATION_ENVELOPE: Readonly<Record<string, Schema>> = {
+  countsBegin: { ...optionalTime, description: 'sites=true: the oldest hour of request counts held (null: none); tokenRequests, keyRequests and tokenShare count from it' },
+  warnings: { ...warnings, description: 'sites=true: what the CLI would warn of, e.g. counts that begin inside the window' },
+};
 
 const DENIAL_ROW = record({
   siteId: { type: 'string', nullable: true },

@@ -1,5 +1,5 @@
 import type { AdminRoute, Schema } from './route-table.js';
-import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from './route-table.js';
+import { answerSchema, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from './route-table.js';
 
 /** The OpenAPI 3.1 document of the admin API, read from the route table and nothing else. */
 
@@ -69,10 +69,7 @@ function parametersOf(route: AdminRoute): object[] {
 
 function operationOf(route: AdminRoute): object {
   const status = String(route.status ?? 200);
-  const success =
-    route.paginated === true
-      ? { type: 'object', required: ['items', 'next'], additionalProperties: false, properties: { items: { type: 'array', items: jsonSchema(route.response) }, next: { type: ['string', 'null'] } } }
-      : jsonSchema(route.response);
+  const success = jsonSchema(answerSchema(route));
   const isPublic = route.role === 'public';
   return {
     operationId: operationId(route),

@@ -80,6 +80,8 @@ export interface AdminRoute {
   /** What a success answers (for a paginated route: each item); tests hold every answer to it. */
   readonly response: Schema;
   readonly paginated?: boolean;
+  /** A paginated route's answer beside items and next: fields that concern the whole list, each optional. */
+  readonly envelope?: Readonly<Record<string, Schema>>;
   handle(request: RouteRequest): Promise<unknown>;
 }
 
@@ -227,6 +229,12 @@ const CURSOR = /^o([0-9]{1,9})$/;
  * A page of a list the store returns whole and in a stable order: the cursor is the position where
  * the page ended. A change between pages can move an item across the cut, as with any offset.
  */
+/** What a route answers on success, as a schema: for a paginated one, the page with its envelope's fields. */
+export function answerSchema(route: AdminRoute): Schema {
+  if (route.paginated !== true) return route.response;
+  return { type: 'object', properties: { items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true }, ...route.envelope }, required: ['items', 'next'] };
+}
+
 export function paginate<T>(items: readonly T[], page: Page): Paginated<T> {
   let start = 0;
   if (page.cursor !== undefined) {

@@ -3,8 +3,9 @@ import { AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS } from '../cli/audit-com
 import { auditActionArgument, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from '../cli/sunset-arguments.js';
 import { DENIAL_REPORT_ROWS, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS } from '../cli/sunset-commands.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
+import { COUNTS_BEGIN_WHY, countsBeginAfter } from '../store/sunset-admin.js';
 import { ApiError, INVALID_REQUEST } from './api-error.js';
-import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ROW, SUNSET_POLICY } from './api-schemas.js';
+import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ENVELOPE, MIGRATION_ROW, SUNSET_POLICY } from './api-schemas.js';
 import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
 
 /** The API-key sunset's routes (grace is a site's: site-routes.ts), the reports and the audit trail. */
@@ -119,6 +120,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     role: 'viewer',
     summary: "keys used in the window with days left; sites=true: each site's share on tokens and whether it can go tokens-only",
     response: MIGRATION_ROW,
+    envelope: MIGRATION_ENVELOPE,
     query: {
       since: { description: `days back, 1 to ${MAX_SINCE_DAYS} (default 30)`, schema: { type: 'integer', minimum: 1, maximum: MAX_SINCE_DAYS } },
       sites: { description: 'true: one row per site', schema: { type: 'boolean' } },
@@ -130,7 +132,17 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       if (sitesText !== null && sitesText !== 'true' && sitesText !== 'false') throw new ApiError(400, INVALID_REQUEST, `sites must be true or false, not ${JSON.stringify(sitesText.slice(0, 32))}`);
       const sinceAt = new Date(now - since(request, 'days', 30, MAX_SINCE_DAYS) * DAY_MS);
       const sunsetAt = Date.parse((await admin.sunset.policy(sunsetFallback(request))).sunsetAt);
-      if (sitesText === 'true') return paginate(await admin.sunset.migrationSiteReport(sinceAt, sunsetAt, now), request.page);
+      if (sitesText === 'true') {
+        const rows = await admin.sunset.migrationSiteReport(sinceAt, sunsetAt, now);
+        // Read from the data: serve's AUTH_USAGE_RETENTION_DAYS deleted them, not this process's.
+        const countsBegin = await admin.sunset.requestCountsBegin();
+        const countsFrom = countsBeginAfter(countsBegin, sinceAt);
+        const warnings =
+          countsFrom === undefined
+            ? []
+            : [`the oldest request counts held are from ${countsFrom}: tokenRequests, keyRequests and tokenShare count from then, not from ${sinceAt.toISOString()} (${COUNTS_BEGIN_WHY})`];
+        return { ...paginate(rows, request.page), countsBegin, warnings };
+      }
       return paginate(await admin.sunset.migrationReport(sinceAt, sunsetAt, now), request.page);
     },
   },

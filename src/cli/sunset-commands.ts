@@ -1,6 +1,6 @@
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import { OVERFLOW_ADDRESS } from '../store/denial-stats-recorder.js';
-import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicySummary } from '../store/sunset-admin.js';
+import { COUNTS_BEGIN_WHY, countsBeginAfter, type BrownoutSummary, type DenialReportRow, type MigrationKeyRow, type MigrationSiteRow, type SunsetPolicySummary } from '../store/sunset-admin.js';
 import { countOption, instantOption, MAX_NOTE, SITE_ID_FORM, siteIdArgument, UsageError } from './arguments.js';
 import { BROWNOUT_HINT, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from './sunset-arguments.js';
 import { option, options, type Command, type CommandLine } from './command.js';
@@ -233,13 +233,14 @@ export const SUNSET_COMMANDS: readonly Command[] = [
           countsBegin: await admin.sunset.requestCountsBegin(),
         }));
         // Read from the data, not from this terminal's AUTH_USAGE_RETENTION_DAYS: serve's setting is what deleted them.
+        const countsFrom = countsBeginAfter(countsBegin, since);
         const countsShort =
-          countsBegin !== null && Date.parse(countsBegin) > since.getTime() + HOUR_MS
-            ? [
-                `the oldest request counts held are from ${shortTime(countsBegin)}: TOKEN REQS, KEY REQS and ON TOKENS count from then, not from ${shortTime(since.toISOString())} ` +
-                  '(serve deletes counts older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request)',
-              ]
-            : [];
+          countsFrom === undefined
+            ? []
+            : [
+                `the oldest request counts held are from ${shortTime(countsFrom)}: TOKEN REQS, KEY REQS and ON TOKENS count from then, not from ${shortTime(since.toISOString())} ` +
+                  `(${COUNTS_BEGIN_WHY})`,
+              ];
         const output = report<MigrationSiteRow>(
           line,
           siteRows,

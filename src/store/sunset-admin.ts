@@ -125,6 +125,19 @@ const BROWNOUT_COLUMNS = `id::text, starts_at, ends_at, site_ids::text[] AS site
        WHEN starts_at <= now() THEN 'running' ELSE 'scheduled' END AS state`;
 
 const DAY_MS = 86_400_000;
+/** An hour of counts covers the whole hour: a window that starts inside the first hour held is covered. */
+const HOUR_MS = 3_600_000;
+
+/** Why request counts can begin later than a report asks, for the warning every surface gives. */
+export const COUNTS_BEGIN_WHY = 'serve deletes counts older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request';
+
+/**
+ * The instant the migration report's request counts really start from when it is later than the report's
+ * window (`countsBegin` as requestCountsBegin gives it), else undefined: the counts cover the window.
+ */
+export function countsBeginAfter(countsBegin: string | null, since: Date): string | undefined {
+  return countsBegin !== null && Date.parse(countsBegin) > since.getTime() + HOUR_MS ? countsBegin : undefined;
+}
 
 /** When API keys stop working for a site (the later of the sunset and its grace) and the days to it. */
 export function keyCutoff(graceUntil: StoredTimestamp | null, sunsetAt: number, now: number): { readonly cutoffAt: string; readonly daysLeft: number | null } {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ADMIN_ROUTES } from '../../../src/admin/admin-routes.js';
 import { MIGRATION_ROWS } from '../../../src/admin/api-schemas.js';
-import { record, schemaProblem, type AdminRoute } from '../../../src/admin/route-table.js';
+import { answerSchema, schemaProblem, type AdminRoute } from '../../../src/admin/route-table.js';
 import { startAdminIssuer, type AdminIssuer, type AdminPersonName } from '../../support/admin-issuer.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { authorizationClient, check, verdict } from '../../support/envoy-client.js';
@@ -21,8 +21,7 @@ interface Answer {
 
 /** An answer against the schema its route publishes in the OpenAPI document (a page's items, for a list). */
 function answerProblem(route: AdminRoute, body: unknown): string | undefined {
-  if (route.paginated !== true) return schemaProblem(body, route.response);
-  return schemaProblem(body, record({ items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true } }));
+  return schemaProblem(body, answerSchema(route));
 }
 
 /**
@@ -196,6 +195,14 @@ describe('the admin API routes, as the CLI does them', () => {
     const bySite = await ok('viewer', 'GET', '/api/v1/reports/migration?sites=true');
     assert.ok(bySite.items.length > 0);
     for (const row of bySite.items) assert.equal(schemaProblem(row, MIGRATION_ROWS.perSite), undefined);
+    // A fresh database: whatever serve has counted so far began inside the 30 days asked for, as the CLI warns.
+    if (bySite.countsBegin === null) assert.deepEqual(bySite.warnings, []);
+    else {
+      assert.ok(Date.now() - Date.parse(bySite.countsBegin) < 2 * 3_600_000, `counts from this test's checks, not ${bySite.countsBegin}`);
+      assert.equal(bySite.warnings.length, 1);
+      assert.ok(bySite.warnings[0].startsWith(`the oldest request counts held are from ${bySite.countsBegin}: tokenRequests, keyRequests and tokenShare count from then`), bySite.warnings[0]);
+    }
+    assert.equal((await ok('viewer', 'GET', '/api/v1/reports/migration')).countsBegin, undefined, 'the per-key report has no request counts');
     await eventually(
       "the revoked key's refusal in the denial report",
       () => ok('viewer', 'GET', '/api/v1/reports/denials?site=1001&since=1&limit=10'),

@@ -156,6 +156,22 @@ describe('admin console in a browser', { skip: missing }, () => {
     }
   });
 
+  it('the migration board shows the partner’s site and warns that its request counts begin inside the 30 days it covers', async () => {
+    // serve writes the counts of the checks above on its next flush; the board shows what is written.
+    await eventually(
+      'the board to show site 1001 with its warning',
+      async () => {
+        await page.goto(`${stack.consoleBase}/migration`);
+        await page.getByText(/^(Migration from API keys to access tokens, per site|No site has traffic in this period\.)$/).waitFor();
+        return { site: await page.getByRole('row', { name: /^1001 Acme Travel/ }).count(), warning: await page.getByRole('status').filter({ hasText: 'Warning: the oldest request counts held are from' }).count() };
+      },
+      (shown) => shown.site === 1 && shown.warning === 1,
+      30_000,
+    );
+    const warning = (await page.getByRole('status').filter({ hasText: 'oldest request counts held' }).textContent()) ?? '';
+    assert.match(warning, /tokenRequests, keyRequests and tokenShare count from then, not from \d{4}-\d\d-\d\dT/);
+  });
+
   it('shows the viewer no button that changes anything, and the API refuses the viewer’s session 403', async () => {
     const viewer = await browser.newContext();
     try {

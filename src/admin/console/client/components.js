@@ -73,8 +73,12 @@ export function PageHeading({ children }) {
 
 export const siteIdOf = (site) => String(site?.id ?? site?.siteId ?? '');
 
+/** The warnings an API answer carries (what the CLI would print on stderr), as text. */
+export function warningsOf(answer) {
+  return Array.isArray(answer?.warnings) ? answer.warnings.filter((warning) => typeof warning === 'string') : [];
+}
+
 /** A change's confirmation, with the API's warnings after it (e.g. "site 1001 has no allowlist entry yet…"). */
 export function withWarnings(text, answer) {
-  const warnings = Array.isArray(answer?.warnings) ? answer.warnings.filter((warning) => typeof warning === 'string') : [];
-  return [text, ...warnings.map((warning) => `Warning: ${warning}.`)].join(' ');
+  return [text, ...warningsOf(answer).map((warning) => `Warning: ${warning}.`)].join(' ');
 }

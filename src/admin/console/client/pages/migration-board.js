@@ -1,6 +1,6 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode, itemsOf } from '../api.js';
-import { Alert, formatTime, Loading, PageHeading, percent, useLoad } from '../components.js';
+import { Alert, formatTime, Loading, PageHeading, percent, useLoad, warningsOf } from '../components.js';
 
 const BAR_HEIGHT = 22;
 const LABEL_WIDTH = 150;
@@ -15,7 +15,8 @@ function siteRows(answer) {
 /** Per site: how much traffic is on tokens already, when a key was last used, and the days left. */
 export function MigrationBoard() {
   const [days, setDays] = useState('30');
-  const [rows, error] = useLoad(() => api('GET', `/reports/migration?sites=true&since=${encode(days)}`).then(siteRows), [days]);
+  const [answer, error] = useLoad(() => api('GET', `/reports/migration?sites=true&since=${encode(days)}`), [days]);
+  const rows = answer === undefined ? undefined : siteRows(answer);
   return html`
     <${PageHeading}>Migration board</${PageHeading}>
     <label for="migration-since">Traffic of the last</label>
@@ -25,6 +26,7 @@ export function MigrationBoard() {
       <option value="90">90 days</option>
     </select>
     <${Alert} error=${error} />
+    ${warningsOf(answer).map((warning) => html`<p role="status" class="notice">Warning: ${warning}.</p>`)}
     ${rows === undefined && !error
       ? html`<${Loading} />`
       : rows && rows.length === 0
