@@ -225,16 +225,16 @@ export function checkQuery(route: AdminRoute, query: URLSearchParams): Page {
 
 const CURSOR = /^o([0-9]{1,9})$/;
 
-/**
- * A page of a list the store returns whole and in a stable order: the cursor is the position where
- * the page ended. A change between pages can move an item across the cut, as with any offset.
- */
 /** What a route answers on success, as a schema: for a paginated one, the page with its envelope's fields. */
 export function answerSchema(route: AdminRoute): Schema {
   if (route.paginated !== true) return route.response;
   return { type: 'object', properties: { items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true }, ...route.envelope }, required: ['items', 'next'] };
 }
 
+/**
+ * A page of a list the store returns whole and in a stable order: the cursor is the position where
+ * the page ended. A change between pages can move an item across the cut, as with any offset.
+ */
 export function paginate<T>(items: readonly T[], page: Page): Paginated<T> {
   let start = 0;
   if (page.cursor !== undefined) {
