@@ -1,7 +1,7 @@
 import type { AuthMethod, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import type { StatementRunner } from './last-used-recorder.js';
-import { EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
+import { deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, IdleExpiry, PeriodicFlush } from './periodic-flush.js';
 
 export interface AuthUsageRecorderOptions {
   readonly pool: StatementRunner;
@@ -35,9 +35,7 @@ const groupKey = (hourText: string, siteId: SiteId, method: AuthMethod): string 
 // One statement per flush: at most $7 rows of the hours past retention go (a batch held that long is
 // not written: it would meet its own deleted row), and the batch is added. Counts add up across
 // replicas; last_seen keeps the later time.
-const ADD_USAGE = `WITH expired AS (
-                     DELETE FROM auth_usage WHERE ctid IN (
-                       SELECT ctid FROM auth_usage WHERE hour < now() - make_interval(days => $6) ORDER BY hour LIMIT $7))
+const ADD_USAGE = `WITH expired AS (${deleteExpiredHours('auth_usage', '$6', '$7')})
                    INSERT INTO auth_usage AS u (hour, site_id, method, count, last_seen)
                    SELECT to_timestamp(v.hour / 1000.0), v.site_id, v.method, v.count, to_timestamp(v.last_seen / 1000.0)
                      FROM unnest($1::float8[], $2::bigint[], $3::text[], $4::bigint[], $5::float8[]) AS v(hour, site_id, method, count, last_seen)
@@ -58,10 +56,12 @@ export class AuthUsageRecorder {
   private hour = { start: Number.NaN, text: '' };
   private readonly flusher: PeriodicFlush;
   private readonly failures: FlushFailureLog;
+  private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: AuthUsageRecorderOptions) {
     this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
     this.failures = new FlushFailureLog(options.logger, 'authentication usage counts');
+    this.idleExpiry = new IdleExpiry(options.pool, 'auth_usage', options.retentionDays, options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH, this.failures);
   }
 
   record(siteId: SiteId, method: AuthMethod, at: number): void {
@@ -113,7 +113,7 @@ export class AuthUsageRecorder {
       this.options.logger.warn({ dropped: this.dropped, maxGroups: this.options.maxGroups }, 'authentication usage groups beyond the limit were not counted');
       this.dropped = 0;
     }
-    if (this.usage.size === 0) return;
+    if (this.usage.size === 0) return this.idleExpiry.run();
     const usage = [...this.usage.values()];
     this.usage = new Map();
     this.latest = undefined;

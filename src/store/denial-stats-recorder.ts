@@ -1,7 +1,7 @@
 import type { ErrorId, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import type { StatementRunner } from './last-used-recorder.js';
-import { EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
+import { deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, IdleExpiry, PeriodicFlush } from './periodic-flush.js';
 
 export interface DenialStatsOptions {
   readonly pool: StatementRunner;
@@ -52,9 +52,7 @@ export const DENIAL_ROWS_PER_SITE_HOUR = 1_000;
 // with an address new to its site and hour goes to the site's OVERFLOW_ADDRESS row once the hour
 // holds $10 rows with addresses (largest counts first). Two replicas flushing at the same moment may
 // each add up to the cap: the bound is per replica and flush, not exact.
-const FLUSH = `WITH expired AS (
-    DELETE FROM denial_stats WHERE ctid IN (
-      SELECT ctid FROM denial_stats WHERE hour < now() - make_interval(days => $9) ORDER BY hour LIMIT $12)),
+const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12')}),
   batch AS (
     SELECT date_trunc('hour', v.first_seen) AS hour, v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.addresses, v.first_seen, v.last_seen,
            v.client_ip = '${OVERFLOW_ADDRESS}' OR EXISTS (
@@ -97,10 +95,12 @@ export class DenialStatsRecorder {
   private latest: Group | undefined;
   private readonly flusher: PeriodicFlush;
   private readonly failures: FlushFailureLog;
+  private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: DenialStatsOptions) {
     this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
     this.failures = new FlushFailureLog(options.logger, 'refusal counts');
+    this.idleExpiry = new IdleExpiry(options.pool, 'denial_stats', options.retentionDays, options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH, this.failures);
   }
 
   record(siteId: SiteId, errorId: ErrorId, clientIp: string, rehearsal: boolean, at: number, shadow = false): void {
@@ -163,7 +163,7 @@ export class DenialStatsRecorder {
   }
 
   private async write(): Promise<void> {
-    if (this.groups.size === 0) return;
+    if (this.groups.size === 0) return this.idleExpiry.run();
     const batch = [...this.groups.values()];
     const overflowed = this.overflowed;
     this.groups = new Map();

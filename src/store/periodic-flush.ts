@@ -1,5 +1,6 @@
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
+import type { StatementRunner } from './last-used-recorder.js';
 
 /**
  * Runs a batch write every so often, one at a time, and once more on stop (SIGTERM): what the
@@ -36,6 +37,48 @@ export class PeriodicFlush {
  * outlast the statement time-out and take the batch's counts down with it.
  */
 export const EXPIRED_ROWS_PER_FLUSH = 10_000;
+
+/** The tables of hourly counts whose rows expire. */
+export type HourlyCounts = 'auth_usage' | 'denial_stats';
+
+/**
+ * The statement that deletes at most `limit` rows of `table` whose hour is more than `days` days old,
+ * oldest first; `days` and `limit` are the statement's parameter references, e.g. '$6'.
+ */
+export function deleteExpiredHours(table: HourlyCounts, days: string, limit: string): string {
+  return `DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE hour < now() - make_interval(days => ${days}) ORDER BY hour LIMIT ${limit})`;
+}
+
+/** With nothing to write, how often a recorder deletes expired rows all the same: the tables count by the hour. */
+const IDLE_EXPIRY_INTERVAL_MS = 3_600_000;
+
+/**
+ * A recorder's deletion of expired rows on the flushes that have nothing to write, at most once an hour:
+ * a replica that refuses or allows nothing for a while must not keep rows past their retention.
+ */
+export class IdleExpiry {
+  private readonly gate = new RateLimit(IDLE_EXPIRY_INTERVAL_MS);
+
+  constructor(
+    private readonly pool: StatementRunner,
+    private readonly table: HourlyCounts,
+    private readonly retentionDays: number,
+    private readonly rowsPerFlush: number,
+    private readonly failures: FlushFailureLog,
+  ) {}
+
+  async run(): Promise<void> {
+    if (!this.gate.open()) return;
+    try {
+      await this.pool.query(deleteExpiredHours(this.table, '$1', '$2'), [this.retentionDays, this.rowsPerFlush]);
+      this.failures.succeeded();
+    } catch (error) {
+      // Tried again at the next flush.
+      this.gate.reset();
+      this.failures.failed(error, { expiredRowsOf: this.table });
+    }
+  }
+}
 
 /** While the database stays down, a failed write is logged once a minute, not at every flush. */
 const FAILURE_LOG_INTERVAL_MS = 60_000;

@@ -54,4 +54,22 @@ describe('authentication usage recorder', () => {
     assert.deepEqual(await rows(now), ['39d token 5', '0d token 3']);
     await recorder.stop();
   });
+
+  it('deletes the hours past retention on a flush with nothing to write, at most once an hour', async () => {
+    const now = Date.now();
+    await pool.query('DELETE FROM auth_usage');
+    for (const daysAgo of [42, 41, 39]) {
+      await pool.query(`INSERT INTO auth_usage (hour, site_id, method, count, last_seen) VALUES (date_trunc('hour', now()) - make_interval(days => $1), 1001, 'api_key', 1, now())`, [daysAgo]);
+    }
+    // A replica that has allowed nothing since it started: its flushes have no counts to write.
+    const recorder = new AuthUsageRecorder({ pool, flushSeconds: 3_600, retentionDays: 40, expiredRowsPerFlush: 1, maxGroups: 100, logger: createLogger('silent') });
+    await recorder.flush();
+    assert.deepEqual(await rows(now), ['41d api_key 1', '39d api_key 1']);
+    // The next idle flush within the hour leaves the rest to the next hour, or to the next flush that writes.
+    await recorder.flush();
+    assert.deepEqual(await rows(now), ['41d api_key 1', '39d api_key 1']);
+    recorder.record('1001', 'token', now);
+    await recorder.stop();
+    assert.deepEqual(await rows(now), ['39d api_key 1', '0d token 1']);
+  });
 });

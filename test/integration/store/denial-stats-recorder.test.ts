@@ -82,6 +82,20 @@ describe('denial stats recorder', () => {
     assert.deepEqual(await addresses(), ['203.0.113.29', '203.0.113.9']);
   });
 
+  it('deletes expired rows on a flush with nothing to write, a replica that refuses nobody for a while included', async () => {
+    await pool.query('DELETE FROM denial_stats');
+    for (const [daysAgo, address] of [[31, '203.0.113.31'], [29, '203.0.113.29']] as const) {
+      await pool.query(
+        `INSERT INTO denial_stats (hour, site_id, error_id, client_ip, rehearsal, count, first_seen, last_seen)
+         VALUES (date_trunc('hour', now()) - make_interval(days => $1), 1001, 102, $2, false, 1, now(), now())`,
+        [daysAgo, address],
+      );
+    }
+    const recorder = new DenialStatsRecorder({ pool, flushSeconds: 3_600, retentionDays: 30, maxGroups: 100, logger: createLogger('silent') });
+    await recorder.stop();
+    assert.deepEqual((await rows()).map(([, , address]) => address), ['203.0.113.29']);
+  });
+
   it('keeps at most its cap of address rows per site and hour across flushes, and counts the rest, addresses too, in the overflow row', async () => {
     await pool.query('DELETE FROM denial_stats');
     const recorder = new DenialStatsRecorder({ pool, flushSeconds: 3_600, retentionDays: 30, maxGroups: 10_000, maxRowsPerSiteHour: 50, logger: createLogger('silent') });
