@@ -3,7 +3,7 @@ import { AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS } from '../cli/audit-com
 import { auditActionArgument, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from '../cli/sunset-arguments.js';
 import { DENIAL_REPORT_ROWS, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS } from '../cli/sunset-commands.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
-import { COUNTS_BEGIN_WHY, countsBeginAfter } from '../store/sunset-admin.js';
+import { COUNTS_BEGIN_WHY } from '../store/sunset-admin.js';
 import { ApiError, INVALID_REQUEST } from './api-error.js';
 import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ENVELOPE, MIGRATION_ROW, SUNSET_POLICY } from './api-schemas.js';
 import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
@@ -133,14 +133,11 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       const sinceAt = new Date(now - since(request, 'days', 30, MAX_SINCE_DAYS) * DAY_MS);
       const sunsetAt = Date.parse((await admin.sunset.policy(sunsetFallback(request))).sunsetAt);
       if (sitesText === 'true') {
-        const rows = await admin.sunset.migrationSiteReport(sinceAt, sunsetAt, now);
-        // Read from the data: serve's AUTH_USAGE_RETENTION_DAYS deleted them, not this process's.
-        const countsBegin = await admin.sunset.requestCountsBegin();
-        const countsFrom = countsBeginAfter(countsBegin, sinceAt);
+        const { rows, countsBegin, countsBeginLate } = await admin.sunset.migrationSiteReport(sinceAt, sunsetAt, now);
         const warnings =
-          countsFrom === undefined
+          countsBeginLate === undefined
             ? []
-            : [`the oldest request counts held are from ${countsFrom}: tokenRequests, keyRequests and tokenShare count from then, not from ${sinceAt.toISOString()} (${COUNTS_BEGIN_WHY})`];
+            : [`the oldest request counts held are from ${countsBeginLate}: tokenRequests, keyRequests and tokenShare count from then, not from ${sinceAt.toISOString()} (${COUNTS_BEGIN_WHY})`];
         return { ...paginate(rows, request.page), countsBegin, warnings };
       }
       return paginate(await admin.sunset.migrationReport(sinceAt, sunsetAt, now), request.page);

@@ -1,6 +1,6 @@
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import { OVERFLOW_ADDRESS } from '../store/denial-stats-recorder.js';
-import { COUNTS_BEGIN_WHY, countsBeginAfter, type BrownoutSummary, type DenialReportRow, type MigrationKeyRow, type MigrationSiteRow, type SunsetPolicySummary } from '../store/sunset-admin.js';
+import { COUNTS_BEGIN_WHY, type BrownoutSummary, type DenialReportRow, type MigrationKeyRow, type MigrationSiteRow, type SunsetPolicySummary } from '../store/sunset-admin.js';
 import { countOption, instantOption, MAX_NOTE, SITE_ID_FORM, siteIdArgument, UsageError } from './arguments.js';
 import { BROWNOUT_HINT, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from './sunset-arguments.js';
 import { option, options, type Command, type CommandLine } from './command.js';
@@ -228,17 +228,12 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       // The sunset the service follows: the database's, not this terminal's environment.
       const sunsetAt = await withAdmin(async (admin) => Date.parse((await admin.sunset.policy(configuredSunsetPolicy(config))).sunsetAt));
       if (line.options.sites === true) {
-        const { siteRows, countsBegin } = await withAdmin(async (admin) => ({
-          siteRows: await admin.sunset.migrationSiteReport(since, sunsetAt, now),
-          countsBegin: await admin.sunset.requestCountsBegin(),
-        }));
-        // Read from the data, not from this terminal's AUTH_USAGE_RETENTION_DAYS: serve's setting is what deleted them.
-        const countsFrom = countsBeginAfter(countsBegin, since);
+        const { rows: siteRows, countsBeginLate } = await withAdmin((admin) => admin.sunset.migrationSiteReport(since, sunsetAt, now));
         const countsShort =
-          countsFrom === undefined
+          countsBeginLate === undefined
             ? []
             : [
-                `the oldest request counts held are from ${shortTime(countsFrom)}: TOKEN REQS, KEY REQS and ON TOKENS count from then, not from ${shortTime(since.toISOString())} ` +
+                `the oldest request counts held are from ${shortTime(countsBeginLate)}: TOKEN REQS, KEY REQS and ON TOKENS count from then, not from ${shortTime(since.toISOString())} ` +
                   `(${COUNTS_BEGIN_WHY})`,
               ];
         const output = report<MigrationSiteRow>(

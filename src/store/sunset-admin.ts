@@ -86,6 +86,18 @@ export interface MigrationSiteRow {
   readonly daysLeft: number | null;
 }
 
+/** The migration report per site, with where its request counts begin, read together. */
+export interface MigrationSiteReport {
+  readonly rows: MigrationSiteRow[];
+  /**
+   * The first hour the request counts (auth_usage) hold, or null when they hold none: serve deletes hours
+   * older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request.
+   */
+  readonly countsBegin: string | null;
+  /** countsBegin when it is inside the window: the rows' request counts start there, not at `since`. */
+  readonly countsBeginLate: string | undefined;
+}
+
 export interface DenialReportRow {
   /** null: unknown or disabled sites (101), counted together whatever id was sent. */
   readonly siteId: string | null;
@@ -131,11 +143,8 @@ const HOUR_MS = 3_600_000;
 /** Why request counts can begin later than a report asks, for the warning every surface gives. */
 export const COUNTS_BEGIN_WHY = 'serve deletes counts older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request';
 
-/**
- * The instant the migration report's request counts really start from when it is later than the report's
- * window (`countsBegin` as requestCountsBegin gives it), else undefined: the counts cover the window.
- */
-export function countsBeginAfter(countsBegin: string | null, since: Date): string | undefined {
+/** countsBegin when it is later than the window starting at `since`, else undefined: the counts cover the window. */
+function countsBeginAfter(countsBegin: string | null, since: Date): string | undefined {
   return countsBegin !== null && Date.parse(countsBegin) > since.getTime() + HOUR_MS ? countsBegin : undefined;
 }
 
@@ -281,23 +290,16 @@ export class SunsetAdmin {
   }
 
   /**
-   * The first hour the migration report's request counts (auth_usage) hold, or null when they hold none:
-   * serve deletes hours older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request.
-   */
-  async requestCountsBegin(): Promise<string | null> {
-    return this.transactions.read(async (sql) => {
-      const { rows } = await sql.query<{ hour: StoredTimestamp | null }>('SELECT min(hour) AS hour FROM auth_usage');
-      return optionalInstantText(rows[0]?.hour ?? null);
-    });
-  }
-
-  /**
    * Every site with a request, a key use or a token use in the window: how much of its traffic is on
    * tokens and whether it can be switched to tokens only. Sites that would refuse someone come first,
-   * the most key requests first. An hour of counts is in the window when its last request is.
+   * the most key requests first. An hour of counts is in the window when its last request is. Where
+   * the counts begin is read in the same transaction, from the data: serve's AUTH_USAGE_RETENTION_DAYS
+   * is what deleted older hours, not the setting of the process asking.
    */
-  async migrationSiteReport(since: Date, sunsetAt: number, now: number): Promise<MigrationSiteRow[]> {
+  async migrationSiteReport(since: Date, sunsetAt: number, now: number): Promise<MigrationSiteReport> {
     return this.transactions.read(async (sql) => {
+      const first = await sql.query<{ hour: StoredTimestamp | null }>('SELECT min(hour) AS hour FROM auth_usage');
+      const countsBegin = optionalInstantText(first.rows[0]?.hour ?? null);
       const { rows } = await sql.query<{
         site_id: string;
         site_name: string;
@@ -337,7 +339,7 @@ export class SunsetAdmin {
           ORDER BY would_refuse DESC, key_requests::bigint DESC, id`,
         [since],
       );
-      return rows.map((row): MigrationSiteRow => {
+      const siteRows = rows.map((row): MigrationSiteRow => {
         const tokenRequests = Number(row.token_requests);
         const keyRequests = Number(row.key_requests);
         const total = tokenRequests + keyRequests;
@@ -355,6 +357,7 @@ export class SunsetAdmin {
           ...keyCutoff(row.grace_until, sunsetAt, now),
         };
       });
+      return { rows: siteRows, countsBegin, countsBeginLate: countsBeginAfter(countsBegin, since) };
     });
   }
 
