@@ -73,9 +73,8 @@ export class IdleExpiry {
       await this.pool.query(deleteExpiredHours(this.table, '$1', '$2'), [this.retentionDays, this.rowsPerFlush]);
       this.failures.succeeded();
     } catch (error) {
-      // Tried again at the next flush.
       this.gate.reset();
-      this.failures.failed(error, { expiredRowsOf: this.table });
+      this.failures.failed(error, { expiredRowsOf: this.table }, 'deleting its expired rows again at the next flush');
     }
   }
 }
@@ -97,12 +96,13 @@ export class FlushFailureLog {
     private readonly what: string,
   ) {}
 
-  failed(error: unknown, fields: Record<string, unknown>): void {
+  /** `then`: what happens to what failed; a batch's counts are kept for the next flush. */
+  failed(error: unknown, fields: Record<string, unknown>, then = 'keeping them for the next flush'): void {
     if (!this.gate.open()) {
       this.notLogged++;
       return;
     }
-    this.logger.warn({ err: error, ...fields, failuresNotLogged: this.notLogged }, `writing ${this.what} failed; keeping them for the next flush`);
+    this.logger.warn({ err: error, ...fields, failuresNotLogged: this.notLogged }, `writing ${this.what} failed; ${then}`);
     this.notLogged = 0;
   }
 
