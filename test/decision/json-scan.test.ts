@@ -30,6 +30,21 @@ function assertSameVerdict(text: string): void {
   assert.equal(scanned(text).shape, parsedShape(text), `verdict for ${JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text)}`);
 }
 
+/** The members reported for a valid object are its names, and each last one's value is what JSON.parse reads for it. */
+function assertMembersAsParsed(text: string): void {
+  const parsed = JSON.parse(text) as Record<string, unknown>;
+  const { members } = scanned(text);
+  const names = new Set(members.map((m) => JSON.parse(m.name) as string));
+  assert.deepEqual([...names].sort(), Object.keys(parsed).sort(), text);
+  for (const member of members) {
+    const name = JSON.parse(member.name) as string;
+    // JSON.parse keeps the last of a repeated name.
+    if (members.filter((m) => JSON.parse(m.name) === name).at(-1) === member) {
+      assert.deepEqual(JSON.parse(member.raw), parsed[name], text);
+    }
+  }
+}
+
 /** Inputs chosen for the corners of RFC 8259 and of V8's JSON.parse. */
 const TRICKY: readonly string[] = [
   // Empty and whitespace.
@@ -104,6 +119,25 @@ describe('scanJson gives the verdict JSON.parse gives', () => {
     assert.ok(valid > 500, `only ${valid} of the mutations were valid JSON: too few to compare the valid side`);
   });
 
+  it('on long strings, with what ends or breaks a string before, at and after the length where the scanner skips ahead', () => {
+    const breakers = ['"', '\\"', '\\\\', '\\u00e9', '\\u00G9', '\\x', '\\', '\u0000', '\u001f', '\n', '\u007f', '\ud800', '\udc00', 'é', '\u2028'];
+    let valid = 0;
+    for (const length of [1, 63, 64, 65, 66, 127, 128, 129, 1_000]) {
+      for (const breaker of breakers) {
+        for (const at of [0, 1, 62, 63, 64, 65, 66, length - 1, length]) {
+          if (at < 0 || at > length) continue;
+          const inner = `${'x'.repeat(at)}${breaker}${'y'.repeat(length - at)}`;
+          for (const text of [`"${inner}"`, `{"siteid":1001,"note":"${inner}","apikey":"k"}`, `{"${inner}":1,"siteid":2}`, `["${inner}`, `{"note":"${inner}`]) {
+            if (parsedShape(text) !== 'invalid') valid++;
+            assertSameVerdict(text);
+            if (parsedShape(text) === 'object') assertMembersAsParsed(text);
+          }
+        }
+      }
+    }
+    assert.ok(valid > 300, `only ${valid} of the long-string texts were valid JSON`);
+  });
+
   it('on nesting a million deep, closed or not, without overflowing the stack', () => {
     const depth = 1_000_000;
     for (const text of [
@@ -141,18 +175,6 @@ describe('scanJson reports the members of a top-level object', () => {
   });
 
   it('whose values are what JSON.parse reads for those names', () => {
-    for (const text of TRICKY.filter((t) => parsedShape(t) === 'object')) {
-      const parsed = JSON.parse(text) as Record<string, unknown>;
-      const { members } = scanned(text);
-      const names = new Set(members.map((m) => JSON.parse(m.name) as string));
-      assert.deepEqual([...names].sort(), Object.keys(parsed).sort(), text);
-      for (const member of members) {
-        const name = JSON.parse(member.name) as string;
-        // JSON.parse keeps the last of a repeated name.
-        if (members.filter((m) => JSON.parse(m.name) === name).at(-1) === member) {
-          assert.deepEqual(JSON.parse(member.raw), parsed[name], text);
-        }
-      }
-    }
+    for (const text of TRICKY.filter((t) => parsedShape(t) === 'object')) assertMembersAsParsed(text);
   });
 });
