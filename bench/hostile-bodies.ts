@@ -74,6 +74,13 @@ function longValue(): string {
   return `${head}${repeatedToFit('Grüße aus Zürich \\"quoted\\" \\u00e9\\n', utf8Bytes(head) + tail.length)}${tail}`;
 }
 
+/** A string value of nothing but escapes: each is read on its own, whatever reads plain text faster. */
+function escapesOnly(): string {
+  const head = `{${CREDENTIALS},"note":"`;
+  const tail = '"}';
+  return `${head}${repeatedToFit('\\n\\u00e9\\"', utf8Bytes(head) + tail.length)}${tail}`;
+}
+
 /** The shapes `make bench` decides and test/decision/hostile-bodies.test.ts bounds. */
 export const HOSTILE_BODIES: readonly HostileBody[] = [
   { name: 'many non-ASCII top-level names', text: filled(`{${CREDENTIALS}`, (i) => `,"${nonAsciiName(i)}":${i}`, '}'), expect: 'allow' },
@@ -88,6 +95,7 @@ export const HOSTILE_BODIES: readonly HostileBody[] = [
   { name: 'one long non-ASCII name', text: longName(), expect: 'allow' },
   { name: 'one long name of combining marks', text: longMarkedName(), expect: 'siteid-duplicate' },
   { name: 'one long string value', text: longValue(), expect: 'allow' },
+  { name: 'one long string of escapes', text: escapesOnly(), expect: 'allow' },
   {
     name: 'many small nested objects',
     text: filled(`{${CREDENTIALS},"items":[{}`, (i) => `,{"id":${i},"tags":["a","b"],"price":{"amount":1.5e2,"currency":"EUR"}}`, ']}'),

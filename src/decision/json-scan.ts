@@ -53,7 +53,8 @@ function isHexDigit(c: number): boolean {
  * What a string holds as it is: anything but the quote, the backslash and control characters. The
  * regular expression engine runs through such a stretch several times faster than a loop over
  * charCodeAt, but each call costs about as much as reading tens of characters: it takes over only
- * once a string has run that long (a large body is mostly long strings; a credential is short).
+ * after that many characters without an escape (a large body is mostly long strings; a credential is
+ * short; a string of escapes must not cost a call each).
  */
 const PLAIN_STRETCH = /[^"\\\u0000-\u001f]*/y;
 const PLAIN_STRETCH_AFTER = 64;
@@ -68,9 +69,9 @@ function endOfPlainStretch(text: string, at: number): number {
 /** RFC 8259 §7. `at` is the opening quote; the index after the closing one, or -1. */
 function endOfString(text: string, at: number): number {
   let i = at + 1;
-  const longFrom = i + PLAIN_STRETCH_AFTER;
+  let skipFrom = i + PLAIN_STRETCH_AFTER;
   for (;;) {
-    if (i >= longFrom) i = endOfPlainStretch(text, i);
+    if (i >= skipFrom) i = endOfPlainStretch(text, i);
     const c = codeAt(text, i);
     if (c === QUOTE) return i + 1;
     // Control characters must be escaped; -1 is the end of the text.
@@ -82,6 +83,7 @@ function endOfString(text: string, at: number): number {
           return -1;
         }
         i += 6;
+        skipFrom = i + PLAIN_STRETCH_AFTER;
         continue;
       }
       // " \ / b f n r t
@@ -89,6 +91,7 @@ function endOfString(text: string, at: number): number {
         return -1;
       }
       i += 2;
+      skipFrom = i + PLAIN_STRETCH_AFTER;
       continue;
     }
     i++;

@@ -135,6 +135,17 @@ describe('scanJson gives the verdict JSON.parse gives', () => {
         }
       }
     }
+    // After an escape the scanner reads on one character at a time until the next long stretch.
+    for (const breaker of breakers) {
+      for (const gap of [0, 1, 63, 64, 65, 200]) {
+        const inner = `${'x'.repeat(100)}\\n${'y'.repeat(gap)}\\u00e9${'z'.repeat(gap)}${breaker}${'w'.repeat(70)}`;
+        for (const text of [`"${inner}"`, `{"note":"${inner}","siteid":1}`]) {
+          if (parsedShape(text) !== 'invalid') valid++;
+          assertSameVerdict(text);
+          if (parsedShape(text) === 'object') assertMembersAsParsed(text);
+        }
+      }
+    }
     assert.ok(valid > 300, `only ${valid} of the long-string texts were valid JSON`);
   });
 
