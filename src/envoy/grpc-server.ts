@@ -1,7 +1,7 @@
 import { RateLimit } from '../common/rate-limit.js';
 import { Server, ServerCredentials, setLogger as setGrpcLogger, type ServerOptions } from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
-import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { format } from 'node:util';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '../observe/logger.js';
@@ -161,11 +161,15 @@ export interface GrpcServerOptions {
   readonly onIncompleteRequestReset?: () => void;
 }
 
-export interface AuthzGrpcServer {
-  /** The port actually bound. */
-  readonly port: number;
+/** A server that binds no port: a pool worker's, whose primary accepts on the port and hands it each connection. */
+export type HandedConnectionsOptions = Omit<GrpcServerOptions, 'bindAddress' | 'port'>;
+
+/** What every Check server offers, whether it listens itself or is handed its connections. */
+export interface GrpcCheckServer {
   /** Bytes held now by requests that have begun but not all arrived, over every connection. */
   readonly incompleteRequestBytes: number;
+  /** Takes a connection accepted elsewhere: the same cap, time-outs and TLS as one it accepted itself. */
+  accept(socket: Socket): void;
   /** Health for '' and the Authorization service: SERVING once the service can decide. */
   setServing(serving: boolean): void;
   /**
@@ -173,6 +177,11 @@ export interface AuthzGrpcServer {
    * left (health Watch streams never finish by themselves). Resolves once the server is closed.
    */
   shutdown(graceMs: number): Promise<void>;
+}
+
+export interface AuthzGrpcServer extends GrpcCheckServer {
+  /** The port actually bound. */
+  readonly port: number;
 }
 
 function hostPort(bindAddress: string, port: number): string {
@@ -199,16 +208,24 @@ function closeOldestSilent(connections: Connections, graceMs: number): boolean {
   return false;
 }
 
+/** Where connections enter grpc-js, however they were accepted: the cap, the handshake time-out, TLS. */
+interface ConnectionGate {
+  readonly connections: Connections;
+  accept(socket: Socket): void;
+  /** From now on a newcomer is closed at once: the server is shutting down. */
+  close(): void;
+}
+
 /**
- * Our own TCP listener, handing each connection to grpc-js (its connection injector): grpc-js's
- * bindAsync offers neither a cap on connections nor a handshake time-out.
+ * Hands each connection to grpc-js (its connection injector): grpc-js's bindAsync offers neither a cap
+ * on connections nor a handshake time-out.
  */
-async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLimits, maxConnections: number, credentials: ServerCredentials) {
-  const { logger } = options;
+function connectionGate(server: Server, limits: GrpcLimits, maxConnections: number, credentials: ServerCredentials, logger: Logger): ConnectionGate {
   // With TLS credentials grpc-js puts a TLS server between the socket and HTTP/2: a client that does
   // not complete a TLS handshake (plaintext, no or an unknown client certificate) gets no session.
   const injector = server.createConnectionInjector(credentials);
   const connections: Connections = new Map();
+  let open = true;
   let refusedSinceWarning = 0;
   let silentClosedSinceWarning = 0;
   const refusedWarning = new RateLimit(REFUSED_WARNING_INTERVAL_MS, () => performance.now());
@@ -221,38 +238,65 @@ async function listen(server: Server, options: GrpcServerOptions, limits: GrpcLi
     refusedSinceWarning = 0;
     silentClosedSinceWarning = 0;
   };
-  const listener = createTcpServer((socket) => {
-    if (connections.size >= maxConnections) {
-      if (!closeOldestSilent(connections, limits.silentConnectionGraceMs)) {
+  return {
+    connections,
+    accept(socket) {
+      if (!open) {
         socket.destroy();
-        refusedSinceWarning += 1;
-        warnAtCap();
         return;
       }
-      silentClosedSinceWarning += 1;
-      warnAtCap();
-    }
-    connections.set(socket, performance.now());
-    socket.once('close', () => connections.delete(socket));
-    dropUnlessHandshakeWithin(socket, limits.handshakeTimeoutMs);
-    injector.injectConnection(socket);
-  });
-  const address = hostPort(options.bindAddress, options.port);
+      if (connections.size >= maxConnections) {
+        if (!closeOldestSilent(connections, limits.silentConnectionGraceMs)) {
+          socket.destroy();
+          refusedSinceWarning += 1;
+          warnAtCap();
+          return;
+        }
+        silentClosedSinceWarning += 1;
+        warnAtCap();
+      }
+      connections.set(socket, performance.now());
+      socket.once('close', () => connections.delete(socket));
+      dropUnlessHandshakeWithin(socket, limits.handshakeTimeoutMs);
+      injector.injectConnection(socket);
+    },
+    close() {
+      open = false;
+    },
+  };
+}
+
+/** Where the gRPC port is bound. */
+export type GrpcListenAddress = Pick<GrpcServerOptions, 'bindAddress' | 'port' | 'logger'>;
+
+/**
+ * A TCP listener on the gRPC port, resolved once bound; its error names the address. `pauseOnConnect`
+ * for a process that reads nothing of a connection but hands it on (a pool's primary).
+ */
+export async function listenForGrpc(accept: (socket: Socket) => void, where: GrpcListenAddress, pauseOnConnect = false): Promise<TcpServer> {
+  const listener = createTcpServer({ pauseOnConnect }, accept);
+  const address = hostPort(where.bindAddress, where.port);
   await new Promise<void>((resolveListen, reject) => {
     const refuse = (error: Error) => reject(new Error(`cannot listen for gRPC on ${address}: ${error.message}`, { cause: error }));
     listener.once('error', refuse);
-    listener.listen(options.port, options.bindAddress, () => {
+    listener.listen(where.port, where.bindAddress, () => {
       listener.off('error', refuse);
       resolveListen();
     });
   });
   // Once listening, an error is a failed accept: worth a line, not an exit.
-  listener.on('error', (error) => logger.warn({ err: error }, 'gRPC listener could not accept a connection'));
-  return { listener, connections };
+  listener.on('error', (error) => where.logger.warn({ err: error }, 'gRPC listener could not accept a connection'));
+  return listener;
 }
 
-/** Starts the ext_authz gRPC server (Authorization + Health) and resolves once it listens. */
-export async function startGrpcServer(options: GrpcServerOptions): Promise<AuthzGrpcServer> {
+/** The address a listener is bound to, as log lines give it. */
+export function boundAddress(listener: TcpServer): string {
+  const { address, port } = listener.address() as AddressInfo;
+  return hostPort(address, port);
+}
+
+/** A Check server (Authorization + Health) with its gate, not yet taking connections. */
+function openGrpcServer(options: HandedConnectionsOptions) {
   const { logger } = options;
   const limits: GrpcLimits = { ...GRPC_LIMITS, ...options.limits };
   // grpc-js writes its own plain-text lines to stderr; keep every line of ours JSON.
@@ -277,53 +321,79 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
       'GRPC_MAX_CONNECTIONS lowered to leave file descriptors for /readyz and the database; raise the open-file limit (ulimit -n) to allow more',
     );
   }
-  const { listener, connections } = await listen(server, options, limits, maxConnections, tls?.credentials ?? ServerCredentials.createInsecure()).catch((error: unknown) => {
-    tls?.stop();
-    server.forceShutdown();
-    throw error;
-  });
-  const port = (listener.address() as AddressInfo).port;
-  logger.info({ address: hostPort(options.bindAddress, port), maxConnections, tls: tls !== undefined }, 'gRPC server listening (ext_authz Check and health)');
+  const gate = connectionGate(server, limits, maxConnections, tls?.credentials ?? ServerCredentials.createInsecure(), logger);
 
   const setServing = (serving: boolean): void => {
     const status: ServingStatus = serving ? 'SERVING' : 'NOT_SERVING';
     for (const name of HEALTH_SERVICE_NAMES) health.setStatus(name, status);
   };
 
-  let closed: Promise<void> | undefined;
-  const shutdown = (graceMs: number): Promise<void> => {
-    closed ??= new Promise<void>((resolveClosed) => {
-      setServing(false);
-      tls?.stop();
-      listener.close();
-      const timer = setTimeout(() => {
-        logger.warn({ graceMs }, 'gRPC calls still open after the shutdown grace period; closing them');
-        server.forceShutdown();
-        for (const connection of connections.keys()) connection.destroy();
-        resolveClosed();
-      }, graceMs);
-      timer.unref();
-      server.tryShutdown((error) => {
-        if (error) logger.warn({ err: error }, 'gRPC server shutdown reported an error');
-        // On Node 26 grpc-js reports the shutdown done while a call whose request is incomplete is
-        // still open: done is when the last connection has closed, or the grace has ended.
-        const drained = setInterval(() => {
-          if (connections.size > 0) return;
-          clearInterval(drained);
-          clearTimeout(timer);
+  /** `stopListening`: what else stops new connections (a listener of its own). */
+  const checkServer = (stopListening: () => void): GrpcCheckServer => {
+    let closed: Promise<void> | undefined;
+    const shutdown = (graceMs: number): Promise<void> => {
+      closed ??= new Promise<void>((resolveClosed) => {
+        setServing(false);
+        tls?.stop();
+        stopListening();
+        gate.close();
+        const timer = setTimeout(() => {
+          logger.warn({ graceMs }, 'gRPC calls still open after the shutdown grace period; closing them');
+          server.forceShutdown();
+          for (const connection of gate.connections.keys()) connection.destroy();
           resolveClosed();
-        }, DRAIN_POLL_MS);
+        }, graceMs);
+        timer.unref();
+        server.tryShutdown((error) => {
+          if (error) logger.warn({ err: error }, 'gRPC server shutdown reported an error');
+          // On Node 26 grpc-js reports the shutdown done while a call whose request is incomplete is
+          // still open: done is when the last connection has closed, or the grace has ended.
+          const drained = setInterval(() => {
+            if (gate.connections.size > 0) return;
+            clearInterval(drained);
+            clearTimeout(timer);
+            resolveClosed();
+          }, DRAIN_POLL_MS);
+        });
       });
-    });
-    return closed;
+      return closed;
+    };
+    return {
+      get incompleteRequestBytes() {
+        return budget.held;
+      },
+      accept: (socket) => gate.accept(socket),
+      setServing,
+      shutdown,
+    };
   };
 
-  return {
-    port,
-    get incompleteRequestBytes() {
-      return budget.held;
-    },
-    setServing,
-    shutdown,
+  const abandon = (): void => {
+    tls?.stop();
+    server.forceShutdown();
   };
+  return { accept: (socket: Socket) => gate.accept(socket), checkServer, abandon, maxConnections, tls: tls !== undefined };
+}
+
+/** Starts the ext_authz gRPC server (Authorization + Health) and resolves once it listens. */
+export async function startGrpcServer(options: GrpcServerOptions): Promise<AuthzGrpcServer> {
+  const opened = openGrpcServer(options);
+  let listener: TcpServer;
+  try {
+    listener = await listenForGrpc(opened.accept, options);
+  } catch (error) {
+    opened.abandon();
+    throw error;
+  }
+  const checkServer = opened.checkServer(() => listener.close());
+  const port = (listener.address() as AddressInfo).port;
+  options.logger.info({ address: boundAddress(listener), maxConnections: opened.maxConnections, tls: opened.tls }, 'gRPC server listening (ext_authz Check and health)');
+  return Object.assign(checkServer, { port });
+}
+
+/** The same server without a port of its own: a pool worker's, taking the connections its primary hands it (accept). */
+export function startHandedConnectionsGrpcServer(options: HandedConnectionsOptions): GrpcCheckServer {
+  const opened = openGrpcServer(options);
+  options.logger.info({ maxConnections: opened.maxConnections, tls: opened.tls }, 'gRPC server taking the connections the primary hands over (ext_authz Check and health)');
+  return opened.checkServer(() => undefined);
 }

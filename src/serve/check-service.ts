@@ -1,7 +1,8 @@
 import { configuredSunsetPolicy, FollowedCheckPolicies, type CheckPolicies } from './check-policies.js';
 import type { Config } from '../config.js';
 import { parseClientIp } from '../allowlist/client-ip.js';
-import { startGrpcServer, type AuthzGrpcServer } from '../envoy/grpc-server.js';
+import type { Socket } from 'node:net';
+import { startGrpcServer, startHandedConnectionsGrpcServer, type GrpcCheckServer, type HandedConnectionsOptions } from '../envoy/grpc-server.js';
 import type { CheckEvent } from '../observe/check-event.js';
 import { createDecisionLog, type DecisionLog } from '../observe/decision-log.js';
 import type { Readiness } from '../observe/http-endpoints.js';
@@ -33,17 +34,19 @@ export interface CheckService {
   followSnapshot(report?: (readiness: Readiness) => void): void;
   /** NOT_SERVING for health checks and /readyz; checks are still answered until close(). */
   beginShutdown(): void;
+  /** A connection accepted by someone else (a pool's primary), to be answered here. */
+  acceptConnection(socket: Socket): void;
   /** Drains the gRPC server (SHUTDOWN_GRACE_SECONDS), flushes the recorders, stops the cache and the pool; once. */
   close(): Promise<void>;
 }
 
 export interface CheckServiceOptions {
   /**
-   * A worker's: open the gRPC port only once the snapshot is loaded, so that the cluster hands this
-   * process no connection it cannot decide on. startCheckService rejects with StoppedBeforeLoaded if
-   * this promise settles first.
+   * A pool worker's: bind no port; its primary accepts on GRPC_PORT and hands it connections
+   * (acceptConnection), and only once it has said it can decide. startCheckService resolves once the
+   * snapshot is loaded, or rejects with StoppedBeforeLoaded if this promise settles first.
    */
-  readonly listenOnceLoadedUnless?: Promise<unknown>;
+  readonly handedConnectionsOnceLoadedUnless?: Promise<unknown>;
 }
 
 /** A worker asked to stop while it was still loading its first snapshot. */
@@ -191,10 +194,9 @@ function startCheckServer(
   metrics: ServiceMetrics,
   decisionLog: DecisionLog,
   logger: Logger,
-): Promise<AuthzGrpcServer> {
-  return startGrpcServer({
-    bindAddress: config.bindAddress,
-    port: config.grpcPort,
+  handedConnections: boolean,
+): Promise<GrpcCheckServer> {
+  const options: HandedConnectionsOptions = {
     tls: config.grpcTls,
     maxBodyBytes: config.maxBodyBytes,
     maxConnections: config.grpcMaxConnections,
@@ -210,7 +212,9 @@ function startCheckServer(
       onFailure: (event) => metrics.observeUndecided(event),
       shadowMode: config.shadowMode,
     },
-  });
+  };
+  if (handedConnections) return Promise.resolve(startHandedConnectionsGrpcServer(options));
+  return startGrpcServer({ ...options, bindAddress: config.bindAddress, port: config.grpcPort });
 }
 
 /**
@@ -234,9 +238,9 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
   const startCache = (): Promise<void> => (cacheStarted ??= store.cache.start());
   let keysStarted: Promise<void> | undefined;
   const startTokenKeys = (): Promise<void> => (keysStarted ??= tokens?.keys.start() ?? Promise.resolve());
-  if (options.listenOnceLoadedUnless !== undefined) {
+  if (options.handedConnectionsOnceLoadedUnless !== undefined) {
     // Everything a check is decided on: the snapshot, and with tokens on the issuer's keys.
-    const loaded = await Promise.race([Promise.all([startCache(), startTokenKeys()]).then(() => true), options.listenOnceLoadedUnless.then(() => false)]);
+    const loaded = await Promise.race([Promise.all([startCache(), startTokenKeys()]).then(() => true), options.handedConnectionsOnceLoadedUnless.then(() => false)]);
     if (!loaded) throw new StoppedBeforeLoaded();
   }
   let shuttingDown = false;
@@ -258,7 +262,8 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate, repeatWindowSeconds: config.logRepeatWindowSeconds }),
     async (log) => log.close(),
   );
-  const grpc = resources.add(await startCheckServer(config, store, tokens, recorders, metrics, decisionLog, logger), (server) =>
+  const handed = options.handedConnectionsOnceLoadedUnless !== undefined;
+  const grpc = resources.add(await startCheckServer(config, store, tokens, recorders, metrics, decisionLog, logger, handed), (server) =>
     server.shutdown(config.shutdownGraceSeconds * 1000),
   );
 
@@ -290,6 +295,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
       shuttingDown = true;
       followReadiness();
     },
+    acceptConnection: (socket) => grpc.accept(socket),
     close: () => resources.close(),
   };
 }

@@ -1,11 +1,14 @@
 import cluster, { type Worker } from 'node:cluster';
+import { Socket, type Server as TcpServer } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
+import { boundAddress, listenForGrpc } from '../envoy/grpc-server.js';
 import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
 import { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
+import { ConnectionHandoff, type HandoffMessage, type ReceiptMessage } from './connection-handoff.js';
 import { startCheckService, StoppedBeforeLoaded, type CheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
@@ -16,7 +19,8 @@ type PrimaryMessage =
   | { readonly type: 'sitekey-authz:stop'; readonly signal: string };
 type WorkerMessage =
   | { readonly type: 'sitekey-authz:hello' }
-  | { readonly type: 'sitekey-authz:listening' }
+  | { readonly type: 'sitekey-authz:taking-connections' }
+  | ReceiptMessage
   | { readonly type: 'sitekey-authz:readiness'; readonly readiness: Readiness };
 
 /** A worker that dies sooner than this after its start is replaced after this pause, not at once. */
@@ -31,27 +35,30 @@ function isMessage<M extends { readonly type: string }>(message: unknown, type: 
 interface WorkerState {
   readonly worker: Worker;
   readonly startedAt: number;
-  listening: boolean;
+  /** Its snapshot is loaded: it is handed connections. */
+  takingConnections: boolean;
   readiness: Readiness | undefined;
 }
 
 /**
  * The primary's workers: forks WORKERS of them, replaces one that dies (counted in
- * sitekey_authz_workers_replaced_total), and stops them all on request. Node's cluster module hands
- * the gRPC port's connections in turn to the workers that listen, and a worker listens only once its
- * snapshot is loaded; each worker has its own snapshot and LISTEN connection, so a credential change
- * reaches every one of them.
+ * sitekey_authz_workers_replaced_total), and stops them all on request. The primary accepts on the
+ * gRPC port and hands the connections in turn to the workers that can decide (ConnectionHandoff); a
+ * worker says so once its snapshot is loaded. Each worker has its own snapshot and LISTEN connection,
+ * so a credential change reaches every one of them.
  */
 class WorkerPool {
   private readonly workers = new Map<number, WorkerState>();
   private stopping = false;
   private readonly aggregator = new AggregatorRegistry();
   private readonly ownMetrics = new WorkerPoolMetrics({ running: () => this.workers.size });
+  private readonly handoff: ConnectionHandoff;
+  private listener: TcpServer | undefined;
   private failStart!: (error: Error) => void;
-  /** Workers that have listened, replacements included. */
-  private listened = 0;
+  /** Workers that have taken connections, replacements included. */
+  private workersEverTakingConnections = 0;
   private resolveStarted!: () => void;
-  /** Resolves once every first-generation worker listens; rejects if one exits before it does. */
+  /** Resolves once every first-generation worker takes connections; rejects if one exits before it does. */
   private readonly started: Promise<void>;
 
   constructor(
@@ -59,6 +66,7 @@ class WorkerPool {
     private readonly databaseUrl: string,
     private readonly logger: Logger,
   ) {
+    this.handoff = new ConnectionHandoff(logger, config.grpcMaxConnections, this.ownMetrics);
     this.started = new Promise((resolveStarted, rejectStarted) => {
       this.resolveStarted = resolveStarted;
       this.failStart = rejectStarted;
@@ -67,7 +75,14 @@ class WorkerPool {
     cluster.on('exit', (worker, code, signal) => this.onExit(worker, code, signal));
   }
 
-  /** Forks WORKERS workers; `started` says when they all listen. */
+  /** Binds the gRPC port: until a worker can decide, a connection is closed at once. */
+  async listen(): Promise<void> {
+    const where = { bindAddress: this.config.bindAddress, port: this.config.grpcPort, logger: this.logger };
+    this.listener = await listenForGrpc((socket) => this.handoff.hand(socket), where, true);
+    this.logger.info({ address: boundAddress(this.listener) }, 'gRPC port listening; each connection goes to a worker that can decide');
+  }
+
+  /** Forks WORKERS workers; `started` says when they all take connections. */
   start(): Promise<void> {
     for (let i = 0; i < this.config.workers; i++) this.fork();
     return this.started;
@@ -78,7 +93,7 @@ class WorkerPool {
     // A message to a worker that is exiting fails (EPIPE) as an 'error' event, which unheard would end
     // the primary; its exit, which follows, is what the pool acts on.
     worker.on('error', (error) => this.logger.debug({ err: error, worker: worker.id }, 'a message to an exiting worker was not delivered'));
-    this.workers.set(worker.id, { worker, startedAt: Date.now(), listening: false, readiness: undefined });
+    this.workers.set(worker.id, { worker, startedAt: Date.now(), takingConnections: false, readiness: undefined });
   }
 
   private onMessage(worker: Worker, message: unknown): void {
@@ -88,9 +103,12 @@ class WorkerPool {
       // A message sent before the worker listens for it would be lost: it asks once it does. The
       // database URL may hold a password, so it goes over the IPC channel, not into the environment.
       worker.send({ type: 'sitekey-authz:start', databaseUrl: this.databaseUrl } satisfies PrimaryMessage);
-    } else if (isMessage<WorkerMessage>(message, 'sitekey-authz:listening')) {
-      state.listening = true;
-      if (++this.listened === this.config.workers) this.resolveStarted();
+    } else if (isMessage<WorkerMessage>(message, 'sitekey-authz:taking-connections')) {
+      state.takingConnections = true;
+      this.handoff.add(worker);
+      if (++this.workersEverTakingConnections === this.config.workers) this.resolveStarted();
+    } else if (isMessage<ReceiptMessage>(message, 'sitekey-authz:connection-received')) {
+      this.handoff.received(worker, message.id);
     } else if (isMessage<Extract<WorkerMessage, { type: 'sitekey-authz:readiness' }>>(message, 'sitekey-authz:readiness')) {
       state.readiness = message.readiness;
     }
@@ -99,11 +117,12 @@ class WorkerPool {
   private onExit(worker: Worker, code: number | null, signal: string | null): void {
     const state = this.workers.get(worker.id);
     this.workers.delete(worker.id);
+    this.handoff.exited(worker);
     if (state === undefined || this.stopping) return;
     const pid = worker.process.pid;
-    if (!state.listening && this.listened < this.config.workers) {
-      // It could not start (a port in use, a bad database URL...): so would its replacement.
-      this.failStart(new Error(`a worker process (pid ${pid}) exited with ${signal ?? `code ${code}`} before it listened; its log lines above say why`));
+    if (!state.takingConnections && this.workersEverTakingConnections < this.config.workers) {
+      // It could not start (a TLS file it cannot read...): nor would its replacement.
+      this.failStart(new Error(`a worker process (pid ${pid}) exited with ${signal ?? `code ${code}`} before it could decide; its log lines above say why`));
       return;
     }
     this.ownMetrics.onWorkerReplaced();
@@ -121,6 +140,7 @@ class WorkerPool {
       worker: state.worker.id,
       pid: state.worker.process.pid,
       ready: state.readiness?.ready ?? false,
+      connectionsNotTaken: this.handoff.untakenBy(state.worker),
       ...state.readiness?.detail,
     }));
     const ready = !shuttingDown && workers.length === this.config.workers && workers.every((worker) => worker.ready);
@@ -138,6 +158,9 @@ class WorkerPool {
   /** Asks every worker to drain and waits for them all; one that outlasts its drain is killed. */
   async stop(signal: string): Promise<void> {
     this.stopping = true;
+    // As one process does: new connections are still answered while Envoy and Kubernetes notice
+    // NOT_SERVING (SHUTDOWN_DELAY_SECONDS), refused once the workers stop taking them.
+    const stopAccepting = setTimeout(() => this.stopAccepting(), this.config.shutdownDelaySeconds * 1000);
     const exits = [...this.workers.values()].map(
       ({ worker }) => new Promise<void>((resolveExit) => (worker.isDead() ? resolveExit() : worker.once('exit', () => resolveExit()))),
     );
@@ -153,6 +176,13 @@ class WorkerPool {
     }, limitMs);
     await Promise.all(exits);
     clearTimeout(timer);
+    clearTimeout(stopAccepting);
+    this.stopAccepting();
+  }
+
+  private stopAccepting(): void {
+    if (this.listener?.listening) this.listener.close();
+    this.handoff.close();
   }
 }
 
@@ -167,6 +197,7 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
   try {
     const database = resources.add(await openServeDatabase(config, logger), (opened) => opened.close());
     const workers = resources.add(new WorkerPool(config, database.url, logger), (pool) => pool.stop('shutdown'));
+    await workers.listen();
     const http = resources.add(
       await startHttpEndpoints({
         bindAddress: config.bindAddress,
@@ -186,6 +217,15 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
     await resources.close();
   }
   logger.info('stopped');
+}
+
+/** Answers the connections the primary hands over, each receipted at once so that the primary lets go of its copy. */
+function takeHandedConnections(checks: CheckService, send: (message: WorkerMessage) => void): void {
+  process.on('message', (message: unknown, socket: unknown) => {
+    if (!isMessage<HandoffMessage>(message, 'sitekey-authz:connection')) return;
+    send({ type: 'sitekey-authz:connection-received', id: message.id });
+    if (socket instanceof Socket) checks.acceptConnection(socket);
+  });
 }
 
 /** Asks the primary for the database URL to use. */
@@ -222,8 +262,8 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
     if (databaseUrl === undefined) return;
     let checks: CheckService;
     try {
-      // A replacement that listened at once would be handed connections it can only answer UNAVAILABLE.
-      checks = await startCheckService(config, databaseUrl, logger, { listenOnceLoadedUnless: stopping });
+      // A replacement handed connections at once could only answer them UNAVAILABLE.
+      checks = await startCheckService(config, databaseUrl, logger, { handedConnectionsOnceLoadedUnless: stopping });
     } catch (error) {
       if (!(error instanceof StoppedBeforeLoaded)) throw error;
       logger.info('worker stopped before its credential snapshot was loaded');
@@ -233,7 +273,8 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
       // prom-client answers the primary's scrape requests with this worker's registry.
       AggregatorRegistry.setRegistries(checks.metrics.registry);
       new AggregatorRegistry();
-      send({ type: 'sitekey-authz:listening' });
+      takeHandedConnections(checks, send);
+      send({ type: 'sitekey-authz:taking-connections' });
       checks.followSnapshot((readiness) => send({ type: 'sitekey-authz:readiness', readiness }));
       await drainChecks(checks, config, await stopping, logger);
     } finally {

@@ -11,7 +11,7 @@ import { startTestIssuer, type TestIssuer, type TestIssuerClient } from '../supp
 import { runCli, startService, type RunningService } from '../support/service.js';
 
 const WORKERS = 2;
-// Connections of their own, enough that the cluster's round-robin gives each worker several.
+// Connections of their own, enough that the primary's turns give each worker several.
 const CONNECTIONS = 6;
 const PROPAGATION_BOUND_MS = 1_000;
 const PARTNER: TestIssuerClient = { clientId: 'partner-1001', clientSecret: 'secret-of-partner-1001' };

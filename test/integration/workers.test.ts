@@ -4,19 +4,22 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { isAlive } from '../../src/embedded/embedded-postgres.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { timedCheck } from '../support/check-load.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
 import { eventually } from '../support/eventually.js';
 import { samples } from '../support/exposition.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
 
 const WORKERS = 2;
-// Enough connections that the cluster's round-robin hands each worker several.
+// Enough connections that the primary, handing them in turn, gives each worker several.
 const CONNECTIONS = 6;
 
 interface WorkerReadiness {
   readonly worker: number;
   readonly pid: number;
   readonly ready: boolean;
+  /** Connections the primary handed it that it has not taken yet. */
+  readonly connectionsNotTaken: number;
 }
 
 /** WORKERS=2: several processes answer checks on one port, with one /readyz and one /metrics. */
@@ -108,6 +111,31 @@ describe('serve with WORKERS=2', () => {
     await acceptedKey();
   });
 
+  it('hands a connection its worker died before taking to a worker that lives, instead of leaving it open unanswered', async () => {
+    const { apiKey } = await acceptedKey();
+    const [victim] = (await readyz()).workers;
+    assert.ok(victim);
+    const handedAgainBefore = await metric('sitekey_authz_connections_handed_again_total');
+    // A stopped worker takes no connection: those handed to it wait, as when a worker dies on receipt.
+    process.kill(victim.pid, 'SIGSTOP');
+    let answered = 0;
+    const calls = Array.from({ length: 8 }, async () => {
+      const client = authorizationClient(service.grpcTarget, { 'grpc.use_local_subchannel_pool': 1 });
+      try {
+        return (await timedCheck(client, request(apiKey), 20_000)).outcome;
+      } finally {
+        answered += 1;
+        client.close();
+      }
+    });
+    const notTaken = async () => (await readyz()).workers.find((worker) => worker.pid === victim.pid)?.connectionsNotTaken ?? 0;
+    const waiting = await eventually('every connection answered or waiting for the stopped worker', async () => ({ answered, notTaken: await notTaken() }), (now) => now.notTaken > 0 && now.answered + now.notTaken === 8, 15_000);
+    process.kill(victim.pid, 'SIGKILL');
+    assert.deepEqual(await Promise.all(calls), Array(8).fill('allow'));
+    await eventually('a replacement worker to be ready', readyz, ({ status, workers }) => status === 'ready' && !workers.some((worker) => worker.pid === victim.pid), 15_000);
+    assert.equal(await metric('sitekey_authz_connections_handed_again_total'), handedAgainBefore + waiting.notTaken);
+  });
+
   it('hands a replacement worker no connection before its snapshot is loaded', async () => {
     const { apiKey } = await acceptedKey();
     // The replacement's first load waits behind this lock; the other worker keeps its snapshot.
@@ -137,6 +165,17 @@ describe('serve with WORKERS=2', () => {
     }
   });
 
+  it('answers new connections during SHUTDOWN_DELAY_SECONDS after a SIGTERM, as one process does', async () => {
+    const delayed = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', WORKERS: String(WORKERS), SHUTDOWN_DELAY_SECONDS: '2' });
+    const { apiKey } = await acceptedKey(delayed.grpcTarget);
+    const exited = once(delayed.process, 'exit');
+    delayed.process.kill('SIGTERM');
+    await eventually('/readyz to say not ready', async () => (await fetch(`${delayed.httpBase}/readyz`)).status, (status) => status === 503, 5_000);
+    assert.deepEqual(await checkOnNewConnections(apiKey, delayed.grpcTarget), Array(CONNECTIONS).fill('allow'));
+    const [code] = (await exited) as [number | null];
+    assert.equal(code, 0, delayed.output());
+  });
+
   it('drains every worker on SIGTERM and exits 0 with none left', async () => {
     // A service of its own: the others' tests go on with theirs.
     const stopping = await startWorkers();
@@ -151,8 +190,8 @@ describe('serve with WORKERS=2', () => {
   });
 });
 
-describe('serve with WORKERS=2 whose workers cannot start', () => {
-  it('stops with the reason instead of replacing them forever', async () => {
+describe('serve with WORKERS=2 that cannot start', () => {
+  it('stops with the reason when the gRPC port is taken, before it forks a worker', async () => {
     const database = await freshDatabase();
     const blocker = (await import('node:net')).createServer();
     try {
@@ -161,12 +200,28 @@ describe('serve with WORKERS=2 whose workers cannot start', () => {
       const started = startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', WORKERS: '2', GRPC_PORT: String(port) });
       await assert.rejects(started, (error: Error) => {
         assert.match(error.message, /serve exited with 1/);
-        assert.match(error.message, /exited with code 1 before it listened/);
-        assert.match(error.message, /EADDRINUSE|address already in use/i);
+        assert.match(error.message, new RegExp(`cannot listen for gRPC on 127\\.0\\.0\\.1:${port}: .*(EADDRINUSE|address already in use)`, 'i'));
+        assert.doesNotMatch(error.message, /"worker":/);
         return true;
       });
     } finally {
       blocker.close();
+      await database.drop();
+    }
+  });
+
+  it('stops with the reason instead of replacing workers that fail before they can decide', async () => {
+    const database = await freshDatabase();
+    try {
+      const missing = '/nonexistent/sitekey-authz-test/tls.pem';
+      const started = startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', WORKERS: '2', GRPC_TLS_CERT_FILE: missing, GRPC_TLS_KEY_FILE: missing });
+      await assert.rejects(started, (error: Error) => {
+        assert.match(error.message, /serve exited with 1/);
+        assert.match(error.message, /exited with code 1 before it could decide/);
+        assert.match(error.message, /tls\.pem/);
+        return true;
+      });
+    } finally {
       await database.drop();
     }
   });
