@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { appendFile, chmod, mkdir, mkdtemp, readdir, readlink, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -132,6 +133,24 @@ describe('the embedded database with serve and the CLI', { timeout: 180_000 }, (
       assert.equal(await next.stop(), 0, next.output());
     }
     assert.deepEqual(await postgresIn(clusterDir), [], 'the taken-over PostgreSQL outlived serve');
+  });
+
+  it('stops a throw-away server (tests, benchmarks) whose owner was killed, since no later start takes it over', async () => {
+    const dataDir = join(parent, 'throw-away');
+    const clusterDir = join(dataDir, 'pg');
+    const embedded = new URL('../../src/embedded/embedded-postgres.js', import.meta.url).href;
+    const owner = spawn(
+      process.execPath,
+      ['--input-type=module', '-e', `const { startEmbeddedPostgres } = await import(${JSON.stringify(embedded)}); await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, persistent: false }); console.log('ready'); setInterval(() => {}, 1000);`],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, TMPDIR: tmp } },
+    );
+    const exited = once(owner, 'exit');
+    const [ready] = (await Promise.race([once(owner.stdout!, 'data'), exited.then(() => [Buffer.from('exited')])])) as [Buffer];
+    assert.equal(ready.toString().trim(), 'ready');
+    assert.notEqual((await postgresIn(clusterDir)).length, 0);
+    owner.kill('SIGKILL');
+    await exited;
+    await eventually('PostgreSQL to stop after its owner was killed', async () => (await postgresIn(clusterDir)).length === 0);
   });
 
   it('says in one line why the database did not start, exits non-zero and leaves no password file', async () => {
