@@ -68,6 +68,13 @@ export const GRPC_LIMITS = Object.freeze({
    * largest message, so that one Envoy request always fits.
    */
   incompleteRequestBytesBudget: 64 * 1024 * 1024,
+  /**
+   * WORKERS above 1: a connection the primary handed to a worker that has not taken it by then is let
+   * go of by the primary (the worker could not receive it: at its open-file limit, say), so that it
+   * closes instead of hanging. A worker takes one within milliseconds; as long as the handshake
+   * time-out, so that only a worker stalled that long loses one.
+   */
+  handoffReceiptTimeoutMs: 5_000,
   /** Pings find a connection whose peer vanished without a FIN; Envoy answers them. */
   keepaliveTimeMs: 30_000,
   keepaliveTimeoutMs: 10_000,
@@ -119,7 +126,8 @@ export function grpcConnectionCap(configured: number, openFiles: number | undefi
   return Math.max(1, Math.min(configured, available));
 }
 
-function processOpenFileLimit(): number | undefined {
+/** This process's open-file limit; undefined when unlimited or not Linux. */
+export function processOpenFileLimit(): number | undefined {
   try {
     return openFileLimit(readFileSync('/proc/self/limits', 'utf8'));
   } catch {

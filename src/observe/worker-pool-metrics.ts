@@ -1,5 +1,8 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 
+/** What became of a connection the primary handed to a worker (ConnectionHandoff). */
+export type HandoffOutcome = 'taken' | 'handed_again' | 'closed_no_worker' | 'closed_too_many_waiting' | 'closed_not_taken';
+
 /**
  * The primary's own metrics with WORKERS above 1, beside the workers' aggregated ones: how many
  * workers run, how many were replaced after dying, and what became of the connections it hands them.
@@ -7,8 +10,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 export class WorkerPoolMetrics {
   readonly registry = new Registry();
   private readonly replaced: Counter;
-  private readonly handedAgain: Counter;
-  private readonly closedForNoWorker: Counter;
+  private readonly handoffs: Counter<'outcome'>;
 
   constructor(options: { readonly running: () => number }) {
     const registers = [this.registry];
@@ -17,14 +19,10 @@ export class WorkerPoolMetrics {
       help: 'Worker processes that exited unexpectedly and were replaced (WORKERS above 1).',
       registers,
     });
-    this.handedAgain = new Counter({
-      name: 'sitekey_authz_connections_handed_again_total',
-      help: 'gRPC connections whose worker exited before taking them, handed to another worker (WORKERS above 1).',
-      registers,
-    });
-    this.closedForNoWorker = new Counter({
-      name: 'sitekey_authz_connections_closed_no_worker_total',
-      help: 'gRPC connections closed at once by the primary: no worker could decide, or too many were not yet taken (WORKERS above 1).',
+    this.handoffs = new Counter({
+      name: 'sitekey_authz_worker_handoffs_total',
+      help: 'What became of the gRPC connections the primary hands to workers (WORKERS above 1), by outcome: taken, handed_again (its worker exited before taking it), closed_no_worker, closed_too_many_waiting, closed_not_taken (its worker did not take it in time).',
+      labelNames: ['outcome'],
       registers,
     });
     new Gauge({
@@ -41,11 +39,7 @@ export class WorkerPoolMetrics {
     this.replaced.inc();
   }
 
-  onConnectionsHandedAgain(count: number): void {
-    this.handedAgain.inc(count);
-  }
-
-  onConnectionClosedForNoWorker(): void {
-    this.closedForNoWorker.inc();
+  onHandoff(outcome: HandoffOutcome, connections = 1): void {
+    this.handoffs.inc({ outcome }, connections);
   }
 }

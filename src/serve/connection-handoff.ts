@@ -1,7 +1,8 @@
 import type { Worker } from 'node:cluster';
 import type { Socket } from 'node:net';
+import { RateLimit } from '../common/rate-limit.js';
 import type { Logger } from '../observe/logger.js';
-import type { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
+import type { HandoffOutcome } from '../observe/worker-pool-metrics.js';
 
 /** A connection handed to a worker, and the worker's word that it has it. */
 export type HandoffMessage = { readonly type: 'sitekey-authz:connection'; readonly id: number };
@@ -10,7 +11,18 @@ export type ReceiptMessage = { readonly type: 'sitekey-authz:connection-received
 interface Handoff {
   readonly socket: Socket;
   readonly worker: Worker;
+  readonly handedAt: number;
 }
+
+export interface HandoffLimits {
+  /** Connections handed and not yet taken, over all workers: beyond it a newcomer is closed at once. */
+  readonly maxNotTaken: number;
+  /** A connection its worker has not taken by then is let go of (the worker may not have received it). */
+  readonly receiptTimeoutMs: number;
+}
+
+/** At most one warning a minute about connections the primary closed. */
+const CLOSED_WARNING_INTERVAL_MS = 60_000;
 
 /**
  * The primary's gRPC port. It accepts each connection, reads nothing from it, and hands it to the next
@@ -23,22 +35,28 @@ export class ConnectionHandoff {
   /** Workers that can decide, in the order they take turns. */
   private readonly rotation: Worker[] = [];
   private turn = 0;
-  /** Handed, no receipt yet; by handoff id. */
-  private readonly unreceived = new Map<number, Handoff>();
+  /** Handed, no receipt yet, by handoff id: in the order handed, the oldest first. */
+  private readonly notTaken = new Map<number, Handoff>();
+  private readonly notTakenBy = new Map<Worker, number>();
   private lastId = 0;
+  private readonly sweep: NodeJS.Timeout;
+  private readonly closedWarning: RateLimit;
+  private closedSinceWarning = 0;
 
-  /** `maxUnreceived`: beyond it a newcomer is closed at once (workers that take nothing, a flood). */
   constructor(
+    private readonly limits: HandoffLimits,
     private readonly logger: Logger,
-    private readonly maxUnreceived: number,
-    private readonly metrics: Pick<WorkerPoolMetrics, 'onConnectionsHandedAgain' | 'onConnectionClosedForNoWorker'>,
-  ) {}
+    private readonly count: (outcome: HandoffOutcome, connections?: number) => void,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.closedWarning = new RateLimit(CLOSED_WARNING_INTERVAL_MS, now);
+    this.sweep = setInterval(() => this.letGoOfOverdue(), Math.max(100, limits.receiptTimeoutMs / 4));
+    this.sweep.unref();
+  }
 
   /** Connections handed to `worker` that it has not taken yet: more than a few, and it is stuck. */
   untakenBy(worker: Worker): number {
-    let count = 0;
-    for (const handoff of this.unreceived.values()) if (handoff.worker === worker) count += 1;
-    return count;
+    return this.notTakenBy.get(worker) ?? 0;
   }
 
   /** A worker that can decide: it takes its turn from now on. */
@@ -48,10 +66,11 @@ export class ConnectionHandoff {
 
   /** The worker has the connection: the primary lets go of its copy (the connection stays open). */
   received(worker: Worker, id: number): void {
-    const handoff = this.unreceived.get(id);
+    const handoff = this.notTaken.get(id);
     if (handoff?.worker !== worker) return;
-    this.unreceived.delete(id);
+    this.forget(id, handoff);
     handoff.socket.destroy();
+    this.count('taken');
   }
 
   /**
@@ -61,33 +80,51 @@ export class ConnectionHandoff {
   exited(worker: Worker): void {
     const index = this.rotation.indexOf(worker);
     if (index >= 0) this.rotation.splice(index, 1);
-    const untaken = [...this.unreceived].filter(([, handoff]) => handoff.worker === worker);
-    for (const [id] of untaken) this.unreceived.delete(id);
+    const untaken = [...this.notTaken].filter(([, handoff]) => handoff.worker === worker);
+    for (const [id, handoff] of untaken) this.forget(id, handoff);
     if (untaken.length === 0) return;
     const handedAgain = untaken.filter(([, handoff]) => this.hand(handoff.socket)).length;
-    this.metrics.onConnectionsHandedAgain(handedAgain);
+    if (handedAgain > 0) this.count('handed_again', handedAgain);
     this.logger.warn({ worker: worker.id, connections: untaken.length, handedAgain }, 'a worker exited before taking the connections handed to it; handed them to another (closed if none could decide)');
   }
 
-  /** What no worker has taken yet is closed. */
+  /**
+   * Lets go of the primary's copy of connections not taken within receiptTimeoutMs. Safe whatever
+   * happened: a worker that has the connection holds its own copy; one that never received it (it
+   * could not take one more file descriptor) will not, and the connection closes instead of hanging.
+   */
+  letGoOfOverdue(): void {
+    const overdueBy = this.now() - this.limits.receiptTimeoutMs;
+    for (const [id, handoff] of this.notTaken) {
+      if (handoff.handedAt > overdueBy) break;
+      this.forget(id, handoff);
+      handoff.socket.destroy();
+      this.closed('closed_not_taken', handoff.worker);
+    }
+  }
+
+  /** Lets go of every connection no worker has taken yet, and stops its sweep: the pool has stopped. */
   close(): void {
-    for (const { socket } of this.unreceived.values()) socket.destroy();
-    this.unreceived.clear();
+    clearInterval(this.sweep);
+    for (const { socket } of this.notTaken.values()) socket.destroy();
+    this.notTaken.clear();
+    this.notTakenBy.clear();
   }
 
   /**
    * A connection accepted with pauseOnConnect (nothing read): to the next worker that can decide, or
-   * closed at once if there is none (false).
+   * closed at once (false) if there is none or too many are waiting for one.
    */
   hand(socket: Socket): boolean {
     const worker = this.nextWorker();
-    if (worker === undefined || this.unreceived.size >= this.maxUnreceived) {
+    if (worker === undefined || this.notTaken.size >= this.limits.maxNotTaken) {
       socket.destroy();
-      this.metrics.onConnectionClosedForNoWorker();
+      this.closed(worker === undefined ? 'closed_no_worker' : 'closed_too_many_waiting');
       return false;
     }
     const id = ++this.lastId;
-    this.unreceived.set(id, { socket, worker });
+    this.notTaken.set(id, { socket, worker, handedAt: this.now() });
+    this.notTakenBy.set(worker, this.untakenBy(worker) + 1);
     // keepOpen: Node would close its copy only on its own receipt, and never if the worker died first.
     worker.send({ type: 'sitekey-authz:connection', id } satisfies HandoffMessage, socket, { keepOpen: true }, (error: Error | null) => {
       // The worker is exiting: exited() hands the connection on.
@@ -96,14 +133,31 @@ export class ConnectionHandoff {
     return true;
   }
 
+  private forget(id: number, handoff: Handoff): void {
+    this.notTaken.delete(id);
+    const left = this.untakenBy(handoff.worker) - 1;
+    if (left > 0) this.notTakenBy.set(handoff.worker, left);
+    else this.notTakenBy.delete(handoff.worker);
+  }
+
+  private closed(outcome: Exclude<HandoffOutcome, 'taken' | 'handed_again'>, worker?: Worker): void {
+    this.count(outcome);
+    this.closedSinceWarning += 1;
+    if (!this.closedWarning.open()) return;
+    this.logger.warn(
+      { connections: this.closedSinceWarning, last: outcome, ...(worker && { worker: worker.id }), waiting: this.notTaken.size, maxNotTaken: this.limits.maxNotTaken },
+      'gRPC connections closed by the primary: no worker could decide, too many waited for one, or a worker did not take its own in time (sitekey_authz_worker_handoffs_total)',
+    );
+    this.closedSinceWarning = 0;
+  }
+
   /** The next in turn that has taken everything it was handed; else the next in turn. */
   private nextWorker(): Worker | undefined {
     const count = this.rotation.length;
     if (count === 0) return undefined;
-    const busy = new Set([...this.unreceived.values()].map((handoff) => handoff.worker));
     for (let step = 0; step < count; step++) {
       const worker = this.rotation[(this.turn + step) % count]!;
-      if (!busy.has(worker)) {
+      if (this.untakenBy(worker) === 0) {
         this.turn = (this.turn + step + 1) % count;
         return worker;
       }

@@ -4,7 +4,7 @@ import { AggregatorRegistry } from 'prom-client';
 import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
-import { boundAddress, listenForGrpc } from '../envoy/grpc-server.js';
+import { boundAddress, GRPC_LIMITS, grpcConnectionCap, listenForGrpc, processOpenFileLimit } from '../envoy/grpc-server.js';
 import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
 import { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
@@ -66,7 +66,12 @@ class WorkerPool {
     private readonly databaseUrl: string,
     private readonly logger: Logger,
   ) {
-    this.handoff = new ConnectionHandoff(logger, config.grpcMaxConnections, this.ownMetrics);
+    const limits = {
+      // The primary holds a descriptor for each connection not yet taken: as many as fit beside its own.
+      maxNotTaken: grpcConnectionCap(config.grpcMaxConnections, processOpenFileLimit(), GRPC_LIMITS.reservedFileDescriptors),
+      receiptTimeoutMs: GRPC_LIMITS.handoffReceiptTimeoutMs,
+    };
+    this.handoff = new ConnectionHandoff(limits, logger, (outcome, connections) => this.ownMetrics.onHandoff(outcome, connections));
     this.started = new Promise((resolveStarted, rejectStarted) => {
       this.resolveStarted = resolveStarted;
       this.failStart = rejectStarted;
@@ -160,7 +165,7 @@ class WorkerPool {
     this.stopping = true;
     // As one process does: new connections are still answered while Envoy and Kubernetes notice
     // NOT_SERVING (SHUTDOWN_DELAY_SECONDS), refused once the workers stop taking them.
-    const stopAccepting = setTimeout(() => this.stopAccepting(), this.config.shutdownDelaySeconds * 1000);
+    const stopAccepting = setTimeout(() => this.stopListening(), this.config.shutdownDelaySeconds * 1000);
     const exits = [...this.workers.values()].map(
       ({ worker }) => new Promise<void>((resolveExit) => (worker.isDead() ? resolveExit() : worker.once('exit', () => resolveExit()))),
     );
@@ -177,12 +182,12 @@ class WorkerPool {
     await Promise.all(exits);
     clearTimeout(timer);
     clearTimeout(stopAccepting);
-    this.stopAccepting();
+    this.stopListening();
+    this.handoff.close();
   }
 
-  private stopAccepting(): void {
+  private stopListening(): void {
     if (this.listener?.listening) this.listener.close();
-    this.handoff.close();
   }
 }
 

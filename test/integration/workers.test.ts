@@ -29,7 +29,7 @@ describe('serve with WORKERS=2', () => {
 
   const request = (key: string) => ({ authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key }) });
   const readyz = async () => (await (await fetch(`${service.httpBase}/readyz`)).json()) as { status: string; workers: WorkerReadiness[] };
-  const metric = async (name: string) => samples(await (await fetch(`${service.httpBase}/metrics`)).text(), name).get('') ?? 0;
+  const metric = async (name: string, labels = '') => samples(await (await fetch(`${service.httpBase}/metrics`)).text(), name).get(labels) ?? 0;
   /** One check on each of `CONNECTIONS` new connections: the cluster spreads connections, not calls. */
   const checkOnNewConnections = async (key: string, target = service.grpcTarget) => {
     const verdicts = [];
@@ -115,7 +115,8 @@ describe('serve with WORKERS=2', () => {
     const { apiKey } = await acceptedKey();
     const [victim] = (await readyz()).workers;
     assert.ok(victim);
-    const handedAgainBefore = await metric('sitekey_authz_connections_handed_again_total');
+    const handedAgain = () => metric('sitekey_authz_worker_handoffs_total', '{outcome="handed_again"}');
+    const handedAgainBefore = await handedAgain();
     // A stopped worker takes no connection: those handed to it wait, as when a worker dies on receipt.
     process.kill(victim.pid, 'SIGSTOP');
     let answered = 0;
@@ -133,7 +134,7 @@ describe('serve with WORKERS=2', () => {
     process.kill(victim.pid, 'SIGKILL');
     assert.deepEqual(await Promise.all(calls), Array(8).fill('allow'));
     await eventually('a replacement worker to be ready', readyz, ({ status, workers }) => status === 'ready' && !workers.some((worker) => worker.pid === victim.pid), 15_000);
-    assert.equal(await metric('sitekey_authz_connections_handed_again_total'), handedAgainBefore + waiting.notTaken);
+    assert.equal(await handedAgain(), handedAgainBefore + waiting.notTaken);
   });
 
   it('hands a replacement worker no connection before its snapshot is loaded', async () => {

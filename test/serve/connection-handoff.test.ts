@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import type { Worker } from 'node:cluster';
 import type { Socket } from 'node:net';
 import { Writable } from 'node:stream';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { createLogger } from '../../src/observe/logger.js';
+import type { HandoffOutcome } from '../../src/observe/worker-pool-metrics.js';
 import { ConnectionHandoff, type HandoffMessage } from '../../src/serve/connection-handoff.js';
 
 /** A worker as the handoff sees it: its id, and what it was sent. */
@@ -24,8 +25,8 @@ function fakeSocket(name: string) {
   return socket as unknown as Socket & { name: string; destroyed: boolean };
 }
 
-function handoff(maxUnreceived = 100) {
-  const counted = { handedAgain: 0, closedForNoWorker: 0 };
+function handoff(maxNotTaken = 100) {
+  const counted = new Map<HandoffOutcome, number>();
   const warnings: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -33,11 +34,15 @@ function handoff(maxUnreceived = 100) {
       done();
     },
   });
-  const subject = new ConnectionHandoff(createLogger('warn', sink), maxUnreceived, {
-    onConnectionsHandedAgain: (count) => (counted.handedAgain += count),
-    onConnectionClosedForNoWorker: () => (counted.closedForNoWorker += 1),
-  });
-  return { subject, counted, warnings };
+  const clock = { now: 0 };
+  const subject = new ConnectionHandoff(
+    { maxNotTaken, receiptTimeoutMs: 2_000 },
+    createLogger('warn', sink),
+    (outcome, connections = 1) => counted.set(outcome, (counted.get(outcome) ?? 0) + connections),
+    () => clock.now,
+  );
+  after(() => subject.close());
+  return { subject, counted, warnings, clock };
 }
 
 const names = (sent: readonly { socket: Socket }[]) => sent.map(({ socket }) => (socket as Socket & { name: string }).name);
@@ -48,11 +53,11 @@ describe('the primary hands each gRPC connection to a worker that can decide', (
     const socket = fakeSocket('early');
     subject.hand(socket);
     assert.equal(socket.destroyed, true);
-    assert.equal(counted.closedForNoWorker, 1);
+    assert.deepEqual([...counted], [['closed_no_worker', 1]]);
   });
 
   it('hands connections in turn, and lets go of its copy only on the receipt of the worker it handed it to', () => {
-    const { subject } = handoff();
+    const { subject, counted } = handoff();
     const a = fakeWorker(1);
     const b = fakeWorker(2);
     subject.add(a.worker);
@@ -66,6 +71,7 @@ describe('the primary hands each gRPC connection to a worker that can decide', (
     subject.received(a.worker, toA!.id);
     assert.equal((toA!.socket as Socket & { destroyed: boolean }).destroyed, true);
     assert.equal(subject.untakenBy(a.worker), 0);
+    assert.deepEqual([...counted], [['taken', 1]]);
   });
 
   it('passes over a worker that has not taken what it was handed while another has taken everything', () => {
@@ -98,7 +104,7 @@ describe('the primary hands each gRPC connection to a worker that can decide', (
     subject.exited(dying.worker);
     assert.deepEqual(names(living.sent), ['c2', 'c1', 'c3']);
     assert.ok(dying.sent.every(({ socket }) => !(socket as Socket & { destroyed: boolean }).destroyed), 'handed on untouched, not closed');
-    assert.equal(counted.handedAgain, 2);
+    assert.equal(counted.get('handed_again'), 2);
     assert.match(warnings.join(''), /"worker":1,"connections":2,"handedAgain":2,"msg":"a worker exited before taking the connections handed to it/);
     subject.hand(fakeSocket('c4'));
     assert.deepEqual(names(dying.sent), ['c1', 'c3']);
@@ -113,18 +119,42 @@ describe('the primary hands each gRPC connection to a worker that can decide', (
     subject.hand(socket);
     subject.exited(only.worker);
     assert.equal(socket.destroyed, true);
-    assert.deepEqual(counted, { handedAgain: 0, closedForNoWorker: 1 });
+    assert.deepEqual([...counted], [['closed_no_worker', 1]]);
   });
 
-  it('closes a newcomer at once beyond maxUnreceived connections not yet taken', () => {
-    const { subject, counted } = handoff(2);
+  it('closes a newcomer at once beyond maxNotTaken connections not yet taken, with a warning', () => {
+    const { subject, counted, warnings } = handoff(2);
     const frozen = fakeWorker(1);
     subject.add(frozen.worker);
     const sockets = ['c1', 'c2', 'c3'].map(fakeSocket);
     for (const socket of sockets) subject.hand(socket);
     assert.deepEqual(names(frozen.sent), ['c1', 'c2']);
     assert.deepEqual(sockets.map((socket) => socket.destroyed), [false, false, true]);
-    assert.equal(counted.closedForNoWorker, 1);
+    assert.deepEqual([...counted], [['closed_too_many_waiting', 1]]);
+    assert.match(warnings.join(''), /"connections":1,"last":"closed_too_many_waiting".*"waiting":2,"maxNotTaken":2/);
+  });
+
+  it('lets go of a connection its worker has not taken within receiptTimeoutMs, and no longer counts that worker as busy', () => {
+    const { subject, counted, clock } = handoff();
+    const deaf = fakeWorker(1);
+    subject.add(deaf.worker);
+    const late = fakeSocket('late');
+    subject.hand(late);
+    clock.now = 1_000;
+    const later = fakeSocket('later');
+    subject.hand(later);
+    clock.now = 2_000;
+    subject.letGoOfOverdue();
+    assert.deepEqual([late.destroyed, later.destroyed], [true, false]);
+    assert.equal(subject.untakenBy(deaf.worker), 1);
+    clock.now = 3_000;
+    subject.letGoOfOverdue();
+    assert.equal(later.destroyed, true);
+    assert.equal(subject.untakenBy(deaf.worker), 0);
+    assert.deepEqual([...counted], [['closed_not_taken', 2]]);
+    // A receipt that comes after all finds nothing to let go of.
+    subject.received(deaf.worker, deaf.sent[0]!.id);
+    assert.equal(counted.get('taken'), undefined);
   });
 
   it('closes, when asked, every connection no worker has taken yet', () => {
