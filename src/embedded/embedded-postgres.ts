@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { chown, link, mkdir, mkdtemp, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -208,13 +208,15 @@ const OWNER_WATCH = fileURLToPath(new URL('./owner-watch.js', import.meta.url));
 
 /**
  * No later start takes over a throw-away cluster (its directory is a temporary one): a detached
- * watcher (owner-watch.ts) stops the server if this process dies without stopping it.
+ * watcher (owner-watch.ts) stops the server if this process dies without stopping it. Returns the
+ * watcher's pid.
  */
-function stopWhenOwnerDies(serverPid: number, clusterDir: string): void {
+export function stopWhenOwnerDies(serverPid: number, clusterDir: string): number | undefined {
   const watcher = spawn(process.execPath, [OWNER_WATCH, String(serverPid), clusterDir], { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], env: {} });
   watcher.on('error', () => {}); // without a watcher, a killed owner leaves the server running: as before it existed
   watcher.unref();
   watcher.channel?.unref();
+  return watcher.pid;
 }
 
 /**
@@ -257,7 +259,7 @@ async function startServer(options: EmbeddedOptions, clusterDir: string, passwor
   }
   // Our exit must not wait for the server: if we end without stopping it, the next start takes it over.
   server.unref();
-  if (!options.persistent) stopWhenOwnerDies(server.pid!, realpathSync(clusterDir));
+  if (!options.persistent) stopWhenOwnerDies(server.pid!, clusterDir);
   const stop = async () => {
     server.ref();
     if (!gone) server.kill('SIGINT'); // fast shutdown: ends sessions, writes a checkpoint
