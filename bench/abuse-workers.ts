@@ -82,9 +82,9 @@ export async function workerReplaced(serve: BenchServer, args: CheckArguments, c
     `${unavailable} answered UNAVAILABLE; answers ${[...outcomes].map(([outcome, n]) => `${n} × ${outcome}`).join(', ')}; ` +
       `connections over ${seconds(finished - started)}, the kill at ${seconds((killedAt ?? finished) - started)}; ${replacement}` +
       (failures.length > 0 ? `; ${failures.slice(0, 5).join('; ')}` : ''),
-    // The goal is the replacement's. A connection the primary hands to the killed worker before it
-    // learns of the death is lost with it (Node's cluster never hands it on): that shows in the
-    // answers above as a DEADLINE_EXCEEDED, which Envoy meets as its ext_authz time-out.
+    // The goal is the replacement's. A connection the primary handed to the killed worker before it
+    // learnt of the death goes to the other worker (ConnectionHandoff): any other answer than allow
+    // above, a DEADLINE_EXCEEDED say, would be one lost.
     '0 UNAVAILABLE: a worker gets connections only once it can decide',
     unavailable === 0,
   );
