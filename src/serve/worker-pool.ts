@@ -255,7 +255,7 @@ function primaryStop(): Promise<string> {
   });
 }
 
-/** A worker: answers checks on the shared gRPC port until the primary (or a signal) says stop. */
+/** A worker: answers checks on the connections the primary hands it, until the primary (or a signal) says stop. */
 export async function runCheckWorker(config: Config, parentLogger: Logger): Promise<void> {
   const logger = parentLogger.child({ worker: cluster.worker?.id });
   const send = (message: WorkerMessage): void => {
