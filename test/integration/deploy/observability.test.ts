@@ -124,6 +124,7 @@ describe('dashboard and alert rules (deploy/observability)', () => {
     assert.deepEqual(alerts.map((match) => match[1]).sort(), [
       'SitekeyAuthzApiKeyTrafficAfterSunset',
       'SitekeyAuthzChecksUndecided',
+      'SitekeyAuthzConnectionsClosedByPrimary',
       'SitekeyAuthzDenialRateSpike',
       'SitekeyAuthzDown',
       'SitekeyAuthzLatencyP99OverBudget',
