@@ -126,13 +126,18 @@ export function grpcConnectionCap(configured: number, openFiles: number | undefi
   return Math.max(1, Math.min(configured, available));
 }
 
-/** This process's open-file limit; undefined when unlimited or not Linux. */
-export function processOpenFileLimit(): number | undefined {
+function processOpenFileLimit(): number | undefined {
   try {
     return openFileLimit(readFileSync('/proc/self/limits', 'utf8'));
   } catch {
     return undefined; // not Linux: GRPC_MAX_CONNECTIONS as configured
   }
+}
+
+/** grpcConnectionCap for this process's own open-file limit, with that limit. */
+export function processConnectionCap(configured: number, reservedFileDescriptors: number): { maxConnections: number; openFileLimit: number | undefined } {
+  const openFiles = processOpenFileLimit();
+  return { maxConnections: grpcConnectionCap(configured, openFiles, reservedFileDescriptors), openFileLimit: openFiles };
 }
 
 /** What a client sends first: the connection preface (24 bytes) and its SETTINGS frame header (9), RFC 9113 §3.4. */
@@ -321,11 +326,10 @@ function openGrpcServer(options: HandedConnectionsOptions) {
   health.addToServer(server);
   server.addService(AUTHORIZATION_SERVICE, createAuthorizationService(options.authorization));
 
-  const openFiles = processOpenFileLimit();
-  const maxConnections = grpcConnectionCap(options.maxConnections, openFiles, limits.reservedFileDescriptors);
+  const { maxConnections, openFileLimit } = processConnectionCap(options.maxConnections, limits.reservedFileDescriptors);
   if (maxConnections < options.maxConnections) {
     logger.warn(
-      { configured: options.maxConnections, maxConnections, openFileLimit: openFiles },
+      { configured: options.maxConnections, maxConnections, openFileLimit },
       'GRPC_MAX_CONNECTIONS lowered to leave file descriptors for /readyz and the database; raise the open-file limit (ulimit -n) to allow more',
     );
   }
@@ -370,7 +374,7 @@ function openGrpcServer(options: HandedConnectionsOptions) {
       get incompleteRequestBytes() {
         return budget.held;
       },
-      accept: (socket) => gate.accept(socket),
+      accept: gate.accept,
       setServing,
       shutdown,
     };
@@ -380,7 +384,7 @@ function openGrpcServer(options: HandedConnectionsOptions) {
     tls?.stop();
     server.forceShutdown();
   };
-  return { accept: (socket: Socket) => gate.accept(socket), checkServer, abandon, maxConnections, tls: tls !== undefined };
+  return { accept: gate.accept, checkServer, abandon, maxConnections, tls: tls !== undefined };
 }
 
 /** Starts the ext_authz gRPC server (Authorization + Health) and resolves once it listens. */

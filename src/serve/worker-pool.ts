@@ -4,7 +4,7 @@ import { AggregatorRegistry } from 'prom-client';
 import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
-import { boundAddress, GRPC_LIMITS, grpcConnectionCap, listenForGrpc, processOpenFileLimit } from '../envoy/grpc-server.js';
+import { boundAddress, GRPC_LIMITS, listenForGrpc, processConnectionCap } from '../envoy/grpc-server.js';
 import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
 import { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
@@ -68,7 +68,7 @@ class WorkerPool {
   ) {
     const limits = {
       // The primary holds a descriptor for each connection not yet taken: as many as fit beside its own.
-      maxNotTaken: grpcConnectionCap(config.grpcMaxConnections, processOpenFileLimit(), GRPC_LIMITS.reservedFileDescriptors),
+      maxNotTaken: processConnectionCap(config.grpcMaxConnections, GRPC_LIMITS.reservedFileDescriptors).maxConnections,
       receiptTimeoutMs: GRPC_LIMITS.handoffReceiptTimeoutMs,
     };
     this.handoff = new ConnectionHandoff(limits, logger, (outcome, connections) => this.ownMetrics.onHandoff(outcome, connections));
