@@ -154,6 +154,7 @@ export function serveBenchReport(results: ServeBenchResults): string[] {
       ? 'h2load and the servers ran wherever the scheduler put them (`BENCH_PIN=0`, one CPU, or no `taskset`).'
       : `h2load ran on CPU ${results.cpuPlan.load} and every server, \`serve\` and its no-ops alike, on CPU ${results.cpuPlan.servers} (\`taskset\`, every thread), ` +
         'so that neither takes the other\'s cores and a ratio compares the CPU each server spends on a check; the workers rows below run on every CPU. `BENCH_PIN=0` shares them as the scheduler sees fit.',
+    'While one server is measured, every other one is stopped (SIGSTOP, SIGCONT after): an idle `serve` still wakes about a hundred times a second and would take its turns, and the caches, from the one measured.',
     '',
     ...roundsTable('no-op', saturationRounds),
     '',

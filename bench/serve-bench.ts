@@ -10,7 +10,7 @@ import { grpcFrame, type BenchRequest } from './check-requests.js';
 import { onInterrupt } from './interrupt.js';
 import { commandLine, h2loadArguments, h2loadCommand, latencyFromLog, runH2load, type H2loadResult, type LatencySummary, type LoadShape } from './h2load.js';
 import { cpuPlan, pinProcesses, type CpuPlan } from './cpu-pinning.js';
-import { startNoop, startServe, type BenchServer } from './server-process.js';
+import { startNoop, startServe, withStopped, type BenchServer } from './server-process.js';
 import { assertVerdict } from './verify-once.js';
 import type { ProbeReport } from './heap-probe.js';
 import { openLoop, type OpenLoopRun } from './open-loop.js';
@@ -251,7 +251,7 @@ async function alternatingRounds(
   files: readonly RequestFile[],
   shape: LoadShape,
   rounds: number,
-  database: BenchDatabase,
+  measureOne: (server: BenchServer, files: readonly RequestFile[], shape: LoadShape) => Promise<LoadRun>,
   log: (line: string) => void,
 ): Promise<Rounds> {
   const measured: Array<Rounds[number]> = [];
@@ -259,7 +259,7 @@ async function alternatingRounds(
     for (const [index, [serve, floor]] of pairs.entries()) {
       const order = (round + index) % 2 === 0 ? [serve, floor] : [floor, serve];
       const runs = new Map<BenchServer, LoadRun>();
-      for (const server of order) runs.set(server, await measure(server, files, shape, database));
+      for (const server of order) runs.set(server, await measureOne(server, files, shape));
       measured.push({ serve: runs.get(serve)!, noop: runs.get(floor)!, pair: index + 1 });
       const which = pairs.length > 1 ? `, pair ${index + 1}` : '';
       log(`  round ${round + 1}${which}: ${serve.name} ${runs.get(serve)!.requestsPerSecond.toFixed(0)} req/s, ${floor.name} ${runs.get(floor)!.requestsPerSecond.toFixed(0)} req/s`);
@@ -311,6 +311,10 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const noop = noops[0]!;
     const noopTokens = await floors({ tokenClient: credentials.tokenClient });
     const noopWrongKeys = await floors({ wrongKey: credentials.maskedWrongKey });
+    /** `server` under `load`, every other server stopped meanwhile (withStopped). */
+    const alone = <T>(server: BenchServer, work: () => Promise<T>): Promise<T> => withStopped(running.filter((other) => other !== server), work);
+    const measureAlone = (server: BenchServer, load: readonly RequestFile[], shape: LoadShape): Promise<LoadRun> =>
+      alone(server, () => measure(server, load, shape, database));
     const pairsWith = (floorsOfKind: readonly BenchServer[]): Pair[] => serves.map((server, index) => [server, floorsOfKind[index]!]);
     const pairsText = instances === 1 ? 'one pair of processes' : `${instances} pairs of processes`;
     const plan = cpuPlan();
@@ -347,7 +351,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     /** Each serve against its floor under `load`: all warmed up, then alternating rounds; the command kept for the report. */
     const compare = async (pairs: readonly Pair[], load: readonly RequestFile[], shape: LoadShape) => {
       for (const pair of pairs) for (const server of pair) await warm(server, load, shape);
-      const measured = await alternatingRounds(pairs, load, shape, rounds, database, log);
+      const measured = await alternatingRounds(pairs, load, shape, rounds, measureAlone, log);
       remember(pairs[0]![0], load, shape);
       return measured;
     };
@@ -376,18 +380,18 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const ratePerConnection = Math.max(1, Math.round(serveSaturation / 2 / SATURATION.connections));
     const halfRate: LoadShape = { ...saturation, ratePerConnection };
     log(`latency at half of serve's saturation: ${ratePerConnection * SATURATION.connections} req/s`);
-    const latencyServe = await measure(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log') }, database);
-    const latencyNoop = await measure(noop, allow, { ...halfRate, logFile: join(workDir, 'latency-noop.log') }, database);
+    const latencyServe = await measureAlone(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log') });
+    const latencyNoop = await measureAlone(noop, allow, { ...halfRate, logFile: join(workDir, 'latency-noop.log') });
     remember(serve, allow, { ...halfRate, logFile: join(workDir, 'latency-serve.log.0') });
     const openRate = ratePerConnection * SATURATION.connections;
     log(`open loop at the same rate: ${openRate} req/s for ${seconds} s each, latency from the intended send time`);
-    const openServe = await openLoop(serve.grpcPort, credentials.requests.allow.message, openRate, seconds);
-    const openNoop = await openLoop(noop.grpcPort, credentials.requests.allow.message, openRate, seconds);
+    const openServe = await alone(serve, () => openLoop(serve.grpcPort, credentials.requests.allow.message, openRate, seconds));
+    const openNoop = await alone(noop, () => openLoop(noop.grpcPort, credentials.requests.allow.message, openRate, seconds));
     log(`  serve p50 ${openServe.p50Ms.toFixed(2)} p99 ${openServe.p99Ms.toFixed(2)} p99.9 ${openServe.p999Ms.toFixed(2)} ms; no-op p50 ${openNoop.p50Ms.toFixed(2)} p99 ${openNoop.p99Ms.toFixed(2)} p99.9 ${openNoop.p999Ms.toFixed(2)} ms`);
     log('latency of one check at a time');
     const single: LoadShape = { connections: 1, streams: 1, seconds, ...pinned };
-    const singleServe = await measure(serve, allow, { ...single, logFile: join(workDir, 'single-serve.log') }, database);
-    const singleNoop = await measure(noop, allow, { ...single, logFile: join(workDir, 'single-noop.log') }, database);
+    const singleServe = await measureAlone(serve, allow, { ...single, logFile: join(workDir, 'single-serve.log') });
+    const singleNoop = await measureAlone(noop, allow, { ...single, logFile: join(workDir, 'single-noop.log') });
     remember(serve, allow, { ...single, logFile: join(workDir, 'single-serve.log.0') });
 
     log('deny-heavy mix: the allowed request beside one per error id, one h2load each');
@@ -397,9 +401,9 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     log(`${LARGE_BODY_BYTES / 1024} KiB bodies`);
     const large = [file('allow-64k')];
     await warm(serve, large, saturation);
-    const largeServe = await measure(serve, large, saturation, database);
+    const largeServe = await measureAlone(serve, large, saturation);
     await warm(noop, large, saturation);
-    const largeNoop = await measure(noop, large, saturation, database);
+    const largeNoop = await measureAlone(noop, large, saturation);
     remember(serve, large, saturation);
 
     await retire([serve]);
@@ -422,7 +426,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       // Each takes its turn first.
       for (let turn = 0; turn < contenders.length; turn++) {
         const server = contenders[(round + turn) % contenders.length]!;
-        runs.set(server, await measure(server, allow, unpinned, database));
+        runs.set(server, await measureAlone(server, allow, unpinned));
       }
       workerRounds.push({ byCount: new Map([...byWorkers].map(([count, server]) => [count, runs.get(server)!])), noop: runs.get(noop)! });
     }
