@@ -3,6 +3,7 @@ import { openSync, closeSync, readdirSync, readFileSync, existsSync } from 'node
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freePorts } from '../src/embedded/embedded-postgres.js';
+import { signalIfThere } from '../src/embedded/processes.js';
 import { CLI } from '../test/support/service.js';
 import { PROBE_DIR_VARIABLE, type ProbeReport } from './heap-probe.js';
 import { onInterrupt } from './interrupt.js';
@@ -112,17 +113,6 @@ async function probeTree(directory: string, pids: readonly number[]): Promise<Pr
   return reports;
 }
 
-/** Sends `signal` to each process that is still there. */
-function signalEach(pids: readonly number[], signal: NodeJS.Signals): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // gone
-    }
-  }
-}
-
 /**
  * Runs `work` with every process of `servers` stopped (SIGSTOP), and continues them after, however
  * `work` ends. An idle server still wakes up (`serve` about a hundred times a second, for its
@@ -132,11 +122,11 @@ function signalEach(pids: readonly number[], signal: NodeJS.Signals): void {
  */
 export async function withStopped<T>(servers: readonly BenchServer[], work: () => Promise<T>): Promise<T> {
   const stopped = servers.flatMap((server) => server.pids());
-  signalEach(stopped, 'SIGSTOP');
+  for (const pid of stopped) signalIfThere(pid, 'SIGSTOP');
   try {
     return await work();
   } finally {
-    signalEach(stopped, 'SIGCONT');
+    for (const pid of stopped) signalIfThere(pid, 'SIGCONT');
   }
 }
 
@@ -145,7 +135,7 @@ function benchServer(name: string, child: ChildProcess, grpcPort: number, metric
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
   const stop = async () => {
     // A stopped process would hold SIGTERM until continued.
-    signalEach(processTree(pid), 'SIGCONT');
+    for (const member of processTree(pid)) signalIfThere(member, 'SIGCONT');
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
     await exited;

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { freePort, isAlive } from './processes.js';
+import { freePort, isAlive, signalIfThere } from './processes.js';
 import { binaryPackage, EmbeddedPostgresError, OR_DATABASE_URL, OS_USER, reason, runnerFor, spawned, spawnIn, type Runner } from './postgres-binaries.js';
 
 export { EmbeddedPostgresError } from './postgres-binaries.js';
@@ -196,14 +196,6 @@ async function logSince(logFile: string, offset: number): Promise<string[]> {
   return (await readFile(logFile).catch(() => Buffer.alloc(0))).subarray(offset).toString().split('\n').filter(Boolean);
 }
 
-function signal(pid: number, name: NodeJS.Signals): void {
-  try {
-    process.kill(pid, name);
-  } catch {
-    // gone already, or not ours to signal: the next round sees which
-  }
-}
-
 const OWNER_WATCH = fileURLToPath(new URL('./owner-watch.js', import.meta.url));
 
 /**
@@ -335,7 +327,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       if (owner !== undefined && !isAlive(owner.pid)) {
         // Its owner died without stopping it (kill -9): stop it, then start it as ours in a later round.
         tookOverFrom = owner.pid;
-        signal(running.pid, 'SIGINT');
+        signalIfThere(running.pid, 'SIGINT');
       } else if (!owner?.exclusive) {
         return { url: urlFor(password, running.port), ownedByUs: false, created, stop: async () => {} };
       }

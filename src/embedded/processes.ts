@@ -11,6 +11,15 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** Sends a signal to a process if it is still there; one that is gone, or not ours to signal, is let be. */
+export function signalIfThere(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // gone already, or not ours to signal: a caller that must know looks with isAlive
+  }
+}
+
 /** A TCP port on 127.0.0.1 that nothing listens on now. */
 export async function freePort(): Promise<number> {
   const [port] = await freePorts(1);
