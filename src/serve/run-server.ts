@@ -4,6 +4,7 @@ import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { startHttpEndpoints } from '../observe/http-endpoints.js';
 import { createLogger, type Logger } from '../observe/logger.js';
+import { holdNextTickShape } from '../common/next-tick-shape.js';
 import { startCheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
@@ -17,6 +18,7 @@ import { runCheckWorker, runWorkerPool } from './worker-pool.js';
  * the admin port, and forks the workers that answer checks on the shared gRPC port (serve/worker-pool.ts).
  */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
+  holdNextTickShape();
   if (cluster.isWorker) return runCheckWorker(config, logger);
   if (config.workers > 1) return runWorkerPool(config, logger);
 
