@@ -173,7 +173,7 @@ export interface ServeBenchResults {
   readonly wrongKeyRounds: Rounds;
   /** The allowed request beside one of each denial, against the no-op (which answers each with the allow). */
   readonly denyMix: { readonly rounds: Rounds; readonly files: readonly string[] };
-  readonly largeBody: { readonly serve: LoadRun; readonly noop: LoadRun };
+  readonly largeBody: { readonly rounds: Rounds };
   /** Saturation of serve with WORKERS=1 and =2 (by that value) and of the no-op, alternating rounds. */
   readonly workerRounds: ReadonlyArray<{ readonly byCount: ReadonlyMap<string, LoadRun>; readonly noop: LoadRun }>;
   /** The h2load command lines, with the bench's ports and paths. */
@@ -399,12 +399,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
     const denyMixRounds = await compare([[serve, noop]], mix, { ...MIX_PER_FILE, seconds, ...pinned });
 
     log(`${LARGE_BODY_BYTES / 1024} KiB bodies`);
-    const large = [file('allow-64k')];
-    await warm(serve, large, saturation);
-    const largeServe = await measureAlone(serve, large, saturation);
-    await warm(noop, large, saturation);
-    const largeNoop = await measureAlone(noop, large, saturation);
-    remember(serve, large, saturation);
+    const largeBodyRounds = await compare([[serve, noop]], [file('allow-64k')], saturation);
 
     await retire([serve]);
     // Workers are about using every core: nothing is pinned here, and the no-op gets every CPU back.
@@ -446,7 +441,7 @@ export async function runServeBench(settings: BenchSettings, log: (line: string)
       oneAtATime: { serve: singleServe, noop: singleNoop },
       wrongKeyRounds,
       denyMix: { rounds: denyMixRounds, files: mix.map((f) => f.request.name) },
-      largeBody: { serve: largeServe, noop: largeNoop },
+      largeBody: { rounds: largeBodyRounds },
       workerRounds,
       commands: commands.map((command) => command.replaceAll(workDir, '$BENCH_DIR')),
     };
