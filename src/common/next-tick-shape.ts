@@ -5,7 +5,7 @@ let heldTickEntry: object | undefined;
 
 /**
  * Keeps one entry of process.nextTick's queue alive for good, so that every later entry has the same
- * hidden class. On Node 20 (V8 11.3), a full garbage collection that runs while no tick is queued (the
+ * hidden class. On Node 20 and 26 alike, a full garbage collection that runs while no tick is queued (the
  * snapshot load at start-up, the memory reducer when idle) frees the entries' hidden classes; the next
  * tick builds new ones, and the inline caches that build every entry turn megamorphic for the life of
  * the process. gRPC schedules several ticks per check: such a process spent 3–5 µs more per check.
