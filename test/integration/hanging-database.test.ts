@@ -10,6 +10,7 @@ import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict } from '../support/envoy-client.js';
 import { startService, type RunningService } from '../support/service.js';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../src/embedded/embedded-postgres.js';
+import { signalIfThere } from '../../src/embedded/processes.js';
 import { migrate } from '../../src/store/migrate.js';
 
 const LIMIT_SECONDS = 4;
@@ -148,13 +149,7 @@ describe('a database that hangs', () => {
       return [postmaster, ...children];
     }
     const signalAll = (pids: readonly number[], signal: NodeJS.Signals) => {
-      for (const pid of pids) {
-        try {
-          process.kill(pid, signal);
-        } catch {
-          // exited meanwhile
-        }
-      }
+      for (const pid of pids) signalIfThere(pid, signal);
     };
 
     before(async () => {
