@@ -15,14 +15,18 @@ import { decisionObserver, type Recorders } from '../src/serve/check-service.js'
 import { AuthUsageRecorder } from '../src/store/auth-usage-recorder.js';
 import { DenialStatsRecorder } from '../src/store/denial-stats-recorder.js';
 import { LastUsedRecorder } from '../src/store/last-used-recorder.js';
+import { IssuerKeys } from '../src/token/issuer-keys.js';
+import { TokenVerifier } from '../src/token/token-verifier.js';
+import { JwksServer, signedToken, signingKey, tokenClaims, tokenSettings } from '../test/support/jwks-server.js';
 import { snapshotOf } from '../test/support/snapshot.js';
-import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody } from './check-requests.js';
+import { BENCH_TOKEN_AUDIENCE, BENCH_TOKEN_ISSUER } from './bench-issuer.js';
+import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody, tokenRequestBody } from './check-requests.js';
 
 /**
  * `node --expose-gc dist/bench/check-path.js`: what our own code costs per check, without the transport.
  * The Check handler `serve` registers, with the observers `serve` gives it (metrics, the decision log
  * writing JSON lines to /dev/null at info, the refusal and usage recorders, whose flushes do not fall in
- * the loop), over 10,000 sites, called in a loop with the CheckRequests the gRPC server would have
+ * the loop), over 10,000 sites, with token-based authentication on as in `make bench`, called in a loop with the CheckRequests the gRPC server would have
  * decoded from Envoy's bytes. This is the part of a check that `make bench`'s saturation rows compare
  * with the no-op: time and V8 heap allocated per check, the collections included; and, for the allow,
  * the same split into the view of the request, the decision and the observers.
@@ -37,14 +41,20 @@ const SITES = 10_000;
 const REQUESTS = 1_000;
 const PARTNER = '4242';
 const partnerKey = randomUUID();
+const PARTNER_CLIENT = 'partner-1001';
 
-/** 10,000 sites of a key each, built as the decision tests build theirs (snapshotOf); the partner's allowlists BENCH_CLIENT_IP. */
+/** 10,000 sites of a key and a token client each, built as the decision tests build theirs (snapshotOf); the partner's allowlists BENCH_CLIENT_IP. */
 function snapshotOfSites(): CredentialSnapshot {
   return snapshotOf(
     Array.from({ length: SITES }, (_, index) => {
       const siteId = String(index + 1);
       const partner = siteId === PARTNER;
-      return { siteId, keys: [{ key: partner ? partnerKey : randomUUID(), keyId: siteId }], cidrs: [partner ? `${BENCH_CLIENT_IP}/32` : `10.${(index >> 8) & 255}.${index & 255}.0/24`] };
+      return {
+        siteId,
+        keys: [{ key: partner ? partnerKey : randomUUID(), keyId: siteId }],
+        cidrs: [partner ? `${BENCH_CLIENT_IP}/32` : `10.${(index >> 8) & 255}.${index & 255}.0/24`],
+        tokenClients: [partner ? PARTNER_CLIENT : `client-${siteId}`],
+      };
     }),
   );
 }
@@ -87,10 +97,44 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
     usage: new AuthUsageRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, retentionDays: 400, logger, maxGroups: 10_000 }),
   };
   const decisionLog = createDecisionLog(logger, { allowedSampleRate: 0, repeatWindowSeconds: 10 });
+  const signing = await signingKey('bench');
+  const jwks = await JwksServer.start();
+  jwks.publish([signing]);
+  const issuerKeys = new IssuerKeys({ jwksUrl: jwks.url, logger });
+  try {
+    await issuerKeys.start();
+    const tokens = new TokenVerifier(tokenSettings(BENCH_TOKEN_ISSUER, BENCH_TOKEN_AUDIENCE, jwks.url), issuerKeys);
+    const token = await signedToken(signing, tokenClaims(BENCH_TOKEN_ISSUER, BENCH_TOKEN_AUDIENCE, Math.floor(Date.now() / 1000), { client_id: PARTNER_CLIENT }));
+    // Its first sighting, before any loop: from then on it is a kept token, found by its hash, as in serve under load.
+    const firstSighting = await tokens.verify(token, Date.now());
+    assert.ok(firstSighting?.valid, 'the bench token verified');
+    return await checkPathRows(loops, { logger, snapshot, sunset, metrics, recorders, decisionLog, tokens, token });
+  } finally {
+    await issuerKeys.stop();
+    await jwks.close();
+    for (const recorder of Object.values(recorders)) await recorder.stop();
+    decisionLog.close();
+  }
+}
+
+interface CheckPathParts {
+  readonly logger: ReturnType<typeof createLogger>;
+  readonly snapshot: CredentialSnapshot;
+  readonly sunset: CheckAuthority['sunset'];
+  readonly metrics: ServiceMetrics;
+  readonly recorders: Recorders;
+  readonly decisionLog: ReturnType<typeof createDecisionLog>;
+  readonly tokens: TokenVerifier;
+  /** A token of the partner's client, already verified once. */
+  readonly token: string;
+}
+
+async function checkPathRows(loops: number, parts: CheckPathParts): Promise<string[]> {
+  const { logger, snapshot, sunset, metrics, recorders, decisionLog, tokens, token } = parts;
   const observe = decisionObserver(recorders, metrics, decisionLog);
   let lastVerdict: 'allow' | number | undefined;
   const viewOptions: RequestViewOptions = { clientIpSource: { kind: 'peer' }, maxBodyBytes: 64 * 1024 };
-  const authority: CheckAuthority = { snapshot: () => snapshot, sunset, tokens: undefined };
+  const authority: CheckAuthority = { snapshot: () => snapshot, sunset, tokens };
   const service = createAuthorizationService({
     ...viewOptions,
     logger,
@@ -109,6 +153,7 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
   const rows = [
     { name: 'allowed (a key)', verdict: 'allow', requests: decodedCopies(`${PARTNER}:${partnerKey}`, partnerBody(PARTNER, partnerKey)) },
     { name: 'a wrong key (102)', verdict: 102, requests: decodedCopies(`${PARTNER}:${wrongKey}`, partnerBody(PARTNER, wrongKey)) },
+    { name: 'a kept token (allowed)', verdict: 'allow', requests: decodedCopies(`Bearer ${token}`, tokenRequestBody()) },
   ];
   const lines: string[] = [];
   for (const { name, verdict, requests } of rows) {
@@ -131,8 +176,6 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
   lines.push(`  ${'view of the request'.padEnd(20)} ${perCall(loops, (i) => viewCheckRequest(allowed[i % REQUESTS], viewOptions))}`);
   lines.push(`  ${'decision'.padEnd(20)} ${perCall(loops, (i) => authorizeCheck(views[i % REQUESTS]!.input, authority))}`);
   lines.push(`  ${'observers'.padEnd(20)} ${perCall(loops, (i) => observe(checkEvent(views[i % REQUESTS]!, decisions[i % REQUESTS] as Decision, 0.0001)))}`);
-  for (const recorder of Object.values(recorders)) await recorder.stop();
-  decisionLog.close();
   return lines;
 }
 

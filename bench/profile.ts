@@ -7,7 +7,7 @@ import { startNoop, startServe, type BenchServer } from './server-process.js';
 import { positiveIntegerSetting } from './settings.js';
 
 /**
- * `node dist/bench/profile.js [allow|deny|102|64k]`: `serve` and the no-op under the same saturating load
+ * `node dist/bench/profile.js [allow|deny|102|token|64k]`: `serve` and the no-op under the same saturating load
  * as `make bench`, each with node --cpu-prof, and where their CPU goes per check, by library and by
  * function, counting only the samples taken during the measured load. The .cpuprofile files are kept
  * (open them in Chrome DevTools or speedscope). BENCH_SECONDS (15) sets the load's length.
@@ -89,8 +89,8 @@ async function profiled(server: BenchServer, files: readonly RequestFile[], seco
 }
 
 const kind = process.argv[2] ?? 'allow';
-if (!['allow', 'deny', '102', '64k'].includes(kind)) {
-  console.error('usage: node dist/bench/profile.js [allow|deny|102|64k]');
+if (!['allow', 'deny', '102', 'token', '64k'].includes(kind)) {
+  console.error('usage: node dist/bench/profile.js [allow|deny|102|token|64k]');
   process.exit(2);
 }
 const seconds = positiveIntegerSetting('BENCH_SECONDS', 15, 'seconds');
@@ -98,19 +98,22 @@ ensureH2load();
 const fixture = await openBenchFixture(process.env.DATABASE_URL || undefined, console.log);
 const root = await mkdtemp(join(tmpdir(), 'sitekey-authz-profile-'));
 try {
-  const { allow, allowLargeBody, denials } = fixture.credentials.requests;
-  const chosen = kind === 'deny' ? [allow, ...denials] : kind === '102' ? denials.filter((request) => request.name === 'deny-102') : [kind === '64k' ? allowLargeBody : allow];
+  const { allow, allowToken, allowLargeBody, denials } = fixture.credentials.requests;
+  const chosen =
+    kind === 'deny' ? [allow, ...denials]
+    : kind === '102' ? denials.filter((request) => request.name === 'deny-102')
+    : [kind === '64k' ? allowLargeBody : kind === 'token' ? allowToken : allow];
   const files = chosen.map((request) => fixture.files.get(request.name)!);
-  const { siteId, keyId, maskedWrongKey } = fixture.credentials;
+  const { siteId, keyId, maskedWrongKey, tokenClient } = fixture.credentials;
   const serveDir = join(root, 'serve');
   const noopDir = join(root, 'no-op');
   const prof = (dir: string) => ['--cpu-prof', `--cpu-prof-dir=${dir}`];
   const serve = await profiled(
-    await startServe({ name: 'serve', databaseUrl: fixture.database.url, workDir: fixture.workDir, nodeArguments: prof(serveDir) }),
+    await startServe({ name: 'serve', databaseUrl: fixture.database.url, workDir: fixture.workDir, env: fixture.issuer.env, nodeArguments: prof(serveDir) }),
     files, seconds, fixture, serveDir,
   );
   const noop = await profiled(
-    await startNoop({ workDir: fixture.workDir, siteId, keyId, nodeArguments: prof(noopDir), ...(kind === '102' ? { wrongKey: maskedWrongKey } : {}) }),
+    await startNoop({ workDir: fixture.workDir, siteId, keyId, nodeArguments: prof(noopDir), ...(kind === '102' ? { wrongKey: maskedWrongKey } : kind === 'token' ? { tokenClient } : {}) }),
     files, seconds, fixture, noopDir,
   );
   console.log(`\n${kind}: serve ${serve.run.requestsPerSecond.toFixed(0)} req/s, ${serve.run.cpuMicrosPerCheck.toFixed(1)} µs CPU per check (/proc); ` +
