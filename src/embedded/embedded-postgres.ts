@@ -259,8 +259,17 @@ async function startServer(options: EmbeddedOptions, clusterDir: string, passwor
   };
   const url = urlFor(password, port);
   for (const deadline = Date.now() + WAIT_MS; ; await sleep(POLL_MS)) {
-    const outcome = await Promise.race([queryOnce(url, 'SELECT 1'), exited.then(() => 'exited' as const)]);
-    if (Array.isArray(outcome)) return { url, ownedByUs: true, created: false, stop };
+    const outcome = await Promise.race([
+      queryOnce<{ owner: string | null }>(url, `SELECT current_setting('${OWNER}', true) AS owner`),
+      exited.then(() => 'exited' as const),
+    ]);
+    // The server on our port must say it is ours: one started at the same moment by another process
+    // can have been given the same free port, and then it answers while ours is refused the start.
+    if (Array.isArray(outcome) && outcome[0]?.owner === String(process.pid)) return { url, ownedByUs: true, created: false, stop };
+    if (Array.isArray(outcome)) {
+      await stop();
+      return undefined;
+    }
     if (outcome === 'exited' || gone) {
       const said = await logSince(logFile, logOffset);
       // Another process started the server first (PostgreSQL's postmaster.pid refused ours): join
