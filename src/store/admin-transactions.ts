@@ -1,4 +1,5 @@
 import { UNDEFINED_TABLE } from './database.js';
+import { withPooledClient } from './pooled-client.js';
 import type pg from 'pg';
 import type { SiteId } from '../decision/types.js';
 
@@ -43,13 +44,10 @@ export class AdminTransactions {
   ) {}
 
   async read<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
-    const sql = await this.pool.connect();
     try {
-      return await work(sql);
+      return await withPooledClient(this.pool, work, false);
     } catch (error) {
       throw schemaHint(error);
-    } finally {
-      sql.release();
     }
   }
 

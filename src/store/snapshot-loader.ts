@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { buildAllowlist } from '../allowlist/allowlist.js';
 import type { Brownout, ClientId, KeyCredential, KeyHash, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
+import { withPooledClient } from './pooled-client.js';
 import { BUCKET_SPAN, type SiteDigest, type SiteDigests } from './site-digests.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
@@ -165,20 +166,18 @@ async function readSiteRows(client: pg.PoolClient, filter: SiteFilter, params: u
 
 /** Runs `read` in one REPEATABLE READ transaction, so a key never appears without its site or allowlist. */
 async function inOneSnapshot<T>(pool: pg.Pool, read: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let result: T;
-  try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    result = await read(client);
-    await client.query('COMMIT');
-  } catch (error) {
-    // Discarded, not rolled back: after a time-out the connection may still be busy with the query,
-    // and a ROLLBACK would wait behind it. Closing the connection ends the transaction too.
-    client.release(error instanceof Error ? error : true);
-    throw error;
-  }
-  client.release();
-  return result;
+  // On failure the connection is discarded, not rolled back: after a time-out it may still be busy with
+  // the query, and a ROLLBACK would wait behind it. Closing the connection ends the transaction too.
+  return withPooledClient(
+    pool,
+    async (client) => {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const result = await read(client);
+      await client.query('COMMIT');
+      return result;
+    },
+    true,
+  );
 }
 
 async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[], onUnusable: UnusableRowListener): Promise<LoadedSites> {
