@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { runner } from 'node-pg-migrate';
 import { MIGRATIONS_DIR } from '../paths.js';
 import { CONNECT_TIMEOUT_MS } from './database.js';
@@ -6,20 +7,36 @@ export interface MigrationLog {
   info(message: string): void;
 }
 
-/** Applies every pending migration in src/store/migrations; returns the names it applied. */
+/**
+ * Applies every pending migration in src/store/migrations; returns the names it applied. The
+ * connection is ours, not node-pg-migrate's: it ends its own without waiting for the end, so a command
+ * that stopped the embedded server right after met "terminating connection due to administrator
+ * command" as an unhandled 'error' event on that connection.
+ */
 export async function migrate(databaseUrl: string, log?: MigrationLog): Promise<string[]> {
-  const applied = await runner({
-    databaseUrl: { connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
-    dir: MIGRATIONS_DIR,
-    direction: 'up',
-    migrationsTable: 'schema_migrations',
-    // Several replicas, or CLI commands on the embedded database, may migrate at once: the advisory
-    // lock serialises them. node-pg-migrate's default is to fail at once when another holds it.
-    noLock: false,
-    advisoryLockMode: 'wait',
-    checkOrder: true,
-    verbose: false,
-    log: (message: string) => log?.info(message),
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  let lost: Error | undefined;
+  client.on('error', (error) => {
+    lost ??= error;
   });
-  return applied.map((migration) => migration.name);
+  try {
+    await client.connect();
+    const applied = await runner({
+      dbClient: client,
+      dir: MIGRATIONS_DIR,
+      direction: 'up',
+      migrationsTable: 'schema_migrations',
+      // Several replicas, or CLI commands on the embedded database, may migrate at once: the advisory
+      // lock serialises them. node-pg-migrate's default is to fail at once when another holds it.
+      noLock: false,
+      advisoryLockMode: 'wait',
+      checkOrder: true,
+      verbose: false,
+      log: (message: string) => log?.info(message),
+    });
+    if (lost !== undefined) throw lost;
+    return applied.map((migration) => migration.name);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
