@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { AdminTransactions } from '../../../src/store/admin-transactions.js';
@@ -26,10 +25,13 @@ describe('a pooled connection the server ends between two statements', () => {
     await database.drop();
   });
 
-  /** Ends the client's session from another connection and waits until the client has seen it end. */
+  /**
+   * Ends the client's session from another connection and waits until the client has seen it end.
+   * Not events.once: it would reject on the client's 'error', which is the event under test.
+   */
   async function endSessionOf(client: pg.PoolClient): Promise<void> {
     const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    const ended = once(client, 'end');
+    const ended = new Promise<void>((resolveEnded) => client.once('end', () => resolveEnded()));
     await terminator.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
     await ended;
   }
