@@ -26,8 +26,8 @@ import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody, tokenRequestBody } fr
  * `node --expose-gc dist/bench/check-path.js`: what our own code costs per check, without the transport.
  * The Check handler `serve` registers, with the observers `serve` gives it (metrics, the decision log
  * writing JSON lines to /dev/null at info, the refusal and usage recorders, whose flushes do not fall in
- * the loop), over 10,000 sites, with token-based authentication on as in `make bench`, called in a loop with the CheckRequests the gRPC server would have
- * decoded from Envoy's bytes. This is the part of a check that `make bench`'s saturation rows compare
+ * the loop), over 10,000 sites, with token-based authentication on as in `make bench`, called in a loop
+ * with the CheckRequests the gRPC server would have decoded from Envoy's bytes. This is the part of a check that `make bench`'s saturation rows compare
  * with the no-op: time and V8 heap allocated per check, the collections included; and, for the allow,
  * the same split into the view of the request, the decision and the observers.
  *
@@ -79,6 +79,30 @@ function perCall(loops: number, step: (index: number) => unknown): string {
 }
 const HOUR_SECONDS = 3600;
 
+/** The verifier of token-based authentication, its issuer on loopback, and one token of the partner's client it has verified once. */
+async function keptPartnerToken(logger: ReturnType<typeof createLogger>) {
+  const signing = await signingKey('bench');
+  const jwks = await JwksServer.start();
+  jwks.publish([signing]);
+  const issuerKeys = new IssuerKeys({ jwksUrl: jwks.url, logger });
+  const close = async () => {
+    await issuerKeys.stop();
+    await jwks.close();
+  };
+  try {
+    await issuerKeys.start();
+    const tokens = new TokenVerifier(tokenSettings(BENCH_TOKEN_ISSUER, BENCH_TOKEN_AUDIENCE, jwks.url), issuerKeys);
+    const token = await signedToken(signing, tokenClaims(BENCH_TOKEN_ISSUER, BENCH_TOKEN_AUDIENCE, Math.floor(Date.now() / 1000), { client_id: PARTNER_CLIENT }));
+    // Its first sighting, before any loop: from then on it is a kept token, found by its hash, as in serve under load.
+    const firstSighting = await tokens.verify(token, Date.now());
+    assert.ok(firstSighting?.valid, 'the bench token verified');
+    return { tokens, token, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
 export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LOOPS ?? 300_000)): Promise<string[]> {
   const logger = createLogger('info', createWriteStream('/dev/null'));
   const snapshot = snapshotOfSites();
@@ -97,86 +121,59 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
     usage: new AuthUsageRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, retentionDays: 400, logger, maxGroups: 10_000 }),
   };
   const decisionLog = createDecisionLog(logger, { allowedSampleRate: 0, repeatWindowSeconds: 10 });
-  const signing = await signingKey('bench');
-  const jwks = await JwksServer.start();
-  jwks.publish([signing]);
-  const issuerKeys = new IssuerKeys({ jwksUrl: jwks.url, logger });
+  const { tokens, token, close } = await keptPartnerToken(logger);
   try {
-    await issuerKeys.start();
-    const tokens = new TokenVerifier(tokenSettings(BENCH_TOKEN_ISSUER, BENCH_TOKEN_AUDIENCE, jwks.url), issuerKeys);
-    const token = await signedToken(signing, tokenClaims(BENCH_TOKEN_ISSUER, BENCH_TOKEN_AUDIENCE, Math.floor(Date.now() / 1000), { client_id: PARTNER_CLIENT }));
-    // Its first sighting, before any loop: from then on it is a kept token, found by its hash, as in serve under load.
-    const firstSighting = await tokens.verify(token, Date.now());
-    assert.ok(firstSighting?.valid, 'the bench token verified');
-    return await checkPathRows(loops, { logger, snapshot, sunset, metrics, recorders, decisionLog, tokens, token });
+    const observe = decisionObserver(recorders, metrics, decisionLog);
+    let lastVerdict: 'allow' | number | undefined;
+    const viewOptions: RequestViewOptions = { clientIpSource: { kind: 'peer' }, maxBodyBytes: 64 * 1024 };
+    const authority: CheckAuthority = { snapshot: () => snapshot, sunset, tokens };
+    const service = createAuthorizationService({
+      ...viewOptions,
+      logger,
+      authorize: (input: CheckInput) => authorizeCheck(input, authority),
+      onDecision: (event) => {
+        lastVerdict = event.outcome === 'allowed' ? 'allow' : event.errorId;
+        observe(event);
+      },
+      onFailure: (event) => metrics.observeUndecided(event),
+    });
+    const decodedCopies = (authorization: string, body: string) => {
+      const bytes = encodeCheckRequest({ authorization, body });
+      return Array.from({ length: REQUESTS }, () => AUTHORIZATION_SERVICE.Check.requestDeserialize(bytes));
+    };
+    const wrongKey = randomUUID();
+    const rows = [
+      { name: 'allowed (a key)', verdict: 'allow', requests: decodedCopies(`${PARTNER}:${partnerKey}`, partnerBody(PARTNER, partnerKey)) },
+      { name: 'a wrong key (102)', verdict: 102, requests: decodedCopies(`${PARTNER}:${wrongKey}`, partnerBody(PARTNER, wrongKey)) },
+      { name: 'a kept token (allowed)', verdict: 'allow', requests: decodedCopies(`Bearer ${token}`, tokenRequestBody()) },
+    ];
+    const lines: string[] = [];
+    for (const { name, verdict, requests } of rows) {
+      let answered: CheckResponseToSend | undefined;
+      const calls = requests.map((request) => ({ request }) as Parameters<typeof service.Check>[0]);
+      const callback = (error: unknown, response?: CheckResponseToSend | null) => {
+        assert.equal(error, null);
+        answered = response ?? undefined;
+      };
+      lines.push(`${name.padEnd(22)} ${perCall(loops, (i) => service.Check(calls[i % REQUESTS]!, callback))}`);
+      assert.ok(answered instanceof EncodedCheckResponse, `${name}: answered from the encoded responses`);
+      assert.equal(lastVerdict, verdict, `${name}: decided as expected`);
+    }
+
+    const allowed = rows[0]!.requests;
+    const views = allowed.map((request) => viewCheckRequest(request, viewOptions));
+    const decisions = views.map((view) => authorizeCheck(view.input, authority));
+    assert.ok(decisions.every((decision) => decision !== undefined && !(decision instanceof Promise) && decision.outcome === 'allow'), 'the allow is decided at once');
+    lines.push('the allow, step by step (the rest is finding its encoded answer and the call itself):');
+    lines.push(`  ${'view of the request'.padEnd(20)} ${perCall(loops, (i) => viewCheckRequest(allowed[i % REQUESTS], viewOptions))}`);
+    lines.push(`  ${'decision'.padEnd(20)} ${perCall(loops, (i) => authorizeCheck(views[i % REQUESTS]!.input, authority))}`);
+    lines.push(`  ${'observers'.padEnd(20)} ${perCall(loops, (i) => observe(checkEvent(views[i % REQUESTS]!, decisions[i % REQUESTS] as Decision, 0.0001)))}`);
+    return lines;
   } finally {
-    await issuerKeys.stop();
-    await jwks.close();
+    await close();
     for (const recorder of Object.values(recorders)) await recorder.stop();
     decisionLog.close();
   }
-}
-
-interface CheckPathParts {
-  readonly logger: ReturnType<typeof createLogger>;
-  readonly snapshot: CredentialSnapshot;
-  readonly sunset: CheckAuthority['sunset'];
-  readonly metrics: ServiceMetrics;
-  readonly recorders: Recorders;
-  readonly decisionLog: ReturnType<typeof createDecisionLog>;
-  readonly tokens: TokenVerifier;
-  /** A token of the partner's client, already verified once. */
-  readonly token: string;
-}
-
-async function checkPathRows(loops: number, parts: CheckPathParts): Promise<string[]> {
-  const { logger, snapshot, sunset, metrics, recorders, decisionLog, tokens, token } = parts;
-  const observe = decisionObserver(recorders, metrics, decisionLog);
-  let lastVerdict: 'allow' | number | undefined;
-  const viewOptions: RequestViewOptions = { clientIpSource: { kind: 'peer' }, maxBodyBytes: 64 * 1024 };
-  const authority: CheckAuthority = { snapshot: () => snapshot, sunset, tokens };
-  const service = createAuthorizationService({
-    ...viewOptions,
-    logger,
-    authorize: (input: CheckInput) => authorizeCheck(input, authority),
-    onDecision: (event) => {
-      lastVerdict = event.outcome === 'allowed' ? 'allow' : event.errorId;
-      observe(event);
-    },
-    onFailure: (event) => metrics.observeUndecided(event),
-  });
-  const decodedCopies = (authorization: string, body: string) => {
-    const bytes = encodeCheckRequest({ authorization, body });
-    return Array.from({ length: REQUESTS }, () => AUTHORIZATION_SERVICE.Check.requestDeserialize(bytes));
-  };
-  const wrongKey = randomUUID();
-  const rows = [
-    { name: 'allowed (a key)', verdict: 'allow', requests: decodedCopies(`${PARTNER}:${partnerKey}`, partnerBody(PARTNER, partnerKey)) },
-    { name: 'a wrong key (102)', verdict: 102, requests: decodedCopies(`${PARTNER}:${wrongKey}`, partnerBody(PARTNER, wrongKey)) },
-    { name: 'a kept token (allowed)', verdict: 'allow', requests: decodedCopies(`Bearer ${token}`, tokenRequestBody()) },
-  ];
-  const lines: string[] = [];
-  for (const { name, verdict, requests } of rows) {
-    let answered: CheckResponseToSend | undefined;
-    const calls = requests.map((request) => ({ request }) as Parameters<typeof service.Check>[0]);
-    const callback = (error: unknown, response?: CheckResponseToSend | null) => {
-      assert.equal(error, null);
-      answered = response ?? undefined;
-    };
-    lines.push(`${name.padEnd(22)} ${perCall(loops, (i) => service.Check(calls[i % REQUESTS]!, callback))}`);
-    assert.ok(answered instanceof EncodedCheckResponse, `${name}: answered from the encoded responses`);
-    assert.equal(lastVerdict, verdict, `${name}: decided as expected`);
-  }
-
-  const allowed = rows[0]!.requests;
-  const views = allowed.map((request) => viewCheckRequest(request, viewOptions));
-  const decisions = views.map((view) => authorizeCheck(view.input, authority));
-  assert.ok(decisions.every((decision) => decision !== undefined && !(decision instanceof Promise) && decision.outcome === 'allow'), 'the allow is decided at once');
-  lines.push('the allow, step by step (the rest is finding its encoded answer and the call itself):');
-  lines.push(`  ${'view of the request'.padEnd(20)} ${perCall(loops, (i) => viewCheckRequest(allowed[i % REQUESTS], viewOptions))}`);
-  lines.push(`  ${'decision'.padEnd(20)} ${perCall(loops, (i) => authorizeCheck(views[i % REQUESTS]!.input, authority))}`);
-  lines.push(`  ${'observers'.padEnd(20)} ${perCall(loops, (i) => observe(checkEvent(views[i % REQUESTS]!, decisions[i % REQUESTS] as Decision, 0.0001)))}`);
-  return lines;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
