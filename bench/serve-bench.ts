@@ -151,7 +151,7 @@ export async function measure(
 export type Rounds = ReadonlyArray<{ readonly serve: LoadRun; readonly noop: LoadRun; readonly pair: number }>;
 
 /** A serve process and the floor it is measured beside, in the same rounds. */
-type Pair = readonly [serve: BenchServer, floor: BenchServer];
+export type Pair = readonly [serve: BenchServer, floor: BenchServer];
 
 export interface ServeBenchResults {
   readonly settings: BenchSettings;
@@ -246,7 +246,7 @@ export async function warmUp(server: BenchServer, files: readonly RequestFile[],
  * Each serve and its floor under the same load, `rounds` times; in each pair, and from one pair to the
  * next, they take turns to go first, so that a drift of the machine favours neither.
  */
-async function alternatingRounds(
+export async function alternatingRounds(
   pairs: readonly Pair[],
   files: readonly RequestFile[],
   shape: LoadShape,
