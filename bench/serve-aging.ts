@@ -1,7 +1,6 @@
 import { cpuPlan, pinProcesses } from './cpu-pinning.js';
-import { ensureH2load } from './h2load.js';
+import { ensureH2load, type LoadShape } from './h2load.js';
 import { alternatingRounds, measure, median, openBenchFixture, SATURATION, warmUp, type LoadRun, type Pair, type RequestFile } from './serve-bench.js';
-import type { LoadShape } from './h2load.js';
 import { startNoop, startServe, withStopped, type BenchServer } from './server-process.js';
 import { positiveIntegerSetting } from './settings.js';
 
@@ -20,7 +19,7 @@ import { positiveIntegerSetting } from './settings.js';
  */
 const KINDS = { token: 'allow-token', '102': 'deny-102' } as const;
 const kind = process.argv[2] ?? 'token';
-if (!(kind in KINDS)) {
+if (!Object.hasOwn(KINDS, kind)) {
   console.error(`unknown load ${JSON.stringify(kind)}; type one of: ${Object.keys(KINDS).join(', ')}`);
   process.exit(2);
 }
