@@ -265,8 +265,8 @@ async function startServer(options: EmbeddedOptions, clusterDir: string, passwor
     ]);
     // The server on our port must say it is ours: one started at the same moment by another process
     // can have been given the same free port, and then it answers while ours is refused the start.
-    if (Array.isArray(outcome) && outcome[0]?.owner === String(process.pid)) return { url, ownedByUs: true, created: false, stop };
     if (Array.isArray(outcome)) {
+      if (outcome[0]?.owner === String(process.pid)) return { url, ownedByUs: true, created: false, stop };
       await stop();
       return undefined;
     }

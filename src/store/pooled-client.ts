@@ -14,14 +14,14 @@ export async function withPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolC
     lost ??= error;
   };
   client.on('error', onLost);
+  let failure: Error | true | undefined;
   try {
-    const result = await work(client);
-    client.off('error', onLost);
-    client.release(lost);
-    return result;
+    return await work(client);
   } catch (error) {
-    client.off('error', onLost);
-    client.release(lost ?? (destroyOnFailure ? (error instanceof Error ? error : true) : undefined));
+    if (destroyOnFailure) failure = error instanceof Error ? error : true;
     throw error;
+  } finally {
+    client.off('error', onLost);
+    client.release(lost ?? failure);
   }
 }
