@@ -53,7 +53,7 @@ try {
   // Every other server stopped while one is measured, as make bench does.
   const others = (server: BenchServer) => servers.filter((other) => other !== server);
   const measureAlone = (server: BenchServer, files: readonly RequestFile[], load: LoadShape) =>
-    withStopped(others(server), () => measure(scrapes || server.metricsUrl === undefined ? server : { ...server, metricsUrl: undefined }, files, load, fixture.database));
+    withStopped(others(server), () => measure(scrapes ? server : { ...server, metricsUrl: undefined }, files, load, fixture.database));
   const perCheck = (measured: LoadRun) =>
     `${measured.requestsPerSecond.toFixed(0)} req/s, ${measured.cpuMicrosPerCheck.toFixed(1)} µs CPU, ${measured.gcMicrosPerCheck.toFixed(1)} µs GC, ${measured.allocatedBytesPerCheck.toFixed(0)} B a check`;
 
