@@ -67,5 +67,5 @@ export function buildAllowlist(
     if (network === undefined) onUnusable(entry);
     else (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
   }
-  return new SiteAllowlist(ipv4.size > 0 ? ipv4 : undefined, ipv6.size > 0 ? ipv6 : undefined);
+  return new SiteAllowlist(ipv4.size > 0 ? ipv4.trimmed() : undefined, ipv6.size > 0 ? ipv6.trimmed() : undefined);
 }

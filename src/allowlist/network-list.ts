@@ -127,7 +127,7 @@ const CLIENT = new Uint32Array(4);
  */
 export class NetworkList {
   /** Per network, its words then its mask's words. */
-  private readonly bits: number[] = [];
+  private bits: number[] = [];
 
   constructor(private readonly family: Family) {}
 
@@ -138,6 +138,15 @@ export class NetworkList {
     for (let w = 0; w < words; w++) this.bits.push(((CLIENT[w] ?? 0) & maskWord(prefix, w)) >>> 0);
     for (let w = 0; w < words; w++) this.bits.push(maskWord(prefix, w));
     return true;
+  }
+
+  /**
+   * This list, its storage cut to what it holds: an array grown by push keeps room for ~17 numbers, and
+   * a snapshot holds two lists per site (at 100,000 sites, 20 MB of room nobody uses).
+   */
+  trimmed(): this {
+    this.bits = this.bits.slice();
+    return this;
   }
 
   get size(): number {

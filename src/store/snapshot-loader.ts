@@ -180,9 +180,27 @@ async function inOneSnapshot<T>(pool: pg.Pool, read: (client: pg.PoolClient) => 
   );
 }
 
-async function readConsistently(pool: pg.Pool, filter: SiteFilter, params: unknown[], onUnusable: UnusableRowListener): Promise<LoadedSites> {
-  const rows = await inOneSnapshot(pool, (client) => readSiteRows(client, filter, params));
-  return buildSites(rows, onUnusable);
+/**
+ * A whole read goes by runs of this many sites, each run's rows built and let go before the next is
+ * read, so that they die young. Read at once, 100,000 sites' rows (~100 MB) outlived the young
+ * generation, filled the old one, and the full collection that freed them paused checks.
+ */
+const SITES_PER_RUN = 2_000;
+/** `$1`: the last site id of the run before (NULL: none yet). The last site id of the next run, NULL when none is left. */
+const NEXT_RUN_END = `SELECT max(id)::text AS last FROM (SELECT id FROM sites WHERE $1::bigint IS NULL OR id > $1 ORDER BY id LIMIT ${SITES_PER_RUN}) run`;
+/** `$1` and `$2`: the last site id of the run before (NULL: none) and of this run. */
+const inRun: SiteFilter = (column) => `($1::bigint IS NULL OR ${column} > $1) AND ${column} <= $2::bigint`;
+
+/** Every site (or the `wanted` ones), read run by run in the transaction `client` has open. */
+async function readAllSites(client: pg.PoolClient, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
+  const sites: LoadedSites = new Map();
+  for (let after: string | null = null; ; ) {
+    const last: string | null = (await client.query<{ last: string | null }>(NEXT_RUN_END, [after])).rows[0]?.last ?? null;
+    if (last === null) return sites;
+    const run = await buildSites(await readSiteRows(client, inRun, [after, last]), onUnusable, wanted);
+    for (const [siteId, site] of run) sites.set(siteId, site);
+    after = last;
+  }
 }
 
 /**
@@ -236,8 +254,8 @@ export interface SiteResync {
 /**
  * A full resync that reads again only what changed, in one transaction: a digest per bucket of sites;
  * for the buckets whose digest is not the one held, a digest per site; and the rows of the sites whose
- * digest changed (all rows, if that is most of them). Comparing and building yield to the event loop
- * every SLICE_MS, so that a large installation's resync does not hold checks up.
+ * digest changed (all rows, run by run, if that is most of them). Comparing and building yield to the
+ * event loop every SLICE_MS, so that a large installation's resync does not hold checks up.
  */
 export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: UnusableRowListener = ignoreUnusable): Promise<SiteResync> {
   const read = await inOneSnapshot(pool, async (client) => {
@@ -267,16 +285,15 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
         if (slices.over) await slices.next();
       }
     }
-    if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, rows: undefined };
-    const rows =
+    if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, changed: new Map() };
+    // Read whole, the rows also hold sites that did not change: those keep the objects checks use now.
+    const changed =
       changedIds.length > held.sites.size * NAMED_READ_MAX_SHARE
-        ? await readSiteRows(client, () => 'true', [])
-        : await readSiteRows(client, namedSites, [changedIds]);
-    return { bucketDigests, siteDigests, changedIds, removed, rows };
+        ? await readAllSites(client, onUnusable, changedIds.length < held.sites.size ? new Set(changedIds) : undefined)
+        : await buildSites(await readSiteRows(client, namedSites, [changedIds]), onUnusable);
+    return { bucketDigests, siteDigests, changedIds, removed, changed };
   });
-  const { bucketDigests, siteDigests, changedIds, removed, rows } = read;
-  // Read whole, the rows also hold sites that did not change: those keep the objects checks use now.
-  const changed: LoadedSites = rows === undefined ? new Map() : await buildSites(rows, onUnusable, changedIds.length < held.sites.size ? new Set(changedIds) : undefined);
+  const { bucketDigests, siteDigests, changedIds, removed, changed } = read;
   // A changed site whose rows could not be used goes, as a full load leaves it out: it fails closed.
   for (const siteId of changedIds) if (!changed.has(siteId)) removed.push(siteId);
   return { bucketDigests, siteDigests, changed, removed };
@@ -316,12 +333,12 @@ export async function loadBrownouts(pool: pg.Pool, onUnusable: UnusableRowListen
 
 /** Every site with its active keys and allowlist. */
 export function loadAllSites(pool: pg.Pool, onUnusable: UnusableRowListener = ignoreUnusable): Promise<LoadedSites> {
-  return readConsistently(pool, () => 'true', [], onUnusable);
+  return inOneSnapshot(pool, (client) => readAllSites(client, onUnusable));
 }
 
 /** The named sites; an id missing from the result no longer exists. */
-export function loadSites(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<LoadedSites> {
-  return readConsistently(pool, namedSites, [siteIds], onUnusable);
+export async function loadSites(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<LoadedSites> {
+  return buildSites(await inOneSnapshot(pool, (client) => readSiteRows(client, namedSites, [siteIds])), onUnusable);
 }
 
 /** The named sites, as loadSites reads them, and each one's digest read in the same transaction. */

@@ -66,6 +66,16 @@ describe('NetworkList', () => {
     assert.equal(listOf('ipv6', ['2001:db8::77/64']).includes('2001:db8::1'), true);
   });
 
+  it('answers the same once trimmed, and takes more networks after', () => {
+    const list = listOf('ipv4', ['203.0.113.0/24', '10.0.0.0/8']).trimmed();
+    assert.equal(list.size, 2);
+    for (const [address, expected] of [['203.0.113.255', true], ['203.0.114.0', false], ['10.255.255.255', true], ['11.0.0.0', false]] as const) {
+      assert.equal(list.includes(address), expected, address);
+    }
+    assert.ok(list.add('198.51.100.77', 32));
+    assert.equal(list.includes('198.51.100.77'), true);
+  });
+
   it('admits nobody while empty', () => {
     assert.equal(new NetworkList('ipv4').includes('203.0.113.7'), false);
     assert.equal(new NetworkList('ipv6').includes('::1'), false);

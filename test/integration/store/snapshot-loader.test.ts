@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { hashApiKey } from '../../../src/decision/api-key.js';
@@ -107,5 +108,42 @@ describe('snapshot loader', () => {
   it('loads only the sites asked for, and leaves out those that no longer exist', async () => {
     const sites = await loadSites(pool, ['1002', '4242']);
     assert.deepEqual([...sites.keys()], ['1002']);
+  });
+});
+
+describe('snapshot loader, a large installation', () => {
+  const SITES = 4_500;
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  const keyHash = (siteId: number, n: number) => createHash('sha256').update(`key-${siteId}-${n}`).digest('hex');
+  const networkOf = (siteId: number) => `10.${siteId >> 8}.${siteId & 255}`;
+
+  before(async () => {
+    database = await freshDatabase();
+    pool = new pg.Pool({ connectionString: database.url });
+    await pool.query(`INSERT INTO sites (id) SELECT g FROM generate_series(1, $1::int) g`, [SITES]);
+    await pool.query(
+      `INSERT INTO api_keys (site_id, key_sha256, last_five)
+       SELECT g, sha256(convert_to('key-' || g || '-' || n, 'UTF8')), 'abcde' FROM generate_series(1, $1::int) g, generate_series(1, 2) n`,
+      [SITES],
+    );
+    await pool.query(`INSERT INTO allowlist_entries (site_id, cidr) SELECT g, ('10.' || (g >> 8) || '.' || (g & 255) || '.0/24')::cidr FROM generate_series(1, $1::int) g`, [SITES]);
+  });
+
+  after(async () => {
+    await pool?.end();
+    await database?.drop();
+  });
+
+  it('loads every site whole, with its own keys and networks, on both sides of where one run of the read ends and the next begins', async () => {
+    const sites = await loadAllSites(pool);
+    assert.equal(sites.size, SITES);
+    for (let siteId = 1; siteId <= SITES; siteId++) {
+      const site = sites.get(String(siteId));
+      assert.ok(site, `site ${siteId}`);
+      assert.deepEqual([...site.keysByHash.keys()].sort(), [keyHash(siteId, 1), keyHash(siteId, 2)].sort(), `keys of site ${siteId}`);
+      assert.equal(site.allowlist.check(`${networkOf(siteId)}.5`, 'ipv4'), true, `network of site ${siteId}`);
+      assert.equal(site.allowlist.check(`${networkOf(siteId + 1)}.5`, 'ipv4'), false, `the next site's network, at site ${siteId}`);
+    }
   });
 });
