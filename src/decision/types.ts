@@ -24,13 +24,20 @@ export interface KeyCredential {
   readonly expiresAt: number | null;
 }
 
+/** A site's active keys, found by the hex SHA-256 of a key: a Map does, and so does the snapshot's smaller form. */
+export interface KeysByHash {
+  readonly size: number;
+  get(hash: KeyHash): KeyCredential | undefined;
+  keys(): IterableIterator<KeyHash>;
+}
+
 export interface SiteCredentials {
   readonly siteId: SiteId;
   readonly enabled: boolean;
   /** Epoch ms until which the site may keep using API keys through brownouts and the sunset; null: no grace. */
   readonly graceUntil: number | null;
   /** Active (not revoked) keys of the site, by hash. Expiry is checked at decision time. */
-  readonly keysByHash: ReadonlyMap<KeyHash, KeyCredential>;
+  readonly keysByHash: KeysByHash;
   /** The site's allowlist. Empty admits nobody: whitelisting is mandatory (spec, Authentication 6). */
   readonly allowlist: Allowlist;
   readonly authMethod: SiteAuthMethod;

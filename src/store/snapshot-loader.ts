@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { buildAllowlist } from '../allowlist/allowlist.js';
 import type { Brownout, ClientId, KeyCredential, KeyHash, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
 import { withPooledClient } from './pooled-client.js';
+import { siteKeys } from './site-keys.js';
 import { BUCKET_SPAN, type SiteDigest, type SiteDigests } from './site-digests.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
@@ -95,7 +96,7 @@ type SiteRows = [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[]
  */
 async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
   const slices = new Slices();
-  const keysBySite = new Map<SiteId, Map<KeyHash, KeyCredential>>();
+  const keysBySite = new Map<SiteId, Array<[KeyHash, KeyCredential]>>();
   for (const key of keys) {
     if (slices.over) await slices.next();
     if (wanted !== undefined && !wanted.has(key.site_id)) continue;
@@ -103,9 +104,9 @@ async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUn
       onUnusable({ table: 'api_keys', row: key.id, reason: 'its hash or expiry cannot be read' });
       continue;
     }
-    let siteKeys = keysBySite.get(key.site_id);
-    if (siteKeys === undefined) keysBySite.set(key.site_id, (siteKeys = new Map()));
-    siteKeys.set(key.hash, { keyId: key.id, expiresAt: key.expires_at_ms });
+    let keysOfSite = keysBySite.get(key.site_id);
+    if (keysOfSite === undefined) keysBySite.set(key.site_id, (keysOfSite = []));
+    keysOfSite.push([key.hash, { keyId: key.id, expiresAt: key.expires_at_ms }]);
   }
   const entriesBySite = new Map<SiteId, AllowlistNetworkRow[]>();
   for (const entry of allowlist) {
@@ -134,7 +135,7 @@ async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUn
       siteId: site.id,
       enabled: site.enabled,
       graceUntil: site.grace_until_ms,
-      keysByHash: keysBySite.get(site.id) ?? new Map(),
+      keysByHash: siteKeys(keysBySite.get(site.id) ?? []),
       // Left out, an entry admits nobody: the site fails closed for those addresses.
       allowlist: buildAllowlist(entriesBySite.get(site.id) ?? [], (entry) =>
         onUnusable({

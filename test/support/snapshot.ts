@@ -1,6 +1,7 @@
 import { hashApiKey } from '../../src/decision/api-key.js';
-import type { Brownout, CredentialSnapshot, KeyCredential, SiteCredentials, SunsetPolicy } from '../../src/decision/types.js';
+import type { Brownout, CredentialSnapshot, SiteCredentials, SunsetPolicy } from '../../src/decision/types.js';
 import { buildAllowlist } from '../../src/allowlist/allowlist.js';
+import { siteKeys } from '../../src/store/site-keys.js';
 
 export interface SiteFixture {
   readonly siteId: string;
@@ -27,9 +28,7 @@ export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Br
         return { network, prefix: Number(prefix) };
       }),
     );
-    const keysByHash = new Map<string, KeyCredential>(
-      (fixture.keys ?? []).map((k) => [hashApiKey(k.key.toLowerCase()), { keyId: k.keyId, expiresAt: k.expiresAt ?? null }]),
-    );
+    const keysByHash = siteKeys((fixture.keys ?? []).map((k) => [hashApiKey(k.key.toLowerCase()), { keyId: k.keyId, expiresAt: k.expiresAt ?? null }]));
     bySite.set(fixture.siteId, {
       siteId: fixture.siteId,
       enabled: fixture.enabled ?? true,

@@ -15,7 +15,7 @@ const RESYNC_KEY = '33333333-3333-4333-8333-333333333333';
 const BOUND_MS = 1_000;
 
 const hasKey = (snapshot: CredentialSnapshot | undefined, site: string, key: string) =>
-  snapshot?.site(site)?.keysByHash.has(hashApiKey(key)) ?? false;
+  snapshot?.site(site)?.keysByHash.get(hashApiKey(key)) !== undefined;
 
 /** Two caches on one database stand for two replicas; every change must reach both. */
 describe('credential cache', () => {

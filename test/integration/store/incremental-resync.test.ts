@@ -37,7 +37,7 @@ describe('incremental resync', () => {
   }
 
   const fullSyncs = (syncs: readonly SyncEvent[]) => syncs.filter((sync) => sync.kind === 'full');
-  const hasKey = (snapshot: CredentialSnapshot | undefined, site: string, key: string) => snapshot?.site(site)?.keysByHash.has(hashApiKey(key)) ?? false;
+  const hasKey = (snapshot: CredentialSnapshot | undefined, site: string, key: string) => snapshot?.site(site)?.keysByHash.get(hashApiKey(key)) !== undefined;
 
   /** Runs `change` with the triggers off (as a restore or a replica would): no notification is sent. */
   async function withoutNotification(change: () => Promise<unknown>): Promise<void> {
