@@ -14,7 +14,8 @@ import { positiveIntegerSetting } from './settings.js';
  *
  * AGING_SCRAPES=0 measures without reading serve's /metrics before and after each run (make bench reads
  * it to check each run's verdicts); AGING_SERVE_NODE_ARGS gives serve Node options (`--trace-deopt`,
- * `--trace-gc-nvp`, V8 flags to try). BENCH_SECONDS (10), BENCH_ROUNDS (3) and BENCH_INSTANCES (3) as
+ * `--trace-gc-nvp`, V8 flags to try), AGING_SERVE_ENV settings (`LAST_USED_FLUSH_SECONDS=3600 …`, to leave
+ * out serve's own database traffic). BENCH_SECONDS (10), BENCH_ROUNDS (3) and BENCH_INSTANCES (3) as
  * for make bench; CPUs pinned as make bench pins them (BENCH_PIN=0: not).
  */
 const KINDS = { token: 'allow-token', '102': 'deny-102' } as const;
@@ -28,6 +29,19 @@ const rounds = positiveIntegerSetting('BENCH_ROUNDS', 3, 'rounds');
 const instances = positiveIntegerSetting('BENCH_INSTANCES', 3, 'processes');
 const scrapes = process.env.AGING_SCRAPES !== '0';
 const serveNodeArguments = (process.env.AGING_SERVE_NODE_ARGS ?? '').split(' ').filter((option) => option !== '');
+const serveEnvironment = Object.fromEntries(
+  (process.env.AGING_SERVE_ENV ?? '')
+    .split(' ')
+    .filter((setting) => setting !== '')
+    .map((setting) => {
+      const equals = setting.indexOf('=');
+      if (equals < 1) {
+        console.error(`AGING_SERVE_ENV takes NAME=value settings separated by spaces, e.g. "LAST_USED_FLUSH_SECONDS=3600"; not ${JSON.stringify(setting)}`);
+        process.exit(2);
+      }
+      return [setting.slice(0, equals), setting.slice(equals + 1)];
+    }),
+);
 
 ensureH2load();
 const fixture = await openBenchFixture(process.env.DATABASE_URL || undefined, (line) => console.log(line));
@@ -43,7 +57,7 @@ try {
   const allowFloors: BenchServer[] = [];
   const kindFloors: BenchServer[] = [];
   for (let index = 1; index <= instances; index++) {
-    serves.push(await start(startServe({ name: `serve ${index}`, databaseUrl: fixture.database.url, workDir: fixture.workDir, env: fixture.issuer.env, nodeArguments: serveNodeArguments })));
+    serves.push(await start(startServe({ name: `serve ${index}`, databaseUrl: fixture.database.url, workDir: fixture.workDir, env: { ...fixture.issuer.env, ...serveEnvironment }, nodeArguments: serveNodeArguments })));
     allowFloors.push(await start(startNoop({ workDir: fixture.workDir, siteId, keyId })));
     kindFloors.push(await start(startNoop({ workDir: fixture.workDir, siteId, keyId, ...(kind === 'token' ? { tokenClient } : { wrongKey: maskedWrongKey }) })));
   }
@@ -57,7 +71,7 @@ try {
   const perCheck = (measured: LoadRun) =>
     `${measured.requestsPerSecond.toFixed(0)} req/s, ${measured.cpuMicrosPerCheck.toFixed(1)} µs CPU, ${measured.gcMicrosPerCheck.toFixed(1)} µs GC, ${measured.allocatedBytesPerCheck.toFixed(0)} B a check`;
 
-  console.log(`${instances} serve processes, ${scrapes ? "serve's /metrics read before and after each run, as make bench does" : "serve's /metrics not read"}; serve's Node options: ${serveNodeArguments.join(' ') || 'none'}`);
+  console.log(`${instances} serve processes, ${scrapes ? "serve's /metrics read before and after each run, as make bench does" : "serve's /metrics not read"}; serve's Node options: ${serveNodeArguments.join(' ') || 'none'}; serve's settings beyond make bench's: ${process.env.AGING_SERVE_ENV?.trim() || 'none'}`);
   for (const [phase, file, floors] of [
     ['allow', fixture.files.get('allow')!, allowFloors],
     [kind, fixture.files.get(KINDS[kind as keyof typeof KINDS])!, kindFloors],
