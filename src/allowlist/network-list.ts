@@ -142,7 +142,7 @@ export class NetworkList {
 
   /**
    * This list, its storage cut to what it holds: an array grown by push keeps room for ~17 numbers, and
-   * a snapshot holds two lists per site (at 100,000 sites, 20 MB of room nobody uses).
+   * a snapshot holds two lists per site (at 100,000 sites, 17 MiB of room nobody uses).
    */
   trimmed(): this {
     this.bits = this.bits.slice();

@@ -10,8 +10,8 @@ interface ListedKey extends KeyCredential {
 
 /**
  * A few keys in an array exactly as long as they are. A site has one or two keys as a rule, and a
- * snapshot holds every site: a Map of two keys takes ~260 bytes of heap, this ~100 (at 100,000 sites,
- * ~16 MB less for every full collection to mark, and for the pod to hold).
+ * snapshot holds every site: with a Map each, 100,000 sites of two keys took 7 MiB more heap, for every
+ * full collection to mark and for the pod to hold (`bench/snapshot-load.js`).
  */
 class KeyList implements KeysByHash {
   constructor(private readonly listed: readonly ListedKey[]) {}
