@@ -33,6 +33,7 @@ import { openBenchDatabase } from './bench-database.js';
 import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody } from './check-requests.js';
 import { seedPartnerAmongFillers } from './filler-sites.js';
 import { startServe, type BenchServer } from './server-process.js';
+import { wordsSetting } from './settings.js';
 
 /**
  * The attacks `serve` must survive, on a real `serve` holding 100,000 sites, at the sizes they were
@@ -65,8 +66,7 @@ const keepLogs = process.env.ABUSE_KEEP_LOGS === '1';
  * Node's options for serve: the pod's (NODE_OPTIONS in deploy/kubernetes/base/deployment.yaml), or
  * ABUSE_SERVE_NODE_ARGS='--max-old-space-size=384' to try others without a rebuild.
  */
-const serveNodeArguments =
-  process.env.ABUSE_SERVE_NODE_ARGS === undefined ? podLimits().nodeOptions : process.env.ABUSE_SERVE_NODE_ARGS.split(' ').filter((argument) => argument !== '');
+const serveNodeArguments = wordsSetting('ABUSE_SERVE_NODE_ARGS') ?? podLimits().nodeOptions;
 
 const lines: string[] = [];
 let unmeasured = 0;

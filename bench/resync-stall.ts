@@ -11,7 +11,7 @@ import { ensureH2load, h2loadArguments, latencyFromLog, runH2load } from './h2lo
 import { seedPartnerAmongFillers } from './filler-sites.js';
 import { podLimits } from '../test/deploy/pod-limits.js';
 import { startServe } from './server-process.js';
-import { positiveIntegerSetting } from './settings.js';
+import { positiveIntegerSetting, wordsSetting } from './settings.js';
 
 const SITES = 100_000;
 const PARTNER_SITE = String(SITES + 1);
@@ -72,7 +72,7 @@ function gcSummary(before: ProbeReport, after: ProbeReport): string {
  */
 const seconds = positiveIntegerSetting('RESYNC_SECONDS', 20, 'seconds');
 /** Node options after the pod's, to look inside serve (`--trace-gc`, `--cpu-prof --cpu-prof-dir=…`) or to try other heap bounds. */
-const extraNodeArguments = (process.env.RESYNC_NODE_ARGS ?? '').split(' ').filter((option) => option !== '');
+const extraNodeArguments = wordsSetting('RESYNC_NODE_ARGS') ?? [];
 /** Where to keep serve's log (what --trace-gc prints goes there), which the run's directory otherwise takes with it. */
 const keepLogAs = process.env.RESYNC_SERVE_LOG || undefined;
 ensureH2load();

@@ -2,7 +2,7 @@ import { cpuPlan, pinProcesses } from './cpu-pinning.js';
 import { ensureH2load, type LoadShape } from './h2load.js';
 import { alternatingRounds, measure, median, openBenchFixture, SATURATION, warmUp, type LoadRun, type Pair, type RequestFile } from './serve-bench.js';
 import { startNoop, startServe, withStopped, type BenchServer } from './server-process.js';
-import { positiveIntegerSetting } from './settings.js';
+import { positiveIntegerSetting, wordsSetting } from './settings.js';
 
 /**
  * `node dist/bench/serve-aging.js [token|102]`: make bench's saturation rounds in make bench's order (the
@@ -28,19 +28,16 @@ const seconds = positiveIntegerSetting('BENCH_SECONDS', 10, 'seconds');
 const rounds = positiveIntegerSetting('BENCH_ROUNDS', 3, 'rounds');
 const instances = positiveIntegerSetting('BENCH_INSTANCES', 3, 'processes');
 const scrapes = process.env.AGING_SCRAPES !== '0';
-const serveNodeArguments = (process.env.AGING_SERVE_NODE_ARGS ?? '').split(' ').filter((option) => option !== '');
+const serveNodeArguments = wordsSetting('AGING_SERVE_NODE_ARGS') ?? [];
 const serveEnvironment = Object.fromEntries(
-  (process.env.AGING_SERVE_ENV ?? '')
-    .split(' ')
-    .filter((setting) => setting !== '')
-    .map((setting) => {
-      const equals = setting.indexOf('=');
-      if (equals < 1) {
-        console.error(`AGING_SERVE_ENV takes NAME=value settings separated by spaces, e.g. "LAST_USED_FLUSH_SECONDS=3600"; not ${JSON.stringify(setting)}`);
-        process.exit(2);
-      }
-      return [setting.slice(0, equals), setting.slice(equals + 1)];
-    }),
+  (wordsSetting('AGING_SERVE_ENV') ?? []).map((setting) => {
+    const equals = setting.indexOf('=');
+    if (equals < 1) {
+      console.error(`AGING_SERVE_ENV takes NAME=value settings separated by spaces, e.g. "LAST_USED_FLUSH_SECONDS=3600"; not ${JSON.stringify(setting)}`);
+      process.exit(2);
+    }
+    return [setting.slice(0, equals), setting.slice(equals + 1)];
+  }),
 );
 
 ensureH2load();

@@ -8,3 +8,8 @@ export function positiveIntegerSetting(name: string, fallback: number, unit: str
   }
   return Number(text);
 }
+
+/** A benchmark knob from the environment that holds words separated by spaces (Node options, NAME=value settings); undefined when unset. */
+export function wordsSetting(name: string): string[] | undefined {
+  return process.env[name]?.split(' ').filter((word) => word !== '');
+}
