@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { buildAllowlist } from '../allowlist/allowlist.js';
-import type { Brownout, ClientId, KeyCredential, KeyHash, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
+import type { Brownout, ClientId, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
 import { withPooledClient } from './pooled-client.js';
-import { siteKeys } from './site-keys.js';
+import { siteKeys, type HashedKey } from './site-keys.js';
 import { BUCKET_SPAN, type SiteDigest, type SiteDigests } from './site-digests.js';
 
 /** Sites by id: the plain data a CredentialSnapshot hands the decision. */
@@ -96,7 +96,7 @@ type SiteRows = [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[]
  */
 async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
   const slices = new Slices();
-  const keysBySite = new Map<SiteId, Array<[KeyHash, KeyCredential]>>();
+  const keysBySite = new Map<SiteId, HashedKey[]>();
   for (const key of keys) {
     if (slices.over) await slices.next();
     if (wanted !== undefined && !wanted.has(key.site_id)) continue;
@@ -106,7 +106,7 @@ async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUn
     }
     let keysOfSite = keysBySite.get(key.site_id);
     if (keysOfSite === undefined) keysBySite.set(key.site_id, (keysOfSite = []));
-    keysOfSite.push([key.hash, { keyId: key.id, expiresAt: key.expires_at_ms }]);
+    keysOfSite.push({ hash: key.hash, keyId: key.id, expiresAt: key.expires_at_ms });
   }
   const entriesBySite = new Map<SiteId, AllowlistNetworkRow[]>();
   for (const entry of allowlist) {

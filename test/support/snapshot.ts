@@ -28,7 +28,7 @@ export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Br
         return { network, prefix: Number(prefix) };
       }),
     );
-    const keysByHash = siteKeys((fixture.keys ?? []).map((k) => [hashApiKey(k.key.toLowerCase()), { keyId: k.keyId, expiresAt: k.expiresAt ?? null }]));
+    const keysByHash = siteKeys((fixture.keys ?? []).map((k) => ({ hash: hashApiKey(k.key.toLowerCase()), keyId: k.keyId, expiresAt: k.expiresAt ?? null })));
     bySite.set(fixture.siteId, {
       siteId: fixture.siteId,
       enabled: fixture.enabled ?? true,
