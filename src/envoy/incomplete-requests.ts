@@ -16,14 +16,23 @@ function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream
   return typeof stream?.close === 'function' && typeof stream.respond === 'function' ? (stream as ServerHttp2Stream) : undefined;
 }
 
+interface OpenRequest {
+  bytes: number;
+  readonly end: () => void;
+}
+
 /**
  * The bytes held by requests that have begun but not all arrived, over every connection. When a new
  * chunk takes the total over the budget, the oldest incomplete requests are ended until it fits again.
  */
 export class IncompleteRequestBudget {
   private heldBytes = 0;
-  /** In the order the requests began: the first is the oldest. */
-  private readonly open = new Map<symbol, { bytes: number; end: () => void }>();
+  /**
+   * In the order the requests began: the first is the oldest. Each request is its own entry: a
+   * Symbol per request as the key would be allocated in V8's old generation, freed only by a full
+   * collection, as each check began one.
+   */
+  private readonly open = new Set<OpenRequest>();
 
   constructor(
     private readonly budgetBytes: number,
@@ -36,27 +45,24 @@ export class IncompleteRequestBudget {
 
   /** A request that began; `end` answers it and resets its stream. */
   begin(end: () => void): { received(bytes: number): void; complete(): void } {
-    const id = Symbol('incomplete request');
-    const entry = { bytes: 0, end };
-    this.open.set(id, entry);
-    const complete = () => {
-      if (!this.open.delete(id)) return;
-      this.heldBytes -= entry.bytes;
-    };
+    const request: OpenRequest = { bytes: 0, end };
+    this.open.add(request);
     return {
       received: (bytes) => {
-        if (!this.open.has(id)) return;
-        entry.bytes += bytes;
+        if (!this.open.has(request)) return;
+        request.bytes += bytes;
         this.heldBytes += bytes;
-        for (const [oldestId, oldest] of this.open) {
+        for (const oldest of this.open) {
           if (this.heldBytes <= this.budgetBytes) break;
-          this.open.delete(oldestId);
+          this.open.delete(oldest);
           this.heldBytes -= oldest.bytes;
           this.onReset();
           oldest.end();
         }
       },
-      complete,
+      complete: () => {
+        if (this.open.delete(request)) this.heldBytes -= request.bytes;
+      },
     };
   }
 }
