@@ -274,23 +274,23 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
       const siteRows = (await client.query<{ id: SiteId; bucket: string; digest: string }>(BUCKET_SITE_DIGESTS, [changedBuckets])).rows;
       for (const { id, bucket, digest } of siteRows) {
         siteDigests.set(id, { digest, bucket });
-        if (held.sites.get(id)?.digest !== digest) changedIds.push(id);
+        if (held.digestOf(id, bucket) !== digest) changedIds.push(id);
         if (slices.over) await slices.next();
       }
     }
+    // A held site is gone when its bucket is, or when its bucket was read again without it.
     const removed: SiteId[] = [];
-    if (changedBuckets.length > 0 || bucketDigests.size !== held.buckets.size) {
-      const reread = new Set(changedBuckets);
-      for (const [id, { bucket }] of held.sites) {
-        if (!siteDigests.has(id) && (!bucketDigests.has(bucket) || reread.has(bucket))) removed.push(id);
-        if (slices.over) await slices.next();
-      }
+    const reread = new Set(changedBuckets);
+    for (const bucket of held.heldBuckets()) {
+      if (bucketDigests.has(bucket) && !reread.has(bucket)) continue;
+      for (const id of held.sitesOf(bucket)) if (!siteDigests.has(id)) removed.push(id);
+      if (slices.over) await slices.next();
     }
     if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, changed: new Map() };
     // Read whole, the rows also hold sites that did not change: those keep the objects checks use now.
     const changed =
-      changedIds.length > held.sites.size * NAMED_READ_MAX_SHARE
-        ? await readAllSites(client, onUnusable, changedIds.length < held.sites.size ? new Set(changedIds) : undefined)
+      changedIds.length > held.size * NAMED_READ_MAX_SHARE
+        ? await readAllSites(client, onUnusable, changedIds.length < held.size ? new Set(changedIds) : undefined)
         : await buildSites(await readSiteRows(client, namedSites, [changedIds]), onUnusable);
     return { bucketDigests, siteDigests, changedIds, removed, changed };
   });

@@ -33,7 +33,7 @@ describe('SiteDigests after a resync during which site 1 was reloaded', () => {
     it(name, () => {
       const digests = new SiteDigests();
       digests.takeResync(resyncOfSite1('resync', resyncRead), new Map([['1', reloadDigest === undefined ? undefined : digest(reloadDigest)]]), reloadKept ? ['1'] : []);
-      assert.equal(digests.sites.get('1')?.digest, held);
+      assert.equal(digests.digestOf('1'), held);
       // Whenever the reload's digest (or none) is held, the bucket's must be read again.
       assert.equal(digests.buckets.has('0'), held === 'resync');
     });
@@ -42,14 +42,14 @@ describe('SiteDigests after a resync during which site 1 was reloaded', () => {
   it('forgets a kept reload it has no digest for', () => {
     const digests = new SiteDigests();
     digests.takeResync(resyncOfSite1('resync', true), new Map(), ['1']);
-    assert.equal(digests.sites.has('1'), false);
+    assert.equal(digests.digestOf('1') !== undefined, false);
     assert.equal(digests.buckets.has('0'), false);
   });
 
   it('takes the resync as read when no site was reloaded meanwhile', () => {
     const digests = new SiteDigests();
     digests.takeResync(resyncOfSite1('resync', true), new Map(), []);
-    assert.equal(digests.sites.get('1')?.digest, 'resync');
+    assert.equal(digests.digestOf('1'), 'resync');
     assert.equal(digests.buckets.get('0'), 'bucket-after-resync');
   });
 });

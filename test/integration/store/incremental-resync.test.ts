@@ -127,6 +127,23 @@ describe('incremental resync', () => {
     await eventually('site 260 enabled again', async () => cache.snapshot(Date.now())?.site('260')?.enabled, (enabled) => enabled === true, 10_000);
   });
 
+  it('removes a site deleted with no notification after its own notification reloaded it, the only site of its bucket', async () => {
+    // Bucket 100 (site ids 25,600 to 25,855) holds this site alone: once it is gone, so is the bucket.
+    const alone = '25600';
+    await sql.query("INSERT INTO sites (id, enabled) VALUES ($1, true)", [alone]);
+    await sql.query("INSERT INTO allowlist_entries (site_id, cidr) VALUES ($1, '203.0.113.0/24')", [alone]);
+    const { cache, syncs } = await startedCache(3_600, pg.Pool);
+    await sql.query('UPDATE sites SET enabled = false WHERE id = $1', [alone]);
+    await eventually('the reload of the site', async () => cache.snapshot(Date.now())?.site(alone)?.enabled, (enabled) => enabled === false, 10_000);
+    await withoutNotification(async () => {
+      await sql.query('DELETE FROM allowlist_entries WHERE site_id = $1', [alone]);
+      await sql.query('DELETE FROM sites WHERE id = $1', [alone]);
+    });
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('a full resync after the deletion', async () => fullSyncs(syncs).length, (count) => count >= 2, 10_000);
+    assert.equal(cache.snapshot(Date.now())?.site(alone), undefined, 'the deleted site still authenticates');
+  });
+
   it('picks up a site added, one changed, one removed and a key revoked with no notification, at the next periodic resync, reading only those', async () => {
     const { cache, syncs } = await startedCache(1, pg.Pool);
     const unchanged = cache.snapshot(Date.now())?.site('17');
