@@ -42,7 +42,7 @@ describe('SiteDigests after a resync during which site 1 was reloaded', () => {
   it('forgets a kept reload it has no digest for', () => {
     const digests = new SiteDigests();
     digests.takeResync(resyncOfSite1('resync', true), new Map(), ['1']);
-    assert.equal(digests.digestOf('1') !== undefined, false);
+    assert.equal(digests.digestOf('1'), undefined);
     assert.equal(digests.buckets.has('0'), false);
   });
 

@@ -130,7 +130,7 @@ describe('incremental resync', () => {
   it('removes a site deleted with no notification after its own notification reloaded it, the only site of its bucket', async () => {
     // Bucket 100 (site ids 25,600 to 25,855) holds this site alone: once it is gone, so is the bucket.
     const alone = '25600';
-    await sql.query("INSERT INTO sites (id, enabled) VALUES ($1, true)", [alone]);
+    await sql.query('INSERT INTO sites (id, enabled) VALUES ($1, true)', [alone]);
     await sql.query("INSERT INTO allowlist_entries (site_id, cidr) VALUES ($1, '203.0.113.0/24')", [alone]);
     const { cache, syncs } = await startedCache(3_600, pg.Pool);
     await sql.query('UPDATE sites SET enabled = false WHERE id = $1', [alone]);
