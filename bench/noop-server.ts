@@ -1,6 +1,7 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type AddressInfo } from 'node:net';
 import { holdNextTickShape } from '../src/common/next-tick-shape.js';
+import { turnOffPretenuring } from '../src/common/pretenuring.js';
 import { checkPolicies } from '../src/serve/check-policies.js';
 import { loadConfig } from '../src/config.js';
 import { toCheckResponse } from '../src/envoy/check-response.js';
@@ -38,6 +39,7 @@ function decisionToAnswer(site: string, option: string, value: string | undefine
 }
 
 holdNextTickShape(); // as serve does: the floor must not be slower for a reason serve avoids
+turnOffPretenuring(); // the same
 const config = loadConfig(process.env);
 const response = new EncodedCheckResponse(encodeCheckResponse(toCheckResponse(decisionToAnswer(siteId, second, third), checkPolicies(config).allowedResponse)));
 

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { startHttpEndpoints } from '../observe/http-endpoints.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { holdNextTickShape } from '../common/next-tick-shape.js';
+import { turnOffPretenuring } from '../common/pretenuring.js';
 import { startCheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
@@ -19,6 +20,7 @@ import { runCheckWorker, runWorkerPool } from './worker-pool.js';
  */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
   holdNextTickShape();
+  turnOffPretenuring();
   if (cluster.isWorker) return runCheckWorker(config, logger);
   if (config.workers > 1) return runWorkerPool(config, logger);
 
