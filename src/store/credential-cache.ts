@@ -122,6 +122,8 @@ export class CredentialCache {
   private notifiedFullLoadTimer: NodeJS.Timeout | undefined;
 
   private readonly outageLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
+  /** The LISTEN session's losses have lines of their own: the load failures of the same outage must not hide that changes now wait for the resync. */
+  private readonly listenLostLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly ignoredLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly syncListeners: Array<(event: SyncEvent) => void> = [];
   private readonly failureListeners: Array<(event: SyncFailureEvent) => void> = [];
@@ -148,7 +150,7 @@ export class CredentialCache {
       // LISTEN first, then load: a change committed in between is both loaded and notified.
       onListening: () => this.requestFullLoad(),
       onNotification: (payload) => this.onNotification(payload),
-      onLost: (error) => this.logOutage('LISTEN connection lost; reconnecting', error),
+      onLost: (error) => this.logOutage('LISTEN connection lost; reconnecting', error, this.listenLostLog),
     });
   }
 
@@ -402,9 +404,9 @@ export class CredentialCache {
     }
   }
 
-  /** One line per OUTAGE_LOG_INTERVAL_MS while the database misbehaves, saying what checks get meanwhile. */
-  private logOutage(what: string, error: unknown): void {
-    if (this.stopped || !this.outageLog.open()) return;
+  /** One line per OUTAGE_LOG_INTERVAL_MS (of `limit`) while the database misbehaves, saying what checks get meanwhile. */
+  private logOutage(what: string, error: unknown, limit: RateLimit = this.outageLog): void {
+    if (this.stopped || !limit.open()) return;
     const status = this.status(Date.now());
     const code = (error as { code?: unknown } | null)?.code;
     const consequence = !status.loaded

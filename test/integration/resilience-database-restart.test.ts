@@ -101,7 +101,7 @@ describe('checks under load while PostgreSQL stops and restarts', () => {
       await eventually('three failed snapshot reloads', () => counter('sitekey_authz_snapshot_sync_failures_total'), (n) => n >= failedSyncsBefore + 3, 15_000);
       const during = await readyz();
       assert.equal(during.code, 200, `not ready during the outage: ${JSON.stringify(during.body)}`);
-      assert.match(service.output(), /LISTEN connection lost/);
+      await eventually('the log line saying the LISTEN connection was lost', async () => service?.output() ?? '', (output) => /LISTEN connection lost/.test(output), 10_000);
       const answeredAtStop = load.calls.length;
       await load.answered(answeredAtStop + CHECKS_DURING_OUTAGE, 20_000);
 
