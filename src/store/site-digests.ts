@@ -29,11 +29,12 @@ function bucketOf(siteId: SiteId): string {
 export class SiteDigests {
   readonly buckets = new Map<string, string>();
   private readonly sitesByBucket = new Map<string, Map<SiteId, string>>();
-  private sites = 0;
 
-  /** Sites whose digest is held. */
+  /** Sites whose digest is held: a sum over a few hundred buckets, asked once a resync. */
   get size(): number {
-    return this.sites;
+    let sites = 0;
+    for (const bucket of this.sitesByBucket.values()) sites += bucket.size;
+    return sites;
   }
 
   /** The digest held for a site of `bucket`; undefined when none is. */
@@ -91,15 +92,11 @@ export class SiteDigests {
   private put(siteId: SiteId, { digest, bucket }: SiteDigest): void {
     let sites = this.sitesByBucket.get(bucket);
     if (sites === undefined) this.sitesByBucket.set(bucket, (sites = new Map()));
-    const before = sites.size;
     sites.set(siteId, digest);
-    this.sites += sites.size - before;
   }
 
   private drop(siteId: SiteId, bucket: string): void {
     const sites = this.sitesByBucket.get(bucket);
-    if (sites === undefined || !sites.delete(siteId)) return;
-    this.sites--;
-    if (sites.size === 0) this.sitesByBucket.delete(bucket);
+    if (sites?.delete(siteId) && sites.size === 0) this.sitesByBucket.delete(bucket);
   }
 }

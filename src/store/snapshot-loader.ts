@@ -288,9 +288,10 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
     }
     if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, changed: new Map() };
     // Read whole, the rows also hold sites that did not change: those keep the objects checks use now.
+    const heldSites = held.size;
     const changed =
-      changedIds.length > held.size * NAMED_READ_MAX_SHARE
-        ? await readAllSites(client, onUnusable, changedIds.length < held.size ? new Set(changedIds) : undefined)
+      changedIds.length > heldSites * NAMED_READ_MAX_SHARE
+        ? await readAllSites(client, onUnusable, changedIds.length < heldSites ? new Set(changedIds) : undefined)
         : await buildSites(await readSiteRows(client, namedSites, [changedIds]), onUnusable);
     return { bucketDigests, siteDigests, changedIds, removed, changed };
   });
