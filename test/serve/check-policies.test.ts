@@ -1,23 +1,13 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { checkPolicies, FollowedCheckPolicies, sunsetDisagreements } from '../../src/serve/check-policies.js';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/observe/logger.js';
+import { loggedLines } from '../support/logged-lines.js';
 
 const GUIDE = 'https://developers.example.com/tokens';
 const stored = (sunsetAt: string, enforce: boolean, guideUrl?: string) => ({ sunsetAt: Date.parse(sunsetAt), enforce, guideUrl });
 
-function warnings() {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: createLogger('warn', sink) };
-}
+const warnings = () => loggedLines('warn');
 
 describe('the check policies follow the sunset policy in the database', () => {
   it('compare only the variables the environment set', () => {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { hashApiKey } from '../../../src/decision/api-key.js';
@@ -10,6 +9,7 @@ import { CredentialCache, LISTEN_APPLICATION_NAME, NOTIFIED_FULL_LOAD_INTERVAL_M
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { eventually } from '../../support/eventually.js';
+import { loggedLines } from '../../support/logged-lines.js';
 
 const KEY = '11111111-1111-4111-8111-111111111111';
 const NEW_KEY = '22222222-2222-4222-8222-222222222222';
@@ -109,27 +109,22 @@ describe('credential cache', () => {
   });
 
   it('says its LISTEN connection was lost even while the failures of its loads are being logged', async () => {
-    const messages: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) messages.push(String((JSON.parse(line) as { msg?: unknown }).msg));
-        done();
-      },
-    });
+    const { lines, logger } = loggedLines('warn');
+    const messages = () => lines.map((line) => String(line.msg));
     // Loads go to a port nobody listens on and fail; the LISTEN session reaches the database.
     const pool = new pg.Pool({ connectionString: 'postgresql://nobody@127.0.0.1:1/none', max: 1 });
     pools.push(pool);
-    const cache = new CredentialCache({ pool, listenUrl: database.url, refreshSeconds: 3_600, maxStalenessSeconds: 900, logger: createLogger('warn', sink) });
+    const cache = new CredentialCache({ pool, listenUrl: database.url, refreshSeconds: 3_600, maxStalenessSeconds: 900, logger });
     caches.push(cache);
     void cache.start();
-    await eventually('a failed load logged, and the LISTEN session up', async () => ({ messages, listening: cache.status(Date.now()).listening }),
+    await eventually('a failed load logged, and the LISTEN session up', async () => ({ messages: messages(), listening: cache.status(Date.now()).listening }),
       (seen) => seen.listening && seen.messages.some((message) => message.startsWith('loading the credential snapshot failed')), 10_000);
     await sql.query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`,
       [LISTEN_APPLICATION_NAME],
     );
     // Within the outage lines' interval (10 s): the loss has a line of its own, not one the load failures took.
-    await eventually('the loss of the LISTEN connection logged', async () => messages, (seen) => seen.some((message) => message.startsWith('LISTEN connection lost')), 5_000);
+    await eventually('the loss of the LISTEN connection logged', async () => messages(), (seen) => seen.some((message) => message.startsWith('LISTEN connection lost')), 5_000);
   });
 
   it('picks up a change that sent no notification at the next periodic resync', async () => {

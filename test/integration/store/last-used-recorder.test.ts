@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { createLogger } from '../../../src/observe/logger.js';
@@ -7,6 +6,7 @@ import { LastUsedRecorder, type StatementRunner } from '../../../src/store/last-
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { eventually } from '../../support/eventually.js';
+import { loggedLines } from '../../support/logged-lines.js';
 
 /** The real pool, counting the statements the recorder sends and failing one on request. */
 class CountingRunner implements StatementRunner {
@@ -82,14 +82,8 @@ describe('last-used recorder', () => {
   });
 
   it('logs a failing database once, not at every flush, and says when writing works again', async () => {
-    const messages: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) messages.push((JSON.parse(line) as { msg: string }).msg);
-        done();
-      },
-    });
-    const recorder = new LastUsedRecorder({ pool: runner, flushSeconds: 3_600, logger: createLogger('info', sink) });
+    const { lines, logger } = loggedLines('info');
+    const recorder = new LastUsedRecorder({ pool: runner, flushSeconds: 3_600, logger });
     const at = Date.parse('2026-11-22T11:30:00Z');
     recorder.record(keyIds[1] ?? '', at);
     for (let flush = 0; flush < 5; flush++) {
@@ -99,7 +93,7 @@ describe('last-used recorder', () => {
     await recorder.flush();
     await recorder.stop();
     await new Promise((resolveWrites) => setImmediate(resolveWrites));
-    assert.deepEqual(messages, ['writing key last-used times failed; keeping them for the next flush', 'writing key last-used times works again']);
+    assert.deepEqual(lines.map((line) => line.msg), ['writing key last-used times failed; keeping them for the next flush', 'writing key last-used times works again']);
     assert.equal((await lastUsed()).get(keyIds[1] ?? ''), at);
   });
 
