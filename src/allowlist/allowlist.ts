@@ -1,5 +1,5 @@
 import { IPV4_MAPPED, parseClientIp, type ClientIp } from './client-ip.js';
-import { NetworkList } from './network-list.js';
+import { NetworkList, NO_NETWORKS, packedIncludes, type PackedNetworks } from './network-list.js';
 
 /**
  * A site's IP allowlist (spec, Authentication 6: whitelisting is mandatory), everything about it in
@@ -37,16 +37,15 @@ export function allowlistNetwork(address: string, prefix: number): AllowlistNetw
   return { address: ip.address, family: 'ipv4', prefix: prefix - IPV4_MAPPED.prefix };
 }
 
-/** A snapshot holds one per site: a family without networks holds no list. */
+/** A snapshot holds one per site: one object and, per family with networks, one string. */
 class SiteAllowlist implements Allowlist {
   constructor(
-    private readonly ipv4: NetworkList | undefined,
-    private readonly ipv6: NetworkList | undefined,
+    private readonly ipv4: PackedNetworks,
+    private readonly ipv6: PackedNetworks,
   ) {}
 
   check(address: string, family: 'ipv4' | 'ipv6'): boolean {
-    const networks = family === 'ipv4' ? this.ipv4 : this.ipv6;
-    return networks !== undefined && networks.includes(address);
+    return packedIncludes(family === 'ipv4' ? this.ipv4 : this.ipv6, family, address);
   }
 }
 
@@ -54,7 +53,7 @@ class SiteAllowlist implements Allowlist {
  * A site's allowlist from its entries (network and prefix as PostgreSQL's host() and masklen() give
  * them), as the decision reads it: IPv4 networks, an IPv4-mapped one included, admit IPv4 clients
  * only; IPv6 networks admit IPv6 clients only, even one that covers ::ffff:0:0/96.
- * Matched in plain arithmetic, not with a BlockList (see NetworkList).
+ * Matched in plain arithmetic, not with a BlockList (see packedIncludes).
  */
 export function buildAllowlist(
   entries: Iterable<{ readonly network: string; readonly prefix: number }>,
@@ -67,5 +66,5 @@ export function buildAllowlist(
     if (network === undefined) onUnusable(entry);
     else (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
   }
-  return new SiteAllowlist(ipv4.size > 0 ? ipv4.trimmed() : undefined, ipv6.size > 0 ? ipv6.trimmed() : undefined);
+  return new SiteAllowlist(ipv4.size > 0 ? ipv4.packed() : NO_NETWORKS, ipv6.size > 0 ? ipv6.packed() : NO_NETWORKS);
 }

@@ -119,15 +119,47 @@ function maskWord(prefix: number, word: number): number {
 const CLIENT = new Uint32Array(4);
 
 /**
- * Networks of one address family, and whether an address is in one of them: what a BlockList of
- * subnets answers, in plain arithmetic. BlockList.check builds a native SocketAddress from the text
- * on every call, the largest cost and source of garbage of an allowed check; this reads
- * the text into a shared word buffer. Lookup is a scan, as BlockList's is: allowlists are short.
- * A snapshot holds one list per site and family, so a list is one array of numbers and little else.
+ * Networks of one address family packed into a string: per network its 32-bit words, then its mask's,
+ * each word as two UTF-16 units (high half, low half). A snapshot holds one per site and family, and a
+ * string holds no references: the collector marks it without looking inside, where a list held as an
+ * array of numbers was two objects more per site and family for every full collection to trace.
  */
+export type PackedNetworks = string;
+
+/** A family without networks: admits nobody. */
+export const NO_NETWORKS: PackedNetworks = '';
+
+function wordAt(networks: PackedNetworks, unit: number): number {
+  return ((networks.charCodeAt(unit) << 16) | networks.charCodeAt(unit + 1)) >>> 0;
+}
+
+/**
+ * Whether `address`, text of `family`, is inside one of the packed networks of that family; false when
+ * it is not such text. What a BlockList of subnets answers, in plain arithmetic: BlockList.check builds a
+ * native SocketAddress from the text on every call, the largest cost and source of garbage of an
+ * allowed check; this reads the text into a shared word buffer. A scan, as BlockList's is: allowlists
+ * are short.
+ */
+export function packedIncludes(networks: PackedNetworks, family: Family, address: string): boolean {
+  if (networks.length === 0 || !readAddress(address, family, CLIENT)) return false;
+  const words = WORDS[family];
+  for (let start = 0; start < networks.length; start += 4 * words) {
+    let inside = true;
+    for (let w = 0; w < words && inside; w++) {
+      inside = ((CLIENT[w] ?? 0) & wordAt(networks, start + 2 * (words + w))) >>> 0 === wordAt(networks, start + 2 * w);
+    }
+    if (inside) return true;
+  }
+  return false;
+}
+
+/** UTF-16 units per String.fromCharCode call: far below the engine's limit on arguments. */
+const PACK_CHUNK = 8_192;
+
+/** Networks of one address family as they are added, packed (packed()) for a snapshot to hold. */
 export class NetworkList {
-  /** Per network, its words then its mask's words. */
-  private bits: number[] = [];
+  /** Per network, its words then its mask's words, each as two 16-bit units. */
+  private readonly units: number[] = [];
 
   constructor(private readonly family: Family) {}
 
@@ -135,34 +167,28 @@ export class NetworkList {
   add(address: string, prefix: number): boolean {
     const words = WORDS[this.family];
     if (!(prefix >= 0 && prefix <= 32 * words) || !readAddress(address, this.family, CLIENT)) return false;
-    for (let w = 0; w < words; w++) this.bits.push(((CLIENT[w] ?? 0) & maskWord(prefix, w)) >>> 0);
-    for (let w = 0; w < words; w++) this.bits.push(maskWord(prefix, w));
+    for (let w = 0; w < words; w++) this.pushWord(((CLIENT[w] ?? 0) & maskWord(prefix, w)) >>> 0);
+    for (let w = 0; w < words; w++) this.pushWord(maskWord(prefix, w));
     return true;
   }
 
-  /**
-   * This list, its storage cut to what it holds: an array grown by push keeps room for ~17 numbers, and
-   * a snapshot holds two lists per site (at 100,000 sites, 17 MiB of room nobody uses).
-   */
-  trimmed(): this {
-    this.bits = this.bits.slice();
-    return this;
+  private pushWord(word: number): void {
+    this.units.push(word >>> 16, word & 0xffff);
   }
 
   get size(): number {
-    return this.bits.length / (2 * WORDS[this.family]);
+    return this.units.length / (4 * WORDS[this.family]);
   }
 
-  /** Whether `address`, text of this list's family, is inside one of the networks; false when it is not such text. */
+  /** The networks added so far, in the form a snapshot holds. */
+  packed(): PackedNetworks {
+    const chunks: string[] = [];
+    for (let at = 0; at < this.units.length; at += PACK_CHUNK) chunks.push(String.fromCharCode(...this.units.slice(at, at + PACK_CHUNK)));
+    return chunks.join('');
+  }
+
+  /** Whether `address`, text of this list's family, is inside one of the networks added so far. */
   includes(address: string): boolean {
-    const { bits } = this;
-    if (bits.length === 0 || !readAddress(address, this.family, CLIENT)) return false;
-    const words = WORDS[this.family];
-    for (let start = 0; start < bits.length; start += 2 * words) {
-      let inside = true;
-      for (let w = 0; w < words && inside; w++) inside = ((CLIENT[w] ?? 0) & (bits[start + words + w] ?? 0)) >>> 0 === bits[start + w];
-      if (inside) return true;
-    }
-    return false;
+    return packedIncludes(this.packed(), this.family, address);
   }
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { BlockList } from 'node:net';
 import { describe, it } from 'node:test';
-import { NetworkList } from '../../src/allowlist/network-list.js';
+import { NetworkList, packedIncludes } from '../../src/allowlist/network-list.js';
 
 function listOf(family: 'ipv4' | 'ipv6', cidrs: readonly string[]): NetworkList {
   const list = new NetworkList(family);
@@ -66,14 +66,44 @@ describe('NetworkList', () => {
     assert.equal(listOf('ipv6', ['2001:db8::77/64']).includes('2001:db8::1'), true);
   });
 
-  it('answers the same once trimmed, and takes more networks after', () => {
-    const list = listOf('ipv4', ['203.0.113.0/24', '10.0.0.0/8']).trimmed();
+  it('answers the same packed, and takes more networks after', () => {
+    const list = listOf('ipv4', ['203.0.113.0/24', '10.0.0.0/8']);
+    const packed = list.packed();
     assert.equal(list.size, 2);
     for (const [address, expected] of [['203.0.113.255', true], ['203.0.114.0', false], ['10.255.255.255', true], ['11.0.0.0', false]] as const) {
-      assert.equal(list.includes(address), expected, address);
+      assert.equal(packedIncludes(packed, 'ipv4', address), expected, address);
     }
     assert.ok(list.add('198.51.100.77', 32));
     assert.equal(list.includes('198.51.100.77'), true);
+    assert.equal(packedIncludes(packed, 'ipv4', '198.51.100.77'), false, 'a packed list is what it was when packed');
+  });
+
+  it('packs words with every bit pattern, the halves that are lone UTF-16 surrogates among them', () => {
+    // 0xd800–0xdfff in either half of a word: a string holds them as they are.
+    const cases = [
+      ['216.0.0.0/8', '216.1.2.3', '217.0.0.0'],
+      ['223.255.0.0/16', '223.255.216.1', '223.254.0.0'],
+      ['255.255.255.255/32', '255.255.255.255', '255.255.255.254'],
+      ['0.0.216.1/32', '0.0.216.1', '0.0.216.2'],
+      ['128.0.0.0/1', '255.0.0.1', '127.255.255.255'],
+    ] as const;
+    for (const [cidr, inside, outside] of cases) {
+      const packed = listOf('ipv4', [cidr]).packed();
+      assert.equal(packedIncludes(packed, 'ipv4', inside), true, `${inside} in ${cidr}`);
+      assert.equal(packedIncludes(packed, 'ipv4', outside), false, `${outside} not in ${cidr}`);
+    }
+    const v6 = listOf('ipv6', ['d800:dfff:ffff:d800::/64']);
+    assert.equal(v6.includes('d800:dfff:ffff:d800:1::1'), true);
+    assert.equal(v6.includes('d800:dfff:ffff:d801::1'), false);
+  });
+
+  it('packs a list longer than one String.fromCharCode call takes', () => {
+    const list = new NetworkList('ipv6');
+    for (let n = 0; n < 1_500; n++) assert.ok(list.add(`2001:db8:${n.toString(16)}::`, 48));
+    const packed = list.packed();
+    assert.equal(packed.length, 1_500 * 16);
+    assert.equal(packedIncludes(packed, 'ipv6', '2001:db8:5db::7'), true);
+    assert.equal(packedIncludes(packed, 'ipv6', '2001:db8:5dc::7'), false);
   });
 
   it('admits nobody while empty', () => {

@@ -29,4 +29,24 @@ describe('siteKeys', () => {
       assert.equal(siteKeys(keys).get(hash(0))?.keyId, new Map(keys.map((key) => [key.hash, key])).get(hash(0))?.keyId);
     }
   });
+
+  it('gives back each key id and expiry as given: any id, expiries to the fraction of a millisecond, hashes of any length', () => {
+    const keys: HashedKey[] = [
+      { hash: hash(1), keyId: '9007199254740993', expiresAt: 1_795_000_000_123.456 },
+      { hash: hash(2), keyId: 'tab\there', expiresAt: 0 },
+      { hash: hash(3), keyId: 'line\nbreak', expiresAt: Number.POSITIVE_INFINITY },
+      { hash: 'short', keyId: '', expiresAt: null },
+    ];
+    const listed: HashedKey[] = [keys[0]!, { hash: hash(5), keyId: '7', expiresAt: 0 }, { hash: hash(6), keyId: '8', expiresAt: -1.5 }];
+    for (const held of [keys.slice(0, 1), listed, keys.slice(0, 2), keys.slice(0, 3), keys, [keys[0]!, keys[3]!]]) {
+      const byHash = siteKeys(held);
+      assert.equal(byHash.size, held.length);
+      for (const key of held) {
+        const found = byHash.get(key.hash);
+        assert.deepEqual(found && [found.keyId, found.expiresAt], [key.keyId, key.expiresAt], key.keyId);
+      }
+      assert.equal(byHash.get(hash(4)), undefined);
+      assert.equal(byHash.get(hash(1).slice(0, 63)), undefined, 'a prefix of a hash finds nothing');
+    }
+  });
 });
