@@ -1,5 +1,6 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type AddressInfo } from 'node:net';
+import pg from 'pg';
 import { holdNextTickShape } from '../src/common/next-tick-shape.js';
 import { turnOffPretenuring } from '../src/common/pretenuring.js';
 import { checkPolicies } from '../src/serve/check-policies.js';
@@ -8,6 +9,7 @@ import { toCheckResponse } from '../src/envoy/check-response.js';
 import { GRPC_LIMITS, grpcServerOptions } from '../src/envoy/grpc-server.js';
 import { AUTHORIZATION_SERVICE, EncodedCheckResponse, encodeCheckResponse } from '../src/envoy/proto.js';
 import type { Decision } from '../src/decision/types.js';
+import { loadAllSites, type LoadedSites } from '../src/store/snapshot-loader.js';
 
 /**
  * The benchmark's floor: a Check server on the same gRPC stack as `serve` (grpc-js with the same
@@ -20,6 +22,10 @@ import type { Decision } from '../src/decision/types.js';
  * Usage: node dist/bench/noop-server.js <site id> <key id>, or <site id> --token-client <client id> for
  * the answer to a token of that client, or <site id> --wrong-key <masked key> for the 102 that a wrong
  * key of that site gets; prints {"port":N} once listening on 127.0.0.1.
+ *
+ * With HOLD_SNAPSHOT_DATABASE_URL, it first loads every site of that database as `serve`'s first full
+ * load does and holds them until it exits, never reading them: the floor of a process that holds the
+ * snapshot, whose collector marks and moves the same objects as `serve`'s (resync-stall.ts).
  */
 const USAGE = 'usage: noop-server.js <site id> <key id> | <site id> --token-client <client id> | <site id> --wrong-key <masked key>';
 const [siteId, second, third] = process.argv.slice(2);
@@ -40,6 +46,18 @@ function decisionToAnswer(site: string, option: string, value: string | undefine
 
 holdNextTickShape(); // as serve does: the floor must not be slower for a reason serve avoids
 turnOffPretenuring(); // the same
+
+async function loadSnapshot(databaseUrl: string): Promise<LoadedSites> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    return await loadAllSites(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+const heldUrl = process.env.HOLD_SNAPSHOT_DATABASE_URL;
+const heldSites = heldUrl ? await loadSnapshot(heldUrl) : undefined;
 const config = loadConfig(process.env);
 const response = new EncodedCheckResponse(encodeCheckResponse(toCheckResponse(decisionToAnswer(siteId, second, third), checkPolicies(config).allowedResponse)));
 
@@ -50,9 +68,10 @@ server.addService(AUTHORIZATION_SERVICE, {
 const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
 const listener = createServer((socket) => injector.injectConnection(socket));
 listener.listen(0, '127.0.0.1', () => {
-  console.log(JSON.stringify({ port: (listener.address() as AddressInfo).port }));
+  console.log(JSON.stringify({ port: (listener.address() as AddressInfo).port, ...(heldSites && { sitesHeld: heldSites.size }) }));
 });
 process.on('SIGTERM', () => {
   listener.close();
   server.forceShutdown();
+  heldSites?.clear(); // held until now
 });

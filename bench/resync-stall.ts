@@ -7,10 +7,10 @@ import pg from 'pg';
 import { openBenchDatabase } from './bench-database.js';
 import { decodeCheckResponse, encodeCheckRequest, grpcFrame, partnerBody } from './check-requests.js';
 import type { ProbeReport } from './heap-probe.js';
-import { ensureH2load, h2loadArguments, latencyFromLog, runH2load } from './h2load.js';
+import { ensureH2load, h2loadArguments, latencyFromLog, runH2load, type LatencySummary } from './h2load.js';
 import { seedPartnerAmongFillers } from './filler-sites.js';
 import { podLimits } from '../test/deploy/pod-limits.js';
-import { startServe } from './server-process.js';
+import { startNoop, startServe, type BenchServer } from './server-process.js';
 import { positiveIntegerSetting, wordsSetting } from './settings.js';
 
 const SITES = 100_000;
@@ -45,6 +45,21 @@ async function serveState(metricsUrl: string | undefined): Promise<{ p99Ms: numb
   };
 }
 
+/** One check at a time on one connection for `seconds`, from h2load (C, no garbage collector, so that a pause of the client is not counted as the server's). */
+async function checksOneAtATime(port: number, requestFile: string, logFile: string): Promise<LatencySummary & { over: number }> {
+  await runH2load(h2loadArguments(port, requestFile, { connections: 1, streams: 1, seconds, logFile }));
+  const checks = latencyFromLog(logFile);
+  if (checks.failedStreams > 0) throw new Error(`${checks.failedStreams} checks failed during the resync run`);
+  return { ...checks, over: countOver(logFile, SLOWEST_GOAL_MS * 1000) };
+}
+
+function latencyLine(checks: LatencySummary & { over: number }): string {
+  return (
+    `${checks.requests} checks, median ${ms(checks.p50Micros)} ms, p99 ${ms(checks.p99Micros)} ms, ` +
+    `p99.9 ${ms(checks.p999Micros)} ms, slowest ${ms(checks.maxMicros)} ms (goal < ${SLOWEST_GOAL_MS} ms: ${checks.over === 0 ? 'met' : `${checks.over} over`})`
+  );
+}
+
 /** Checks in an h2load --log-file that took `micros` or longer. */
 function countOver(logFile: string, micros: number): number {
   return readFileSync(logFile, 'utf8')
@@ -63,12 +78,80 @@ function gcSummary(before: ProbeReport, after: ProbeReport): string {
   );
 }
 
+/** CHANGED_SITES sites changed every `everyMs` (through their triggers, as the CLI would change them), until stop(). */
+function changeSitesEvery(pool: pg.Pool, everyMs: number): { stop(): Promise<void> } {
+  let changes = 0;
+  let changing = Promise.resolve();
+  const timer = setInterval(() => {
+    const from = 1 + ((changes++ * CHANGED_SITES) % (SITES - CHANGED_SITES));
+    changing = pool
+      .query('UPDATE sites SET enabled = NOT enabled WHERE id BETWEEN $1 AND $2', [from, from + CHANGED_SITES - 1])
+      .then(() => undefined, (error: unknown) => console.error(`changing sites failed: ${String(error)}`));
+  }, everyMs);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await changing;
+    },
+  };
+}
+
+/** h2load sees HTTP statuses only: the verdict on these exact bytes is checked here, once; then serve warms up. */
+async function verifyAndWarmUp(port: number, message: Buffer): Promise<void> {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const call = () =>
+    new Promise<Buffer>((resolveCall, reject) =>
+      client.makeUnaryRequest('/envoy.service.auth.v3.Authorization/Check', (b: Buffer) => b, (b: Buffer) => b, message, { deadline: Date.now() + 10_000 }, (error, answer) =>
+        error || answer === undefined ? reject(error ?? new Error('no answer')) : resolveCall(answer),
+      ),
+    );
+  try {
+    const verdict = decodeCheckResponse(await call()) as { status?: { code?: number } };
+    if ((verdict.status?.code ?? 0) !== 0) throw new Error(`the partner's check is not allowed: ${JSON.stringify(verdict.status)}`);
+    for (let i = 0; i < 200; i++) await call();
+  } finally {
+    client.close();
+  }
+}
+
+async function measureServe(serve: BenchServer, requestFile: string): Promise<void> {
+  // prom-client's event-loop gauges cover the time since the last scrape: this one starts the window.
+  const before = await serveState(serve.metricsUrl);
+  const [probeBefore] = await serve.probe();
+  const checks = await checksOneAtATime(serve.grpcPort, requestFile, join(workDir, 'resync-checks.log'));
+  const loop = await serveState(serve.metricsUrl);
+  const [probeAfter] = await serve.probe();
+  const [fullSyncs, siteSyncs] = [loop.fullSyncs - before.fullSyncs, loop.siteSyncs - before.siteSyncs];
+  if (!(fullSyncs > 0 && siteSyncs > 0)) throw new Error(`the run held ${fullSyncs} full resyncs and ${siteSyncs} per-site reloads: it measured nothing`);
+  console.log(
+    `100,000-site resync every ${REFRESH_SECONDS} s, ${CHANGED_SITES} sites changed every ${CHANGE_EVERY_MS / 1000} s, one check at a time for ${seconds} s (h2load -c1 -m1) ` +
+      `through ${fullSyncs} full resyncs (which read ${loop.sitesReadByResyncs - before.sitesReadByResyncs} sites again) and ${siteSyncs} reloads of changed sites: ` +
+      `${latencyLine(checks)}; ` +
+      `RSS ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB; serve's event loop held up at most ${loop.longestMs.toFixed(1)} ms (p99 ${loop.p99Ms.toFixed(1)} ms)` +
+      (probeBefore && probeAfter ? `; ${gcSummary(probeBefore, probeAfter)}` : ''),
+  );
+}
+
+async function measureFloor(floor: BenchServer, requestFile: string): Promise<void> {
+  const [probeBefore] = await floor.probe();
+  const checks = await checksOneAtATime(floor.grpcPort, requestFile, join(workDir, 'floor-checks.log'));
+  const [probeAfter] = await floor.probe();
+  console.log(
+    `the floor: the no-op holding the same ${(SITES + 1).toLocaleString('en')} sites (loaded as serve loads them, then never read nor resynced), ` +
+      `under the same load while the same sites change: ${latencyLine(checks)}; RSS ${(floor.memory().rssBytes / 2 ** 20).toFixed(0)} MiB` +
+      (probeBefore && probeAfter ? `; ${gcSummary(probeBefore, probeAfter).replace(/^serve /, 'it ')}` : ''),
+  );
+}
+
 /**
  * Issue 20's scale row: `serve` with 100,000 sites resyncing every REFRESH_SECONDS while 1,000 sites
  * change every 5 s, and one check at a time for RESYNC_SECONDS (20) on one connection: median,
  * p99.9 and the slowest check. Uses DATABASE_URL's server when set (its user needs CREATEDB).
  * The checks come from h2load (installed when missing, as for make bench); serve's own event-loop
- * delay beside them tells what of a slow check was serve's and what the machine's.
+ * delay beside them tells what of a slow check was serve's and what the machine's. Then the floor,
+ * under the same load while the same sites change: the no-op Check server holding the same 100,000
+ * sites (loaded as serve loads them, never resynced nor read), so that what holding the snapshot costs
+ * in collections reads apart from what resyncing it costs.
  */
 const seconds = positiveIntegerSetting('RESYNC_SECONDS', 20, 'seconds');
 /** Node options after the pod's, to look inside serve (`--trace-gc`, `--cpu-prof --cpu-prof-dir=…`) or to try other heap bounds. */
@@ -86,57 +169,29 @@ try {
   console.log(`seeded ${(SITES + 1).toLocaleString('en')} sites in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 
   // As in its pod: the Deployment's NODE_OPTIONS (V8's heap bound).
-  const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, nodeArguments: [...podLimits().nodeOptions, ...extraNodeArguments], env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
-  const client = new grpc.Client(`127.0.0.1:${serve.grpcPort}`, grpc.credentials.createInsecure());
+  const nodeArguments = [...podLimits().nodeOptions, ...extraNodeArguments];
+  const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, nodeArguments, env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
   const message = encodeCheckRequest({ authorization: `${PARTNER_SITE}:${key}`, body: partnerBody(PARTNER_SITE, key) });
-  const call = () =>
-    new Promise<Buffer>((resolveCall, reject) =>
-      client.makeUnaryRequest('/envoy.service.auth.v3.Authorization/Check', (b: Buffer) => b, (b: Buffer) => b, message, { deadline: Date.now() + 10_000 }, (error, answer) =>
-        error || answer === undefined ? reject(error ?? new Error('no answer')) : resolveCall(answer),
-      ),
-    );
+  const requestFile = join(workDir, 'check.bin');
+  await writeFile(requestFile, grpcFrame(message));
+  const changer = changeSitesEvery(pool, CHANGE_EVERY_MS);
   try {
-    // h2load sees HTTP statuses only: the verdict on these exact bytes is checked here, once.
-    const verdict = decodeCheckResponse(await call()) as { status?: { code?: number } };
-    if ((verdict.status?.code ?? 0) !== 0) throw new Error(`the partner's check is not allowed: ${JSON.stringify(verdict.status)}`);
-    for (let i = 0; i < 200; i++) await call();
-    const requestFile = join(workDir, 'check.bin');
-    await writeFile(requestFile, grpcFrame(message));
-    let changes = 0;
-    let changing = Promise.resolve();
-    const changer = setInterval(() => {
-      const from = 1 + ((changes++ * CHANGED_SITES) % (SITES - CHANGED_SITES));
-      changing = pool
-        .query('UPDATE sites SET enabled = NOT enabled WHERE id BETWEEN $1 AND $2', [from, from + CHANGED_SITES - 1])
-        .then(() => undefined, (error: unknown) => console.error(`changing sites failed: ${String(error)}`));
-    }, CHANGE_EVERY_MS);
-    // prom-client's event-loop gauges cover the time since the last scrape: this one starts the window.
-    const before = await serveState(serve.metricsUrl);
-    const [probeBefore] = await serve.probe();
-    // h2load (C, no garbage collector) sends the checks, so that a pause of the client is not counted as serve's.
-    const logFile = join(workDir, 'resync-checks.log');
-    await runH2load(h2loadArguments(serve.grpcPort, requestFile, { connections: 1, streams: 1, seconds, logFile }));
-    const loop = await serveState(serve.metricsUrl);
-    const [probeAfter] = await serve.probe();
-    clearInterval(changer);
-    await changing;
-    const checks = latencyFromLog(logFile);
-    if (checks.failedStreams > 0) throw new Error(`${checks.failedStreams} checks failed during the resync run`);
-    const over = countOver(logFile, SLOWEST_GOAL_MS * 1000);
-    const [fullSyncs, siteSyncs] = [loop.fullSyncs - before.fullSyncs, loop.siteSyncs - before.siteSyncs];
-    if (!(fullSyncs > 0 && siteSyncs > 0)) throw new Error(`the run held ${fullSyncs} full resyncs and ${siteSyncs} per-site reloads: it measured nothing`);
-    console.log(
-      `100,000-site resync every ${REFRESH_SECONDS} s, ${CHANGED_SITES} sites changed every ${CHANGE_EVERY_MS / 1000} s, one check at a time for ${seconds} s (h2load -c1 -m1) ` +
-        `through ${fullSyncs} full resyncs (which read ${loop.sitesReadByResyncs - before.sitesReadByResyncs} sites again) and ${siteSyncs} reloads of changed sites: ` +
-        `${checks.requests} checks, median ${ms(checks.p50Micros)} ms, p99 ${ms(checks.p99Micros)} ms, ` +
-        `p99.9 ${ms(checks.p999Micros)} ms, slowest ${ms(checks.maxMicros)} ms (goal < ${SLOWEST_GOAL_MS} ms: ${over === 0 ? 'met' : `${over} over`}); ` +
-        `RSS ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB; serve's event loop held up at most ${loop.longestMs.toFixed(1)} ms (p99 ${loop.p99Ms.toFixed(1)} ms)` +
-        (probeBefore && probeAfter ? `; ${gcSummary(probeBefore, probeAfter)}` : ''),
-    );
+    try {
+      await verifyAndWarmUp(serve.grpcPort, message);
+      await measureServe(serve, requestFile);
+    } finally {
+      await serve.stop();
+      if (keepLogAs !== undefined) copyFileSync(join(workDir, 'serve-resync.log'), keepLogAs);
+    }
+    const keyId = (await pool.query<{ id: string }>('SELECT id::text AS id FROM api_keys WHERE site_id = $1', [PARTNER_SITE])).rows[0]!.id;
+    const floor = await startNoop({ workDir, siteId: PARTNER_SITE, keyId, nodeArguments, holdSnapshotOf: database.url });
+    try {
+      await measureFloor(floor, requestFile);
+    } finally {
+      await floor.stop();
+    }
   } finally {
-    client.close();
-    await serve.stop();
-    if (keepLogAs !== undefined) copyFileSync(join(workDir, 'serve-resync.log'), keepLogAs);
+    await changer.stop();
   }
 } finally {
   await pool.end();

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readdirSync, readFileSync, existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freePorts } from '../src/embedded/embedded-postgres.js';
@@ -230,19 +231,23 @@ export async function startNoop(options: {
   /** Answer the 102 of a wrong key masked so, instead of an allow. */
   readonly wrongKey?: string;
   readonly nodeArguments?: readonly string[];
+  /** Load every site of this database at start and hold them, as `serve` holds its snapshot. */
+  readonly holdSnapshotOf?: string;
 }): Promise<BenchServer> {
   const credential =
     options.wrongKey !== undefined ? ['--wrong-key', options.wrongKey] : options.tokenClient === undefined ? [options.keyId] : ['--token-client', options.tokenClient];
   const child = spawn(process.execPath, [...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
-    env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir) },
+    env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir), ...(options.holdSnapshotOf && { HOLD_SNAPSHOT_DATABASE_URL: options.holdSnapshotOf }) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise<number>((resolvePort, reject) => {
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const line = output.split('\n')[0];
-      if (output.includes('\n') && line !== undefined) resolvePort((JSON.parse(line) as { port: number }).port);
+    // Its line among whatever else Node prints there (--trace-gc does); the rest of its output is dropped.
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      if (!line.startsWith('{"port":')) return;
+      resolvePort((JSON.parse(line) as { port: number }).port);
+      lines.close();
+      child.stdout!.resume();
     });
     child.once('exit', (code) => reject(new Error(`the no-op server exited with ${code}`)));
   });
