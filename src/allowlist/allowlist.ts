@@ -1,5 +1,5 @@
 import { IPV4_MAPPED, parseClientIp, type ClientIp } from './client-ip.js';
-import { NetworkList, NO_NETWORKS, packedIncludes, type PackedNetworks } from './network-list.js';
+import { NetworkList, packedIncludes, type PackedNetworks } from './network-list.js';
 
 /**
  * A site's IP allowlist (spec, Authentication 6: whitelisting is mandatory), everything about it in
@@ -66,5 +66,5 @@ export function buildAllowlist(
     if (network === undefined) onUnusable(entry);
     else (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
   }
-  return new SiteAllowlist(ipv4.size > 0 ? ipv4.packed() : NO_NETWORKS, ipv6.size > 0 ? ipv6.packed() : NO_NETWORKS);
+  return new SiteAllowlist(ipv4.packed(), ipv6.packed());
 }

@@ -126,9 +126,6 @@ const CLIENT = new Uint32Array(4);
  */
 export type PackedNetworks = string;
 
-/** A family without networks: admits nobody. */
-export const NO_NETWORKS: PackedNetworks = '';
-
 function wordAt(networks: PackedNetworks, unit: number): number {
   return ((networks.charCodeAt(unit) << 16) | networks.charCodeAt(unit + 1)) >>> 0;
 }
@@ -180,7 +177,7 @@ export class NetworkList {
     return this.units.length / (4 * WORDS[this.family]);
   }
 
-  /** The networks added so far, in the form a snapshot holds. */
+  /** The networks added so far, in the form a snapshot holds: the empty string, which admits nobody, for none. */
   packed(): PackedNetworks {
     const chunks: string[] = [];
     for (let at = 0; at < this.units.length; at += PACK_CHUNK) chunks.push(String.fromCharCode(...this.units.slice(at, at + PACK_CHUNK)));

@@ -109,6 +109,7 @@ describe('NetworkList', () => {
   it('admits nobody while empty', () => {
     assert.equal(new NetworkList('ipv4').includes('203.0.113.7'), false);
     assert.equal(new NetworkList('ipv6').includes('::1'), false);
+    assert.equal(new NetworkList('ipv4').packed(), '');
   });
 
   const notAddresses: Array<['ipv4' | 'ipv6', string]> = [
