@@ -71,31 +71,39 @@ function countOver(logFile: string, micros: number): number {
 
 const ms = (micros: number) => (micros / 1000).toFixed(2);
 
-/** What serve allocated and collected during the run, and its longest collection: whether a slow check was a GC pause. */
-function gcSummary(before: ProbeReport, after: ProbeReport): string {
+/** What the server (`who`) allocated and collected during the run, and its longest collection: whether a slow check was a GC pause. */
+function gcSummary(who: string, before: ProbeReport, after: ProbeReport): string {
   const allocatedMiB = (after.allocatedBytes - before.allocatedBytes) / 2 ** 20;
   return (
-    `serve allocated ${allocatedMiB.toFixed(0)} MiB, ${after.collections - before.collections} collections, ${ms(after.gcMicros - before.gcMicros)} ms in GC, ` +
+    `${who} allocated ${allocatedMiB.toFixed(0)} MiB, ${after.collections - before.collections} collections, ${ms(after.gcMicros - before.gcMicros)} ms in GC, ` +
     `longest ${ms(after.longestGcMicros)} ms (${after.longestGcType || 'none'})`
   );
+}
+
+/** `work` every `everyMs`, each after the one before has ended (a failure is printed), until stop(), which waits for the last. */
+function repeatedEvery(everyMs: number, what: string, work: () => Promise<unknown>): { stop(): Promise<void> } {
+  let last = Promise.resolve();
+  const timer = setInterval(() => {
+    last = last.then(work).then(
+      () => undefined,
+      (error: unknown) => console.error(`${what} failed: ${String(error)}`),
+    );
+  }, everyMs);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await last;
+    },
+  };
 }
 
 /** CHANGED_SITES sites changed every `everyMs` (through their triggers, as the CLI would change them), until stop(). */
 function changeSitesEvery(pool: pg.Pool, everyMs: number): { stop(): Promise<void> } {
   let changes = 0;
-  let changing = Promise.resolve();
-  const timer = setInterval(() => {
+  return repeatedEvery(everyMs, 'changing sites', () => {
     const from = 1 + ((changes++ * CHANGED_SITES) % (SITES - CHANGED_SITES));
-    changing = pool
-      .query('UPDATE sites SET enabled = NOT enabled WHERE id BETWEEN $1 AND $2', [from, from + CHANGED_SITES - 1])
-      .then(() => undefined, (error: unknown) => console.error(`changing sites failed: ${String(error)}`));
-  }, everyMs);
-  return {
-    stop: async () => {
-      clearInterval(timer);
-      await changing;
-    },
-  };
+    return pool.query('UPDATE sites SET enabled = NOT enabled WHERE id BETWEEN $1 AND $2', [from, from + CHANGED_SITES - 1]);
+  });
 }
 
 /**
@@ -107,16 +115,7 @@ async function resyncingBeside(pool: pg.Pool): Promise<{ stop(): Promise<void> }
   const digests = new SiteDigests();
   const resyncOnce = async () => digests.takeResync(await resyncSites(pool, digests), new Map(), []);
   await resyncOnce();
-  let resyncing = Promise.resolve();
-  const timer = setInterval(() => {
-    resyncing = resyncing.then(resyncOnce).catch((error: unknown) => console.error(`the floor's resync failed: ${String(error)}`));
-  }, REFRESH_SECONDS * 1000);
-  return {
-    stop: async () => {
-      clearInterval(timer);
-      await resyncing;
-    },
-  };
+  return repeatedEvery(REFRESH_SECONDS * 1000, "the floor's resync", resyncOnce);
 }
 
 /** h2load sees HTTP statuses only: the verdict on these exact bytes is checked here, once; then serve warms up. */
@@ -151,7 +150,7 @@ async function measureServe(serve: BenchServer, requestFile: string): Promise<vo
       `through ${fullSyncs} full resyncs (which read ${loop.sitesReadByResyncs - before.sitesReadByResyncs} sites again) and ${siteSyncs} reloads of changed sites: ` +
       `${latencyLine(checks)}; ` +
       `RSS ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB; serve's event loop held up at most ${loop.longestMs.toFixed(1)} ms (p99 ${loop.p99Ms.toFixed(1)} ms)` +
-      (probeBefore && probeAfter ? `; ${gcSummary(probeBefore, probeAfter)}` : ''),
+      (probeBefore && probeAfter ? `; ${gcSummary('serve', probeBefore, probeAfter)}` : ''),
   );
 }
 
@@ -164,7 +163,7 @@ async function measureFloor(floor: BenchServer, requestFile: string, pool: pg.Po
     `the floor: the no-op holding the same ${(SITES + 1).toLocaleString('en')} sites (loaded as serve loads them, then never read nor resynced), ` +
       `under the same load while the same sites change and PostgreSQL digests them for a resync every ${REFRESH_SECONDS} s: ` +
       `${latencyLine(checks)}; RSS ${(floor.memory().rssBytes / 2 ** 20).toFixed(0)} MiB` +
-      (probeBefore && probeAfter ? `; ${gcSummary(probeBefore, probeAfter).replace(/^serve /, 'it ')}` : ''),
+      (probeBefore && probeAfter ? `; ${gcSummary('it', probeBefore, probeAfter)}` : ''),
   );
 }
 
