@@ -14,7 +14,7 @@ const MAX_IGNORED_LISTED = 20;
 export type DecodedCheckRequest =
   | {
       readonly ok: true;
-      /** Exactly what the gRPC server hands the request view for the same request. */
+      /** The request decoded in full; the server's reader gives the request view the same from these bytes (check-request-reader.ts). */
       readonly request: CheckRequestMessage;
       /** Fields our protos do not have (Envoy sends more than the service reads), by path. */
       readonly ignoredFields: readonly string[];
@@ -79,8 +79,8 @@ function withProtoNames(type: protobuf.Type, value: unknown, path: string, ignor
 /**
  * A CheckRequest in Envoy's JSON form (the proto3 JSON mapping of envoy.service.auth.v3.CheckRequest,
  * camelCase or snake_case field names), turned into the message the gRPC server would decode from the
- * same request on the wire: converted with protobufjs, encoded, and decoded by the server's own
- * deserializer.
+ * same request on the wire: converted with protobufjs, encoded, and decoded in full with our protos,
+ * as proto-loader decodes it; the server reads only what the view needs of the same bytes.
  */
 export function checkRequestFromJson(json: unknown): DecodedCheckRequest {
   if (!isRecord(json)) return { ok: false, reason: 'expected a JSON object, a CheckRequest such as {"attributes":{"request":{"http":{...}}}}' };

@@ -9,7 +9,9 @@ import type { GrpcTlsFiles } from '../config.js';
 import { createAuthorizationService, type AuthorizationServiceDeps } from './authorization-service.js';
 import { endIncompleteRequests, IncompleteRequestBudget, unlimitedBudget } from './incomplete-requests.js';
 import { grpcTlsCredentials } from './tls-credentials.js';
-import { AUTHORIZATION_SERVICE, AUTHORIZATION_SERVICE_NAME } from './proto.js';
+import { checkRequestReader } from './check-request-reader.js';
+import { AUTHORIZATION_SERVICE_NAME, authorizationServiceReading } from './proto.js';
+import { namesReadBy } from './request-view.js';
 
 /** The names grpc.health.v1.Health answers for: the whole server ('') and the ext_authz service. */
 export const HEALTH_SERVICE_NAMES: readonly string[] = ['', AUTHORIZATION_SERVICE_NAME];
@@ -324,7 +326,8 @@ function openGrpcServer(options: HandedConnectionsOptions) {
     Object.fromEntries(HEALTH_SERVICE_NAMES.map((name) => [name, 'NOT_SERVING' satisfies ServingStatus])),
   );
   health.addToServer(server);
-  server.addService(AUTHORIZATION_SERVICE, createAuthorizationService(options.authorization));
+  const readRequest = checkRequestReader(namesReadBy(options.authorization.clientIpSource));
+  server.addService(authorizationServiceReading(readRequest), createAuthorizationService(options.authorization));
 
   const { maxConnections, openFileLimit } = processConnectionCap(options.maxConnections, limits.reservedFileDescriptors);
   if (maxConnections < options.maxConnections) {

@@ -58,5 +58,13 @@ const loaded = loadAuthorizationService();
 /** Loaded once, at import, from the project's own proto/ (never from Envoy's upstream tree). */
 export const AUTHORIZATION_SERVICE: AuthorizationServiceDefinition = loaded.service;
 
+/**
+ * The Authorization service whose Check reads each request with `readRequest` instead of decoding all
+ * of it: the server's, which keeps only what the request view reads (check-request-reader.ts).
+ */
+export function authorizationServiceReading(readRequest: (bytes: Buffer) => CheckRequestMessage): AuthorizationServiceDefinition {
+  return { ...AUTHORIZATION_SERVICE, Check: { ...AUTHORIZATION_SERVICE.Check, requestDeserialize: readRequest } };
+}
+
 /** A CheckResponse in protobuf, as proto-loader encodes it with our proto/: the plain encoding. */
 export const encodeCheckResponse: (response: CheckResponseMessage) => Buffer = loaded.encode;

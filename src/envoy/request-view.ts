@@ -1,6 +1,7 @@
 import type { ClientIpSource } from '../config.js';
 import type { BodyCredentialsPolicy, BodyView, CheckInput } from '../decision/types.js';
 import { clipForLog } from '../common/log-text.js';
+import type { NamesRead } from './check-request-reader.js';
 import type { CheckRequestMessage, HeaderValueMessage, HttpRequestMessage } from './messages.js';
 
 /** What a log line may say about the request: no headers, no query string, no body. */
@@ -118,6 +119,19 @@ function headerRead(name: string, sourceHeader: string | undefined): string | un
   return HEADERS_READ.has(key) || key === sourceHeader ? key : undefined;
 }
 
+/** The one context extension the view reads: a route's opt-out of body credentials. */
+const BODY_CREDENTIALS_EXTENSION = 'body_credentials';
+
+/** The header and context extension names the view reads under CLIENT_IP_SOURCE: all a reader of the wire need keep. */
+export function namesReadBy(source: ClientIpSource): NamesRead {
+  const sourceHeader = source.kind === 'header' ? source.name : undefined;
+  return {
+    header: (name) => headerRead(name, sourceHeader) !== undefined,
+    headerLengths: new Set([...HEADERS_READ, ...(sourceHeader === undefined ? [] : [sourceHeader])].map((name) => name.length)),
+    contextExtension: (name) => name === BODY_CREDENTIALS_EXTENSION,
+  };
+}
+
 function addHeader(headers: Map<string, string>, key: string, value: string): void {
   const earlier = headers.get(key);
   headers.set(key, earlier === undefined ? value : `${earlier},${value}`);
@@ -198,7 +212,7 @@ function clientAddress(request: CheckRequestMessage | undefined, headers: Reques
 /** A route opts out of body credentials for body-less requests with the per-route context extension. */
 function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCredentialsPolicy {
   const extensions = record(record(request?.attributes)?.['context_extensions']);
-  return extensions?.['body_credentials'] === 'optional' ? 'optional' : 'required';
+  return extensions?.[BODY_CREDENTIALS_EXTENSION] === 'optional' ? 'optional' : 'required';
 }
 
 function withoutQuery(path: string | undefined): string | undefined {

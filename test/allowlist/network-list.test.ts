@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { BlockList } from 'node:net';
 import { describe, it } from 'node:test';
 import { NetworkList, packedIncludes } from '../../src/allowlist/network-list.js';
+import { randomWords } from '../support/random-words.js';
 
 function listOf(family: 'ipv4' | 'ipv6', cidrs: readonly string[]): NetworkList {
   const list = new NetworkList(family);
@@ -154,18 +155,6 @@ describe('NetworkList', () => {
     assert.equal(new NetworkList('ipv4').add('10.0.0.0', -1), false);
   });
 });
-
-/** A reproducible stream of 32-bit numbers (mulberry32), so a failure can be replayed. */
-function randomWords(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 function ipv4Text(word: number): string {
   return [24, 16, 8, 0].map((shift) => (word >>> shift) & 255).join('.');

@@ -1,0 +1,347 @@
+import protobuf from 'protobufjs';
+import type { AddressMessage, AttributeContextMessage, CheckRequestMessage, HeaderValueMessage, HttpRequestMessage } from './messages.js';
+
+type Reader = protobuf.Reader;
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Whether a name (a header's, a context extension's) is one the request view reads. */
+export type NameRead = (name: string) => boolean;
+
+/** What the view reads of each map: the headers it names, the one context extension. */
+export interface NamesRead {
+  readonly header: NameRead;
+  /**
+   * How long the header names it reads are, lower-cased: a name of ASCII bytes alone (whose lower
+   * case is as long) and of another length is passed over without making a string of it.
+   */
+  readonly headerLengths: ReadonlySet<number>;
+  readonly contextExtension: NameRead;
+}
+
+/** A map's keys that are kept: those `read` says, found faster by their `lengths` when given. */
+interface KeysKept {
+  readonly read: NameRead;
+  readonly lengths?: ReadonlySet<number>;
+}
+
+const NOTHING = Buffer.alloc(0);
+
+/** A string or bytes field passed over: where it lies, so that it is made only if kept. */
+interface Span {
+  start: number;
+  end: number;
+}
+
+/**
+ * The spans of the map entry or header being read, reused: a read runs to its end without yielding,
+ * and a map entry holds no message, so no two reads of an entry or a header ever overlap.
+ */
+const keySpan: Span = { start: 0, end: 0 };
+const valueSpan: Span = { start: 0, end: 0 };
+const rawValueSpan: Span = { start: 0, end: 0 };
+
+/** The key in `keySpan` as text, if it is one that is kept; otherwise no string is made of it. */
+function keptKey(reader: Reader, kept: KeysKept): string | undefined {
+  const { start, end } = keySpan;
+  if (kept.lengths !== undefined && !kept.lengths.has(end - start)) {
+    let ascii = true;
+    for (let at = start; at < end && ascii; at++) ascii = reader.buf[at]! < 0x80;
+    if (ascii) return undefined;
+  }
+  const key = textOf(reader, keySpan);
+  return kept.read(key) ? key : undefined;
+}
+
+/**
+ * A CheckRequest from the wire, holding only what the request view reads: the same message
+ * proto-loader decodes with our protos (proto.ts), but without a string for each header and context
+ * extension the view never looks at, or a default for each field Envoy left out. Envoy sends every
+ * header of the request; reading two or three of them is most of what this saves on each check.
+ *
+ * Read with protobufjs's Reader exactly as protobufjs 7.6's generated decoders read (decoder.js):
+ * fields by number whatever their wire type, unknown ones skipped, each message and map entry bounded
+ * by its length and required to end there, a repeated message field replacing the one before, a
+ * string cut at its message's end, the last of a repeated map key winning. So the view sees the same
+ * values, and a request that the full decode refuses (a RangeError) is refused here too; the tests
+ * hold the two side by side on Envoy's own encoding and on mangled bytes.
+ */
+export function checkRequestReader(namesRead: NamesRead): (bytes: Buffer) => CheckRequestMessage {
+  const kept: Kept = {
+    headers: { read: namesRead.header, lengths: namesRead.headerLengths },
+    contextExtensions: { read: namesRead.contextExtension },
+  };
+  return (bytes) => {
+    const reader = protobuf.Reader.create(bytes);
+    let attributes: AttributeContextMessage | undefined;
+    while (reader.pos < reader.len) {
+      const tag = reader.uint32();
+      if (tag >>> 3 === 1) attributes = attributeContext(reader, 1, kept);
+      else reader.skipType(tag & 7, 0);
+    }
+    return attributes === undefined ? {} : { attributes };
+  };
+}
+
+interface Kept {
+  readonly headers: KeysKept;
+  readonly contextExtensions: KeysKept;
+}
+
+/** Bounds the reader to the message whose length comes next; returns where the message ends. */
+function enter(reader: Reader): number {
+  const end = reader.uint32() + reader.pos;
+  if (end > reader.len) throw RangeError('index out of range');
+  reader.len = end;
+  return end;
+}
+
+function leave(reader: Reader, end: number, outer: number): void {
+  if (reader.pos !== end) throw RangeError('index out of range');
+  reader.len = outer;
+}
+
+/** Passes a string as Reader#string reads one (a length cut at the reader's bound); the text is made later, if kept. */
+function passString(reader: Reader, span: Span): void {
+  const length = reader.uint32();
+  span.start = reader.pos;
+  span.end = reader.pos = Math.min(reader.pos + length, reader.len);
+}
+
+/** Passes bytes as Reader#bytes reads them (refused past the bound, with its error). */
+function passBytes(reader: Reader, span: Span): void {
+  const length = reader.uint32();
+  span.start = reader.pos;
+  reader.skip(length);
+  span.end = reader.pos;
+}
+
+const textOf = (reader: Reader, span: Span): string => (reader.buf as Buffer).toString('utf8', span.start, span.end);
+const bytesOf = (reader: Reader, span: Span): Buffer => (span.start === span.end ? NOTHING : (reader.buf as Buffer).subarray(span.start, span.end));
+
+function attributeContext(reader: Reader, depth: number, kept: Kept): AttributeContextMessage {
+  const outer = reader.len;
+  const end = enter(reader);
+  const context: Writable<AttributeContextMessage> = {};
+  let extensions: Record<string, string> | undefined;
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    switch (tag >>> 3) {
+      case 1:
+        context.source = { address: peerAddress(reader, depth + 1) };
+        break;
+      case 4:
+        context.request = { http: request(reader, depth + 1, kept.headers) };
+        break;
+      case 10:
+        extensions ??= {};
+        mapEntry(reader, depth, end, extensions, kept.contextExtensions);
+        break;
+      default:
+        reader.skipType(tag & 7, depth);
+    }
+  }
+  leave(reader, end, outer);
+  if (extensions !== undefined) context.context_extensions = extensions;
+  return context;
+}
+
+/** AttributeContext.Peer: its address (a later `address` replaces an earlier one, as a message field does). */
+function peerAddress(reader: Reader, depth: number): AddressMessage | undefined {
+  const outer = reader.len;
+  const end = enter(reader);
+  let address: AddressMessage | undefined;
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    if (tag >>> 3 === 1) address = addressOf(reader, depth + 1);
+    else reader.skipType(tag & 7, depth);
+  }
+  leave(reader, end, outer);
+  return address;
+}
+
+/** config.core.v3.Address: the socket address; a pipe is read past, as it has no IP. */
+function addressOf(reader: Reader, depth: number): AddressMessage {
+  const outer = reader.len;
+  const end = enter(reader);
+  const address: Writable<AddressMessage> = {};
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    switch (tag >>> 3) {
+      case 1:
+        address.socket_address = socketAddress(reader, depth + 1);
+        break;
+      case 2:
+        pipe(reader, depth + 1);
+        break;
+      default:
+        reader.skipType(tag & 7, depth);
+    }
+  }
+  leave(reader, end, outer);
+  return address;
+}
+
+function socketAddress(reader: Reader, depth: number): { address?: string } {
+  const outer = reader.len;
+  const end = enter(reader);
+  let address: string | undefined;
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    switch (tag >>> 3) {
+      case 2:
+        address = reader.string();
+        break;
+      case 3:
+        reader.uint32(); // port_value
+        break;
+      default:
+        reader.skipType(tag & 7, depth);
+    }
+  }
+  leave(reader, end, outer);
+  return address === undefined ? {} : { address };
+}
+
+function pipe(reader: Reader, depth: number): void {
+  const outer = reader.len;
+  const end = enter(reader);
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    if (tag >>> 3 === 1) passString(reader, valueSpan);
+    else reader.skipType(tag & 7, depth);
+  }
+  leave(reader, end, outer);
+}
+
+/** AttributeContext.Request: its HttpRequest. */
+function request(reader: Reader, depth: number, headersKept: KeysKept): HttpRequestMessage | undefined {
+  const outer = reader.len;
+  const end = enter(reader);
+  let http: HttpRequestMessage | undefined;
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    if (tag >>> 3 === 2) http = httpRequest(reader, depth + 1, headersKept);
+    else reader.skipType(tag & 7, depth);
+  }
+  leave(reader, end, outer);
+  return http;
+}
+
+function httpRequest(reader: Reader, depth: number, headersKept: KeysKept): HttpRequestMessage {
+  const outer = reader.len;
+  const end = enter(reader);
+  const http: Writable<HttpRequestMessage> = {};
+  let headers: Record<string, string> | undefined;
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    switch (tag >>> 3) {
+      case 1:
+        http.id = reader.string();
+        break;
+      case 2:
+        http.method = reader.string();
+        break;
+      case 3:
+        headers ??= {};
+        mapEntry(reader, depth, end, headers, headersKept);
+        break;
+      case 4:
+        http.path = reader.string();
+        break;
+      case 5:
+        http.host = reader.string();
+        break;
+      case 9:
+        http.size = reader.int64().toString();
+        break;
+      case 11:
+        http.body = reader.string();
+        break;
+      case 12:
+        http.raw_body = reader.bytes();
+        break;
+      case 13:
+        http.header_map = { headers: headerMap(reader, depth + 1, headersKept) };
+        break;
+      default:
+        reader.skipType(tag & 7, depth);
+    }
+  }
+  leave(reader, end, outer);
+  if (headers !== undefined) http.headers = headers;
+  return http;
+}
+
+/**
+ * One entry of a map<string, string> (key 1, value 2), put in `map` when its key is kept: a string is
+ * made only then. As protobufjs, an absent key or value is '', and `__proto__` is a key like any other.
+ */
+function mapEntry(reader: Reader, depth: number, messageEnd: number, map: Record<string, string>, kept: KeysKept): void {
+  const entryEnd = reader.uint32() + reader.pos;
+  if (entryEnd > reader.len) throw RangeError('index out of range');
+  reader.len = entryEnd;
+  keySpan.start = keySpan.end = valueSpan.start = valueSpan.end = 0;
+  while (reader.pos < entryEnd) {
+    const tag = reader.uint32();
+    switch (tag >>> 3) {
+      case 1:
+        passString(reader, keySpan);
+        break;
+      case 2:
+        passString(reader, valueSpan);
+        break;
+      default:
+        reader.skipType(tag & 7, depth);
+    }
+  }
+  if (reader.pos !== entryEnd) throw RangeError('index out of range');
+  reader.len = messageEnd;
+  const key = keptKey(reader, kept);
+  if (key === undefined) return;
+  if (key === '__proto__') Object.defineProperty(map, key, { enumerable: true, configurable: true, writable: true });
+  map[key] = textOf(reader, valueSpan);
+}
+
+/** config.core.v3.HeaderMap: its headers that the view reads, in order. */
+function headerMap(reader: Reader, depth: number, headersKept: KeysKept): HeaderValueMessage[] {
+  const outer = reader.len;
+  const end = enter(reader);
+  const headers: HeaderValueMessage[] = [];
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    if (tag >>> 3 !== 1) {
+      reader.skipType(tag & 7, depth);
+      continue;
+    }
+    const header = headerValue(reader, depth + 1, headersKept);
+    if (header !== undefined) headers.push(header);
+  }
+  leave(reader, end, outer);
+  return headers;
+}
+
+/** config.core.v3.HeaderValue, when its name is kept: key, value, and raw_value (bytes). */
+function headerValue(reader: Reader, depth: number, headersKept: KeysKept): HeaderValueMessage | undefined {
+  const outer = reader.len;
+  const end = enter(reader);
+  keySpan.start = keySpan.end = valueSpan.start = valueSpan.end = rawValueSpan.start = rawValueSpan.end = 0;
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    switch (tag >>> 3) {
+      case 1:
+        passString(reader, keySpan);
+        break;
+      case 2:
+        passString(reader, valueSpan);
+        break;
+      case 3:
+        passBytes(reader, rawValueSpan);
+        break;
+      default:
+        reader.skipType(tag & 7, depth);
+    }
+  }
+  leave(reader, end, outer);
+  const key = keptKey(reader, headersKept);
+  return key === undefined ? undefined : { key, value: textOf(reader, valueSpan), raw_value: bytesOf(reader, rawValueSpan) };
+}
