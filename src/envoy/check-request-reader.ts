@@ -18,40 +18,6 @@ export interface NamesRead {
   readonly contextExtension: NameRead;
 }
 
-/** A map's keys that are kept: those `read` says, found faster by their `lengths` when given. */
-interface KeysKept {
-  readonly read: NameRead;
-  readonly lengths?: ReadonlySet<number>;
-}
-
-const NOTHING = Buffer.alloc(0);
-
-/** A string or bytes field passed over: where it lies, so that it is made only if kept. */
-interface Span {
-  start: number;
-  end: number;
-}
-
-/**
- * The spans of the map entry or header being read, reused: a read runs to its end without yielding,
- * and a map entry holds no message, so no two reads of an entry or a header ever overlap.
- */
-const keySpan: Span = { start: 0, end: 0 };
-const valueSpan: Span = { start: 0, end: 0 };
-const rawValueSpan: Span = { start: 0, end: 0 };
-
-/** The key in `keySpan` as text, if it is one that is kept; otherwise no string is made of it. */
-function keptKey(reader: Reader, kept: KeysKept): string | undefined {
-  const { start, end } = keySpan;
-  if (kept.lengths !== undefined && !kept.lengths.has(end - start)) {
-    let ascii = true;
-    for (let at = start; at < end && ascii; at++) ascii = reader.buf[at]! < 0x80;
-    if (ascii) return undefined;
-  }
-  const key = textOf(reader, keySpan);
-  return kept.read(key) ? key : undefined;
-}
-
 /**
  * A CheckRequest from the wire, holding only what the request view reads: the same message
  * proto-loader decodes with our protos (proto.ts), but without a string for each header and context
@@ -85,6 +51,20 @@ export function checkRequestReader(namesRead: NamesRead): (bytes: Buffer) => Che
 interface Kept {
   readonly headers: KeysKept;
   readonly contextExtensions: KeysKept;
+}
+
+/** A map's keys that are kept: those `read` says, found faster by their `lengths` when given. */
+interface KeysKept {
+  readonly read: NameRead;
+  readonly lengths?: ReadonlySet<number>;
+}
+
+const NOTHING = Buffer.alloc(0);
+
+/** A string or bytes field passed over: where it lies, so that it is made only if kept. */
+interface Span {
+  start: number;
+  end: number;
 }
 
 /** Bounds the reader to the message whose length comes next; returns where the message ends. */
@@ -134,7 +114,7 @@ function attributeContext(reader: Reader, depth: number, kept: Kept): AttributeC
         break;
       case 10:
         extensions ??= {};
-        mapEntry(reader, depth, end, extensions, kept.contextExtensions);
+        mapEntry(reader, depth, extensions, kept.contextExtensions);
         break;
       default:
         reader.skipType(tag & 7, depth);
@@ -243,7 +223,7 @@ function httpRequest(reader: Reader, depth: number, headersKept: KeysKept): Http
         break;
       case 3:
         headers ??= {};
-        mapEntry(reader, depth, end, headers, headersKept);
+        mapEntry(reader, depth, headers, headersKept);
         break;
       case 4:
         http.path = reader.string();
@@ -273,33 +253,55 @@ function httpRequest(reader: Reader, depth: number, headersKept: KeysKept): Http
 }
 
 /**
- * One entry of a map<string, string> (key 1, value 2), put in `map` when its key is kept: a string is
- * made only then. As protobufjs, an absent key or value is '', and `__proto__` is a key like any other.
+ * The spans of the map entry or header being read (and of a pipe's path, passed over), reused: a read
+ * runs to its end without yielding, and none of these holds a message, so no two of them overlap.
  */
-function mapEntry(reader: Reader, depth: number, messageEnd: number, map: Record<string, string>, kept: KeysKept): void {
-  const entryEnd = reader.uint32() + reader.pos;
-  if (entryEnd > reader.len) throw RangeError('index out of range');
-  reader.len = entryEnd;
-  keySpan.start = keySpan.end = valueSpan.start = valueSpan.end = 0;
-  while (reader.pos < entryEnd) {
-    const tag = reader.uint32();
-    switch (tag >>> 3) {
-      case 1:
-        passString(reader, keySpan);
-        break;
-      case 2:
-        passString(reader, valueSpan);
-        break;
-      default:
-        reader.skipType(tag & 7, depth);
-    }
+const keySpan: Span = { start: 0, end: 0 };
+const valueSpan: Span = { start: 0, end: 0 };
+const rawValueSpan: Span = { start: 0, end: 0 };
+
+/** The key in `keySpan` as text, if it is one that is kept; otherwise no string is made of it. */
+function keptKey(reader: Reader, kept: KeysKept): string | undefined {
+  const { start, end } = keySpan;
+  if (kept.lengths !== undefined && !kept.lengths.has(end - start)) {
+    let ascii = true;
+    for (let at = start; at < end && ascii; at++) ascii = reader.buf[at]! < 0x80;
+    if (ascii) return undefined;
   }
-  if (reader.pos !== entryEnd) throw RangeError('index out of range');
-  reader.len = messageEnd;
+  const key = textOf(reader, keySpan);
+  return kept.read(key) ? key : undefined;
+}
+
+/**
+ * One entry of a map<string, string>, put in `map` when its key is kept: a string is made only then.
+ * As protobufjs, an absent key or value is '', and `__proto__` is a key like any other.
+ */
+function mapEntry(reader: Reader, depth: number, map: Record<string, string>, kept: KeysKept): void {
+  passNameAndValue(reader, depth, false);
   const key = keptKey(reader, kept);
   if (key === undefined) return;
   if (key === '__proto__') Object.defineProperty(map, key, { enumerable: true, configurable: true, writable: true });
   map[key] = textOf(reader, valueSpan);
+}
+
+/**
+ * A map entry (key 1, value 2) or, `withRawValue`, a HeaderValue (key 1, value 2, raw_value 3), read as
+ * protobufjs reads either (a map entry is bounded like a message) with its fields' places noted in the
+ * spans. `depth`: what protobufjs counts for a group skipped in it (a map entry's is its message's).
+ */
+function passNameAndValue(reader: Reader, depth: number, withRawValue: boolean): void {
+  const outer = reader.len;
+  const end = enter(reader);
+  keySpan.start = keySpan.end = valueSpan.start = valueSpan.end = rawValueSpan.start = rawValueSpan.end = 0;
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    const field = tag >>> 3;
+    if (field === 1) passString(reader, keySpan);
+    else if (field === 2) passString(reader, valueSpan);
+    else if (field === 3 && withRawValue) passBytes(reader, rawValueSpan);
+    else reader.skipType(tag & 7, depth);
+  }
+  leave(reader, end, outer);
 }
 
 /** config.core.v3.HeaderMap: its headers that the view reads, in order. */
@@ -322,26 +324,7 @@ function headerMap(reader: Reader, depth: number, headersKept: KeysKept): Header
 
 /** config.core.v3.HeaderValue, when its name is kept: key, value, and raw_value (bytes). */
 function headerValue(reader: Reader, depth: number, headersKept: KeysKept): HeaderValueMessage | undefined {
-  const outer = reader.len;
-  const end = enter(reader);
-  keySpan.start = keySpan.end = valueSpan.start = valueSpan.end = rawValueSpan.start = rawValueSpan.end = 0;
-  while (reader.pos < end) {
-    const tag = reader.uint32();
-    switch (tag >>> 3) {
-      case 1:
-        passString(reader, keySpan);
-        break;
-      case 2:
-        passString(reader, valueSpan);
-        break;
-      case 3:
-        passBytes(reader, rawValueSpan);
-        break;
-      default:
-        reader.skipType(tag & 7, depth);
-    }
-  }
-  leave(reader, end, outer);
+  passNameAndValue(reader, depth, true);
   const key = keptKey(reader, headersKept);
   return key === undefined ? undefined : { key, value: textOf(reader, valueSpan), raw_value: bytesOf(reader, rawValueSpan) };
 }
