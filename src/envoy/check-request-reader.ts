@@ -28,16 +28,17 @@ export interface NamesRead {
  * fields by number whatever their wire type, unknown ones skipped, each message and map entry bounded
  * by its length and required to end there, a repeated message field replacing the one before, a
  * string cut at its message's end, the last of a repeated map key winning. So the view sees the same
- * values, and a request that the full decode refuses (a RangeError) is refused here too; the tests
- * hold the two side by side on Envoy's own encoding and on mangled bytes.
+ * values, and a request that the full decode refuses is refused here too, with the same error; the
+ * tests hold the two side by side on Envoy's own encoding and on mangled bytes.
  */
-export function checkRequestReader(namesRead: NamesRead): (bytes: Buffer) => CheckRequestMessage {
+export function checkRequestReader(namesRead: NamesRead): (bytes: Uint8Array) => CheckRequestMessage {
   const kept: Kept = {
     headers: { read: namesRead.header, lengths: namesRead.headerLengths },
     contextExtensions: { read: namesRead.contextExtension },
   };
   return (bytes) => {
-    const reader = protobuf.Reader.create(bytes);
+    // grpc-js hands over a Buffer; any other bytes are viewed as one, as the text of a span is a Buffer's.
+    const reader = protobuf.Reader.create(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
     let attributes: AttributeContextMessage | undefined;
     while (reader.pos < reader.len) {
       const tag = reader.uint32();
@@ -69,7 +70,8 @@ interface Span {
 
 /** Bounds the reader to the message whose length comes next; returns where the message ends. */
 function enter(reader: Reader): number {
-  const end = reader.uint32() + reader.pos;
+  const length = reader.uint32();
+  const end = reader.pos + length;
   if (end > reader.len) throw RangeError('index out of range');
   reader.len = end;
   return end;
@@ -95,8 +97,8 @@ function passBytes(reader: Reader, span: Span): void {
   span.end = reader.pos;
 }
 
-const textOf = (reader: Reader, span: Span): string => (reader.buf as Buffer).toString('utf8', span.start, span.end);
-const bytesOf = (reader: Reader, span: Span): Buffer => (span.start === span.end ? NOTHING : (reader.buf as Buffer).subarray(span.start, span.end));
+const textAt = (reader: Reader, start: number, end: number): string => (reader.buf as Buffer).toString('utf8', start, end);
+const bytesAt = (reader: Reader, start: number, end: number): Buffer => (start === end ? NOTHING : (reader.buf as Buffer).subarray(start, end));
 
 function attributeContext(reader: Reader, depth: number, kept: Kept): AttributeContextMessage {
   const outer = reader.len;
@@ -185,9 +187,10 @@ function socketAddress(reader: Reader, depth: number): { address?: string } {
 function pipe(reader: Reader, depth: number): void {
   const outer = reader.len;
   const end = enter(reader);
+  const path: Span = { start: 0, end: 0 };
   while (reader.pos < end) {
     const tag = reader.uint32();
-    if (tag >>> 3 === 1) passString(reader, valueSpan);
+    if (tag >>> 3 === 1) passString(reader, path);
     else reader.skipType(tag & 7, depth);
   }
   leave(reader, end, outer);
@@ -253,8 +256,9 @@ function httpRequest(reader: Reader, depth: number, headersKept: KeysKept): Http
 }
 
 /**
- * The spans of the map entry or header being read (and of a pipe's path, passed over), reused: a read
- * runs to its end without yielding, and none of these holds a message, so no two of them overlap.
+ * The spans of the map entry or header being read, reused: a read runs to its end without yielding,
+ * and neither holds a message, so no two of them overlap. What a kept key's value needs is taken
+ * from them before the view's NameRead is asked about the key.
  */
 const keySpan: Span = { start: 0, end: 0 };
 const valueSpan: Span = { start: 0, end: 0 };
@@ -268,7 +272,7 @@ function keptKey(reader: Reader, kept: KeysKept): string | undefined {
     for (let at = start; at < end && ascii; at++) ascii = reader.buf[at]! < 0x80;
     if (ascii) return undefined;
   }
-  const key = textOf(reader, keySpan);
+  const key = textAt(reader, start, end);
   return kept.read(key) ? key : undefined;
 }
 
@@ -278,10 +282,11 @@ function keptKey(reader: Reader, kept: KeysKept): string | undefined {
  */
 function mapEntry(reader: Reader, depth: number, map: Record<string, string>, kept: KeysKept): void {
   passNameAndValue(reader, depth, false);
+  const { start, end } = valueSpan;
   const key = keptKey(reader, kept);
   if (key === undefined) return;
   if (key === '__proto__') Object.defineProperty(map, key, { enumerable: true, configurable: true, writable: true });
-  map[key] = textOf(reader, valueSpan);
+  map[key] = textAt(reader, start, end);
 }
 
 /**
@@ -325,6 +330,8 @@ function headerMap(reader: Reader, depth: number, headersKept: KeysKept): Header
 /** config.core.v3.HeaderValue, when its name is kept: key, value, and raw_value (bytes). */
 function headerValue(reader: Reader, depth: number, headersKept: KeysKept): HeaderValueMessage | undefined {
   passNameAndValue(reader, depth, true);
+  const { start: valueStart, end: valueEnd } = valueSpan;
+  const { start: rawStart, end: rawEnd } = rawValueSpan;
   const key = keptKey(reader, headersKept);
-  return key === undefined ? undefined : { key, value: textOf(reader, valueSpan), raw_value: bytesOf(reader, rawValueSpan) };
+  return key === undefined ? undefined : { key, value: textAt(reader, valueStart, valueEnd), raw_value: bytesAt(reader, rawStart, rawEnd) };
 }

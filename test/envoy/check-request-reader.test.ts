@@ -178,6 +178,14 @@ describe('the CheckRequest reader: what the view reads, without decoding the res
       ...[97, 98, 99, 100, 101].map((levels): [string, Buffer] => [`${levels} nested groups`, inHttp(nestedGroups(levels))]),
       // A port number (SocketAddress 3) whose varint would run on into its parent.
       ['a port number past its message', delimited(1, delimited(1, delimited(1, Buffer.concat([delimited(1, Buffer.from([3 << 3, 0x80])), Buffer.from([0x01])]))))],
+      // The same at each place a group may be skipped, whose depth protobufjs counts differently.
+      ...[95, 96, 97, 98, 99, 100, 101].flatMap((levels): Array<[string, Buffer]> => [
+        [`${levels} nested groups in a headers entry`, inHttp(delimited(3, delimited(1, 'authorization'), nestedGroups(levels)))],
+        [`${levels} nested groups in a HeaderValue`, inHttp(delimited(13, delimited(1, delimited(1, 'authorization'), nestedGroups(levels))))],
+        [`${levels} nested groups in a context extension`, delimited(1, delimited(10, delimited(1, 'body_credentials'), nestedGroups(levels)))],
+        [`${levels} nested groups in a SocketAddress`, delimited(1, delimited(1, delimited(1, delimited(1, nestedGroups(levels)))))],
+        [`${levels} nested groups in a Pipe`, delimited(1, delimited(1, delimited(1, delimited(2, nestedGroups(levels)))))],
+      ]),
       ['a pipe for an address', delimited(1, delimited(1, delimited(1, delimited(2, delimited(1, '/run/envoy.sock')))))],
     ];
     for (const [what, bytes] of cases) assertSameView(bytes, what);
@@ -204,6 +212,14 @@ describe('the CheckRequest reader: what the view reads, without decoding the res
     assert.deepStrictEqual(read.attributes?.context_extensions, { body_credentials: 'optional' });
     const byPeer = checkRequestReader(namesReadBy({ kind: 'peer' }))(bytes);
     assert.deepStrictEqual(byPeer.attributes?.request?.http?.headers, { authorization: '1001:key' });
+  });
+
+  it('reads bytes that are not a Buffer as it reads a Buffer', () => {
+    const bytes = encode({ attributes: { request: { http: { headers: { authorization: '1001:key', 'x-request-id': 'r-1' } } } } });
+    const read = checkRequestReader(namesReadBy({ kind: 'peer' }));
+    const framed = Buffer.concat([Buffer.from('junk'), bytes]);
+    assert.deepStrictEqual(read(new Uint8Array(framed.buffer, framed.byteOffset + 4, bytes.length)), read(bytes));
+    assert.deepStrictEqual(read(bytes).attributes?.request?.http?.headers, { authorization: '1001:key', 'x-request-id': 'r-1' });
   });
 
   it('keeps a name whose lower case is one it reads, however many bytes it takes', () => {
