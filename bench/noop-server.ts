@@ -17,7 +17,9 @@ import { loadAllSites, type LoadedSites } from '../src/store/snapshot-loader.js'
  * listener as startGrpcServer does) whose Check answers one fixed allowed CheckResponse without
  * looking at the request. The response is the one `serve` sends for the bench's allowed request
  * (same policies from the same configuration), so both put the same bytes on the wire; and like
- * `serve`, it encodes that response once, so that the floor does no work `serve` does not.
+ * `serve`, it encodes that response once. Each request is decoded in full by proto-loader, as any
+ * grpc-js service built on our proto/ decodes them; `serve`'s server reads only what its view reads
+ * (src/envoy/check-request-reader.ts), which is part of what it does better than such a service.
  *
  * Usage: node dist/bench/noop-server.js <site id> <key id>, or <site id> --token-client <client id> for
  * the answer to a token of that client, or <site id> --wrong-key <masked key> for the 102 that a wrong
