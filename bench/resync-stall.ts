@@ -154,14 +154,17 @@ async function measureServe(serve: BenchServer, requestFile: string): Promise<vo
   );
 }
 
-async function measureFloor(floor: BenchServer, requestFile: string, pool: pg.Pool): Promise<void> {
+/**
+ * A floor, `what` it is, under the same load as serve while the same sites change and PostgreSQL computes
+ * the same resyncs; its checks logged to `logName` (h2load adds to a log file that is there already).
+ */
+async function measureFloor(floor: BenchServer, what: string, requestFile: string, pool: pg.Pool, logName: string): Promise<void> {
   const database = await resyncingBeside(pool);
   const [probeBefore] = await floor.probe();
-  const checks = await checksOneAtATime(floor.grpcPort, requestFile, join(workDir, 'floor-checks.log')).finally(() => database.stop());
+  const checks = await checksOneAtATime(floor.grpcPort, requestFile, join(workDir, logName)).finally(() => database.stop());
   const [probeAfter] = await floor.probe();
   console.log(
-    `the floor: the no-op holding the same ${(SITES + 1).toLocaleString('en')} sites (loaded as serve loads them, then never read nor resynced), ` +
-      `under the same load while the same sites change and PostgreSQL digests them for a resync every ${REFRESH_SECONDS} s: ` +
+    `${what}, under the same load while the same sites change and PostgreSQL digests them for a resync every ${REFRESH_SECONDS} s: ` +
       `${latencyLine(checks)}; RSS ${(floor.memory().rssBytes / 2 ** 20).toFixed(0)} MiB` +
       (probeBefore && probeAfter ? `; ${gcSummary('it', probeBefore, probeAfter)}` : ''),
   );
@@ -175,7 +178,9 @@ async function measureFloor(floor: BenchServer, requestFile: string, pool: pg.Po
  * delay beside them tells what of a slow check was serve's and what the machine's. Then the floor,
  * under the same load while the same sites change and PostgreSQL computes the same resync digests: the
  * no-op Check server holding the same 100,000 sites (loaded as serve loads them, never resynced nor
- * read), so that what holding the snapshot costs in collections reads apart from what resyncing it adds.
+ * read), so that what holding the snapshot costs in collections reads apart from what resyncing it adds;
+ * and the empty floor, the same no-op holding nothing: what the machine, the load beside it and the gRPC
+ * stack's own collections leave of the goal for any process.
  */
 const seconds = positiveIntegerSetting('RESYNC_SECONDS', 20, 'seconds');
 /** Node options after the pod's, to look inside serve (`--trace-gc`, `--cpu-prof --cpu-prof-dir=…`) or to try other heap bounds. */
@@ -208,11 +213,17 @@ try {
       if (keepLogAs !== undefined) copyFileSync(join(workDir, 'serve-resync.log'), keepLogAs);
     }
     const keyId = (await pool.query<{ id: string }>('SELECT id::text AS id FROM api_keys WHERE site_id = $1', [PARTNER_SITE])).rows[0]!.id;
-    const floor = await startNoop({ workDir, siteId: PARTNER_SITE, keyId, nodeArguments, holdSnapshotOf: database.url });
-    try {
-      await measureFloor(floor, requestFile, pool);
-    } finally {
-      await floor.stop();
+    const floors = [
+      [`the floor: the no-op holding the same ${(SITES + 1).toLocaleString('en')} sites (loaded as serve loads them, then never read nor resynced)`, database.url, 'floor-checks.log'],
+      ['the empty floor: the no-op holding no site (what this machine and the gRPC stack allow a process that holds nothing)', undefined, 'empty-floor-checks.log'],
+    ] as const;
+    for (const [what, holdSnapshotOf, logName] of floors) {
+      const floor = await startNoop({ workDir, siteId: PARTNER_SITE, keyId, nodeArguments, ...(holdSnapshotOf && { holdSnapshotOf }) });
+      try {
+        await measureFloor(floor, what, requestFile, pool, logName);
+      } finally {
+        await floor.stop();
+      }
     }
   } finally {
     await changer.stop();
