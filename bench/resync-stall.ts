@@ -12,6 +12,7 @@ import { seedPartnerAmongFillers } from './filler-sites.js';
 import { podLimits } from '../test/deploy/pod-limits.js';
 import { startNoop, startServe, type BenchServer } from './server-process.js';
 import { SiteDigests } from '../src/store/site-digests.js';
+import { Slices } from '../src/common/slices.js';
 import { resyncSites } from '../src/store/snapshot-loader.js';
 import { positiveIntegerSetting, wordsSetting } from './settings.js';
 
@@ -113,7 +114,7 @@ function changeSitesEvery(pool: pg.Pool, everyMs: number): { stop(): Promise<voi
  */
 async function resyncingBeside(pool: pg.Pool): Promise<{ stop(): Promise<void> }> {
   const digests = new SiteDigests();
-  const resyncOnce = async () => digests.takeResync(await resyncSites(pool, digests), new Map(), []);
+  const resyncOnce = async () => digests.takeResync(await resyncSites(pool, digests), new Slices());
   await resyncOnce();
   return repeatedEvery(REFRESH_SECONDS * 1000, "the floor's resync", resyncOnce);
 }

@@ -47,6 +47,26 @@ class SiteAllowlist implements Allowlist {
   check(address: string, family: 'ipv4' | 'ipv6'): boolean {
     return packedIncludes(family === 'ipv4' ? this.ipv4 : this.ipv6, family, address);
   }
+
+  get packed(): PackedAllowlist {
+    return { ipv4: this.ipv4, ipv6: this.ipv6 };
+  }
+}
+
+/** An allowlist as two strings, for a store outside V8's heap to hold. */
+export interface PackedAllowlist {
+  readonly ipv4: PackedNetworks;
+  readonly ipv6: PackedNetworks;
+}
+
+/** The allowlist in packed form, when it is one buildAllowlist made (any other is undefined). */
+export function packAllowlist(allowlist: Allowlist): PackedAllowlist | undefined {
+  return allowlist instanceof SiteAllowlist ? allowlist.packed : undefined;
+}
+
+/** The allowlist packAllowlist gave. */
+export function unpackAllowlist({ ipv4, ipv6 }: PackedAllowlist): Allowlist {
+  return new SiteAllowlist(ipv4, ipv6);
 }
 
 /**

@@ -4,6 +4,7 @@ import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
+import { Slices } from '../common/slices.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
 import { loadBrownouts, loadSitesWithDigests, resyncSites, type UnusableRow } from './snapshot-loader.js';
 import { SiteDigests, type SiteDigest } from './site-digests.js';
@@ -304,8 +305,12 @@ export class CredentialCache {
         loadBrownouts(this.options.pool, this.onUnusableRow),
         loadSunsetPolicy(this.options.pool),
       ]);
-      const keptReloads = this.table.applyResync(resync.changed, resync.removed, brownouts, order, sunsetPolicy);
-      this.digests.takeResync(resync, this.reloadedDuringResync, keptReloads);
+      // Applied in slices, between which checks run and per-site reloads may land: those are settled last.
+      const slices = new Slices();
+      if (await this.table.applyResync(resync.changed, resync.removed, brownouts, order, slices, sunsetPolicy)) {
+        await this.digests.takeResync(resync, slices);
+        this.digests.settleReloads(resync, this.reloadedDuringResync, this.table.newerReloads(order));
+      }
       this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
       this.loaded = true;
       this.resolveStarted();

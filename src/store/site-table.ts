@@ -1,4 +1,16 @@
+import type { Slices } from '../common/slices.js';
 import type { Brownout, ClientId, CredentialSnapshot, SiteCredentials, SiteId, SunsetPolicy } from '../decision/types.js';
+import { SiteRecords } from './site-records.js';
+
+/** Sites read from the database (records), or built as objects (by tests). */
+export type SiteSource = SiteRecords | ReadonlyMap<SiteId, SiteCredentials>;
+
+function recordsOf(source: SiteSource): SiteRecords {
+  if (source instanceof SiteRecords) return source;
+  const records = new SiteRecords();
+  for (const [siteId, site] of source) records.set(siteId, site);
+  return records;
+}
 
 /**
  * The sites a check reads, replaced whole by a full load, site by site by a resync, or one site at a
@@ -6,17 +18,16 @@ import type { Brownout, ClientId, CredentialSnapshot, SiteCredentials, SiteId, S
  * load), so each write says when its read began and a read older than what is held is dropped: a
  * slow full load never undoes a revocation that a later per-site reload brought in.
  *
- * A check runs to completion without yielding, and entries are replaced, never changed: a check sees
- * each site either before or after a reload, never half of one.
+ * A check runs to completion without yielding, and sites are replaced, never changed: a check sees
+ * each site either before or after a reload, never half of one. A resync is applied in slices, so
+ * checks between them see some of its sites and not yet others, each whole, as with per-site reloads.
  */
 export class SiteTable implements CredentialSnapshot {
-  private sites = new Map<SiteId, SiteCredentials>();
+  private sites = new SiteRecords();
   /** Each site's token clients, indexed by client: kept with each write, as checks look clients up. */
   private clientSites = new Map<ClientId, SiteId>();
   private brownoutList: readonly Brownout[] = [];
   private storedSunsetPolicy: SunsetPolicy | undefined;
-  /** Keys across all sites, kept with each write: readiness reads it every second. */
-  private keyCount = 0;
   private fullLoadStartedAt = -Infinity;
   /** When the read of the brownouts and sunset policy held began: a full load, or a reload of those alone. */
   private brownoutsStartedAt = -Infinity;
@@ -53,54 +64,67 @@ export class SiteTable implements CredentialSnapshot {
 
   /** Active keys across all sites. */
   get activeKeys(): number {
-    return this.keyCount;
+    return this.sites.activeKeys;
   }
 
-  replaceAll(loaded: Map<SiteId, SiteCredentials>, brownouts: readonly Brownout[], startedAt: number, sunsetPolicy?: SunsetPolicy): void {
+  /** Every site replaced by `loaded`, except those a per-site reload that began after it brought in. */
+  replaceAll(loaded: SiteSource, brownouts: readonly Brownout[], startedAt: number, sunsetPolicy?: SunsetPolicy): void {
     if (startedAt <= this.fullLoadStartedAt) return;
     this.replaceBrownouts(brownouts, startedAt, sunsetPolicy);
-    for (const [siteId, reloadedAt] of this.reloadStartedAt) {
-      if (reloadedAt <= startedAt) {
-        this.reloadStartedAt.delete(siteId);
-        continue;
-      }
-      const newer = this.sites.get(siteId);
-      if (newer) loaded.set(siteId, newer);
-      else loaded.delete(siteId);
+    const sites = recordsOf(loaded);
+    for (const siteId of this.newerReloads(startedAt)) {
+      if (!sites.copyFrom(this.sites, siteId)) sites.delete(siteId);
     }
-    this.sites = loaded;
-    this.keyCount = 0;
+    this.sites = sites;
     this.clientSites = new Map();
-    for (const site of loaded.values()) {
-      this.keyCount += site.keysByHash.size;
-      for (const clientId of site.tokenClients) this.clientSites.set(clientId, site.siteId);
+    for (const siteId of sites.keys()) {
+      for (const clientId of sites.tokenClientsOf(siteId)) this.clientSites.set(clientId, siteId);
     }
     this.fullLoadStartedAt = startedAt;
   }
 
   /**
    * A full resync that read again only the sites whose data changed: `changed` replaces them, `removed`
-   * go, every other site keeps its object. Like replaceAll, it never undoes a per-site reload that
-   * began after it; it returns those sites, whose digest the resync did not see.
+   * go, every other site keeps its record. Applied in `slices`; like replaceAll, it never undoes a
+   * per-site reload that began after it, even one that lands between its slices. False when a newer
+   * full load was applied already, and this one was not.
    */
-  applyResync(
-    changed: ReadonlyMap<SiteId, SiteCredentials>,
+  async applyResync(
+    changed: SiteRecords,
     removed: readonly SiteId[],
     brownouts: readonly Brownout[],
     startedAt: number,
+    slices: Slices,
     sunsetPolicy?: SunsetPolicy,
-  ): SiteId[] {
-    if (startedAt <= this.fullLoadStartedAt) return [...changed.keys(), ...removed];
+  ): Promise<boolean> {
+    if (startedAt <= this.fullLoadStartedAt) return false;
     this.replaceBrownouts(brownouts, startedAt, sunsetPolicy);
-    const newer = new Set<SiteId>();
+    // From here on, a per-site reload that began before this resync is older than what it brings.
+    this.fullLoadStartedAt = startedAt;
+    const isNewer = (siteId: SiteId) => (this.reloadStartedAt.get(siteId) ?? -Infinity) > startedAt;
+    for (const siteId of changed.keys()) {
+      if (!isNewer(siteId)) this.put(siteId, changed);
+      if (slices.over) await slices.next();
+    }
+    for (const siteId of removed) {
+      if (!isNewer(siteId)) this.put(siteId, undefined);
+      if (slices.over) await slices.next();
+    }
+    return true;
+  }
+
+  /**
+   * The sites a per-site reload brought in that began after `startedAt`: the table holds the reload's
+   * read of them. Reloads that began before it are forgotten, as a full load that began at
+   * `startedAt` is newer than them.
+   */
+  newerReloads(startedAt: number): SiteId[] {
+    const newer: SiteId[] = [];
     for (const [siteId, reloadedAt] of this.reloadStartedAt) {
       if (reloadedAt <= startedAt) this.reloadStartedAt.delete(siteId);
-      else newer.add(siteId);
+      else newer.push(siteId);
     }
-    for (const [siteId, site] of changed) if (!newer.has(siteId)) this.put(siteId, site);
-    for (const siteId of removed) if (!newer.has(siteId)) this.put(siteId, undefined);
-    this.fullLoadStartedAt = startedAt;
-    return [...newer];
+    return newer;
   }
 
   /** The brownouts and the sunset policy, read on their own or with a full load. */
@@ -115,24 +139,26 @@ export class SiteTable implements CredentialSnapshot {
    * `loaded` holds the named sites that still exist; a named site missing from it was deleted. Returns
    * the sites it replaced: the others had a newer read already, which stays.
    */
-  replaceSites(siteIds: readonly SiteId[], loaded: ReadonlyMap<SiteId, SiteCredentials>, startedAt: number): SiteId[] {
+  replaceSites(siteIds: readonly SiteId[], loaded: SiteSource, startedAt: number): SiteId[] {
     const replaced: SiteId[] = [];
+    const records = recordsOf(loaded);
     for (const siteId of siteIds) {
       if (startedAt <= Math.max(this.fullLoadStartedAt, this.reloadStartedAt.get(siteId) ?? -Infinity)) continue;
-      this.put(siteId, loaded.get(siteId));
+      this.put(siteId, records.has(siteId) ? records : undefined);
       this.reloadStartedAt.set(siteId, startedAt);
       replaced.push(siteId);
     }
     return replaced;
   }
 
-  /** One site replaced (or removed), with the key count and the client index that follow it. */
-  private put(siteId: SiteId, site: SiteCredentials | undefined): void {
-    const held = this.sites.get(siteId);
-    this.keyCount += (site?.keysByHash.size ?? 0) - (held?.keysByHash.size ?? 0);
-    for (const clientId of held?.tokenClients ?? []) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
-    for (const clientId of site?.tokenClients ?? []) this.clientSites.set(clientId, siteId);
-    if (site) this.sites.set(siteId, site);
-    else this.sites.delete(siteId);
+  /** One site replaced by the one `source` holds (or removed), with the client index that follows it. */
+  private put(siteId: SiteId, source: SiteRecords | undefined): void {
+    for (const clientId of this.sites.tokenClientsOf(siteId)) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
+    if (source === undefined) {
+      this.sites.delete(siteId);
+      return;
+    }
+    this.sites.copyFrom(source, siteId);
+    for (const clientId of this.sites.tokenClientsOf(siteId)) this.clientSites.set(clientId, siteId);
   }
 }

@@ -1,12 +1,14 @@
 import type pg from 'pg';
 import { buildAllowlist } from '../allowlist/allowlist.js';
-import type { Brownout, ClientId, SiteAuthMethod, SiteCredentials, SiteId } from '../decision/types.js';
+import type { Brownout, ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
+import { Slices } from '../common/slices.js';
 import { withPooledClient } from './pooled-client.js';
 import { siteKeys, type HashedKey } from './site-keys.js';
-import { BUCKET_SPAN, type SiteDigest, type SiteDigests } from './site-digests.js';
+import { BUCKET_SPAN, SiteDigestTable, type SiteDigest, type SiteDigests } from './site-digests.js';
+import { SiteRecords } from './site-records.js';
 
-/** Sites by id: the plain data a CredentialSnapshot hands the decision. */
-export type LoadedSites = Map<SiteId, SiteCredentials>;
+/** Sites by id, as records: the plain data a CredentialSnapshot hands the decision. */
+export type LoadedSites = SiteRecords;
 
 /** What the decision needs of a site: whether it may authenticate at all, and its sunset grace. */
 interface SiteCredentialsRow {
@@ -65,36 +67,21 @@ function siteAuthMethod(value: string): SiteAuthMethod {
   return value === 'both' ? 'both' : 'tokens';
 }
 
-/**
- * Building and comparing run in slices of at most SLICE_MS on the event loop, then let the checks that
- * queued meanwhile run: a check waits for one slice at most, however large the installation and
- * however busy the machine (a count of rows per slice would take longer on a slower or busier one).
- */
-const SLICE_MS = 2;
-
-class Slices {
-  private startedAt = performance.now();
-
-  /** True once this slice has run its time: the caller then awaits next(). */
-  get over(): boolean {
-    return performance.now() - this.startedAt >= SLICE_MS;
-  }
-
-  async next(): Promise<void> {
-    await new Promise((resolveYield) => setImmediate(resolveYield));
-    this.startedAt = performance.now();
-  }
-}
-
 /** The rows of the four tables that make up the sites, as one transaction read them. */
 type SiteRows = [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[], TokenClientRow[]];
 
 /**
- * The sites of these rows, or only the `wanted` ones. Rows that would break the decision are left
- * out, each reported: a key that cannot be matched is refused (102), a site that cannot be built is
- * unknown (101). One odd row never fails every check. Building yields to checks every SLICE_MS.
+ * The sites of these rows, or only the `wanted` ones, written into `table`. Rows that would break the
+ * decision are left out, each reported: a key that cannot be matched is refused (102), a site that
+ * cannot be built is unknown (101). One odd row never fails every check. Building yields to checks in
+ * slices; each site is a record as soon as it is built, so no run of site objects outlives a slice.
  */
-async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
+async function buildSites(
+  [sites, keys, allowlist, tokenClients]: SiteRows,
+  onUnusable: UnusableRowListener,
+  wanted?: ReadonlySet<SiteId>,
+  table: LoadedSites = new SiteRecords(),
+): Promise<LoadedSites> {
   const slices = new Slices();
   const keysBySite = new Map<SiteId, HashedKey[]>();
   for (const key of keys) {
@@ -124,7 +111,6 @@ async function buildSites([sites, keys, allowlist, tokenClients]: SiteRows, onUn
     if (clients === undefined) clientsBySite.set(client.site_id, (clients = new Set()));
     clients.add(client.client_id);
   }
-  const table: LoadedSites = new Map();
   for (const site of sites) {
     if (wanted !== undefined && !wanted.has(site.id)) continue;
     if (Number.isNaN(site.grace_until_ms) || Number.isNaN(site.tokens_not_before_ms) || typeof site.enabled !== 'boolean') {
@@ -194,12 +180,11 @@ const inRun: SiteFilter = (column) => `($1::bigint IS NULL OR ${column} > $1) AN
 
 /** Every site (or the `wanted` ones), read run by run in the transaction `client` has open. */
 async function readAllSites(client: pg.PoolClient, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
-  const sites: LoadedSites = new Map();
+  const sites = new SiteRecords();
   for (let after: string | null = null; ; ) {
     const last: string | null = (await client.query<{ last: string | null }>(NEXT_RUN_END, [after])).rows[0]?.last ?? null;
     if (last === null) return sites;
-    const run = await buildSites(await readSiteRows(client, inRun, [after, last]), onUnusable, wanted);
-    for (const [siteId, site] of run) sites.set(siteId, site);
+    await buildSites(await readSiteRows(client, inRun, [after, last]), onUnusable, wanted, sites);
     after = last;
   }
 }
@@ -245,7 +230,7 @@ const NAMED_READ_MAX_SHARE = 0.25;
 export interface SiteResync {
   readonly bucketDigests: ReadonlyMap<string, string>;
   /** The sites of the buckets whose digest changed. */
-  readonly siteDigests: ReadonlyMap<SiteId, SiteDigest>;
+  readonly siteDigests: SiteDigestTable;
   /** Sites whose digest differs from the one held, new ones included. */
   readonly changed: LoadedSites;
   /** Sites held that no longer exist. */
@@ -267,28 +252,31 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
       bucketDigests.set(bucket, digest);
       if (held.buckets.get(bucket) !== digest) changedBuckets.push(bucket);
     }
-    const siteDigests = new Map<SiteId, SiteDigest>();
+    const siteDigests = new SiteDigestTable();
     const changedIds: SiteId[] = [];
     const slices = new Slices();
     if (changedBuckets.length > 0) {
-      const siteRows = (await client.query<{ id: SiteId; bucket: string; digest: string }>(BUCKET_SITE_DIGESTS, [changedBuckets])).rows;
-      for (const { id, bucket, digest } of siteRows) {
-        siteDigests.set(id, { digest, bucket });
-        if (held.digestOf(id, bucket) !== digest) changedIds.push(id);
+      const siteRows = (await client.query<{ id: SiteId; digest: string }>(BUCKET_SITE_DIGESTS, [changedBuckets])).rows;
+      for (const { id, digest } of siteRows) {
+        siteDigests.set(id, digest);
+        if (!held.sites.matches(id, digest)) changedIds.push(id);
         if (slices.over) await slices.next();
       }
     }
     // A held site is gone when its bucket is, or when its bucket was read again without it.
     const removed: SiteId[] = [];
     const reread = new Set(changedBuckets);
-    for (const bucket of held.heldBuckets()) {
-      if (bucketDigests.has(bucket) && !reread.has(bucket)) continue;
-      for (const id of held.sitesOf(bucket)) if (!siteDigests.has(id)) removed.push(id);
-      if (slices.over) await slices.next();
+    const listed = new Set<string>();
+    for (const bucket of held.sites.buckets()) if (!bucketDigests.has(bucket) || reread.has(bucket)) listed.add(bucket);
+    if (listed.size > 0) {
+      for (const id of held.sites.sitesIn(listed)) {
+        if (!siteDigests.has(id)) removed.push(id);
+        if (slices.over) await slices.next();
+      }
     }
-    if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, changed: new Map() };
-    // Read whole, the rows also hold sites that did not change: those keep the objects checks use now.
-    const heldSites = held.size;
+    if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, changed: new SiteRecords() };
+    // Read whole, the rows also hold sites that did not change: those keep the records checks use now.
+    const heldSites = held.sites.size;
     const changed =
       changedIds.length > heldSites * NAMED_READ_MAX_SHARE
         ? await readAllSites(client, onUnusable, changedIds.length < heldSites ? new Set(changedIds) : undefined)

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { BlockList } from 'node:net';
 import { describe, it } from 'node:test';
+import { buildAllowlist } from '../../src/allowlist/allowlist.js';
+import { Slices } from '../../src/common/slices.js';
 import type { SiteCredentials } from '../../src/decision/types.js';
+import { SiteRecords } from '../../src/store/site-records.js';
 import { SiteTable } from '../../src/store/site-table.js';
 
 const site = (siteId: string, enabled = true): SiteCredentials => ({
@@ -9,7 +11,7 @@ const site = (siteId: string, enabled = true): SiteCredentials => ({
   enabled,
   graceUntil: null,
   keysByHash: new Map(),
-  allowlist: new BlockList(),
+  allowlist: buildAllowlist([]),
   authMethod: 'both',
   tokensNotBefore: null,
   tokenClients: new Set(),
@@ -19,6 +21,25 @@ const withKeys = (siteId: string, keys: number): SiteCredentials => ({
   keysByHash: new Map(Array.from({ length: keys }, (_, index) => [`hash-${siteId}-${index}`, { keyId: `${siteId}${index}`, expiresAt: null }])),
 });
 const table = (...sites: SiteCredentials[]) => new Map(sites.map((entry) => [entry.siteId, entry]));
+const records = (...sites: SiteCredentials[]) => {
+  const held = new SiteRecords();
+  for (const entry of sites) held.set(entry.siteId, entry);
+  return held;
+};
+
+/** Slices that end after every site, and run `between` at the first break: what checks and reloads may do there. */
+class EverySite extends Slices {
+  constructor(private between: () => void) {
+    super();
+  }
+  override get over(): boolean {
+    return true;
+  }
+  override async next(): Promise<void> {
+    this.between();
+    this.between = () => undefined;
+  }
+}
 
 /** Issue #8: loads may finish out of order, and the newer read must win. */
 describe('site table', () => {
@@ -83,5 +104,42 @@ describe('site table', () => {
     // and site 3's reload (4): site 1 from the load, site 2 still gone, site 3 kept.
     sites.replaceAll(table(withKeys('1', 1), withKeys('2', 1)), [], 2.5);
     assert.equal(sites.activeKeys, 1 + 1);
+  });
+
+  it('applies a resync in slices without undoing a reload that began after it and landed between them', async () => {
+    const sites = new SiteTable();
+    sites.replaceAll(table(withKeys('1', 1), withKeys('2', 1)), [], 1);
+    const reloadOfSite2 = () => sites.replaceSites(['2'], table(withKeys('2', 3)), 6);
+    assert.equal(await sites.applyResync(records(site('1', false), site('2', false)), [], [], 5, new EverySite(reloadOfSite2)), true);
+    assert.equal(sites.site('1')?.enabled, false);
+    assert.equal(sites.site('2')?.enabled, true, 'the resync undid the newer reload');
+    assert.equal(sites.activeKeys, 0 + 3);
+    assert.deepEqual(sites.newerReloads(5), ['2']);
+  });
+
+  it('drops a reload that began before a resync and landed between its slices', async () => {
+    const sites = new SiteTable();
+    sites.replaceAll(table(site('1'), site('2')), [], 1);
+    const olderReload = () => assert.deepEqual(sites.replaceSites(['2'], new Map(), 4), []);
+    await sites.applyResync(records(site('1', false), site('2', false)), [], [], 5, new EverySite(olderReload));
+    assert.equal(sites.site('2')?.enabled, false);
+    assert.deepEqual(sites.newerReloads(5), []);
+  });
+
+  it('applies no resync older than the full load it holds', async () => {
+    const sites = new SiteTable();
+    sites.replaceAll(table(site('1')), [], 5);
+    assert.equal(await sites.applyResync(records(site('1', false)), ['1'], [], 4, new Slices()), false);
+    assert.equal(sites.site('1')?.enabled, true);
+  });
+
+  it('keeps the token client index through a resync', async () => {
+    const sites = new SiteTable();
+    sites.replaceAll(table({ ...site('1'), tokenClients: new Set(['app-a']) }), [], 1);
+    assert.equal(sites.siteOfTokenClient('app-a')?.siteId, '1');
+    await sites.applyResync(records({ ...site('2'), tokenClients: new Set(['app-a']) }), ['1'], [], 2, new Slices());
+    assert.equal(sites.siteOfTokenClient('app-a')?.siteId, '2');
+    await sites.applyResync(records(), ['2'], [], 3, new Slices());
+    assert.equal(sites.siteOfTokenClient('app-a'), undefined);
   });
 });

@@ -1,0 +1,305 @@
+import { packAllowlist, unpackAllowlist } from '../allowlist/allowlist.js';
+import type { ClientId, SiteCredentials, SiteId } from '../decision/types.js';
+import { siteKeys, type HashedKey } from './site-keys.js';
+import { SiteIdIndex } from './site-id-index.js';
+
+/** Records are written into chunks of this size; a larger record gets a chunk of its own. */
+const CHUNK_BYTES = 2 ** 20;
+/** A chunk other than the one being written is compacted once less than this share of it is live. */
+const COMPACT_BELOW_LIVE = 0.25;
+/** Sites kept decoded for the checks that read them, the oldest decoded dropped first. */
+export const DECODED_SITES_MAX = 4_096;
+
+// A record: its length in bytes, flags, two times, the counts of keys and token clients, then strings
+// (each its length in UTF-16 units and the units, so that any text a row holds survives): the site id,
+// the allowlist's two packed strings, per key its hash, id and expiry, and the token clients.
+const LENGTH = 0;
+const FLAGS = 4;
+const GRACE_UNTIL = 8;
+const TOKENS_NOT_BEFORE = 16;
+const KEY_COUNT = 24;
+const CLIENT_COUNT = 28;
+const STRINGS = 32;
+const ENABLED = 1;
+const BOTH_METHODS = 2;
+/** Where a site held as an object has its ref. */
+const NO_RECORD = -1;
+
+const NO_CLIENTS: ReadonlySet<ClientId> = new Set();
+
+function stringBytes(text: string): number {
+  return 4 + 2 * text.length;
+}
+
+/** Reads a record's fields in order from a chunk. */
+class RecordReader {
+  constructor(
+    private readonly chunk: Buffer,
+    private at: number,
+  ) {}
+
+  string(): string {
+    const units = this.chunk.readUInt32LE(this.at);
+    const start = this.at + 4;
+    this.at = start + 2 * units;
+    return this.chunk.toString('utf16le', start, this.at);
+  }
+
+  time(): number | null {
+    const value = this.chunk.readDoubleLE(this.at);
+    this.at += 8;
+    return Number.isNaN(value) ? null : value;
+  }
+}
+
+/**
+ * The sites of a snapshot, each a record in Buffer chunks outside V8's heap, found through a
+ * SiteIdIndex. Held as objects, 100,000 sites were ~60 MB of small objects for every full collection
+ * to mark and move, and its pauses stalled checks by 40-70 ms; held so, the heap holds only the sites
+ * checks read lately, decoded (a bounded number, the oldest dropped first), and a write never decodes.
+ *
+ * A replaced or removed site's record is dead space; a chunk mostly dead is compacted into the chunk
+ * being written. A site whose allowlist is not one buildAllowlist made (tests build their own) is held
+ * as the object it is.
+ */
+export class SiteRecords {
+  private readonly index = new SiteIdIndex();
+  /** Per entry, where its record starts: chunk * CHUNK_BYTES + offset, or NO_RECORD. */
+  private refs = new Float64Array(64);
+  private readonly chunks: Array<Buffer | undefined> = [];
+  /** Per chunk, its live bytes and the end of what was written into it. */
+  private readonly chunkLive: number[] = [];
+  private readonly chunkEnd: number[] = [];
+  private readonly freeChunks: number[] = [];
+  private writing = -1;
+  private readonly objects = new Map<SiteId, SiteCredentials>();
+  private readonly decoded = new Map<SiteId, SiteCredentials>();
+  private keyTotal = 0;
+
+  get size(): number {
+    return this.index.size;
+  }
+
+  /** Active keys across the sites held. */
+  get activeKeys(): number {
+    return this.keyTotal;
+  }
+
+  has(siteId: SiteId): boolean {
+    return this.index.entryOf(siteId) >= 0;
+  }
+
+  /** The site, decoded on its first read since it was written and kept for the next reads. */
+  get(siteId: SiteId): SiteCredentials | undefined {
+    const cached = this.decoded.get(siteId);
+    if (cached !== undefined) return cached;
+    const site = this.read(siteId);
+    if (site === undefined || this.objects.has(siteId)) return site;
+    if (this.decoded.size >= DECODED_SITES_MAX) this.decoded.delete(this.decoded.keys().next().value!);
+    this.decoded.set(siteId, site);
+    return site;
+  }
+
+  /** The site, decoded without keeping it: for writers, so that they do not push out what checks read. */
+  read(siteId: SiteId): SiteCredentials | undefined {
+    const entry = this.index.entryOf(siteId);
+    if (entry < 0) return undefined;
+    const ref = this.refs[entry]!;
+    return ref === NO_RECORD ? this.objects.get(siteId) : this.decode(ref);
+  }
+
+  /** The token clients of the site, decoded only when it has some. */
+  tokenClientsOf(siteId: SiteId): ReadonlySet<ClientId> {
+    const entry = this.index.entryOf(siteId);
+    if (entry < 0) return NO_CLIENTS;
+    const ref = this.refs[entry]!;
+    if (ref === NO_RECORD) return this.objects.get(siteId)!.tokenClients;
+    return this.chunkOf(ref).readUInt32LE((ref % CHUNK_BYTES) + CLIENT_COUNT) === 0 ? NO_CLIENTS : this.decode(ref).tokenClients;
+  }
+
+  set(siteId: SiteId, site: SiteCredentials): void {
+    const entry = this.replace(siteId);
+    this.keyTotal += site.keysByHash.size;
+    const allowlist = packAllowlist(site.allowlist);
+    if (allowlist === undefined) {
+      this.objects.set(siteId, site);
+      this.refs[entry] = NO_RECORD;
+      return;
+    }
+    const keys: HashedKey[] = [];
+    for (const hash of site.keysByHash.keys()) keys.push({ hash, ...site.keysByHash.get(hash)! });
+    let bytes = STRINGS + stringBytes(siteId) + stringBytes(allowlist.ipv4) + stringBytes(allowlist.ipv6);
+    for (const key of keys) bytes += stringBytes(key.hash) + stringBytes(key.keyId) + 8;
+    for (const client of site.tokenClients) bytes += stringBytes(client);
+    const ref = this.reserve(bytes);
+    const chunk = this.chunkOf(ref);
+    let at = ref % CHUNK_BYTES;
+    chunk.writeUInt32LE(bytes, at + LENGTH);
+    chunk.writeUInt8((site.enabled ? ENABLED : 0) | (site.authMethod === 'both' ? BOTH_METHODS : 0), at + FLAGS);
+    chunk.writeDoubleLE(site.graceUntil ?? Number.NaN, at + GRACE_UNTIL);
+    chunk.writeDoubleLE(site.tokensNotBefore ?? Number.NaN, at + TOKENS_NOT_BEFORE);
+    chunk.writeUInt32LE(keys.length, at + KEY_COUNT);
+    chunk.writeUInt32LE(site.tokenClients.size, at + CLIENT_COUNT);
+    at += STRINGS;
+    const writeString = (text: string) => {
+      at = chunk.writeUInt32LE(text.length, at);
+      at += chunk.write(text, at, 'utf16le');
+    };
+    writeString(siteId);
+    writeString(allowlist.ipv4);
+    writeString(allowlist.ipv6);
+    for (const key of keys) {
+      writeString(key.hash);
+      writeString(key.keyId);
+      at = chunk.writeDoubleLE(key.expiresAt ?? Number.NaN, at);
+    }
+    for (const client of site.tokenClients) writeString(client);
+    this.refs[entry] = ref;
+  }
+
+  /** The site as `source` holds it, its record copied as it is (nothing decoded); false when `source` has none. */
+  copyFrom(source: SiteRecords, siteId: SiteId): boolean {
+    const from = source.index.entryOf(siteId);
+    if (from < 0) return false;
+    const sourceRef = source.refs[from]!;
+    if (sourceRef === NO_RECORD) {
+      this.set(siteId, source.objects.get(siteId)!);
+      return true;
+    }
+    const sourceChunk = source.chunkOf(sourceRef);
+    const sourceAt = sourceRef % CHUNK_BYTES;
+    const bytes = sourceChunk.readUInt32LE(sourceAt + LENGTH);
+    const entry = this.replace(siteId);
+    this.keyTotal += sourceChunk.readUInt32LE(sourceAt + KEY_COUNT);
+    const ref = this.reserve(bytes);
+    sourceChunk.copy(this.chunkOf(ref), ref % CHUNK_BYTES, sourceAt, sourceAt + bytes);
+    this.refs[entry] = ref;
+    return true;
+  }
+
+  delete(siteId: SiteId): boolean {
+    if (this.index.entryOf(siteId) < 0) return false;
+    this.release(siteId);
+    this.index.remove(siteId);
+    return true;
+  }
+
+  *keys(): IterableIterator<SiteId> {
+    for (const entry of this.index.entries()) yield this.index.siteIdOf(entry);
+  }
+
+  /** Bytes the chunks take, live or dead: what the store holds outside the heap. */
+  get bytesHeld(): number {
+    let bytes = 0;
+    for (const chunk of this.chunks) bytes += chunk?.length ?? 0;
+    return bytes;
+  }
+
+  /** The entry for the site, what it held released. */
+  private replace(siteId: SiteId): number {
+    this.release(siteId);
+    const entry = this.index.add(siteId);
+    if (entry >= this.refs.length) {
+      const grown = new Float64Array(this.refs.length * 2);
+      grown.set(this.refs);
+      this.refs = grown;
+    }
+    return entry;
+  }
+
+  /** Forgets what the site held (its record dead, its decoded form dropped); its entry stays. */
+  private release(siteId: SiteId): void {
+    this.decoded.delete(siteId);
+    const entry = this.index.entryOf(siteId);
+    if (entry < 0) return;
+    const ref = this.refs[entry]!;
+    if (ref === NO_RECORD) {
+      this.keyTotal -= this.objects.get(siteId)!.keysByHash.size;
+      this.objects.delete(siteId);
+      return;
+    }
+    const chunkIndex = Math.floor(ref / CHUNK_BYTES);
+    const chunk = this.chunks[chunkIndex]!;
+    this.keyTotal -= chunk.readUInt32LE((ref % CHUNK_BYTES) + KEY_COUNT);
+    this.chunkLive[chunkIndex]! -= chunk.readUInt32LE((ref % CHUNK_BYTES) + LENGTH);
+    this.refs[entry] = NO_RECORD;
+    if (chunkIndex !== this.writing && this.chunkLive[chunkIndex]! < chunk.length * COMPACT_BELOW_LIVE) this.compact(chunkIndex);
+  }
+
+  /** Room for a record of `bytes`, counted live: its ref. */
+  private reserve(bytes: number): number {
+    if (bytes > CHUNK_BYTES) {
+      const own = this.newChunk(bytes);
+      this.chunkEnd[own] = bytes;
+      this.chunkLive[own] = bytes;
+      return own * CHUNK_BYTES;
+    }
+    if (this.writing < 0 || this.chunkEnd[this.writing]! + bytes > CHUNK_BYTES) {
+      const full = this.writing;
+      this.writing = this.newChunk(CHUNK_BYTES);
+      if (full >= 0 && this.chunkLive[full]! < CHUNK_BYTES * COMPACT_BELOW_LIVE) this.compact(full);
+    }
+    const at = this.chunkEnd[this.writing]!;
+    this.chunkEnd[this.writing] = at + bytes;
+    this.chunkLive[this.writing]! += bytes;
+    return this.writing * CHUNK_BYTES + at;
+  }
+
+  private newChunk(bytes: number): number {
+    const chunkIndex = this.freeChunks.pop() ?? this.chunks.length;
+    this.chunks[chunkIndex] = Buffer.alloc(bytes);
+    this.chunkLive[chunkIndex] = 0;
+    this.chunkEnd[chunkIndex] = 0;
+    return chunkIndex;
+  }
+
+  /** Moves the live records of a chunk into the one being written, and frees it. */
+  private compact(chunkIndex: number): void {
+    const chunk = this.chunks[chunkIndex]!;
+    this.chunks[chunkIndex] = undefined;
+    for (let at = 0; at < this.chunkEnd[chunkIndex]! && this.chunkLive[chunkIndex]! > 0; ) {
+      const bytes = chunk.readUInt32LE(at + LENGTH);
+      const entry = this.index.entryOf(new RecordReader(chunk, at + STRINGS).string());
+      if (entry >= 0 && this.refs[entry] === chunkIndex * CHUNK_BYTES + at) {
+        this.chunkLive[chunkIndex]! -= bytes;
+        const ref = this.reserve(bytes);
+        chunk.copy(this.chunkOf(ref), ref % CHUNK_BYTES, at, at + bytes);
+        this.refs[entry] = ref;
+      }
+      at += bytes;
+    }
+    this.freeChunks.push(chunkIndex);
+  }
+
+  private chunkOf(ref: number): Buffer {
+    return this.chunks[Math.floor(ref / CHUNK_BYTES)]!;
+  }
+
+  private decode(ref: number): SiteCredentials {
+    const chunk = this.chunkOf(ref);
+    const at = ref % CHUNK_BYTES;
+    const flags = chunk.readUInt8(at + FLAGS);
+    const keyCount = chunk.readUInt32LE(at + KEY_COUNT);
+    const clientCount = chunk.readUInt32LE(at + CLIENT_COUNT);
+    const reader = new RecordReader(chunk, at + GRACE_UNTIL);
+    const graceUntil = reader.time();
+    const tokensNotBefore = reader.time();
+    const fields = new RecordReader(chunk, at + STRINGS);
+    const siteId = fields.string();
+    const allowlist = unpackAllowlist({ ipv4: fields.string(), ipv6: fields.string() });
+    const keys: HashedKey[] = [];
+    for (let key = 0; key < keyCount; key++) keys.push({ hash: fields.string(), keyId: fields.string(), expiresAt: fields.time() });
+    const tokenClients = new Set<ClientId>();
+    for (let client = 0; client < clientCount; client++) tokenClients.add(fields.string());
+    return {
+      siteId,
+      enabled: (flags & ENABLED) !== 0,
+      graceUntil,
+      keysByHash: siteKeys(keys),
+      allowlist,
+      authMethod: (flags & BOTH_METHODS) !== 0 ? 'both' : 'tokens',
+      tokensNotBefore,
+      tokenClients: clientCount === 0 ? NO_CLIENTS : tokenClients,
+    };
+  }
+}

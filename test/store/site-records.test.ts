@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { BlockList } from 'node:net';
+import { describe, it } from 'node:test';
+import { buildAllowlist } from '../../src/allowlist/allowlist.js';
+import type { SiteCredentials } from '../../src/decision/types.js';
+import { bucketOf, SiteDigestTable } from '../../src/store/site-digests.js';
+import { SiteIdIndex } from '../../src/store/site-id-index.js';
+import { DECODED_SITES_MAX, SiteRecords } from '../../src/store/site-records.js';
+import { siteKeys, type HashedKey } from '../../src/store/site-keys.js';
+
+const hashOf = (text: string) => createHash('sha256').update(text).digest('hex');
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');
+
+function site(siteId: string, overrides: Partial<SiteCredentials> & { keys?: HashedKey[] } = {}): SiteCredentials {
+  const { keys = [{ hash: hashOf(siteId), keyId: `${siteId}0`, expiresAt: null }], ...fields } = overrides;
+  return {
+    siteId,
+    enabled: true,
+    graceUntil: null,
+    keysByHash: siteKeys(keys),
+    allowlist: buildAllowlist([{ network: '203.0.113.0', prefix: 24 }]),
+    authMethod: 'both',
+    tokensNotBefore: null,
+    tokenClients: new Set(),
+    ...fields,
+  };
+}
+
+/** Everything the decision reads of a site, as plain values, to compare a decoded site with the one written. */
+function facts(held: SiteCredentials | undefined, addresses: Array<[string, 'ipv4' | 'ipv6']> = [['203.0.113.9', 'ipv4']]) {
+  if (held === undefined) return undefined;
+  const keys = [...held.keysByHash.keys()].map((hash) => ({ hash, ...held.keysByHash.get(hash) }));
+  return {
+    siteId: held.siteId,
+    enabled: held.enabled,
+    graceUntil: held.graceUntil,
+    tokensNotBefore: held.tokensNotBefore,
+    authMethod: held.authMethod,
+    keys,
+    admits: addresses.map(([address, family]) => held.allowlist.check(address, family)),
+    tokenClients: [...held.tokenClients],
+  };
+}
+
+describe('SiteRecords', () => {
+  it('gives back every field a site was written with, whatever text its ids hold', () => {
+    const records = new SiteRecords();
+    const addresses: Array<[string, 'ipv4' | 'ipv6']> = [
+      ['203.0.113.9', 'ipv4'],
+      ['198.51.100.1', 'ipv4'],
+      ['2001:db8::5', 'ipv6'],
+      ['2001:db9::5', 'ipv6'],
+    ];
+    const written = site('1001', {
+      enabled: false,
+      graceUntil: 1_800_000_000_000,
+      tokensNotBefore: Number.POSITIVE_INFINITY,
+      authMethod: 'tokens',
+      keys: [
+        { hash: hashOf('a'), keyId: '7', expiresAt: null },
+        { hash: hashOf('b'), keyId: 'odd\u{1F511}\ud800', expiresAt: 1_700_000_000_123 },
+      ],
+      allowlist: buildAllowlist([
+        { network: '203.0.113.0', prefix: 24 },
+        { network: '2001:db8::', prefix: 32 },
+      ]),
+      tokenClients: new Set(['partner-app', '\udc00lone', '']),
+    });
+    records.set('1001', written);
+    assert.deepEqual(facts(records.get('1001'), addresses), facts(written, addresses));
+    assert.deepEqual(facts(records.get('1001'), addresses)?.admits, [true, false, true, false]);
+    assert.equal(records.activeKeys, 2);
+  });
+
+  it('holds a site with more keys than a list searches, each found by its hash', () => {
+    const records = new SiteRecords();
+    const keys = Array.from({ length: 20 }, (_, index) => ({ hash: hashOf(`key ${index}`), keyId: String(index), expiresAt: index % 2 ? null : index }));
+    records.set('5', site('5', { keys }));
+    const held = records.get('5')!;
+    for (const key of keys) {
+      const found = held.keysByHash.get(key.hash);
+      assert.deepEqual([found?.keyId, found?.expiresAt], [key.keyId, key.expiresAt]);
+    }
+    assert.equal(held.keysByHash.get(hashOf('another')), undefined);
+    assert.equal(records.activeKeys, 20);
+  });
+
+  it('holds ids beyond 2^53, negative ids and zero (rows written by hand) apart from their neighbours', () => {
+    const records = new SiteRecords();
+    const ids = ['9223372036854775807', '9223372036854775806', '9007199254740993', '9007199254740992', '-5', '0', '1'];
+    for (const siteId of ids) records.set(siteId, site(siteId));
+    for (const siteId of ids) assert.equal(records.get(siteId)?.siteId, siteId);
+    assert.deepEqual([...records.keys()].sort(), [...ids].sort());
+    assert.equal(records.delete('9223372036854775807'), true);
+    assert.equal(records.get('9223372036854775807'), undefined);
+    assert.equal(records.get('9223372036854775806')?.siteId, '9223372036854775806');
+    assert.equal(records.has('1.0'), false);
+    assert.equal(records.get('01'), undefined);
+    assert.equal(records.size, ids.length - 1);
+  });
+
+  it('keeps a decoded site for the next check, and decodes it again once it is written', () => {
+    const records = new SiteRecords();
+    records.set('1', site('1'));
+    const first = records.get('1');
+    assert.equal(records.get('1'), first);
+    records.set('1', site('1', { enabled: false }));
+    assert.equal(records.get('1')?.enabled, false);
+  });
+
+  it('keeps at most DECODED_SITES_MAX sites decoded, dropping the oldest first', () => {
+    const records = new SiteRecords();
+    for (let id = 1; id <= DECODED_SITES_MAX + 1; id++) records.set(String(id), site(String(id)));
+    const first = records.get('1');
+    for (let id = 2; id <= DECODED_SITES_MAX + 1; id++) records.get(String(id));
+    assert.notEqual(records.get('1'), first, 'site 1 stayed decoded past the bound');
+    assert.deepEqual(facts(records.get('1')), facts(first));
+  });
+
+  it('reclaims the space of replaced and removed sites, every site still read as last written', () => {
+    const records = new SiteRecords();
+    const sites = 5_000;
+    for (let round = 0; round < 20; round++) {
+      for (let id = 1; id <= sites; id++) records.set(String(id), site(String(id), { graceUntil: round }));
+    }
+    for (let id = 1; id <= sites; id++) assert.equal(records.get(String(id))?.graceUntil, 19);
+    const oneRound = records.bytesHeld;
+    // One round's records are about a megabyte: twenty rounds written, a few chunks held.
+    assert.ok(oneRound <= 6 * 2 ** 20, `${oneRound} bytes held for ${sites} sites`);
+    for (let id = 1; id <= sites; id += 2) records.delete(String(id));
+    for (let id = 1; id <= sites; id++) records.set(String(id + sites), site(String(id + sites)));
+    for (let id = 2; id <= sites; id += 2) assert.equal(records.get(String(id))?.graceUntil, 19);
+    assert.equal(records.get('1'), undefined);
+    assert.equal(records.size, sites / 2 + sites);
+    assert.equal(records.activeKeys, sites / 2 + sites);
+  });
+
+  it('holds a site larger than a chunk, and lets its space go when it is replaced', () => {
+    const records = new SiteRecords();
+    const huge = 'c'.repeat(700_000);
+    records.set('1', site('1', { tokenClients: new Set([huge, 'small']) }));
+    records.set('2', site('2'));
+    assert.deepEqual([...records.get('1')!.tokenClients], [huge, 'small']);
+    const withHuge = records.bytesHeld;
+    records.set('1', site('1'));
+    assert.ok(records.bytesHeld < withHuge, 'the large record stayed held');
+    assert.equal(records.get('2')?.siteId, '2');
+  });
+
+  it('copies a site from other records as it is, and counts its keys', () => {
+    const source = new SiteRecords();
+    source.set('3', site('3', { tokenClients: new Set(['app']) }));
+    const target = new SiteRecords();
+    assert.equal(target.copyFrom(source, '3'), true);
+    assert.equal(target.copyFrom(source, '4'), false);
+    assert.deepEqual(facts(target.get('3')), facts(source.get('3')));
+    assert.deepEqual([...target.tokenClientsOf('3')], ['app']);
+    assert.equal(target.activeKeys, 1);
+    assert.deepEqual([...target.tokenClientsOf('4')], []);
+  });
+
+  it('holds as it is a site whose allowlist is not one buildAllowlist made', () => {
+    const records = new SiteRecords();
+    const own = site('9', { allowlist: new BlockList() });
+    records.set('9', own);
+    assert.equal(records.get('9'), own);
+    assert.equal(records.activeKeys, 1);
+    records.set('9', site('9'));
+    assert.notEqual(records.get('9'), own);
+    assert.equal(records.activeKeys, 1);
+  });
+});
+
+describe('SiteIdIndex', () => {
+  it('finds every id after many are removed and the slots rehashed, and reuses the entries removed', () => {
+    const index = new SiteIdIndex();
+    for (let id = 0; id < 10_000; id++) index.add(String(id * 7));
+    for (let id = 0; id < 10_000; id += 3) index.remove(String(id * 7));
+    const end = index.entryLimit;
+    for (let id = 10_000; id < 13_000; id++) index.add(String(id * 7));
+    assert.ok(index.entryLimit <= end + 3, 'removed entries were not reused');
+    for (let id = 0; id < 13_000; id++) assert.equal(index.entryOf(String(id * 7)) >= 0, id >= 10_000 || id % 3 !== 0, `id ${id * 7}`);
+    for (const entry of index.entries()) assert.equal(index.entryOf(index.siteIdOf(entry)), entry);
+    assert.equal([...index.entries()].length, index.size);
+  });
+});
+
+describe('SiteDigestTable', () => {
+  it('holds each site digest as written, across growth, and lists the sites of the buckets asked for', () => {
+    const table = new SiteDigestTable();
+    const ids = [...Array.from({ length: 2_000 }, (_, index) => String(index + 1)), '-300', '9223372036854775807'];
+    for (const siteId of ids) table.set(siteId, md5(siteId));
+    for (const siteId of ids) {
+      assert.equal(table.matches(siteId, md5(siteId)), true, siteId);
+      assert.equal(table.matches(siteId, md5(`${siteId}!`)), false);
+    }
+    assert.equal(table.digestOf('17'), md5('17'));
+    assert.deepEqual([...table.sitesIn(new Set(['1', '-1', bucketOf('9223372036854775807')]))].sort(), [
+      ...Array.from({ length: 256 }, (_, index) => String(index + 256)),
+      '-300',
+      '9223372036854775807',
+    ].sort());
+    table.delete('-300');
+    assert.equal([...table.buckets()].includes('-1'), false);
+    assert.equal([...table.buckets()].includes('0'), true);
+  });
+
+  it('holds no digest that is not an MD5 in hex, so that the site is read again', () => {
+    const table = new SiteDigestTable();
+    table.set('1', md5('1'));
+    table.set('1', 'not a digest');
+    assert.equal(table.has('1'), false);
+    assert.equal(table.matches('1', 'not a digest'), false);
+  });
+
+  it('buckets ids as PostgreSQL divides them, toward zero', () => {
+    assert.deepEqual(
+      ['0', '255', '256', '-255', '-256', '-257', '9223372036854775807', '-9223372036854775808'].map(bucketOf),
+      ['0', '0', '1', '0', '-1', '-1', '36028797018963967', '-36028797018963968'],
+    );
+  });
+});
