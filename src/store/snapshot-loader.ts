@@ -218,10 +218,15 @@ const inBuckets: SiteFilter = (column) => `($1::bigint[] IS NULL OR ${column} / 
 /** One row per bucket: a resync that finds nothing changed reads a few hundred rows, not a row per site. */
 const BUCKET_DIGESTS = `WITH per_site AS (${perSiteDigests(inBuckets)})
   SELECT bucket::text AS bucket, md5(string_agg(id::text || '=' || digest, ',' ORDER BY id)) AS digest FROM per_site GROUP BY bucket`;
-const siteDigestsQuery = (filter: SiteFilter) => `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${perSiteDigests(filter)}) per_site`;
-const BUCKET_SITE_DIGESTS = siteDigestsQuery(inBuckets);
+/**
+ * The site digests of the buckets asked for, one row per bucket: `<id>:<digest>` per site, joined by
+ * commas. A resync that finds most buckets changed reads every site's digest: as a row per site,
+ * 100,000 rows outlived the young generation while the result arrived, and the full collection that
+ * freed them paused checks; a row per bucket is a few hundred strings.
+ */
+const BUCKET_SITE_DIGESTS = `SELECT string_agg(id::text || ':' || digest, ',') AS sites FROM (${perSiteDigests(inBuckets)}) per_site GROUP BY bucket`;
 const namedSites: SiteFilter = (column) => `${column} = ANY($1::bigint[])`;
-const NAMED_SITE_DIGESTS = siteDigestsQuery(namedSites);
+const NAMED_SITE_DIGESTS = `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${perSiteDigests(namedSites)}) per_site`;
 
 /** Beyond this share of the sites changed, their rows are read whole rather than named one by one. */
 const NAMED_READ_MAX_SHARE = 0.25;
@@ -256,10 +261,14 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
     const changedIds: SiteId[] = [];
     const slices = new Slices();
     if (changedBuckets.length > 0) {
-      const siteRows = (await client.query<{ id: SiteId; digest: string }>(BUCKET_SITE_DIGESTS, [changedBuckets])).rows;
-      for (const { id, digest } of siteRows) {
-        siteDigests.set(id, digest);
-        if (!held.sites.matches(id, digest)) changedIds.push(id);
+      const siteRows = (await client.query<{ sites: string }>(BUCKET_SITE_DIGESTS, [changedBuckets])).rows;
+      for (const { sites } of siteRows) {
+        for (const site of sites.split(',')) {
+          const id = site.slice(0, site.indexOf(':'));
+          const digest = site.slice(id.length + 1);
+          siteDigests.set(id, digest);
+          if (!held.sites.matches(id, digest)) changedIds.push(id);
+        }
         if (slices.over) await slices.next();
       }
     }
