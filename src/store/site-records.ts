@@ -12,7 +12,8 @@ export const DECODED_SITES_MAX = 4_096;
 
 // A record: its length in bytes, flags, two times, the counts of keys and token clients, then strings
 // (each its length in UTF-16 units and the units, so that any text a row holds survives): the site id,
-// the allowlist's two packed strings, per key its hash, id and expiry, and the token clients.
+// the allowlist's two packed strings, per key its hash (its 32 bytes when it is a SHA-256 in lower-case
+// hex, as every stored key's is, else a string), id and expiry, and the token clients.
 const LENGTH = 0;
 const FLAGS = 4;
 const GRACE_UNTIL = 8;
@@ -22,6 +23,10 @@ const CLIENT_COUNT = 28;
 const STRINGS = 32;
 const ENABLED = 1;
 const BOTH_METHODS = 2;
+const HEX_HASH = /^[0-9a-f]{64}$/;
+const HASH_BYTES = 32;
+const HASH_AS_BYTES = 1;
+const HASH_AS_STRING = 0;
 /** Where a site held as an object has its ref. */
 const NO_RECORD = -1;
 
@@ -29,6 +34,10 @@ const NO_CLIENTS: ReadonlySet<ClientId> = new Set();
 
 function stringBytes(text: string): number {
   return 4 + 2 * text.length;
+}
+
+function hashBytes(hash: string): number {
+  return 1 + (HEX_HASH.test(hash) ? HASH_BYTES : stringBytes(hash));
 }
 
 /** Reads a record's fields in order from a chunk. */
@@ -43,6 +52,14 @@ class RecordReader {
     const start = this.at + 4;
     this.at = start + 2 * units;
     return this.chunk.toString('utf16le', start, this.at);
+  }
+
+  hash(): string {
+    const form = this.chunk.readUInt8(this.at);
+    this.at += 1;
+    if (form === HASH_AS_STRING) return this.string();
+    this.at += HASH_BYTES;
+    return this.chunk.toString('hex', this.at - HASH_BYTES, this.at);
   }
 
   time(): number | null {
@@ -129,7 +146,7 @@ export class SiteRecords {
     const keys: HashedKey[] = [];
     for (const hash of site.keysByHash.keys()) keys.push({ hash, ...site.keysByHash.get(hash)! });
     let bytes = STRINGS + stringBytes(siteId) + stringBytes(allowlist.ipv4) + stringBytes(allowlist.ipv6);
-    for (const key of keys) bytes += stringBytes(key.hash) + stringBytes(key.keyId) + 8;
+    for (const key of keys) bytes += hashBytes(key.hash) + stringBytes(key.keyId) + 8;
     for (const client of site.tokenClients) bytes += stringBytes(client);
     const ref = this.reserve(bytes);
     const chunk = this.chunkOf(ref);
@@ -149,7 +166,13 @@ export class SiteRecords {
     writeString(allowlist.ipv4);
     writeString(allowlist.ipv6);
     for (const key of keys) {
-      writeString(key.hash);
+      if (HEX_HASH.test(key.hash)) {
+        at = chunk.writeUInt8(HASH_AS_BYTES, at);
+        at += chunk.write(key.hash, at, 'hex');
+      } else {
+        at = chunk.writeUInt8(HASH_AS_STRING, at);
+        writeString(key.hash);
+      }
       writeString(key.keyId);
       at = chunk.writeDoubleLE(key.expiresAt ?? Number.NaN, at);
     }
@@ -288,7 +311,7 @@ export class SiteRecords {
     const siteId = fields.string();
     const allowlist = unpackAllowlist({ ipv4: fields.string(), ipv6: fields.string() });
     const keys: HashedKey[] = [];
-    for (let key = 0; key < keyCount; key++) keys.push({ hash: fields.string(), keyId: fields.string(), expiresAt: fields.time() });
+    for (let key = 0; key < keyCount; key++) keys.push({ hash: fields.hash(), keyId: fields.string(), expiresAt: fields.time() });
     const tokenClients = new Set<ClientId>();
     for (let client = 0; client < clientCount; client++) tokenClients.add(fields.string());
     return {

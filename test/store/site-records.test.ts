@@ -60,6 +60,8 @@ describe('SiteRecords', () => {
       keys: [
         { hash: hashOf('a'), keyId: '7', expiresAt: null },
         { hash: hashOf('b'), keyId: 'odd\u{1F511}\ud800', expiresAt: 1_700_000_000_123 },
+        // Not a hash a stored key has (upper case): held as the text it is.
+        { hash: hashOf('c').toUpperCase(), keyId: '9', expiresAt: null },
       ],
       allowlist: buildAllowlist([
         { network: '203.0.113.0', prefix: 24 },
@@ -70,7 +72,7 @@ describe('SiteRecords', () => {
     records.set('1001', written);
     assert.deepEqual(facts(records.get('1001'), addresses), facts(written, addresses));
     assert.deepEqual(facts(records.get('1001'), addresses)?.admits, [true, false, true, false]);
-    assert.equal(records.activeKeys, 2);
+    assert.equal(records.activeKeys, 3);
   });
 
   it('holds a site with more keys than a list searches, each found by its hash', () => {
