@@ -82,7 +82,7 @@ class RecordReader {
 export class SiteRecords {
   private readonly index = new SiteIdIndex();
   /** Per entry, where its record starts: chunk * CHUNK_BYTES + offset, or NO_RECORD. */
-  private refs = new Float64Array(64);
+  private refs = new Float64Array(64).fill(NO_RECORD);
   private readonly chunks: Array<Buffer | undefined> = [];
   /** Per chunk, its live bytes and the end of what was written into it. */
   private readonly chunkLive: number[] = [];
@@ -223,10 +223,13 @@ export class SiteRecords {
     this.release(siteId);
     const entry = this.index.add(siteId);
     if (entry >= this.refs.length) {
-      const grown = new Float64Array(this.refs.length * 2);
+      const grown = new Float64Array(this.refs.length * 2).fill(NO_RECORD);
       grown.set(this.refs);
       this.refs = grown;
     }
+    // A new entry may be one another site had: until the record is written, it has none (a compaction in
+    // between must not take another site's record at that ref for its own).
+    this.refs[entry] = NO_RECORD;
     return entry;
   }
 
@@ -251,21 +254,26 @@ export class SiteRecords {
 
   /** Room for a record of `bytes`, counted live: its ref. */
   private reserve(bytes: number): number {
-    if (bytes > CHUNK_BYTES) {
-      const own = this.newChunk(bytes);
-      this.chunkEnd[own] = bytes;
-      this.chunkLive[own] = bytes;
-      return own * CHUNK_BYTES;
-    }
+    if (bytes > CHUNK_BYTES) return this.ownChunk(bytes);
     if (this.writing < 0 || this.chunkEnd[this.writing]! + bytes > CHUNK_BYTES) {
       const full = this.writing;
       this.writing = this.newChunk(CHUNK_BYTES);
       if (full >= 0 && this.chunkLive[full]! < CHUNK_BYTES * COMPACT_BELOW_LIVE) this.compact(full);
+      // What the compaction moved in may leave too little room: the chunk stays the one written next.
+      if (this.chunkEnd[this.writing]! + bytes > CHUNK_BYTES) return this.ownChunk(bytes);
     }
     const at = this.chunkEnd[this.writing]!;
     this.chunkEnd[this.writing] = at + bytes;
     this.chunkLive[this.writing]! += bytes;
     return this.writing * CHUNK_BYTES + at;
+  }
+
+  /** A chunk for one record alone. */
+  private ownChunk(bytes: number): number {
+    const own = this.newChunk(bytes);
+    this.chunkEnd[own] = bytes;
+    this.chunkLive[own] = bytes;
+    return own * CHUNK_BYTES;
   }
 
   private newChunk(bytes: number): number {
@@ -280,7 +288,7 @@ export class SiteRecords {
   private compact(chunkIndex: number): void {
     const chunk = this.chunks[chunkIndex]!;
     this.chunks[chunkIndex] = undefined;
-    for (let at = 0; at < this.chunkEnd[chunkIndex]! && this.chunkLive[chunkIndex]! > 0; ) {
+    for (let at = 0; at < this.chunkEnd[chunkIndex]!; ) {
       const bytes = chunk.readUInt32LE(at + LENGTH);
       const entry = this.index.entryOf(new RecordReader(chunk, at + STRINGS).string());
       if (entry >= 0 && this.refs[entry] === chunkIndex * CHUNK_BYTES + at) {

@@ -150,6 +150,66 @@ describe('SiteRecords', () => {
     assert.equal(records.get('2')?.siteId, '2');
   });
 
+  /** A site whose record is about `kib` KiB, made so by a token client of that size after `clients`. */
+  const sized = (siteId: string, kib: number, clients: string[] = []) => site(siteId, { tokenClients: new Set([...clients, 'x'.repeat(kib * 512)]) });
+
+  it('never takes another site\'s record for a new entry\'s during a compaction (a site deleted and created again)', () => {
+    const records = new SiteRecords();
+    records.set('100', sized('100', 100));
+    records.set('200', sized('200', 10));
+    records.set('300', sized('300', 800));
+    records.delete('300');
+    records.delete('100');
+    // The entries of 300 and 100 go to new sites; 100 comes back with an entry never used, while the
+    // chunk holding its old record (first in the chunk) is compacted.
+    records.set('400', sized('400', 1));
+    records.set('500', sized('500', 1));
+    records.set('100', sized('100', 200));
+    for (let id = 101; id <= 120; id++) records.set(String(id), sized(String(id), 100));
+    for (const siteId of ['200', '400', '500', '100', '109']) {
+      assert.equal(records.get(siteId)?.siteId, siteId);
+      assert.deepEqual(facts(records.get(siteId))?.keys, facts(site(siteId))?.keys, `site ${siteId}'s keys`);
+    }
+  });
+
+  it('writes a record of most of a chunk whole after the compaction that made room for it', () => {
+    const records = new SiteRecords();
+    records.set('1', sized('1', 250));
+    records.set('2', sized('2', 700));
+    records.delete('2');
+    const large = sized('3', 900, ['acme-mobile-app']);
+    records.set('3', large);
+    assert.deepEqual([...records.get('3')!.tokenClients], [...large.tokenClients]);
+    records.set('3', sized('3', 900));
+    assert.equal(records.get('1')?.siteId, '1');
+  });
+
+  it('reads every site as a Map holding the same writes would, through random writes, deletions and sizes', () => {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      let state = seed;
+      const random = (below: number) => {
+        state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+        return state % below;
+      };
+      const records = new SiteRecords();
+      const expected = new Map<string, SiteCredentials>();
+      for (let step = 0; step < 3_000; step++) {
+        const siteId = String(random(200));
+        if (random(4) === 0) {
+          assert.equal(records.delete(siteId), expected.delete(siteId));
+          continue;
+        }
+        // Mostly small, sometimes a large part of a chunk or more than one.
+        const kib = random(50) === 0 ? 300 + random(1_000) : random(8);
+        const written = sized(siteId, kib);
+        records.set(siteId, written);
+        expected.set(siteId, written);
+      }
+      for (let id = 0; id < 200; id++) assert.deepEqual(facts(records.get(String(id))), facts(expected.get(String(id))), `seed ${seed}, site ${id}`);
+      assert.equal(records.size, expected.size);
+    }
+  });
+
   it('copies a site from other records as it is, and counts its keys', () => {
     const source = new SiteRecords();
     source.set('3', site('3', { tokenClients: new Set(['app']) }));
