@@ -130,7 +130,8 @@ export class SiteRecords {
     const entry = this.index.entryOf(siteId);
     if (entry < 0) return NO_CLIENTS;
     const ref = this.refs[entry]!;
-    if (ref === NO_RECORD) return this.objects.get(siteId)!.tokenClients;
+    // NO_RECORD and no object: a write that failed half-way, which left the site unknown.
+    if (ref === NO_RECORD) return this.objects.get(siteId)?.tokenClients ?? NO_CLIENTS;
     return this.chunkOf(ref).readUInt32LE((ref % CHUNK_BYTES) + CLIENT_COUNT) === 0 ? NO_CLIENTS : this.decode(ref).tokenClients;
   }
 
@@ -240,7 +241,7 @@ export class SiteRecords {
     if (entry < 0) return;
     const ref = this.refs[entry]!;
     if (ref === NO_RECORD) {
-      this.keyTotal -= this.objects.get(siteId)!.keysByHash.size;
+      this.keyTotal -= this.objects.get(siteId)?.keysByHash.size ?? 0;
       this.objects.delete(siteId);
       return;
     }
