@@ -10,14 +10,19 @@ import { seedFillerSites } from './filler-sites.js';
 
 const SITES = 100_000;
 
-function heapMiB(): number {
+const MIB = 1024 * 1024;
+
+/** V8's heap, and the buffers outside it (where the snapshot's records are), after a full collection. */
+function memoryMiB(): { heap: number; outside: number } {
   globalThis.gc?.();
-  return process.memoryUsage().heapUsed / 1024 / 1024;
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  return { heap: heapUsed / MIB, outside: arrayBuffers / MIB };
 }
 
 /**
  * Issue #4's scale target: a snapshot of 100,000 sites with 2 keys and 3 CIDRs each loads in a few
- * seconds and holds in well under 300 MB of heap. Uses TEST_DATABASE_URL's server when set.
+ * seconds and holds in well under 300 MB; the records are outside V8's heap, and both are reported.
+ * Uses TEST_DATABASE_URL's server when set.
  */
 export async function runSnapshotLoadBench(): Promise<void> {
   assert.ok(globalThis.gc, 'run with node --expose-gc so heap figures are measured after collection');
@@ -45,7 +50,7 @@ export async function runSnapshotLoadBench(): Promise<void> {
     console.log(`seeded ${SITES.toLocaleString('en')} sites, ${(2 * SITES).toLocaleString('en')} keys, ` +
       `${(3 * SITES).toLocaleString('en')} CIDRs in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 
-    const heapBefore = heapMiB();
+    const before = memoryMiB();
     // The load yields to the event loop as it builds: sampled meanwhile, the heap shows the rows the load
     // holds at once on top of the snapshot (what a serve pod must have room for).
     let peakBytes = 0;
@@ -54,11 +59,12 @@ export async function runSnapshotLoadBench(): Promise<void> {
     const sites = await loadAllSites(pool);
     const seconds = (performance.now() - started) / 1000;
     clearInterval(sampler);
-    const heapHeld = heapMiB() - heapBefore;
+    const after = memoryMiB();
     assert.equal(sites.size, SITES);
     assert.equal(sites.get('4242')?.keysByHash.size, 2);
-    console.log(`full snapshot load: ${seconds.toFixed(2)} s; heap held by the snapshot: ${heapHeld.toFixed(0)} MiB, ` +
-      `at most ${(peakBytes / 1024 / 1024 - heapBefore).toFixed(0)} MiB during the load (rss ${(process.memoryUsage().rss / 1024 / 1024).toFixed(0)} MiB)`);
+    console.log(`full snapshot load: ${seconds.toFixed(2)} s; held by the snapshot: ${(after.heap - before.heap).toFixed(0)} MiB of heap and ` +
+      `${(after.outside - before.outside).toFixed(0)} MiB of buffers outside it (records ${(sites.bytesHeld / MIB).toFixed(0)} MiB); heap at most ` +
+      `${(peakBytes / MIB - before.heap).toFixed(0)} MiB more during the load (rss ${(process.memoryUsage().rss / MIB).toFixed(0)} MiB)`);
   } finally {
     await pool.end();
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
