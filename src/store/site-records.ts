@@ -7,7 +7,7 @@ import { SiteIdIndex } from './site-id-index.js';
 const CHUNK_BYTES = 2 ** 20;
 /** A chunk other than the one being written is compacted once less than this share of it is live. */
 const COMPACT_BELOW_LIVE = 0.25;
-/** Sites kept decoded for the checks that read them, the oldest decoded dropped first. */
+/** Sites kept decoded for the checks that read them at most; those not read lately are dropped first. */
 export const DECODED_SITES_MAX = 4_096;
 
 // A record: its length in bytes, flags, two times, the counts of keys and token clients, then strings
@@ -73,7 +73,7 @@ class RecordReader {
  * The sites of a snapshot, each a record in Buffer chunks outside V8's heap, found through a
  * SiteIdIndex. Held as objects, 100,000 sites were ~60 MB of small objects for every full collection
  * to mark and move, and its pauses stalled checks by 40-70 ms; held so, the heap holds only the sites
- * checks read lately, decoded (a bounded number, the oldest dropped first), and a write never decodes.
+ * checks read lately, decoded (a bounded number), and a write never decodes.
  *
  * A replaced or removed site's record is dead space; a chunk mostly dead is compacted into the chunk
  * being written. A site whose allowlist is not one buildAllowlist made (tests build their own) is held
@@ -90,7 +90,13 @@ export class SiteRecords {
   private readonly freeChunks: number[] = [];
   private writing = -1;
   private readonly objects = new Map<SiteId, SiteCredentials>();
-  private readonly decoded = new Map<SiteId, SiteCredentials>();
+  /**
+   * Sites decoded for checks, in two generations of up to half DECODED_SITES_MAX: a site read in the older
+   * one moves to the newer, and when the newer is full the older is dropped. Every step is one or two Map
+   * operations, where evicting a Map's first entry walks past the holes earlier evictions left.
+   */
+  private recentlyDecoded = new Map<SiteId, SiteCredentials>();
+  private earlierDecoded = new Map<SiteId, SiteCredentials>();
   private keyTotal = 0;
 
   get size(): number {
@@ -108,12 +114,18 @@ export class SiteRecords {
 
   /** The site, decoded on its first read since it was written and kept for the next reads. */
   get(siteId: SiteId): SiteCredentials | undefined {
-    const cached = this.decoded.get(siteId);
-    if (cached !== undefined) return cached;
-    const site = this.read(siteId);
-    if (site === undefined || this.objects.has(siteId)) return site;
-    if (this.decoded.size >= DECODED_SITES_MAX) this.decoded.delete(this.decoded.keys().next().value!);
-    this.decoded.set(siteId, site);
+    const recent = this.recentlyDecoded.get(siteId);
+    if (recent !== undefined) return recent;
+    let site = this.earlierDecoded.get(siteId);
+    if (site === undefined) {
+      site = this.read(siteId);
+      if (site === undefined || this.objects.has(siteId)) return site;
+    }
+    if (this.recentlyDecoded.size >= DECODED_SITES_MAX / 2) {
+      this.earlierDecoded = this.recentlyDecoded;
+      this.recentlyDecoded = new Map();
+    }
+    this.recentlyDecoded.set(siteId, site);
     return site;
   }
 
@@ -236,7 +248,8 @@ export class SiteRecords {
 
   /** Forgets what the site held (its record dead, its decoded form dropped); its entry stays. */
   private release(siteId: SiteId): void {
-    this.decoded.delete(siteId);
+    this.recentlyDecoded.delete(siteId);
+    this.earlierDecoded.delete(siteId);
     const entry = this.index.entryOf(siteId);
     if (entry < 0) return;
     const ref = this.refs[entry]!;

@@ -111,13 +111,30 @@ describe('SiteRecords', () => {
     assert.equal(records.get('1')?.enabled, false);
   });
 
-  it('keeps at most DECODED_SITES_MAX sites decoded, dropping the oldest first', () => {
+  it('keeps at most DECODED_SITES_MAX sites decoded, those read lately kept', () => {
     const records = new SiteRecords();
-    for (let id = 1; id <= DECODED_SITES_MAX + 1; id++) records.set(String(id), site(String(id)));
+    for (let id = 1; id <= DECODED_SITES_MAX + 2; id++) records.set(String(id), site(String(id)));
     const first = records.get('1');
-    for (let id = 2; id <= DECODED_SITES_MAX + 1; id++) records.get(String(id));
+    const hot = records.get('2');
+    for (let id = 3; id <= DECODED_SITES_MAX + 2; id++) {
+      records.get(String(id));
+      // Site 2 is read every so often, as a busy partner's is: it stays decoded.
+      if (id % 1_000 === 0) assert.equal(records.get('2'), hot);
+    }
+    assert.equal(records.get('2'), hot, 'a site read lately was dropped');
     assert.notEqual(records.get('1'), first, 'site 1 stayed decoded past the bound');
     assert.deepEqual(facts(records.get('1')), facts(first));
+  });
+
+  it('decodes a site written again, whichever generation held it', () => {
+    const records = new SiteRecords();
+    for (let id = 1; id <= DECODED_SITES_MAX / 2 + 1; id++) records.set(String(id), site(String(id)));
+    for (let id = 1; id <= DECODED_SITES_MAX / 2 + 1; id++) records.get(String(id));
+    // Site 1 is in the earlier generation now, the last one in the recent.
+    records.set('1', site('1', { enabled: false }));
+    records.set(String(DECODED_SITES_MAX / 2 + 1), site(String(DECODED_SITES_MAX / 2 + 1), { enabled: false }));
+    assert.equal(records.get('1')?.enabled, false);
+    assert.equal(records.get(String(DECODED_SITES_MAX / 2 + 1))?.enabled, false);
   });
 
   it('reclaims the space of replaced and removed sites, every site still read as last written', () => {
