@@ -129,8 +129,8 @@ export class SiteRecords {
     return site;
   }
 
-  /** The site, decoded without keeping it: for writers, so that they do not push out what checks read. */
-  read(siteId: SiteId): SiteCredentials | undefined {
+  /** The site as held, decoded without keeping it. */
+  private read(siteId: SiteId): SiteCredentials | undefined {
     const entry = this.index.entryOf(siteId);
     if (entry < 0) return undefined;
     const ref = this.refs[entry]!;
