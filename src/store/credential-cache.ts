@@ -102,6 +102,8 @@ export class CredentialCache {
    * those rows after the resync, their digest is the one to keep, not the resync's.
    */
   private readonly reloadedDuringResync = new Map<SiteId, SiteDigest | undefined>();
+  /** When the running full resync began (performance.now()); undefined when none runs. */
+  private resyncStartedAt: number | undefined;
   private readonly session: ListenSession;
   private loaded = false;
   private lastFullLoadStartedAt: number | undefined;
@@ -299,6 +301,7 @@ export class CredentialCache {
     const startedAt = Date.now();
     const order = performance.now();
     this.reloadedDuringResync.clear();
+    this.resyncStartedAt = order;
     try {
       const [resync, brownouts, sunsetPolicy] = await Promise.all([
         resyncSites(this.options.pool, this.digests, this.onUnusableRow),
@@ -318,6 +321,8 @@ export class CredentialCache {
     } catch (error) {
       // Not owed at once: the tick tries again, while the snapshot ages.
       this.failed({ kind: 'full', error });
+    } finally {
+      this.resyncStartedAt = undefined;
     }
   }
 
@@ -336,14 +341,18 @@ export class CredentialCache {
     const order = performance.now();
     try {
       const reloaded = await loadSitesWithDigests(this.options.pool, siteIds, this.onUnusableRow);
-      const replaced = new Set(this.table.replaceSites(siteIds, reloaded.sites, order));
-      for (const siteId of siteIds) {
-        // The digest goes with the rows it was read with, and only where those rows are what the table holds.
-        const digest = replaced.has(siteId) && reloaded.sites.has(siteId) ? reloaded.digests.get(siteId) : undefined;
+      const replaced = this.table.replaceSites(siteIds, reloaded.sites, order);
+      for (const siteId of replaced) {
+        // The digest goes with the rows it was read with. A site the table did not replace keeps its rows,
+        // and the digest that describes them: forgotten, a later deletion of the site would go unseen.
+        const digest = reloaded.sites.has(siteId) ? reloaded.digests.get(siteId) : undefined;
         if (digest === undefined) this.digests.forget(siteId);
         else this.digests.remember(siteId, digest);
         this.reloadedDuringResync.set(siteId, digest);
       }
+      // Read before a running resync began, these rows may be older than what it compared and found
+      // unchanged: read again, they are newer than it.
+      if (this.resyncStartedAt !== undefined && order < this.resyncStartedAt) for (const siteId of replaced) this.pendingSites.add(siteId);
       this.synced({ kind: 'sites', sites: siteIds.length, sitesRead: reloaded.sites.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
       for (const siteId of siteIds) this.pendingSites.add(siteId);

@@ -285,10 +285,12 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
     }
     if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, changed: new SiteRecords() };
     // Read whole, the rows also hold sites that did not change: those keep the records checks use now.
-    const heldSites = held.sites.size;
+    // Unfiltered only when every site changed (the first load): a site in `changed` must have its digest
+    // in `siteDigests`, or a digest a reload left would stay on the rows the resync put in its place.
+    const everySiteChanged = changedBuckets.length === bucketDigests.size && changedIds.length === siteDigests.size;
     const changed =
-      changedIds.length > heldSites * NAMED_READ_MAX_SHARE
-        ? await readAllSites(client, onUnusable, changedIds.length < heldSites ? new Set(changedIds) : undefined)
+      changedIds.length > held.sites.size * NAMED_READ_MAX_SHARE
+        ? await readAllSites(client, onUnusable, everySiteChanged ? undefined : new Set(changedIds))
         : await buildSites(await readSiteRows(client, namedSites, [changedIds]), onUnusable);
     return { bucketDigests, siteDigests, changedIds, removed, changed };
   });

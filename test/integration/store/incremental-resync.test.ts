@@ -14,6 +14,49 @@ const SITES = 600;
 const KEY = '44444444-4444-4444-8444-444444444444';
 const NEW_KEY = '55555555-5555-4555-8555-555555555555';
 
+/** Holds the next connection asked for outside pool.query (a resync's or a reload's transaction) until opened. */
+class GatedPool extends pg.Pool {
+  gate: Promise<void> | undefined;
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: Parameters<pg.Pool['connect']>[0]): void;
+  override connect(callback?: Parameters<pg.Pool['connect']>[0]): Promise<pg.PoolClient> | void {
+    if (callback) return super.connect(callback);
+    const gate = this.gate;
+    this.gate = undefined;
+    return gate === undefined ? super.connect() : gate.then(() => super.connect());
+  }
+}
+
+/** A transaction's COMMIT held until opened: its reads are done, what it read not yet taken. */
+class CommitGate {
+  reached = false;
+  open: () => void = () => undefined;
+  readonly opened = new Promise<void>((resolveGate) => (this.open = resolveGate));
+}
+
+/** Holds the COMMIT of each next transaction (connections asked for outside pool.query) at the next gate. */
+class CommitGatedPool extends pg.Pool {
+  readonly gates: CommitGate[] = [];
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: Parameters<pg.Pool['connect']>[0]): void;
+  override connect(callback?: Parameters<pg.Pool['connect']>[0]): Promise<pg.PoolClient> | void {
+    if (callback) return super.connect(callback);
+    const gate = this.gates.shift();
+    return super.connect().then((client) => {
+      if (gate === undefined) return client;
+      const query = client.query.bind(client) as (text: unknown, values?: unknown) => Promise<unknown>;
+      const held = (text: unknown, values?: unknown) => {
+        if (text !== 'COMMIT') return query(text, values);
+        (client as { query: unknown }).query = query;
+        gate.reached = true;
+        return gate.opened.then(() => query(text));
+      };
+      (client as { query: unknown }).query = held;
+      return client;
+    });
+  }
+}
+
 /**
  * The periodic resync reads again only the sites whose data changed since the snapshot read them,
  * whoever changed it and whether or not a notification said so.
@@ -96,18 +139,6 @@ describe('incremental resync', () => {
   });
 
   it('keeps the digest of a site reloaded while a resync runs: neither that resync nor the next reads it again', async () => {
-    /** Holds the next connection asked for outside pool.query (a resync's transaction) until opened. */
-    class GatedPool extends pg.Pool {
-      gate: Promise<void> | undefined;
-      override connect(): Promise<pg.PoolClient>;
-      override connect(callback: Parameters<pg.Pool['connect']>[0]): void;
-      override connect(callback?: Parameters<pg.Pool['connect']>[0]): Promise<pg.PoolClient> | void {
-        if (callback) return super.connect(callback);
-        const gate = this.gate;
-        this.gate = undefined;
-        return gate === undefined ? super.connect() : gate.then(() => super.connect());
-      }
-    }
     const { cache, syncs, pool } = await startedCache(3_600, GatedPool);
     let open: () => void = () => undefined;
     pool.gate = new Promise((resolveGate) => (open = resolveGate));
@@ -177,5 +208,44 @@ describe('incremental resync', () => {
     assert.equal(snapshot?.site(String(SITES + 2))?.allowlist.check('198.51.100.7', 'ipv4'), true);
     assert.equal(cache.status(Date.now()).sites, SITES + 1);
     assert.equal(cache.status(Date.now()).activeKeys, 1);
+  });
+
+  it('removes a site deleted with no notification after a reload older than the last resync landed', async () => {
+    const { cache, syncs, pool } = await startedCache(3_600, GatedPool);
+    let open: () => void = () => undefined;
+    pool.gate = new Promise((resolveGate) => (open = resolveGate));
+    // The site's notification starts a reload, held before it reads; a resync begins and ends meanwhile.
+    await sql.query('UPDATE sites SET enabled = false WHERE id = 270');
+    await eventually('the reload waiting for its connection', async () => pool.gate === undefined, (waiting) => waiting, 10_000);
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('a resync that began after the reload', async () => fullSyncs(syncs).length, (count) => count >= 2, 10_000);
+    assert.equal(cache.snapshot(Date.now())?.site('270')?.enabled, false);
+    open();
+    await eventually('the reload, landing after the resync', async () => syncs.filter((sync) => sync.kind === 'sites').length, (count) => count >= 1, 10_000);
+    await withoutNotification(async () => {
+      await sql.query('DELETE FROM allowlist_entries WHERE site_id = 270');
+      await sql.query('DELETE FROM sites WHERE id = 270');
+    });
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('site 270 gone from the snapshot', async () => cache.snapshot(Date.now())?.site('270'), (site) => site === undefined, 15_000);
+  });
+
+  it('reads a site again whose reload began before a resync and landed after the resync compared it', async () => {
+    const { cache, syncs, pool } = await startedCache(3_600, CommitGatedPool);
+    const reload = new CommitGate();
+    const resync = new CommitGate();
+    pool.gates.push(reload);
+    // The reload reads site 280 disabled, then waits; the site is enabled again with no notification.
+    await sql.query('UPDATE sites SET enabled = false WHERE id = 280');
+    await eventually('the reload, its rows read', async () => reload.reached, (reached) => reached, 10_000);
+    await withoutNotification(() => sql.query('UPDATE sites SET enabled = true WHERE id = 280'));
+    // A resync compares the site as it is now, enabled, as the snapshot holds it: unchanged, it reads nothing.
+    pool.gates.push(resync);
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('the resync, its comparisons done', async () => resync.reached, (reached) => reached, 10_000);
+    reload.open();
+    await eventually('the older reload landing', async () => syncs.filter((sync) => sync.kind === 'sites').length, (count) => count >= 1, 10_000);
+    resync.open();
+    await eventually('site 280 as the database holds it, enabled', async () => cache.snapshot(Date.now())?.site('280')?.enabled, (enabled) => enabled === true, 10_000);
   });
 });
