@@ -15,11 +15,16 @@ export interface SiteDigest {
 /** An MD5 in hex, as PostgreSQL's md5() gives it, held as its bytes. */
 const DIGEST_BYTES = 16;
 
+/** The bucket of a site id that a number spells exactly: dividing by a power of two is exact, and truncates as PostgreSQL does. */
+function bucketNumber(id: number): number {
+  return Math.trunc(id / BUCKET_SPAN);
+}
+
 /** The bucket of a site id (decimal digits, up to 2^63 - 1): as PostgreSQL's `id / BUCKET_SPAN` spells it, truncated toward zero. */
 export function bucketOf(siteId: SiteId): string {
   const id = Number(siteId);
-  // Dividing by a power of two is exact: the quotient truncates as PostgreSQL's does, and -0 spells "0".
-  if (Number.isSafeInteger(id)) return String(Math.trunc(id / BUCKET_SPAN));
+  // -0 (bucket of -1 to -255) spells "0", as in PostgreSQL.
+  if (Number.isSafeInteger(id)) return String(bucketNumber(id));
   return (BigInt(siteId) / BigInt(BUCKET_SPAN)).toString();
 }
 
@@ -86,8 +91,8 @@ export class SiteDigestTable {
   }
 
   /** The sites held, in no particular order. */
-  *sites(): IterableIterator<SiteId> {
-    for (const entry of this.index.entries()) yield this.index.siteIdOf(entry);
+  sites(): IterableIterator<SiteId> {
+    return this.index.siteIds();
   }
 
   /** The sites held of the given buckets: one pass over all of them, whose ids need no text to be bucketed. */
@@ -96,7 +101,7 @@ export class SiteDigestTable {
     for (const bucket of buckets) numeric.add(Number(bucket));
     for (const entry of this.index.entries()) {
       const id = this.index.numericIdOf(entry);
-      const inBuckets = Number.isNaN(id) ? buckets.has(bucketOf(this.index.siteIdOf(entry))) : numeric.has(Math.trunc(id / BUCKET_SPAN));
+      const inBuckets = Number.isNaN(id) ? buckets.has(bucketOf(this.index.siteIdOf(entry))) : numeric.has(bucketNumber(id));
       if (inBuckets) yield this.index.siteIdOf(entry);
     }
   }

@@ -4,6 +4,13 @@ const EMPTY = -1;
 const REMOVED = -2;
 const INITIAL_SLOTS = 64;
 
+/** The array with twice the length, what it held kept and the rest `fill`. */
+export function doubled(array: Float64Array<ArrayBuffer>, fill: number): Float64Array<ArrayBuffer> {
+  const grown = new Float64Array(array.length * 2).fill(fill);
+  grown.set(array);
+  return grown;
+}
+
 /** The id as a number when the number spells it exactly (every id a site can have in practice); else undefined. */
 function numericId(siteId: SiteId): number | undefined {
   const id = Number(siteId);
@@ -104,6 +111,11 @@ export class SiteIdIndex {
     }
   }
 
+  /** The ids of the entries in use, in no particular order. */
+  *siteIds(): IterableIterator<SiteId> {
+    for (const entry of this.entries()) yield this.siteIdOf(entry);
+  }
+
   /** The id of an entry in use as a number, or NaN when no number spells it. */
   numericIdOf(entry: number): number {
     return this.entryIds[entry]!;
@@ -113,11 +125,7 @@ export class SiteIdIndex {
     this.count++;
     const reused = this.freeEntries.pop();
     if (reused !== undefined) return reused;
-    if (this.entriesEnd === this.entryIds.length) {
-      const grown = new Float64Array(this.entryIds.length * 2).fill(Number.NaN);
-      grown.set(this.entryIds);
-      this.entryIds = grown;
-    }
+    if (this.entriesEnd === this.entryIds.length) this.entryIds = doubled(this.entryIds, Number.NaN);
     return this.entriesEnd++;
   }
 

@@ -1,7 +1,7 @@
 import { packAllowlist, unpackAllowlist } from '../allowlist/allowlist.js';
 import type { ClientId, SiteCredentials, SiteId } from '../decision/types.js';
 import { siteKeys, type HashedKey } from './site-keys.js';
-import { SiteIdIndex } from './site-id-index.js';
+import { doubled, SiteIdIndex } from './site-id-index.js';
 
 /** Records are written into chunks of this size; a larger record gets a chunk of its own. */
 const CHUNK_BYTES = 2 ** 20;
@@ -220,8 +220,8 @@ export class SiteRecords {
     return true;
   }
 
-  *keys(): IterableIterator<SiteId> {
-    for (const entry of this.index.entries()) yield this.index.siteIdOf(entry);
+  keys(): IterableIterator<SiteId> {
+    return this.index.siteIds();
   }
 
   /** Bytes the chunks take, live or dead: what the store holds outside the heap. */
@@ -235,11 +235,7 @@ export class SiteRecords {
   private replace(siteId: SiteId): number {
     this.release(siteId);
     const entry = this.index.add(siteId);
-    if (entry >= this.refs.length) {
-      const grown = new Float64Array(this.refs.length * 2).fill(NO_RECORD);
-      grown.set(this.refs);
-      this.refs = grown;
-    }
+    if (entry >= this.refs.length) this.refs = doubled(this.refs, NO_RECORD);
     // A new entry may be one another site had: until the record is written, it has none (a compaction in
     // between must not take another site's record at that ref for its own).
     this.refs[entry] = NO_RECORD;
