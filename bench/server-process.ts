@@ -3,6 +3,7 @@ import { openSync, closeSync, readdirSync, readFileSync, existsSync } from 'node
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { NO_MEMORY_REDUCER } from '../src/common/memory-reducer.js';
 import { freePorts } from '../src/embedded/embedded-postgres.js';
 import { signalIfThere } from '../src/embedded/processes.js';
 import { CLI } from '../test/support/service.js';
@@ -185,12 +186,15 @@ function probeEnv(probeDir: string): Record<string, string> {
   return { NODE_OPTIONS: `--import=${PROBE}`, [PROBE_DIR_VARIABLE]: probeDir };
 }
 
-/** A real `sitekey-authz serve` (dist/src/cli/main.js), logging at info to a file as in production; resolves once /readyz says 200. */
+/**
+ * A real `sitekey-authz serve` (dist/src/cli/main.js), started as the image starts it (NO_MEMORY_REDUCER) and
+ * logging at info to a file as in production; resolves once /readyz says 200.
+ */
 export async function startServe(options: ServeOptions): Promise<BenchServer> {
   const [grpcPort = 0, metricsPort = 0] = await freePorts(2);
   const logFile = `${options.workDir}/${options.name.replace(/\W+/g, '-')}.log`;
   const log = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), CLI, 'serve'], {
+  const child = spawn(process.execPath, [NO_MEMORY_REDUCER, ...(options.nodeArguments ?? []), CLI, 'serve'], {
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'info',
@@ -221,7 +225,8 @@ export async function startServe(options: ServeOptions): Promise<BenchServer> {
 
 /**
  * The no-op Check server (noop-server.ts) in its own process, answering as `serve` would for siteId
- * and keyId, or for a token of tokenClient when that is given.
+ * and keyId, or for a token of tokenClient when that is given; with serve's node options, so that the
+ * floor is not slower for a reason serve avoids.
  */
 export async function startNoop(options: {
   readonly workDir: string;
@@ -236,7 +241,7 @@ export async function startNoop(options: {
 }): Promise<BenchServer> {
   const credential =
     options.wrongKey !== undefined ? ['--wrong-key', options.wrongKey] : options.tokenClient === undefined ? [options.keyId] : ['--token-client', options.tokenClient];
-  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
+  const child = spawn(process.execPath, [NO_MEMORY_REDUCER, ...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
     env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir), ...(options.holdSnapshotOf && { HOLD_SNAPSHOT_DATABASE_URL: options.holdSnapshotOf }) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
