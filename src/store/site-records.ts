@@ -36,8 +36,13 @@ function stringBytes(text: string): number {
   return 4 + 2 * text.length;
 }
 
-function hashBytes(hash: string): number {
-  return 1 + (HEX_HASH.test(hash) ? HASH_BYTES : stringBytes(hash));
+/** A key as its record holds it: the hash as its bytes when it is lower-case hex, else as a string. */
+interface RecordedKey extends HashedKey {
+  readonly hashAsBytes: boolean;
+}
+
+function hashBytes(key: RecordedKey): number {
+  return 1 + (key.hashAsBytes ? HASH_BYTES : stringBytes(key.hash));
 }
 
 /** Reads a record's fields in order from a chunk. */
@@ -156,10 +161,10 @@ export class SiteRecords {
       this.refs[entry] = NO_RECORD;
       return;
     }
-    const keys: HashedKey[] = [];
-    for (const hash of site.keysByHash.keys()) keys.push({ hash, ...site.keysByHash.get(hash)! });
+    const keys: RecordedKey[] = [];
+    for (const hash of site.keysByHash.keys()) keys.push({ hash, hashAsBytes: HEX_HASH.test(hash), ...site.keysByHash.get(hash)! });
     let bytes = STRINGS + stringBytes(siteId) + stringBytes(allowlist.ipv4) + stringBytes(allowlist.ipv6);
-    for (const key of keys) bytes += hashBytes(key.hash) + stringBytes(key.keyId) + 8;
+    for (const key of keys) bytes += hashBytes(key) + stringBytes(key.keyId) + 8;
     for (const client of site.tokenClients) bytes += stringBytes(client);
     const ref = this.reserve(bytes);
     const chunk = this.chunkOf(ref);
@@ -179,7 +184,7 @@ export class SiteRecords {
     writeString(allowlist.ipv4);
     writeString(allowlist.ipv6);
     for (const key of keys) {
-      if (HEX_HASH.test(key.hash)) {
+      if (key.hashAsBytes) {
         at = chunk.writeUInt8(HASH_AS_BYTES, at);
         at += chunk.write(key.hash, at, 'hex');
       } else {
