@@ -11,10 +11,10 @@ export type NameRead = (name: string) => boolean;
 export interface NamesRead {
   readonly header: NameRead;
   /**
-   * How long the header names it reads are, lower-cased: a name of ASCII bytes alone (whose lower
-   * case is as long) and of another length is passed over without making a string of it.
+   * The header names it reads, lower-cased: a name of ASCII bytes alone is compared with these byte
+   * by byte, and a string is made of it only when it is one of them, written in another case.
    */
-  readonly headerLengths: ReadonlySet<number>;
+  readonly headerNames: readonly string[];
   readonly contextExtension: NameRead;
 }
 
@@ -33,7 +33,7 @@ export interface NamesRead {
  */
 export function checkRequestReader(namesRead: NamesRead): (bytes: Uint8Array) => CheckRequestMessage {
   const kept: Kept = {
-    headers: { read: namesRead.header, lengths: namesRead.headerLengths },
+    headers: { read: namesRead.header, names: namesRead.headerNames },
     contextExtensions: { read: namesRead.contextExtension },
   };
   return (bytes) => {
@@ -54,10 +54,10 @@ interface Kept {
   readonly contextExtensions: KeysKept;
 }
 
-/** A map's keys that are kept: those `read` says, found faster by their `lengths` when given. */
+/** A map's keys that are kept: those `read` says, found without a string by their lower-case `names` when given. */
 interface KeysKept {
   readonly read: NameRead;
-  readonly lengths?: ReadonlySet<number>;
+  readonly names?: readonly string[];
 }
 
 const NOTHING = Buffer.alloc(0);
@@ -221,18 +221,15 @@ function httpRequest(reader: Reader, depth: number, headersKept: KeysKept): Http
       case 1:
         http.id = reader.string();
         break;
-      case 2:
-        http.method = reader.string();
-        break;
       case 3:
         headers ??= {};
         mapEntry(reader, depth, headers, headersKept);
         break;
+      // method, path, host: the view reads none of them.
+      case 2:
       case 4:
-        http.path = reader.string();
-        break;
       case 5:
-        http.host = reader.string();
+        passString(reader, passedSpan);
         break;
       case 9:
         http.size = reader.int64().toString();
@@ -261,16 +258,48 @@ function httpRequest(reader: Reader, depth: number, headersKept: KeysKept): Http
  * from them before the view's NameRead is asked about the key.
  */
 const keySpan: Span = { start: 0, end: 0 };
+/** Where a string the view never reads was: noted only to be passed over as protobufjs reads it. */
+const passedSpan: Span = { start: 0, end: 0 };
 const valueSpan: Span = { start: 0, end: 0 };
 const rawValueSpan: Span = { start: 0, end: 0 };
 
-/** The key in `keySpan` as text, if it is one that is kept; otherwise no string is made of it. */
+/** What the bytes of a key spell among lower-case names: the index of the name they are exactly, or one of these. */
+const NOT_ASCII = -1;
+const NONE = -2;
+const A_NAME_IN_ANOTHER_CASE = -3;
+
+function spelledName(bytes: Uint8Array, start: number, end: number, names: readonly string[]): number {
+  for (let at = start; at < end; at++) if (bytes[at]! >= 0x80) return NOT_ASCII;
+  for (let index = 0; index < names.length; index++) {
+    const name = names[index]!;
+    if (name.length !== end - start) continue;
+    let exact = true;
+    let at = start;
+    for (; at < end; at++) {
+      const byte = bytes[at]!;
+      const code = name.charCodeAt(at - start);
+      if (byte === code) continue;
+      // An ASCII letter lower-cases by its 0x20 bit, as toLowerCase does.
+      if (byte >= 0x41 && byte <= 0x5a && (byte | 0x20) === code) exact = false;
+      else break;
+    }
+    if (at === end) return exact ? index : A_NAME_IN_ANOTHER_CASE;
+  }
+  return NONE;
+}
+
+/**
+ * The key in `keySpan` as text, if it is one that is kept; otherwise no string is made of it. A key
+ * of ASCII bytes alone is kept when it spells one of the `names` in any case (its lower case is then
+ * that name); a key written exactly as its name is that name's string.
+ */
 function keptKey(reader: Reader, kept: KeysKept): string | undefined {
   const { start, end } = keySpan;
-  if (kept.lengths !== undefined && !kept.lengths.has(end - start)) {
-    let ascii = true;
-    for (let at = start; at < end && ascii; at++) ascii = reader.buf[at]! < 0x80;
-    if (ascii) return undefined;
+  if (kept.names !== undefined) {
+    const spelled = spelledName(reader.buf, start, end, kept.names);
+    if (spelled === NONE) return undefined;
+    if (spelled >= 0) return kept.names[spelled];
+    if (spelled === A_NAME_IN_ANOTHER_CASE) return textAt(reader, start, end);
   }
   const key = textAt(reader, start, end);
   return kept.read(key) ? key : undefined;

@@ -4,14 +4,6 @@ import { clipForLog } from '../common/log-text.js';
 import type { NamesRead } from './check-request-reader.js';
 import type { CheckRequestMessage, HeaderValueMessage, HttpRequestMessage } from './messages.js';
 
-/** What a log line may say about the request: no headers, no query string, no body. */
-export interface RequestSummary {
-  readonly method: string | undefined;
-  readonly host: string | undefined;
-  /** The path without its query string, which may carry anything. */
-  readonly path: string | undefined;
-}
-
 /** What the service was configured to read from a CheckRequest. */
 export interface RequestViewOptions {
   readonly clientIpSource: ClientIpSource;
@@ -24,7 +16,6 @@ export interface CheckRequestView {
   readonly input: CheckInput;
   /** `x-request-id`, else Envoy's HttpRequest.id; for correlating our log line with Envoy's. */
   readonly requestId: string | undefined;
-  readonly request: RequestSummary;
 }
 
 /** Request header names, lower-cased, to their values; repeated headers joined by ",". */
@@ -127,7 +118,7 @@ export function namesReadBy(source: ClientIpSource): NamesRead {
   const sourceHeader = source.kind === 'header' ? source.name : undefined;
   return {
     header: (name) => headerRead(name, sourceHeader) !== undefined,
-    headerLengths: new Set([...HEADERS_READ, ...(sourceHeader === undefined ? [] : [sourceHeader])].map((name) => name.length)),
+    headerNames: [...HEADERS_READ, ...(sourceHeader === undefined ? [] : [sourceHeader])],
     contextExtension: (name) => name === BODY_CREDENTIALS_EXTENSION,
   };
 }
@@ -215,11 +206,6 @@ function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCr
   return extensions?.[BODY_CREDENTIALS_EXTENSION] === 'optional' ? 'optional' : 'required';
 }
 
-function withoutQuery(path: string | undefined): string | undefined {
-  const query = path?.indexOf('?') ?? -1;
-  return query < 0 ? path : path?.slice(0, query);
-}
-
 /**
  * Turns a decoded CheckRequest into the decision's input. Pure, and total: a field that is missing,
  * null or of the wrong type reads as absent, so a malformed request is denied, never thrown on.
@@ -230,7 +216,6 @@ export function viewCheckRequest(request: CheckRequestMessage | null | undefined
   const headers = requestHeaders(http, options.clientIpSource);
   const partialFlag = headers.get('x-envoy-auth-partial-body');
   const partial = partialFlag !== undefined && commaList(partialFlag).some((flag) => flag.toLowerCase() === 'true');
-  const path = nonEmptyText(http?.path);
   return {
     input: {
       authorization: headers.get('authorization'),
@@ -240,10 +225,5 @@ export function viewCheckRequest(request: CheckRequestMessage | null | undefined
       bodyCredentials: bodyCredentialsPolicy(checkRequest),
     },
     requestId: clipForLog(nonEmptyText(headers.get('x-request-id')) ?? nonEmptyText(http?.id)),
-    request: {
-      method: clipForLog(nonEmptyText(http?.method)),
-      host: clipForLog(nonEmptyText(http?.host)),
-      path: clipForLog(withoutQuery(path)),
-    },
   };
 }
