@@ -5,7 +5,6 @@ import type { Socket } from 'node:net';
 import { startGrpcServer, startHandedConnectionsGrpcServer, type GrpcCheckServer, type HandedConnectionsOptions } from '../envoy/grpc-server.js';
 import type { CheckEvent } from '../observe/check-event.js';
 import { createDecisionLog, type DecisionLog } from '../observe/decision-log.js';
-import { TurnBatch } from '../observe/turn-batch.js';
 import type { Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
 import { ServiceMetrics } from '../observe/metrics.js';
@@ -169,9 +168,10 @@ function refusedAddress(event: CheckEvent): string {
 
 /** What a decided check leaves behind besides its answer: metrics, a log line, last use, refusal counts. */
 export function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog) {
-  return (event: CheckEvent, now = Date.now()): void => {
+  return (event: CheckEvent): void => {
     metrics.observeCheck(event);
     decisionLog.record(event);
+    const now = Date.now();
     // Refusals of sites we know, by client address; strangers' 101 all together, their 108 not at all.
     if (event.outcome === 'allowed') {
       recorders.usage.record(event.siteId, event.authMethod, now);
@@ -192,7 +192,7 @@ function startCheckServer(
   tokens: TokenVerification,
   recorders: Recorders,
   metrics: ServiceMetrics,
-  decisions: TurnBatch<CheckEvent>,
+  decisionLog: DecisionLog,
   logger: Logger,
   handedConnections: boolean,
 ): Promise<GrpcCheckServer> {
@@ -208,9 +208,10 @@ function startCheckServer(
       logger,
       allowedResponse: () => store.policies().allowedResponse,
       authorize: (input) => authorizeCheck(input, { snapshot: (now) => store.cache.snapshot(now), sunset: store.policies().sunset, tokens: tokens?.verifier }),
-      onDecision: decisions.add,
+      onDecision: decisionObserver(recorders, metrics, decisionLog),
       onFailure: (event) => metrics.observeUndecided(event),
       shadowMode: config.shadowMode,
+      answerAfterTurn: true,
     },
   };
   if (handedConnections) return Promise.resolve(startHandedConnectionsGrpcServer(options));
@@ -262,15 +263,8 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     createDecisionLog(logger, { allowedSampleRate: config.logAllowedSampleRate, repeatWindowSeconds: config.logRepeatWindowSeconds }),
     async (log) => log.close(),
   );
-  // Closed after the gRPC server and before the decision log and the recorders: the last checks are observed.
-  const decisions = resources.add(
-    new TurnBatch(decisionObserver(recorders, metrics, decisionLog), (error: unknown, event: CheckEvent) =>
-      logger.error({ err: error, requestId: event.requestId }, 'a check observer failed; the check itself was answered'),
-    ),
-    async (batch) => batch.flush(),
-  );
   const handed = options.handedConnectionsOnceLoadedUnless !== undefined;
-  const grpc = resources.add(await startCheckServer(config, store, tokens, recorders, metrics, decisions, logger, handed), (server) =>
+  const grpc = resources.add(await startCheckServer(config, store, tokens, recorders, metrics, decisionLog, logger, handed), (server) =>
     server.shutdown(config.shutdownGraceSeconds * 1000),
   );
 

@@ -1,0 +1,70 @@
+import type { ServerUnaryCall, ServiceError } from '@grpc/grpc-js';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { decide } from '../../src/decision/decide.js';
+import { createAuthorizationService, type AuthorizationServiceDeps } from '../../src/envoy/authorization-service.js';
+import type { CheckRequestMessage } from '../../src/envoy/messages.js';
+import type { CheckResponseToSend } from '../../src/envoy/proto.js';
+import { createLogger } from '../../src/observe/logger.js';
+import { checkRequest } from '../support/envoy-client.js';
+import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
+
+const NOW = Date.parse('2026-06-01T00:00:00Z');
+const KEY = randomUUID();
+const snapshot = snapshotOf([{ siteId: '1001', keys: [{ key: KEY, keyId: '11' }], cidrs: ['203.0.113.0/24'] }]);
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const call = (requestId: string, key = KEY) =>
+  ({
+    request: checkRequest({ authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key }), headers: { 'x-request-id': requestId } }),
+  }) as unknown as ServerUnaryCall<CheckRequestMessage, CheckResponseToSend>;
+
+function service(trail: string[], overrides: Partial<AuthorizationServiceDeps> = {}) {
+  return createAuthorizationService({
+    clientIpSource: { kind: 'peer' },
+    maxBodyBytes: loadConfig({}).maxBodyBytes,
+    authorize: (input) => decide(input, snapshot, NOW, NO_SUNSET),
+    onDecision: (event) => trail.push(`observed ${event.requestId} ${event.outcome}`),
+    logger: createLogger('silent'),
+    answerAfterTurn: true,
+    ...overrides,
+  });
+}
+
+describe('answerAfterTurn: the checks of one event-loop turn answered together after it', () => {
+  it('answers none within Check; after the turn all of them in the order received, then tells observers of each', async () => {
+    const trail: string[] = [];
+    const { Check } = service(trail);
+    const answered = (requestId: string) => (error: Partial<ServiceError> | null) => trail.push(`answered ${requestId}${error ? ` ${error.code}` : ''}`);
+    Check(call('r1'), answered('r1'));
+    Check(call('r2', randomUUID()), answered('r2'));
+    Check(call('r3'), answered('r3'));
+    assert.equal(trail.length, 0, 'nothing answered or observed within the turn');
+    await nextTurn();
+    assert.deepEqual(trail, ['answered r1', 'answered r2', 'answered r3', 'observed r1 allowed', 'observed r2 denied', 'observed r3 allowed']);
+  });
+
+  it('answers the rest of the turn when sending one answer throws, and answers that one INTERNAL', async () => {
+    const trail: string[] = [];
+    const { Check } = service(trail);
+    let calls = 0;
+    Check(call('r1'), (error) => {
+      calls++;
+      if (error === null) throw new Error('the transport broke');
+      trail.push(`r1 answered ${error.code}`);
+    });
+    Check(call('r2'), (error) => trail.push(`r2 answered ${error === null ? 'OK' : error.code}`));
+    await nextTurn();
+    assert.equal(calls, 2);
+    assert.deepEqual(trail, ['r1 answered 13', 'r2 answered OK', 'observed r2 allowed']);
+  });
+
+  it('without it (a direct caller), answers and observes within Check', () => {
+    const trail: string[] = [];
+    const { Check } = service(trail, { answerAfterTurn: false });
+    Check(call('r1'), () => trail.push('answered r1'));
+    assert.deepEqual(trail, ['answered r1', 'observed r1 allowed']);
+  });
+});
