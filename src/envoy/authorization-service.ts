@@ -62,6 +62,9 @@ function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorRespons
   return { code, details };
 }
 
+/** What a check gets when no decision could be made or sent: never read as an allow. */
+const failedToDecide = (): Partial<ServerErrorResponse> => rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide');
+
 /**
  * envoy.service.auth.v3.Authorization/Check: converts, decides, converts back. A denial is a
  * successful RPC carrying a denied_response; the RPC itself fails only when no decision was made
@@ -142,7 +145,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
       logger.debug({ requestId }, 'check answered UNAVAILABLE: no credential data loaded, or too stale');
       callback(rpcError(GrpcStatus.UNAVAILABLE, 'no credential data loaded, or it is too stale to trust; see /readyz'));
     } else {
-      callback(rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide'));
+      callback(failedToDecide());
     }
     notify(deps.onFailure, { requestId, reason: failure, durationSeconds: secondsSince(started) }, requestId);
     return undefined;
@@ -174,7 +177,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
         // Only sending can throw here; the others of the turn must still be answered.
         logger.error({ err: error }, 'a check could not be answered; answering it INTERNAL');
         try {
-          received.callback(rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide'));
+          received.callback(failedToDecide());
         } catch {
           // The call is gone: there is nobody left to answer.
         }
