@@ -34,7 +34,12 @@ function entryCacheStates(debugPrint: string): string[] {
 describe('holdNextTickShape', () => {
   it("keeps process.nextTick's entry-building caches monomorphic across full collections with an empty queue", (t) => {
     const held = entryCacheStates(ticksAcrossCollections(true));
-    assert.ok(held.length > 0, 'V8 printed no DefineKeyedOwnPropertyInLiteral cache for process.nextTick');
+    if (held.length === 0) {
+      // Node 26.12.1 builds each entry with `new TickObject(…)`: its hidden class lives as long as the class.
+      assert.match(process.nextTick.toString(), /new TickObject\(/, 'V8 printed no DefineKeyedOwnPropertyInLiteral cache for process.nextTick');
+      t.skip(`Node ${process.version} builds process.nextTick's entries with a class, not an object literal: no cache to keep monomorphic`);
+      return;
+    }
     assert.deepEqual(held.filter((state) => state !== 'MONOMORPHIC'), [], `cache states: ${held.join(', ')}`);
     // What it prevents, on the Node of this run (megamorphic on Node 20 and 26).
     t.diagnostic(`without it: ${entryCacheStates(ticksAcrossCollections(false)).join(', ')}`);
