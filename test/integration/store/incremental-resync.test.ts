@@ -13,6 +13,8 @@ import { eventually } from '../../support/eventually.js';
 const SITES = 600;
 const KEY = '44444444-4444-4444-8444-444444444444';
 const NEW_KEY = '55555555-5555-4555-8555-555555555555';
+const KEY_OF_COLUMNS_SITE = '66666666-6666-4666-8666-666666666666';
+const ROTATED_KEY = '77777777-7777-4777-8777-777777777777';
 
 /** Holds the next connection asked for outside pool.query (a resync's or a reload's transaction) until opened. */
 class GatedPool extends pg.Pool {
@@ -208,6 +210,31 @@ describe('incremental resync', () => {
     assert.equal(snapshot?.site(String(SITES + 2))?.allowlist.check('198.51.100.7', 'ipv4'), true);
     assert.equal(cache.status(Date.now()).sites, SITES + 1);
     assert.equal(cache.status(Date.now()).activeKeys, 1);
+  });
+
+  it('picks up a change to each column the snapshot reads, with no notification, reading only the site changed', async () => {
+    const keysSite = String(SITES + 3);
+    await insertSite(sql, { id: keysSite, keys: [{ key: KEY_OF_COLUMNS_SITE }] });
+    const { cache, syncs } = await startedCache(1, pg.Pool);
+    const at = Date.parse('2031-05-06T07:08:09.123Z');
+    const site = (id: string) => cache.snapshot(Date.now())?.site(id);
+    const changes: ReadonlyArray<readonly [column: string, sql: string, seen: () => boolean]> = [
+      ['sites.apikey_grace_until', `UPDATE sites SET apikey_grace_until = to_timestamp(${at / 1000}) WHERE id = 20`, () => site('20')?.graceUntil === at],
+      ['sites.auth_method', "UPDATE sites SET auth_method = 'tokens' WHERE id = 270", () => site('270')?.authMethod === 'tokens'],
+      ['sites.tokens_not_before', `UPDATE sites SET tokens_not_before = to_timestamp(${at / 1000}) WHERE id = 530`, () => site('530')?.tokensNotBefore === at],
+      ['api_keys.expires_at', `UPDATE api_keys SET expires_at = to_timestamp(${at / 1000}) WHERE site_id = ${keysSite}`, () => site(keysSite)?.keysByHash.get(hashApiKey(KEY_OF_COLUMNS_SITE))?.expiresAt === at],
+      ['api_keys.key_sha256', `UPDATE api_keys SET key_sha256 = sha256(convert_to('${ROTATED_KEY}', 'UTF8')) WHERE site_id = ${keysSite}`, () => site(keysSite)?.keysByHash.get(hashApiKey(ROTATED_KEY)) !== undefined],
+      ['allowlist_entries.cidr', "UPDATE allowlist_entries SET cidr = '192.0.2.0/24' WHERE site_id = 21", () => site('21')?.allowlist.check('192.0.2.9', 'ipv4') === true],
+      ['token_clients', "INSERT INTO token_clients (client_id, site_id) VALUES ('resync-client', 271)", () => site('271')?.tokenClients.has('resync-client') === true],
+    ];
+    for (const [column, change, seen] of changes) {
+      const resyncsBefore = fullSyncs(syncs).length;
+      await withoutNotification(() => sql.query(change));
+      await eventually(`${column} changed in the snapshot`, async () => seen(), (isSeen) => isSeen, 10_000);
+      const read = fullSyncs(syncs).slice(resyncsBefore).reduce((sum, sync) => sum + sync.sitesRead, 0);
+      assert.equal(read, 1, `sites read again after ${column} changed`);
+    }
+    assert.deepEqual(syncs.filter((sync) => sync.kind === 'sites'), [], 'a notification was sent');
   });
 
   it('removes a site deleted with no notification after a reload older than the last resync landed', async () => {
