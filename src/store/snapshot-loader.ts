@@ -365,17 +365,26 @@ export interface ReloadedSites {
   readonly digests: ReadonlyMap<SiteId, SiteDigest>;
 }
 
+/** A reload reads and builds its sites this many at a time, so that one run's rows are let go before the next is read. */
+const RELOADED_SITES_PER_RUN = 200;
+
 /**
  * loadSites for a notification: with each site's digest beside its rows, the next resync knows the
  * site is current and does not read it again (at 1,000 changes it would rebuild 1,000 sites twice).
+ * Read whole, a thousand sites' rows outlived the young generation while their transaction ran: each
+ * scavenge copied them, the next promoted them, and checks waited.
  */
 export async function loadSitesWithDigests(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<ReloadedSites> {
-  const [rows, digestRows] = await inOneSnapshot(pool, async (client) => {
-    const siteRows = await readSiteRows(client, namedSites, [siteIds]);
-    const digests = await client.query<{ id: SiteId; bucket: string; digest: string }>(NAMED_SITE_DIGESTS, [siteIds]);
-    return [siteRows, digests.rows] as const;
+  return inOneSnapshot(pool, async (client) => {
+    const sites = new SiteRecords();
+    const digests = new Map<SiteId, SiteDigest>();
+    for (let start = 0; start < siteIds.length; start += RELOADED_SITES_PER_RUN) {
+      const run = siteIds.slice(start, start + RELOADED_SITES_PER_RUN);
+      const rows = await readSiteRows(client, namedSites, [run]);
+      const digestRows = (await client.query<{ id: SiteId; bucket: string; digest: string }>(NAMED_SITE_DIGESTS, [run])).rows;
+      for (const { id, bucket, digest } of digestRows) digests.set(id, { digest, bucket });
+      await buildSites(rows, onUnusable, undefined, sites);
+    }
+    return { sites, digests };
   });
-  const digests = new Map<SiteId, SiteDigest>();
-  for (const { id, bucket, digest } of digestRows) digests.set(id, { digest, bucket });
-  return { sites: await buildSites(rows, onUnusable), digests };
 }

@@ -140,6 +140,23 @@ describe('incremental resync', () => {
     await eventually('site 250 enabled again', async () => cache.snapshot(Date.now())?.site('250')?.enabled, (enabled) => enabled === true, 10_000);
   });
 
+  it('reloads the sites of one large change run by run, each with its digest, so the next resync reads none of them', async () => {
+    const { cache, syncs } = await startedCache(3_600, pg.Pool);
+    // More sites than a reload reads in one run (200), over all three buckets.
+    await sql.query("UPDATE allowlist_entries SET cidr = '198.18.0.0/24' WHERE site_id BETWEEN 101 AND 550");
+    const reloaded = () => syncs.filter((sync) => sync.kind === 'sites').reduce((sum, sync) => sum + sync.sitesRead, 0);
+    await eventually('the reloads of the 450 sites', async () => reloaded(), (read) => read >= 450, 10_000);
+    const snapshot = cache.snapshot(Date.now());
+    for (const siteId of ['101', '300', '550']) assert.equal(snapshot?.site(siteId)?.allowlist.check('198.18.0.9', 'ipv4'), true, `site ${siteId}`);
+    assert.equal(snapshot?.site('551')?.allowlist.check('198.18.0.9', 'ipv4'), false);
+    await sql.query("SELECT pg_notify('sitekey_credentials', '*')");
+    await eventually('a full resync after the reloads', async () => fullSyncs(syncs).length, (count) => count >= 2, 10_000);
+    assert.equal(fullSyncs(syncs)[1]?.sitesRead, 0, 'the resync read reloaded sites again');
+    assert.equal(reloaded(), 450);
+    await sql.query("UPDATE allowlist_entries SET cidr = '203.0.113.0/24' WHERE site_id BETWEEN 101 AND 550");
+    await eventually('the allowlists as they were', async () => cache.snapshot(Date.now())?.site('550')?.allowlist.check('203.0.113.9', 'ipv4'), (admitted) => admitted === true, 10_000);
+  });
+
   it('keeps the digest of a site reloaded while a resync runs: neither that resync nor the next reads it again', async () => {
     const { cache, syncs, pool } = await startedCache(3_600, GatedPool);
     let open: () => void = () => undefined;
