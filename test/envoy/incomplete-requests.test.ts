@@ -51,7 +51,7 @@ describe('IncompleteRequestBudget', () => {
     assert.equal(budget.held, 100, 'an ended request holds nothing more');
   });
 
-  it('ends the request that took it over when it is the oldest, and every request after one that ended as it was ended', () => {
+  it('ends the request that took it over when that is the oldest, and stays whole when ending one completes another', () => {
     const { budget, begin, ended } = budgetOf(10);
     const a = begin('a');
     a.received(11);
