@@ -15,6 +15,13 @@ export interface SiteDigest {
 /** An MD5 in hex, as PostgreSQL's md5() gives it, held as its bytes. */
 const DIGEST_BYTES = 16;
 
+/**
+ * What a site whose digest is not known holds: no comparison matches it, so the next resync reads the
+ * site again, and the site stays listed in its bucket, so that the resync also sees it deleted. (A real
+ * MD5 of sixteen zero bytes would only cost its site a read every resync.)
+ */
+const UNKNOWN_DIGEST = Buffer.alloc(DIGEST_BYTES);
+
 /** The bucket of a site id that a number spells exactly: dividing by a power of two is exact, and truncates as PostgreSQL does. */
 function bucketNumber(id: number): number {
   return Math.trunc(id / BUCKET_SPAN);
@@ -46,27 +53,33 @@ export class SiteDigestTable {
     return this.index.entryOf(siteId) >= 0;
   }
 
-  /** Whether the digest held for the site is `digest`; false when none is, or `digest` is not an MD5 in hex. */
+  /** Whether the digest held for the site is `digest`; false when none is known, or `digest` is not an MD5 in hex. */
   matches(siteId: SiteId, digest: string): boolean {
     const entry = this.index.entryOf(siteId);
-    if (entry < 0 || !this.readHex(digest)) return false;
+    if (entry < 0 || this.isUnknown(entry) || !this.readHex(digest)) return false;
     return this.scratch.compare(this.digests, entry * DIGEST_BYTES, (entry + 1) * DIGEST_BYTES) === 0;
   }
 
-  /** The digest held for the site, in hex; undefined when none is. */
+  /** The digest held for the site, in hex; undefined when none is known. */
   digestOf(siteId: SiteId): string | undefined {
     const entry = this.index.entryOf(siteId);
-    return entry < 0 ? undefined : this.digests.toString('hex', entry * DIGEST_BYTES, (entry + 1) * DIGEST_BYTES);
+    return entry < 0 || this.isUnknown(entry) ? undefined : this.digests.toString('hex', entry * DIGEST_BYTES, (entry + 1) * DIGEST_BYTES);
   }
 
-  /** Holds `digest` for the site; a digest that is not an MD5 in hex is not held, so the site is read again. */
+  /** Holds `digest` for the site; a digest that is not an MD5 in hex is held as unknown, so the site is read again. */
   set(siteId: SiteId, digest: string): void {
     if (!this.readHex(digest)) {
-      this.delete(siteId);
+      this.setUnknown(siteId);
       return;
     }
     const entry = this.hold(siteId);
     this.scratch.copy(this.digests, entry * DIGEST_BYTES);
+  }
+
+  /** Keeps the site listed with no digest known: the next resync reads it again, or finds it gone. */
+  setUnknown(siteId: SiteId): void {
+    const entry = this.hold(siteId);
+    UNKNOWN_DIGEST.copy(this.digests, entry * DIGEST_BYTES);
   }
 
   /** The site's digest as `source` holds it, if it holds one. */
@@ -122,6 +135,10 @@ export class SiteDigestTable {
     return entry;
   }
 
+  private isUnknown(entry: number): boolean {
+    return UNKNOWN_DIGEST.compare(this.digests, entry * DIGEST_BYTES, (entry + 1) * DIGEST_BYTES) === 0;
+  }
+
   /** Reads an MD5 in hex into the scratch bytes; false when `digest` is not one. */
   private readHex(digest: string): boolean {
     return digest.length === 2 * DIGEST_BYTES && this.scratch.write(digest, 'hex') === DIGEST_BYTES;
@@ -146,9 +163,13 @@ export class SiteDigests {
     this.buckets.delete(held.bucket);
   }
 
-  /** A site read on its own since, whose digest is not known: the next resync reads it again. */
+  /**
+   * A site read on its own since, whose digest is not known: the next resync reads it again, or finds
+   * it removed. Dropped rather than kept as unknown, a site the table still holds would be listed in no
+   * bucket, and its deletion would go unseen.
+   */
   forget(siteId: SiteId): void {
-    this.sites.delete(siteId);
+    this.sites.setUnknown(siteId);
     this.buckets.delete(bucketOf(siteId));
   }
 

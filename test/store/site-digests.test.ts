@@ -59,10 +59,12 @@ describe('SiteDigests after a resync during which site 1 was reloaded', () => {
     });
   }
 
-  it('forgets a kept reload it has no digest for', async () => {
+  it('forgets the digest of a kept reload it has none for, and keeps the site listed in its bucket', async () => {
     const digests = new SiteDigests();
     await take(digests, resyncOfSite1('resync', true), new Map(), ['1']);
     assert.equal(digests.sites.digestOf('1'), undefined);
+    assert.equal(digests.sites.matches('1', md5('resync')), false, 'the next resync would not read it again');
+    assert.deepEqual([...digests.sites.sitesIn(new Set(['0']))], ['1'], 'the next resync would not see it deleted');
     assert.equal(digests.buckets.has('0'), false);
   });
 

@@ -285,12 +285,22 @@ describe('SiteDigestTable', () => {
     assert.equal([...table.buckets()].includes('0'), true);
   });
 
-  it('holds no digest that is not an MD5 in hex, so that the site is read again', () => {
+  it('holds a digest that is not an MD5 in hex as unknown: the site is read again, and stays listed in its bucket', () => {
     const table = new SiteDigestTable();
     table.set('1', md5('1'));
     table.set('1', 'not a digest');
-    assert.equal(table.has('1'), false);
+    assert.equal(table.digestOf('1'), undefined);
+    assert.equal(table.matches('1', md5('1')), false);
     assert.equal(table.matches('1', 'not a digest'), false);
+    assert.deepEqual([...table.sitesIn(new Set(['0']))], ['1']);
+  });
+
+  it('matches no digest for a site whose digest is unknown, not even sixteen zero bytes', () => {
+    const table = new SiteDigestTable();
+    table.setUnknown('1');
+    assert.equal(table.matches('1', '0'.repeat(32)), false);
+    table.set('1', md5('1'));
+    assert.equal(table.matches('1', md5('1')), true);
   });
 
   it('buckets ids as PostgreSQL divides them, toward zero', () => {

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { Slices } from '../../../src/common/slices.js';
 import { hashApiKey } from '../../../src/decision/api-key.js';
 import type { CredentialSnapshot } from '../../../src/decision/types.js';
 import { createLogger } from '../../../src/observe/logger.js';
 import { CredentialCache, type SyncEvent } from '../../../src/store/credential-cache.js';
+import { SiteDigests } from '../../../src/store/site-digests.js';
+import { resyncSites } from '../../../src/store/snapshot-loader.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { eventually } from '../../support/eventually.js';
@@ -252,6 +255,22 @@ describe('incremental resync', () => {
       assert.equal(read, 1, `sites read again after ${column} changed`);
     }
     assert.deepEqual(syncs.filter((sync) => sync.kind === 'sites'), [], 'a notification was sent');
+  });
+
+  it('finds a site removed whose digest was forgotten while the snapshot still holds it', async () => {
+    // A kept reload with no digest known leaves its site so (SiteDigests.settleReloads): held, digest unknown.
+    const site = '30000';
+    await insertSite(sql, { id: site });
+    await insertSite(sql, { id: '30001' });
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    pools.push(pool);
+    const held = new SiteDigests();
+    await held.takeResync(await resyncSites(pool, held), new Slices());
+    held.forget(site);
+    await withoutNotification(() => sql.query('DELETE FROM sites WHERE id = $1', [site]));
+    const resync = await resyncSites(pool, held);
+    assert.deepEqual(resync.removed, [site], 'the deleted site would stay in the snapshot');
+    assert.deepEqual([...resync.changed.keys()], [], 'its bucket neighbour did not change');
   });
 
   it('removes a site deleted with no notification after a reload older than the last resync landed', async () => {
