@@ -189,6 +189,31 @@ async function readAllSites(client: pg.PoolClient, onUnusable: UnusableRowListen
   }
 }
 
+/** Named sites are read and built this many at a time, so that one run's rows are let go before the next is read. */
+const NAMED_SITES_PER_RUN = 200;
+
+/**
+ * The named sites, read and built NAMED_SITES_PER_RUN at a time within the caller's transaction;
+ * `alsoOfRun` reads more of each run there. Read whole, a thousand sites' rows outlived the young
+ * generation while their queries ran: each scavenge copied them, the next promoted them, and the full
+ * collection that freed them held checks up.
+ */
+async function readNamedSites(
+  client: pg.PoolClient,
+  siteIds: readonly SiteId[],
+  onUnusable: UnusableRowListener,
+  alsoOfRun?: (run: readonly SiteId[]) => Promise<void>,
+): Promise<LoadedSites> {
+  const sites = new SiteRecords();
+  for (let start = 0; start < siteIds.length; start += NAMED_SITES_PER_RUN) {
+    const run = siteIds.slice(start, start + NAMED_SITES_PER_RUN);
+    const rows = await readSiteRows(client, namedSites, [run]);
+    await alsoOfRun?.(run);
+    await buildSites(rows, onUnusable, undefined, sites);
+  }
+  return sites;
+}
+
 /**
  * Per site, a digest of everything the snapshot holds of it (the columns SITES, KEYS, ALLOWLIST and
  * TOKEN_CLIENTS read; a column added to those must be added here and to BUCKET_DIGESTS), and its
@@ -308,7 +333,7 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
     const changed =
       changedIds.length > held.sites.size * NAMED_READ_MAX_SHARE
         ? await readAllSites(client, onUnusable, everySiteChanged ? undefined : new Set(changedIds))
-        : await buildSites(await readSiteRows(client, namedSites, [changedIds]), onUnusable);
+        : await readNamedSites(client, changedIds, onUnusable);
     return { bucketDigests, siteDigests, changedIds, removed, changed };
   });
   const { bucketDigests, siteDigests, changedIds, removed, changed } = read;
@@ -356,7 +381,7 @@ export function loadAllSites(pool: pg.Pool, onUnusable: UnusableRowListener = ig
 
 /** The named sites; an id missing from the result no longer exists. */
 export async function loadSites(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<LoadedSites> {
-  return buildSites(await inOneSnapshot(pool, (client) => readSiteRows(client, namedSites, [siteIds])), onUnusable);
+  return inOneSnapshot(pool, (client) => readNamedSites(client, siteIds, onUnusable));
 }
 
 /** The named sites, as loadSites reads them, and each one's digest read in the same transaction. */
@@ -365,26 +390,17 @@ export interface ReloadedSites {
   readonly digests: ReadonlyMap<SiteId, SiteDigest>;
 }
 
-/** A reload reads and builds its sites this many at a time, so that one run's rows are let go before the next is read. */
-const RELOADED_SITES_PER_RUN = 200;
-
 /**
  * loadSites for a notification: with each site's digest beside its rows, the next resync knows the
  * site is current and does not read it again (at 1,000 changes it would rebuild 1,000 sites twice).
- * Read whole, a thousand sites' rows outlived the young generation while their transaction ran: each
- * scavenge copied them, the next promoted them, and checks waited.
  */
 export async function loadSitesWithDigests(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<ReloadedSites> {
   return inOneSnapshot(pool, async (client) => {
-    const sites = new SiteRecords();
     const digests = new Map<SiteId, SiteDigest>();
-    for (let start = 0; start < siteIds.length; start += RELOADED_SITES_PER_RUN) {
-      const run = siteIds.slice(start, start + RELOADED_SITES_PER_RUN);
-      const rows = await readSiteRows(client, namedSites, [run]);
+    const sites = await readNamedSites(client, siteIds, onUnusable, async (run) => {
       const digestRows = (await client.query<{ id: SiteId; bucket: string; digest: string }>(NAMED_SITE_DIGESTS, [run])).rows;
       for (const { id, bucket, digest } of digestRows) digests.set(id, { digest, bucket });
-      await buildSites(rows, onUnusable, undefined, sites);
-    }
+    });
     return { sites, digests };
   });
 }
