@@ -238,8 +238,8 @@ function perSiteDigests(filter: SiteFilter): string {
     FROM sites s LEFT JOIN keys k ON k.site_id = s.id LEFT JOIN networks n ON n.site_id = s.id LEFT JOIN clients c ON c.site_id = s.id
    WHERE ${filter('s.id')}`;
 }
-/** `$1`: the buckets to read (NULL: all). */
-const inBuckets: SiteFilter = (column) => `($1::bigint[] IS NULL OR ${column} / ${BUCKET_SPAN} = ANY($1))`;
+/** `$1`: the buckets to read. */
+const inBuckets: SiteFilter = (column) => `${column} / ${BUCKET_SPAN} = ANY($1::bigint[])`;
 /**
  * One row per bucket: a resync that finds nothing changed reads a few hundred rows, not a row per site.
  * Each table's rows in a bucket are folded into one 64-bit value, the XOR of each row's hash over the
