@@ -12,12 +12,12 @@ import { viewCheckRequest } from '../envoy/request-view.js';
 import { authorizeCheck } from '../serve/authorize-check.js';
 import { findKey, findSite, findTokenClient } from '../store/credential-lookup.js';
 import { IssuerKeys } from '../token/issuer-keys.js';
+import { issuerKeysOptions } from '../serve/token-keys.js';
 import { TokenVerifier } from '../token/token-verifier.js';
 import { SiteTable } from '../store/site-table.js';
 import { loadBrownouts, loadSites } from '../store/snapshot-loader.js';
 import { loadSunsetPolicy } from '../store/sunset-policy.js';
 import { epochMsOf, instantText } from '../store/timestamps.js';
-import { UsageError } from './arguments.js';
 import { answerOf, exitStatusOf, verdictText, type CheckAnswer } from './check-answer.js';
 import type { CommandContext, CommandLine } from './command.js';
 import { oneLine, type CommandOutput } from './output.js';
@@ -75,7 +75,9 @@ const keyOf = async ({ pool, header }: Facts) => (header.ok && header.method ===
 
 /** What to do about a refused token, beside what the partner-facing message says. */
 const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = {
-  'tokens-disabled': 'set TOKEN_ISSUER, TOKEN_AUDIENCE and TOKEN_JWKS_URL to accept access tokens (README, "Token-based authentication")',
+  'tokens-disabled': 'set TOKEN_ISSUER and TOKEN_AUDIENCE to accept access tokens (README, "Token-based authentication")',
+  'keys-unavailable':
+    "the issuer's keys could not be fetched from TOKEN_JWKS_URL (or TOKEN_ISSUER's discovery document) and the database holds no key set stored by an earlier fetch: check that the issuer is up and reachable from here (docs/tokens.md, \"When the issuer is down\")",
   issuer: 'the service trusts TOKEN_ISSUER only',
   audience: "the partner must request the token for this API's resource (TOKEN_AUDIENCE)",
   type: 'an issuer that writes typ JWT can be accepted with TOKEN_TYPES=at+jwt,jwt',
@@ -200,15 +202,18 @@ function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 
   };
 }
 
-/** The token's verifier, with the issuer's keys fetched once, for a Bearer request; undefined for any other. */
-async function tokenVerifier(config: Config, input: CheckInput, logger: Logger): Promise<{ verifier: TokenVerifier; stop: () => Promise<void> } | undefined> {
+/**
+ * The token's verifier for a Bearer request, with the issuer's keys as the service holds them: the
+ * last good set from the database, then one fetch; undefined for any other request. Without keys
+ * the service refuses tokens (keys-unavailable), and so does explain.
+ */
+async function tokenVerifier(config: Config, input: CheckInput, pool: pg.Pool, logger: Logger): Promise<{ verifier: TokenVerifier; stop: () => Promise<void> } | undefined> {
   if (config.tokens === undefined || bearerToken(input.authorization) === undefined) return undefined;
-  const keys = new IssuerKeys({ jwksUrl: config.tokens.jwksUrl, logger, retryMs: 1_000 });
+  const options = issuerKeysOptions(config.tokens, pool, logger);
+  // Read, never written: explain looks at the service's state and changes none of it.
+  const store = options.store && { load: options.store.load, save: async () => undefined };
+  const keys = new IssuerKeys({ ...options, ...(store && { store }), retryMs: 1_000 });
   await Promise.race([keys.start(), new Promise((resolve) => setTimeout(resolve, ISSUER_KEYS_WAIT_MS).unref())]);
-  if (!keys.loaded) {
-    await keys.stop();
-    throw new UsageError(`could not fetch the token issuer's keys from TOKEN_JWKS_URL (${config.tokens.jwksUrl}) within ${ISSUER_KEYS_WAIT_MS / 1000} s`);
-  }
   return { verifier: new TokenVerifier(config.tokens, keys), stop: () => keys.stop() };
 }
 
@@ -237,9 +242,9 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
   const { input } = viewCheckRequest(request, config);
   // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
   const header = parseAuthorization(input.authorization);
-  const tokens = await tokenVerifier(config, input, logger);
-  try {
-    return await withPool(async (pool) => {
+  return withPool(async (pool) => {
+    const tokens = await tokenVerifier(config, input, pool, logger);
+    try {
       const snapshot = new SiteTable();
       const [sites, brownouts, stored] = await Promise.all([
         loadSites(pool, await siteToLoad(pool, header, input, tokens?.verifier, now)),
@@ -256,8 +261,8 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
       const reason = await reasonFor(decision, facts);
       const shadow = config.shadowMode && decision.outcome === 'deny' ? [SHADOW_MODE_NOTE] : [];
       return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: [...notes, ...shadow], exitCode: exitStatusOf(answer) };
-    });
-  } finally {
-    await tokens?.stop();
-  }
+    } finally {
+      await tokens?.stop();
+    }
+  });
 }

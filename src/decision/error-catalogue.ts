@@ -72,6 +72,7 @@ export const HEADER_RULE_WORDS: { readonly [R in HeaderRule]: string } = Object.
  */
 export const TOKEN_RULE_DESCRIPTIONS: { readonly [R in TokenRule]: string } = Object.freeze({
   'tokens-disabled': 'token-based authentication is not enabled on this service; send Authorization: <Site-ID>:<API-Key>',
+  'keys-unavailable': "the issuer's signing keys are unavailable to this service right now, so no token can be verified; nothing is wrong with your token: retry later",
   malformed: 'the token is not a signed JWT (JWS compact serialization)',
   algorithm: 'the token is signed with an algorithm this service does not accept',
   type: 'the token is not a JWT access token: its typ header must be at+jwt (RFC 9068)',

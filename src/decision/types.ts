@@ -122,6 +122,7 @@ export type HeaderRule =
  */
 export type TokenRule =
   | 'tokens-disabled'
+  | 'keys-unavailable'
   | 'malformed'
   | 'algorithm'
   | 'type'

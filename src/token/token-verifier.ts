@@ -47,9 +47,10 @@ export class TokenVerifier {
 
   /**
    * The verdict on a token at `now` (epoch ms): at once for a token verified before, else once
-   * verified; undefined while no key set has been fetched (the check is then not decided at all).
+   * verified. While no key set is held (the issuer unreachable since start, none stored), a token
+   * not verified before is refused (keys-unavailable): API-key checks go on, tokens fail closed.
    */
-  verify(token: string, now: number): TokenVerdict | Promise<TokenVerdict> | undefined {
+  verify(token: string, now: number): TokenVerdict | Promise<TokenVerdict> {
     if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return refuse('malformed');
     const id = tokenId(token);
     const kept = this.verified.get(id);
@@ -58,7 +59,7 @@ export class TokenVerifier {
       this.verified.delete(id);
       return refuse('expired');
     }
-    if (!this.keys.loaded) return undefined;
+    if (!this.keys.loaded) return refuse('keys-unavailable');
     const running = this.inFlight.get(id);
     if (running !== undefined) return running;
     const verdict = this.verifyNew(token, now)
