@@ -169,8 +169,24 @@ describe('token settings', () => {
 
   it('name what is missing or set without TOKEN_ISSUER', () => {
     refused({ TOKEN_ISSUER: ISSUER, TOKEN_JWKS_URL: base.TOKEN_JWKS_URL }, 'TOKEN_AUDIENCE', /required with TOKEN_ISSUER/);
-    refused({ TOKEN_ISSUER: ISSUER, TOKEN_AUDIENCE: AUDIENCE }, 'TOKEN_JWKS_URL', /required with TOKEN_ISSUER/);
     refused({ TOKEN_AUDIENCE: AUDIENCE }, 'TOKEN_AUDIENCE', /only read with TOKEN_ISSUER/);
     refused({ ...base, TOKEN_CLOCK_SKEW_SECONDS: '301' }, 'TOKEN_CLOCK_SKEW_SECONDS', /0 to 300/);
+  });
+
+  it("find the JWKS through TOKEN_ISSUER's discovery document without TOKEN_JWKS_URL, which needs an https issuer", () => {
+    assert.equal(loadConfig({ TOKEN_ISSUER: ISSUER, TOKEN_AUDIENCE: AUDIENCE }).tokens?.jwksUrl, undefined);
+    assert.equal(loadConfig({ TOKEN_ISSUER: 'http://127.0.0.1:9470', TOKEN_AUDIENCE: AUDIENCE }).tokens?.issuer, 'http://127.0.0.1:9470');
+    refused({ TOKEN_ISSUER: 'http://login.example.com', TOKEN_AUDIENCE: AUDIENCE }, 'TOKEN_ISSUER', /discovery document .* set TOKEN_JWKS_URL/);
+    refused({ TOKEN_ISSUER: 'partners', TOKEN_AUDIENCE: AUDIENCE }, 'TOKEN_ISSUER', /set TOKEN_JWKS_URL/);
+    assert.equal(loadConfig({ ...base, TOKEN_ISSUER: 'partners' }).tokens?.issuer, 'partners', 'any iss is accepted with TOKEN_JWKS_URL set');
+  });
+
+  it('take a TOKEN_AUDIENCE that partners can be told to request, in JSON and in WWW-Authenticate', () => {
+    for (const audience of ['https://partner-api.example.com', 'urn:example:partner-api', 'api://1234-abcd']) {
+      assert.equal(loadConfig({ ...base, TOKEN_AUDIENCE: audience }).tokens?.audience, audience);
+    }
+    for (const audience of ['https://api.example.com/"x', 'https://api.example.com/\\x', 'partner api', 'https://api.example.com/é', 'x'.repeat(513)]) {
+      refused({ ...base, TOKEN_AUDIENCE: audience }, 'TOKEN_AUDIENCE', /printable ASCII without spaces, quotes or backslashes/);
+    }
   });
 });
