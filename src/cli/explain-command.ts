@@ -4,7 +4,7 @@ import type { ClientIpSource, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';
 import { authMethodOf } from '../decision/decide.js';
-import { HEADER_RULE_WORDS, TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
+import { HEADER_RULE_WORDS, tokenRuleDescription } from '../decision/error-catalogue.js';
 import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
 import type { Allowed, BodyRule, CheckInput, Decision, Denial, SiteId, TokenRule } from '../decision/types.js';
 import { toCheckResponse } from '../envoy/check-response.js';
@@ -78,7 +78,9 @@ const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = {
   'tokens-disabled': 'set TOKEN_ISSUER and TOKEN_AUDIENCE to accept access tokens (README, "Token-based authentication")',
   'keys-unavailable':
     "the issuer's keys could not be fetched from TOKEN_JWKS_URL (or TOKEN_ISSUER's discovery document) and the database holds no key set stored by an earlier fetch: check that the issuer is up and reachable from here (docs/tokens.md, \"When the issuer is down\")",
-  issuer: 'the service trusts TOKEN_ISSUER only',
+  malformed:
+    'an issuer that is not told the resource (RFC 8707) often hands out an opaque token instead of a JWT: the partner must send resource=<TOKEN_AUDIENCE> with the token request',
+  issuer: 'the service trusts TOKEN_ISSUER only; the token says (unverified) it comes from another issuer, e.g. a staff sign-in or a test issuer',
   audience: "the partner must request the token for this API's resource (TOKEN_AUDIENCE)",
   type: 'an issuer that writes typ JWT can be accepted with TOKEN_TYPES=at+jwt,jwt',
   'unknown-key': "the service fetches the issuer's keys again at most every few seconds when a token names a new one; if this persists, the token was not signed by TOKEN_ISSUER",
@@ -87,7 +89,7 @@ const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = {
 
 function tokenWords(denial: Extract<Denial, { errorId: 106 }>): string {
   const hint = TOKEN_RULE_HINTS[denial.rule];
-  return `the access token breaks rule ${denial.rule}: ${TOKEN_RULE_DESCRIPTIONS[denial.rule]}${hint === undefined ? '' : `; ${hint}`}`;
+  return `the access token breaks rule ${denial.rule}: ${tokenRuleDescription(denial)}${hint === undefined ? '' : `; ${hint}`}`;
 }
 
 async function allowWords(decision: Allowed, facts: Facts): Promise<string> {
@@ -170,7 +172,7 @@ async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
     case 106:
       return tokenWords(denial);
     case 107:
-      return `token client ${denial.clientId} is registered to no site; \`sitekey-authz token-client add <site id> ${denial.clientId}\` registers it`;
+      return `token client ${denial.clientId} is registered to no site, and the partner is told to ask their account manager to register it; \`sitekey-authz token-client add <site id> ${denial.clientId}\` registers it`;
     case 101:
       return siteWords(denial, facts);
     case 103:
