@@ -77,6 +77,28 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     assert.equal(await rule(noKid), 'unknown-key');
   });
 
+  it("says another issuer's token is another issuer's before looking at its kid, and only that: the claim is never trusted", async () => {
+    const staff = await signingKey('staff-1');
+    assert.equal(await rule(await signedToken(staff, claims({ iss: 'https://login.example.com/realms/staff' }))), 'issuer');
+    assert.equal(await rule(await signedToken(rsa, claims({ iss: 'https://login.example.com/realms/staff' }), { kid: undefined })), 'issuer');
+    // A token that claims our issuer but is signed by another key is refused on its signature or kid, as before.
+    assert.equal(await rule(await signedToken(staff, claims())), 'unknown-key');
+    assert.equal(await rule(await signedToken(staff, claims({ iss: 'https://login.example.com/realms/staff' }), { typ: 'JWT' })), 'type', 'header rules first');
+  });
+
+  it('names the resource to request when the token is no JWT at all or for another audience', async () => {
+    assert.deepEqual(await verdict('2YotnFZFEjr1zCsicMWpAA'), { valid: false, rule: 'malformed', resource: AUDIENCE });
+    assert.deepEqual(await verdict(await signedToken(rsa, claims({ aud: 'https://billing-api.example.com' }))), { valid: false, rule: 'audience', resource: AUDIENCE });
+    assert.deepEqual(await verdict(await signedToken(rsa, claims({ exp: NOW_S - 60 }))), { valid: false, rule: 'expired' });
+  });
+
+  it('refuses a client_id that is not printable ASCII (RFC 6749 VSCHAR), since a 107 quotes it back', async () => {
+    for (const clientId of ['partner\n1001', 'partner\u202e1001', 'pärtner', 'x'.repeat(256)]) {
+      assert.equal(await rule(await signedToken(rsa, claims({ client_id: clientId, jti: clientId }))), 'claims', JSON.stringify(clientId));
+    }
+    assert.equal(await rule(await signedToken(rsa, claims({ client_id: 'partner 1001 "batch"', jti: 'spaces' }))), 'valid');
+  });
+
   it('refuses a token without exp, iat or client_id', async () => {
     for (const missing of ['exp', 'iat', 'client_id']) {
       const partial = claims();

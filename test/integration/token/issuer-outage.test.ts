@@ -82,6 +82,11 @@ describe("serve while the token issuer's keys cannot be fetched", () => {
       assert.ok(Number.isNaN(await metric(service, 'sitekey_authz_token_issuer_keys_age_seconds')), 'no age while no key set is held');
       assert.ok(((await metric(service, 'sitekey_authz_token_issuer_key_fetches_total', '{result="failed"}')) ?? 0) >= 1);
 
+      const tokenEnv = { TOKEN_ISSUER: 'https://issuer.test', TOKEN_AUDIENCE: 'https://partner-api.test', TOKEN_JWKS_URL: jwks.url };
+      const explained = await runCli(database.url, ['explain', '--authorization', `Bearer ${token}`, '--ip', '203.0.113.7', '--json'], undefined, tokenEnv);
+      assert.equal(explained.code, 1, explained.stderr);
+      assert.equal((JSON.parse(explained.stdout) as { rule: string }).rule, 'keys-unavailable', 'explain answers as the service does');
+
       jwks.publish([key]);
       await eventually('the token verified once the issuer answers', async () => verdict(await check(client, { authorization: `Bearer ${token}` })), (answer) => answer === 107, 20_000);
       const after = await readyz(service);
@@ -152,6 +157,8 @@ describe("serve while the token issuer's keys cannot be fetched", () => {
       const age = await metric(second, 'sitekey_authz_token_issuer_keys_age_seconds');
       assert.ok(age !== undefined && Number.isFinite(age) && age >= 0, `age ${age}`);
       assert.match(second.output(), /last good key set from the database/);
+      const explained = await runCli(database.url, ['explain', '--authorization', `Bearer ${onNewPod}`, '--ip', '203.0.113.7'], undefined, env);
+      assert.equal(explained.code, 0, `explain verifies with the stored set too: ${explained.stdout}${explained.stderr}`);
     } finally {
       for (const client of clients) client.close();
       await first?.stop();
