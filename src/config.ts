@@ -168,7 +168,11 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'LOG_REPEAT_WINDOW_SECONDS', default: '1', meaning: 'a denial repeating one logged this recently is counted, not logged (0: log each)' },
   { name: 'MAX_BODY_BYTES', default: '1048576', meaning: "the largest body checked; match Envoy's max_request_bytes" },
   { name: 'GRPC_MAX_CONNECTIONS', default: '1024', meaning: 'connections the gRPC port holds at once' },
-  { name: 'TOKEN_ISSUER', default: 'unset: a Bearer header gets 106', meaning: 'turns token-based authentication on: the iss every access token carries' },
+  {
+    name: 'TOKEN_ISSUER',
+    default: 'unset: a Bearer header gets 106',
+    meaning: 'turns token-based authentication on: the iss every access token carries; its discovery document names the JWKS',
+  },
   { name: 'TOKEN_AUDIENCE', default: 'required with TOKEN_ISSUER', meaning: "a value every token's aud must contain" },
   {
     name: 'TOKEN_JWKS_URL',
