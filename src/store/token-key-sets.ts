@@ -1,13 +1,10 @@
 import type pg from 'pg';
 import type { JSONWebKeySet } from 'jose';
-import type { KeySetStore, StoredKeySet } from '../token/issuer-keys.js';
+import { KEY_SET_MAX_BYTES, type KeySetStore, type StoredKeySet } from '../token/issuer-keys.js';
 import { UNDEFINED_TABLE } from './database.js';
 
 /** Where a key set comes from: the configured JWKS URL, or the issuer whose discovery names it. */
 export type KeySetSource = { readonly kind: 'jwks_url' | 'issuer'; readonly value: string };
-
-/** Larger than any JWKS fetched (IssuerKeys reads at most 256 KiB): a stored set beyond it is not read. */
-const STORED_MAX_BYTES = 256 * 1024;
 
 /**
  * The token issuer's last good key set in token_key_sets, for IssuerKeys: read at start, written
@@ -24,7 +21,7 @@ export function tokenKeySetStore(pool: Pick<pg.Pool, 'query'>, source: KeySetSou
           `SELECT CASE WHEN octet_length(jwks::text) <= $3 THEN jwks::text END AS jwks,
                   (extract(epoch FROM fetched_at) * 1000)::float8 AS fetched_at_ms
              FROM token_key_sets WHERE source_kind = $1 AND source = $2`,
-          [source.kind, source.value, STORED_MAX_BYTES],
+          [source.kind, source.value, KEY_SET_MAX_BYTES],
         ));
       } catch (error) {
         if ((error as { code?: unknown }).code === UNDEFINED_TABLE) return undefined;
@@ -32,7 +29,7 @@ export function tokenKeySetStore(pool: Pick<pg.Pool, 'query'>, source: KeySetSou
       }
       const row = rows[0];
       if (row === undefined) return undefined;
-      if (row.jwks === null) throw new Error(`the stored key set is larger than ${STORED_MAX_BYTES} bytes`);
+      if (row.jwks === null) throw new Error(`the stored key set is larger than ${KEY_SET_MAX_BYTES} bytes`);
       return { jwks: JSON.parse(row.jwks) as unknown, fetchedAt: row.fetched_at_ms };
     },
     async save(jwks: JSONWebKeySet, fetchedAt: number): Promise<void> {

@@ -58,6 +58,9 @@ export interface IssuerKeysOptions {
 /** Where the set held now came from. */
 export type KeySetOrigin = 'issuer' | 'database';
 
+/** The largest JWKS read, fetched or stored (token_key_sets holds the same bound). */
+export const KEY_SET_MAX_BYTES = 256 * 1024;
+
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 /**
  * An unchanged set is written again after this long, so that the stored fetched_at, which a new
@@ -277,7 +280,7 @@ export class IssuerKeys implements KeySource {
   }
 
   private async download(): Promise<unknown> {
-    const limits = { timeoutMs: this.options.fetchTimeoutMs ?? 5_000, maxBytes: this.options.maxBytes ?? 256 * 1024 };
+    const limits = { timeoutMs: this.options.fetchTimeoutMs ?? 5_000, maxBytes: this.options.maxBytes ?? KEY_SET_MAX_BYTES };
     return fetchJson(await this.locateJwks(limits), 'application/jwk-set+json, application/json', 'JWKS', limits);
   }
 }
