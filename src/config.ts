@@ -26,8 +26,8 @@ export interface AccessTokenRules {
 
 /** Token-based authentication (OAuth 2.0 client credentials, RFC 9068 JWT access tokens); off without TOKEN_ISSUER. */
 export interface TokenSettings extends AccessTokenRules {
-  /** TOKEN_JWKS_URL: where the issuer publishes its signing keys. */
-  readonly jwksUrl: string;
+  /** TOKEN_JWKS_URL: where the issuer publishes its signing keys; undefined: named by TOKEN_ISSUER's discovery document. */
+  readonly jwksUrl: string | undefined;
 }
 
 /**
@@ -168,9 +168,17 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'LOG_REPEAT_WINDOW_SECONDS', default: '1', meaning: 'a denial repeating one logged this recently is counted, not logged (0: log each)' },
   { name: 'MAX_BODY_BYTES', default: '1048576', meaning: "the largest body checked; match Envoy's max_request_bytes" },
   { name: 'GRPC_MAX_CONNECTIONS', default: '1024', meaning: 'connections the gRPC port holds at once' },
-  { name: 'TOKEN_ISSUER', default: 'unset: a Bearer header gets 106', meaning: 'turns token-based authentication on: the iss every access token carries' },
+  {
+    name: 'TOKEN_ISSUER',
+    default: 'unset: a Bearer header gets 106',
+    meaning: 'turns token-based authentication on: the iss every access token carries; its discovery document names the JWKS',
+  },
   { name: 'TOKEN_AUDIENCE', default: 'required with TOKEN_ISSUER', meaning: "a value every token's aud must contain" },
-  { name: 'TOKEN_JWKS_URL', default: 'required with TOKEN_ISSUER', meaning: "the issuer's jwks_uri (https, or http on loopback)" },
+  {
+    name: 'TOKEN_JWKS_URL',
+    default: "unset: the jwks_uri of TOKEN_ISSUER's discovery document",
+    meaning: "the issuer's jwks_uri (https, or http on loopback), for an issuer without a discovery document",
+  },
   { name: 'TOKEN_ALGORITHMS', default: 'RS256,PS256,ES256,EdDSA', meaning: 'JWS algorithms accepted; never none or HMAC' },
   { name: 'TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted (RFC 9068)' },
   { name: 'TOKEN_CLOCK_SKEW_SECONDS', default: '30', meaning: 'leeway for exp, nbf and iat' },
@@ -391,6 +399,17 @@ function jwksUrl(env: Env, name: string, example = 'https://login.example.com/.w
   return value;
 }
 
+const RESOURCE_MAX_CHARS = 512;
+const RESOURCE_TEXT = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${RESOURCE_MAX_CHARS}}$`);
+
+function isHttpsOrLoopbackText(value: string): boolean {
+  try {
+    return isSecureOrLoopbackUrl(value);
+  } catch {
+    return false;
+  }
+}
+
 function tokenSettings(env: Env): TokenSettings | undefined {
   const issuer = text(env, 'TOKEN_ISSUER');
   if (issuer === undefined) {
@@ -401,8 +420,17 @@ function tokenSettings(env: Env): TokenSettings | undefined {
   }
   const audience = text(env, 'TOKEN_AUDIENCE');
   if (audience === undefined) throw new ConfigError('TOKEN_AUDIENCE', 'is required with TOKEN_ISSUER: the audience (aud) tokens for this API carry, e.g. https://partner-api.example.com');
+  // Partners are told to request resource=<TOKEN_AUDIENCE>, in the JSON body and in WWW-Authenticate's error_description (RFC 6750 §3).
+  if (!RESOURCE_TEXT.test(audience)) {
+    throw new ConfigError('TOKEN_AUDIENCE', `must be printable ASCII without spaces, quotes or backslashes, at most ${RESOURCE_MAX_CHARS} characters: the resource URI partners request tokens for, e.g. https://partner-api.example.com`);
+  }
   const keys = jwksUrl(env, 'TOKEN_JWKS_URL');
-  if (keys === undefined) throw new ConfigError('TOKEN_JWKS_URL', "is required with TOKEN_ISSUER: the issuer's jwks_uri, from its /.well-known/openid-configuration");
+  if (keys === undefined && !isHttpsOrLoopbackText(issuer)) {
+    throw new ConfigError(
+      'TOKEN_ISSUER',
+      "is not an https:// URL (http:// only to a loopback address), so its discovery document cannot be read for the signing keys: set TOKEN_JWKS_URL to the issuer's jwks_uri",
+    );
+  }
   const types = list(env, 'TOKEN_TYPES', 'at+jwt').map(normalizedTokenType);
   return Object.freeze({
     issuer,

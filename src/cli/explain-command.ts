@@ -4,7 +4,7 @@ import type { ClientIpSource, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';
 import { authMethodOf } from '../decision/decide.js';
-import { HEADER_RULE_WORDS, TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
+import { HEADER_RULE_WORDS, tokenRuleDescription } from '../decision/error-catalogue.js';
 import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
 import type { Allowed, BodyRule, CheckInput, Decision, Denial, SiteId, TokenRule } from '../decision/types.js';
 import { toCheckResponse } from '../envoy/check-response.js';
@@ -12,12 +12,12 @@ import { viewCheckRequest } from '../envoy/request-view.js';
 import { authorizeCheck } from '../serve/authorize-check.js';
 import { findKey, findSite, findTokenClient } from '../store/credential-lookup.js';
 import { IssuerKeys } from '../token/issuer-keys.js';
+import { issuerKeysOptions } from '../serve/token-keys.js';
 import { TokenVerifier } from '../token/token-verifier.js';
 import { SiteTable } from '../store/site-table.js';
 import { loadBrownouts, loadSites } from '../store/snapshot-loader.js';
 import { loadSunsetPolicy } from '../store/sunset-policy.js';
 import { epochMsOf, instantText } from '../store/timestamps.js';
-import { UsageError } from './arguments.js';
 import { answerOf, exitStatusOf, verdictText, type CheckAnswer } from './check-answer.js';
 import type { CommandContext, CommandLine } from './command.js';
 import { oneLine, type CommandOutput } from './output.js';
@@ -75,8 +75,12 @@ const keyOf = async ({ pool, header }: Facts) => (header.ok && header.method ===
 
 /** What to do about a refused token, beside what the partner-facing message says. */
 const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = {
-  'tokens-disabled': 'set TOKEN_ISSUER, TOKEN_AUDIENCE and TOKEN_JWKS_URL to accept access tokens (README, "Token-based authentication")',
-  issuer: 'the service trusts TOKEN_ISSUER only',
+  'tokens-disabled': 'set TOKEN_ISSUER and TOKEN_AUDIENCE to accept access tokens (README, "Token-based authentication")',
+  'keys-unavailable':
+    "the issuer's keys could not be fetched from TOKEN_JWKS_URL (or TOKEN_ISSUER's discovery document) and the database holds no key set stored by an earlier fetch: check that the issuer is up and reachable from here (docs/tokens.md, \"When the issuer is down\")",
+  malformed:
+    'an issuer that is not told the resource (RFC 8707) often hands out an opaque token instead of a JWT: the partner must send resource=<TOKEN_AUDIENCE> with the token request',
+  issuer: 'the service trusts TOKEN_ISSUER only; the token says (unverified) it comes from another issuer, e.g. a staff sign-in or a test issuer',
   audience: "the partner must request the token for this API's resource (TOKEN_AUDIENCE)",
   type: 'an issuer that writes typ JWT can be accepted with TOKEN_TYPES=at+jwt,jwt',
   'unknown-key': "the service fetches the issuer's keys again at most every few seconds when a token names a new one; if this persists, the token was not signed by TOKEN_ISSUER",
@@ -85,7 +89,7 @@ const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = {
 
 function tokenWords(denial: Extract<Denial, { errorId: 106 }>): string {
   const hint = TOKEN_RULE_HINTS[denial.rule];
-  return `the access token breaks rule ${denial.rule}: ${TOKEN_RULE_DESCRIPTIONS[denial.rule]}${hint === undefined ? '' : `; ${hint}`}`;
+  return `the access token breaks rule ${denial.rule}: ${tokenRuleDescription(denial)}${hint === undefined ? '' : `; ${hint}`}`;
 }
 
 async function allowWords(decision: Allowed, facts: Facts): Promise<string> {
@@ -168,7 +172,7 @@ async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
     case 106:
       return tokenWords(denial);
     case 107:
-      return `token client ${denial.clientId} is registered to no site; \`sitekey-authz token-client add <site id> ${denial.clientId}\` registers it`;
+      return `token client ${denial.clientId} is registered to no site, and the partner is told to ask their account manager to register it; \`sitekey-authz token-client add <site id> ${denial.clientId}\` registers it`;
     case 101:
       return siteWords(denial, facts);
     case 103:
@@ -200,15 +204,18 @@ function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 
   };
 }
 
-/** The token's verifier, with the issuer's keys fetched once, for a Bearer request; undefined for any other. */
-async function tokenVerifier(config: Config, input: CheckInput, logger: Logger): Promise<{ verifier: TokenVerifier; stop: () => Promise<void> } | undefined> {
+/**
+ * The token's verifier for a Bearer request, with the issuer's keys as the service holds them: the
+ * last good set from the database, then one fetch; undefined for any other request. Without keys
+ * the service refuses tokens (keys-unavailable), and so does explain.
+ */
+async function tokenVerifier(config: Config, input: CheckInput, pool: pg.Pool, logger: Logger): Promise<{ verifier: TokenVerifier; stop: () => Promise<void> } | undefined> {
   if (config.tokens === undefined || bearerToken(input.authorization) === undefined) return undefined;
-  const keys = new IssuerKeys({ jwksUrl: config.tokens.jwksUrl, logger, retryMs: 1_000 });
+  const options = issuerKeysOptions(config.tokens, pool, logger);
+  // Read, never written: explain looks at the service's state and changes none of it.
+  const store = options.store && { load: options.store.load, save: async () => undefined };
+  const keys = new IssuerKeys({ ...options, ...(store && { store }), retryMs: 1_000 });
   await Promise.race([keys.start(), new Promise((resolve) => setTimeout(resolve, ISSUER_KEYS_WAIT_MS).unref())]);
-  if (!keys.loaded) {
-    await keys.stop();
-    throw new UsageError(`could not fetch the token issuer's keys from TOKEN_JWKS_URL (${config.tokens.jwksUrl}) within ${ISSUER_KEYS_WAIT_MS / 1000} s`);
-  }
   return { verifier: new TokenVerifier(config.tokens, keys), stop: () => keys.stop() };
 }
 
@@ -237,9 +244,9 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
   const { input } = viewCheckRequest(request, config);
   // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
   const header = parseAuthorization(input.authorization);
-  const tokens = await tokenVerifier(config, input, logger);
-  try {
-    return await withPool(async (pool) => {
+  return withPool(async (pool) => {
+    const tokens = await tokenVerifier(config, input, pool, logger);
+    try {
       const snapshot = new SiteTable();
       const [sites, brownouts, stored] = await Promise.all([
         loadSites(pool, await siteToLoad(pool, header, input, tokens?.verifier, now)),
@@ -256,8 +263,8 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
       const reason = await reasonFor(decision, facts);
       const shadow = config.shadowMode && decision.outcome === 'deny' ? [SHADOW_MODE_NOTE] : [];
       return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: [...notes, ...shadow], exitCode: exitStatusOf(answer) };
-    });
-  } finally {
-    await tokens?.stop();
-  }
+    } finally {
+      await tokens?.stop();
+    }
+  });
 }

@@ -1,4 +1,4 @@
-import type { BodyRule, Denial, ErrorId, HeaderRule, TokenRule } from './types.js';
+import type { BodyRule, Denial, ErrorId, HeaderRule, TokenRefusal, TokenRule } from './types.js';
 
 /**
  * The gRPC status codes a denial carries to Envoy (google.rpc.Code), named here so that the
@@ -66,24 +66,40 @@ export const HEADER_RULE_WORDS: { readonly [R in HeaderRule]: string } = Object.
   'api-key-invalid': 'the API key in the Authorization header is not a UUID (8-4-4-4-12 hexadecimal digits)',
 });
 
+/** A rule's description; the rules whose fix is to ask for a token for this API take the resource to ask for. */
+type TokenRuleDescriptions = { readonly [R in TokenRule]: R extends 'malformed' | 'audience' ? (resource: string | undefined) => string : string };
+
+/** `resource=<TOKEN_AUDIENCE>` (RFC 8707), or words for it where the decision was not told the value. */
+const resourceParameter = (resource: string | undefined): string => (resource === undefined ? 'the resource parameter of this API' : `resource=${resource}`);
+
 /**
  * What is wrong with a token, in words a migrating partner can act on (RFC 6750 error_description:
- * printable ASCII without quote or backslash). Never anything of the token itself.
+ * printable ASCII without quote or backslash; TOKEN_AUDIENCE is held to the same in config.ts).
+ * Never anything of the token itself.
  */
-export const TOKEN_RULE_DESCRIPTIONS: { readonly [R in TokenRule]: string } = Object.freeze({
+export const TOKEN_RULE_DESCRIPTIONS: TokenRuleDescriptions = Object.freeze({
   'tokens-disabled': 'token-based authentication is not enabled on this service; send Authorization: <Site-ID>:<API-Key>',
-  malformed: 'the token is not a signed JWT (JWS compact serialization)',
+  'keys-unavailable': "the issuer's signing keys are unavailable to this service right now, so no token can be verified; nothing is wrong with your token: retry later",
+  // An issuer that is not told the resource hands out an opaque token, or a JWT for another API.
+  malformed: (resource: string | undefined) =>
+    `the token is not a signed JWT (JWS compact serialization); request it from the token endpoint with ${resourceParameter(resource)} to get a JWT access token for this API`,
   algorithm: 'the token is signed with an algorithm this service does not accept',
   type: 'the token is not a JWT access token: its typ header must be at+jwt (RFC 9068)',
   'unknown-key': 'the token names a signing key (kid) that the issuer does not publish',
   signature: 'the token signature does not verify',
-  issuer: 'the token was issued by an issuer (iss) this service does not trust',
-  audience: 'the token audience (aud) does not include this API',
+  issuer: 'the token was issued by another issuer (iss) than the one this API trusts; request it from the token endpoint you were given for this API',
+  audience: (resource: string | undefined) => `the token audience (aud) does not include this API; request the token with ${resourceParameter(resource)}`,
   expired: 'the token has expired; request a new one',
   'not-yet-valid': 'the token is not valid yet (nbf or iat is in the future)',
   claims: 'the token lacks a required claim (exp, iat or client_id) or has one of the wrong type',
   revoked: "the token was issued before the site's tokens were revoked; request a new one",
 });
+
+/** The description of a refused token's rule, with the resource to ask for where the rule needs it. */
+export function tokenRuleDescription(refusal: TokenRefusal): string {
+  const description = TOKEN_RULE_DESCRIPTIONS[refusal.rule];
+  return typeof description === 'function' ? description(refusal.resource) : description;
+}
 
 const day = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
 const instant = (epochMs: number): string => new Date(epochMs).toISOString().replace('.000Z', 'Z');
@@ -113,14 +129,14 @@ export const ERROR_CATALOGUE: { readonly [K in ErrorId]: CatalogueEntry<K> } = O
     code: 'ACCESS_TOKEN_INVALID',
     httpStatus: 401,
     grpcStatus: GrpcCode.UNAUTHENTICATED,
-    message: (denial) => `Access token is invalid: ${TOKEN_RULE_DESCRIPTIONS[denial.rule]}`,
-    challenge: (denial) => `Bearer error="invalid_token", error_description="${TOKEN_RULE_DESCRIPTIONS[denial.rule]}"`,
+    message: (denial) => `Access token is invalid: ${tokenRuleDescription(denial)}`,
+    challenge: (denial) => `Bearer error="invalid_token", error_description="${tokenRuleDescription(denial)}"`,
   },
   107: {
     code: 'TOKEN_CLIENT_UNKNOWN',
     httpStatus: 403,
     grpcStatus: GrpcCode.PERMISSION_DENIED,
-    message: (denial) => `Token client ${denial.clientId} is not registered for any site`,
+    message: (denial) => `Token client ${denial.clientId} is not registered for any site; ask your account manager to register client ${denial.clientId} for your site`,
   },
   101: { code: 'SITE_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: (denial) => `Site ID ${denial.siteId} is invalid` },
   103: {

@@ -122,6 +122,7 @@ export type HeaderRule =
  */
 export type TokenRule =
   | 'tokens-disabled'
+  | 'keys-unavailable'
   | 'malformed'
   | 'algorithm'
   | 'type'
@@ -143,10 +144,20 @@ export interface AccessTokenClaims {
   readonly expiresAt: number;
 }
 
+/**
+ * A refused token's rule, and for the rules a partner fixes by asking the issuer for a token for
+ * this API (no JWT at all: an issuer that was not told the resource hands out an opaque token; the
+ * wrong aud), the resource to ask for (TOKEN_AUDIENCE, RFC 8707).
+ */
+export interface TokenRefusal {
+  readonly rule: TokenRule;
+  readonly resource?: string;
+}
+
 /** The outcome of verifying a Bearer token; `revoked` is decided against the site, so the verifier never says it. */
 export type TokenVerdict =
   | { readonly valid: true; readonly claims: AccessTokenClaims }
-  | { readonly valid: false; readonly rule: Exclude<TokenRule, 'revoked'> };
+  | ({ readonly valid: false; readonly rule: Exclude<TokenRule, 'revoked'> } & Pick<TokenRefusal, 'resource'>);
 
 /** Why the body credentials were refused (error 104). */
 export type BodyRule =
@@ -182,7 +193,7 @@ interface Presented {
 
 export type Denial =
   | { readonly errorId: 108; readonly rule: HeaderRule }
-  | { readonly errorId: 106; readonly rule: TokenRule; readonly siteId?: SiteId; readonly clientId?: ClientId }
+  | ({ readonly errorId: 106; readonly siteId?: SiteId; readonly clientId?: ClientId } & TokenRefusal)
   | { readonly errorId: 107; readonly clientId: ClientId }
   | ({ readonly errorId: 101; readonly siteId: SiteId } & Presented)
   | ({ readonly errorId: 103; readonly siteId: SiteId; readonly clientIp: string } & Presented)

@@ -24,6 +24,34 @@ export interface AllowedResponsePolicy {
 
 export const PLAIN_ALLOWED_RESPONSE: AllowedResponsePolicy = Object.freeze({ responseHeaders: [], removeHeaders: [] });
 
+/** The migration guide as the `Link` relations RFC 9745 (deprecation) and RFC 8594 (sunset) define; none without a guide. */
+function guideLinks(guideUrl: string | undefined): HeaderValueOptionMessage[] {
+  if (guideUrl === undefined) return [];
+  const link = (rel: string): HeaderValueOptionMessage => ({
+    header: { key: 'link', value: `<${guideUrl}>; rel="${rel}"` },
+    append_action: HeaderAppendAction.APPEND_IF_EXISTS_OR_ADD,
+  });
+  return [link('deprecation'), link('sunset')];
+}
+
+/**
+ * What a denial's response carries besides its JSON body: a refused token's Bearer challenge (RFC
+ * 6750 §3); for a 105, the migration guide's Link, and during a brownout Retry-After at its end
+ * (RFC 9110 §10.2.3, as an HTTP-date so that the response stays the same for the brownout's length;
+ * none for one that ends at infinity).
+ */
+function denialHeaders(denial: Denial): HeaderValueOptionMessage[] {
+  const headers = [overwrite('content-type', 'application/json')];
+  const challenge = denialChallenge(denial);
+  if (challenge !== undefined) headers.push(overwrite('www-authenticate', challenge));
+  if (denial.errorId === 105) {
+    const until = denial.brownout?.until;
+    if (until !== undefined && Number.isFinite(until)) headers.push(overwrite('retry-after', new Date(until).toUTCString()));
+    headers.push(...guideLinks(denial.guideUrl));
+  }
+  return headers;
+}
+
 /**
  * RFC 9745 `Deprecation: @<unix seconds>`, RFC 8594 `Sunset: <IMF-fixdate>`, and with a guide the
  * `Link` relations both define. Link is appended, since the upstream may send Link headers of its own.
@@ -34,15 +62,11 @@ export function sunsetNotice(options: {
   readonly guideUrl: string | undefined;
   readonly stripAuthorization: boolean;
 }): AllowedResponsePolicy {
-  const link = (rel: string): HeaderValueOptionMessage => ({
-    header: { key: 'link', value: `<${options.guideUrl}>; rel="${rel}"` },
-    append_action: HeaderAppendAction.APPEND_IF_EXISTS_OR_ADD,
-  });
   return Object.freeze({
     responseHeaders: [
       overwrite('deprecation', `@${Math.floor(options.deprecatedAt / 1000)}`),
       overwrite('sunset', new Date(options.sunsetAt).toUTCString()),
-      ...(options.guideUrl === undefined ? [] : [link('deprecation'), link('sunset')]),
+      ...guideLinks(options.guideUrl),
     ],
     removeHeaders: options.stripAuthorization ? ['authorization'] : [],
   });
@@ -100,16 +124,11 @@ export function toCheckResponse(decision: Decision, allowed: AllowedResponsePoli
     };
   }
   const entry = ERROR_CATALOGUE[decision.denial.errorId];
-  const challenge = denialChallenge(decision.denial);
   return {
     status: { code: entry.grpcStatus, message: entry.code },
     denied_response: {
       status: { code: entry.httpStatus },
-      headers: [
-        overwrite('content-type', 'application/json'),
-        // RFC 6750 §3: a refused access token is answered with the Bearer challenge.
-        ...(challenge === undefined ? [] : [overwrite('www-authenticate', challenge)]),
-      ],
+      headers: denialHeaders(decision.denial),
       body: denialBody(decision.denial),
     },
   };
@@ -117,8 +136,9 @@ export function toCheckResponse(decision: Decision, allowed: AllowedResponsePoli
 
 /**
  * What a denied CheckResponse is made of, as a key for its kept encoding: the error id and its message,
- * as denialMessage made it (the statuses follow from the id, the body from both, and a 106's challenge
- * from the rule its message names). The message quotes the key masked only, so the key holds no secret either.
+ * as denialMessage made it (the statuses follow from the id, the body from both, a 106's challenge
+ * from the rule its message names, a 105's Retry-After and Link from the brownout's end and the guide
+ * its message names). The message quotes the key masked only, so the key holds no secret either.
  */
 export function deniedResponseKey(denial: Denial, message: string): string {
   return `${denial.errorId} ${message}`;

@@ -111,6 +111,7 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
   const { allowedSampleRate, random = Math.random, now = Date.now } = options;
   const windowMs = options.repeatWindowSeconds * 1000;
   const bodyHint = new RateLimit(HINT_INTERVAL_MS, now);
+  const keysHint = new RateLimit(HINT_INTERVAL_MS, now);
   const windows = new Map<string, RepeatWindow>();
   /** The window the last denial went to: a flood repeats one denial, which then costs no key. */
   let latest: RepeatWindow | undefined;
@@ -185,6 +186,14 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
         { event: 'hint.with_request_body' },
         'requests declare a body but Envoy sent none: enable with_request_body on the ext_authz filter ' +
           '(max_request_bytes, allow_partial_message: false) so siteid and apikey in the body can be checked',
+      );
+    }
+    if (event.rule === 'keys-unavailable' && keysHint.open()) {
+      logger.warn(
+        { event: 'hint.token_issuer_keys' },
+        "access tokens are refused (106, keys-unavailable): this process holds none of the token issuer's signing keys, " +
+          'neither fetched nor stored in the database; check that TOKEN_JWKS_URL (or TOKEN_ISSUER) is reachable from here ' +
+          '(egress NetworkPolicy, DNS); API keys are not affected (docs/tokens.md, "When the issuer is down")',
       );
     }
   };

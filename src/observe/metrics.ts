@@ -431,14 +431,22 @@ export class ServiceMetrics {
   }
 
   /** Gauges of the token verifier's state, read at each scrape. */
-  followTokenKeys(state: { readonly keys: () => number; readonly verifiedTokens: () => number }): void {
+  followTokenKeys(state: { readonly keys: () => number; readonly ageSeconds: () => number; readonly verifiedTokens: () => number }): void {
     const registers = [this.registry];
     new Gauge({
       name: 'sitekey_authz_token_issuer_keys',
-      help: "Signing keys in the token issuer's key set (TOKEN_JWKS_URL) held now; 0 until the first fetch succeeds.",
+      help: "Signing keys in the token issuer's key set held now; 0 while none is held (tokens are then refused, keys-unavailable).",
       registers,
       collect() {
         this.set(state.keys());
+      },
+    });
+    new Gauge({
+      name: 'sitekey_authz_token_issuer_keys_age_seconds',
+      help: "Seconds since the key set held was fetched from the token issuer (a set read from the database at start: since it was fetched and stored); NaN while none is held.",
+      registers,
+      collect() {
+        this.set(state.ageSeconds());
       },
     });
     new Gauge({

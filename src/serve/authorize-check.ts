@@ -38,8 +38,7 @@ export function authorizeCheck(input: CheckInput, authority: CheckAuthority): De
     return snapshot && decide(input, snapshot, now, authority.sunset);
   }
   const tokens = authority.tokens;
-  const decideWith = (verdict: TokenVerdict | undefined, at: number): Decided => {
-    if (verdict === undefined) return undefined;
+  const decideWith = (verdict: TokenVerdict, at: number): Decided => {
     const snapshot = authority.snapshot(at);
     if (snapshot === undefined) return undefined;
     const decision = decide(withBearer(input, verdict), snapshot, at, authority.sunset);

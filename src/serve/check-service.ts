@@ -16,6 +16,7 @@ import { LastUsedRecorder } from '../store/last-used-recorder.js';
 import { seedSunsetPolicy } from '../store/sunset-policy.js';
 import { IssuerKeys } from '../token/issuer-keys.js';
 import { TokenVerifier } from '../token/token-verifier.js';
+import { issuerKeysOptions, tokenKeysAgeSeconds, tokenKeysReadyWords, tokenKeysStatus } from './token-keys.js';
 import { authorizeCheck } from './authorize-check.js';
 import { Resources } from './resources.js';
 
@@ -128,11 +129,14 @@ function openRecorders(config: Config, store: CredentialStore, metrics: ServiceM
   return { lastUsed, clientLastUsed, refusals, usage };
 }
 
-/** The issuer's keys and the verifier of Bearer tokens; undefined when TOKEN_ISSUER is unset. */
-function openTokenVerification(config: Config, logger: Logger, resources: Resources) {
+/**
+ * The issuer's keys, with their last good set kept in the database, and the verifier of Bearer
+ * tokens; undefined when TOKEN_ISSUER is unset.
+ */
+function openTokenVerification(config: Config, store: CredentialStore, logger: Logger, resources: Resources) {
   const settings = config.tokens;
   if (settings === undefined) return undefined;
-  const keys = resources.add(new IssuerKeys({ jwksUrl: settings.jwksUrl, logger }), (opened) => opened.stop());
+  const keys = resources.add(new IssuerKeys(issuerKeysOptions(settings, store.pool, logger)), (opened) => opened.stop());
   return { keys, verifier: new TokenVerifier(settings, keys) };
 }
 
@@ -234,27 +238,29 @@ export async function startCheckService(config: Config, databaseUrl: string, log
 
 async function openCheckService(config: Config, databaseUrl: string, logger: Logger, resources: Resources, options: CheckServiceOptions): Promise<CheckService> {
   const store = openCredentialStore(config, databaseUrl, logger, resources);
-  const tokens = openTokenVerification(config, logger, resources);
+  const tokens = openTokenVerification(config, store, logger, resources);
   let cacheStarted: Promise<void> | undefined;
   const startCache = (): Promise<void> => (cacheStarted ??= store.cache.start());
   let keysStarted: Promise<void> | undefined;
   const startTokenKeys = (): Promise<void> => (keysStarted ??= tokens?.keys.start() ?? Promise.resolve());
   if (options.handedConnectionsOnceLoadedUnless !== undefined) {
-    // Everything a check is decided on: the snapshot, and with tokens on the issuer's keys.
+    // Everything a check is decided on: the snapshot, and with tokens on the first try for the issuer's keys.
     const loaded = await Promise.race([Promise.all([startCache(), startTokenKeys()]).then(() => true), options.handedConnectionsOnceLoadedUnless.then(() => false)]);
     if (!loaded) throw new StoppedBeforeLoaded();
   }
   let shuttingDown = false;
   const readiness = (): Readiness => {
-    const status = store.cache.status(Date.now());
-    // With tokens on, ready also waits for the issuer's keys: a token check could not be decided.
-    const tokenKeys = tokens && { loaded: tokens.keys.loaded, keys: tokens.keys.size, verifiedTokensKept: tokens.verifier.size };
-    const ready = status.ready && (tokenKeys?.loaded ?? true) && !shuttingDown;
+    const now = Date.now();
+    const status = store.cache.status(now);
+    // With tokens on, ready waits for the first try at the issuer's keys (the stored set, one fetch),
+    // not for its success: without keys, API-key checks are answered and tokens refused (keys-unavailable).
+    const tokenKeys = tokens && tokenKeysStatus(tokens.keys, tokens.verifier, now);
+    const ready = status.ready && (tokens?.keys.settled ?? true) && !shuttingDown;
     return { ready, detail: { shuttingDown, snapshot: status, ...(tokenKeys && { tokenKeys }) } };
   };
   const metrics = serviceMetrics(config, store, () => readiness().ready);
   if (tokens) {
-    metrics.followTokenKeys({ keys: () => tokens.keys.size, verifiedTokens: () => tokens.verifier.size });
+    metrics.followTokenKeys({ keys: () => tokens.keys.size, ageSeconds: () => tokenKeysAgeSeconds(tokens.keys, Date.now()), verifiedTokens: () => tokens.verifier.size });
     tokens.keys.onFetch((outcome) => metrics.onTokenKeysFetch(outcome));
   }
   const recorders = openRecorders(config, store, metrics, logger, resources);
@@ -276,7 +282,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
     report?.(current);
     if (current.ready === serving) return;
     grpc.setServing((serving = current.ready));
-    if (current.ready) logger.info(current.detail, `ready: credential snapshot loaded${tokens ? " and the token issuer's keys fetched" : ''}, health SERVING`);
+    if (current.ready) logger.info(current.detail, `ready: credential snapshot loaded${tokenKeysReadyWords(tokens?.keys)}, health SERVING`);
     else if (!shuttingDown) logger.warn(current.detail, 'not ready: credential snapshot too stale, health NOT_SERVING, checks answer UNAVAILABLE');
   };
   let timer: NodeJS.Timeout | undefined;

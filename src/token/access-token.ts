@@ -1,4 +1,4 @@
-import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
 import { normalizedTokenType, type AccessTokenRules } from '../config.js';
 import type { TokenRule } from '../decision/types.js';
 import type { KeySource } from './issuer-keys.js';
@@ -7,7 +7,7 @@ import type { KeySource } from './issuer-keys.js';
 export const TOKEN_MAX_CHARS = 16_384;
 
 /** Why a token was refused, as a partner (error 106) or a person on the admin port (401) is told. */
-export type AccessTokenRule = Exclude<TokenRule, 'revoked' | 'tokens-disabled'>;
+export type AccessTokenRule = Exclude<TokenRule, 'revoked' | 'tokens-disabled' | 'keys-unavailable'>;
 
 export type AccessTokenOutcome = { readonly valid: true; readonly payload: JWTPayload } | { readonly valid: false; readonly rule: AccessTokenRule };
 
@@ -51,13 +51,31 @@ function headerRule(token: string, rules: AccessTokenRules): AccessTokenRule | u
   if (token.split('.').length !== 3) return 'malformed';
   if (typeof header.alg !== 'string' || !rules.algorithms.includes(header.alg)) return 'algorithm';
   if (typeof header.typ !== 'string' || !rules.types.includes(normalizedTokenType(header.typ))) return 'type';
+  if (isFromAnotherIssuer(token, rules.issuer)) return 'issuer';
   if (typeof header.kid !== 'string' || header.kid === '') return 'unknown-key';
   return undefined;
 }
 
 /**
+ * Whether the token's iss, read before its signature is checked, names another issuer: a token of
+ * another authorization server (a staff token, say) is told so, not that its kid is unknown here. The
+ * unverified claim chooses the message and nothing else: a token naming our issuer is verified in
+ * full, and one naming another could never have verified.
+ */
+function isFromAnotherIssuer(token: string, issuer: string): boolean {
+  let iss: unknown;
+  try {
+    iss = decodeJwt(token).iss;
+  } catch {
+    return false;
+  }
+  return typeof iss === 'string' && iss !== issuer;
+}
+
+/**
  * One RFC 9068 JWT access token checked in the order a caller would fix it: the JWS shape, its alg
- * against the allow-list (never none or HMAC: config.ts refuses them), typ (at+jwt), the kid against
+ * against the allow-list (never none or HMAC: config.ts refuses them), typ (at+jwt), an iss of
+ * another issuer (read unverified, for the message only), the kid against
  * the issuer's keys, the signature, iss, aud, exp and nbf within the clock skew, the claims the caller
  * needs, and iat not in the future. jose does every cryptographic step. Partner tokens
  * (token-verifier.ts) and the admin port's (admin/admin-token.ts) both go through here.

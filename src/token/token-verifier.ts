@@ -15,9 +15,18 @@ const CLIENT_ID_MAX_CHARS = 255;
 type Refusal = Extract<TokenVerdict, { valid: false }>;
 const refuse = (rule: Refusal['rule']): Refusal => ({ valid: false, rule });
 
+/**
+ * RFC 6749 Appendix A.1: a client_id is VSCHARs (printable ASCII); bounded, since a 107 quotes it
+ * back to the partner and the logs record it.
+ */
+const CLIENT_ID = new RegExp(`^[\\x20-\\x7e]{1,${CLIENT_ID_MAX_CHARS}}$`);
+
+/** The rules a partner fixes by requesting the token for this API's resource. */
+const FIXED_BY_RESOURCE: ReadonlySet<Refusal['rule']> = new Set(['malformed', 'audience']);
+
 function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
   const clientId = payload['client_id'];
-  if (typeof clientId !== 'string' || clientId === '' || clientId.length > CLIENT_ID_MAX_CHARS) return undefined;
+  if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId)) return undefined;
   if (typeof payload.iat !== 'number' || typeof payload.exp !== 'number') return undefined;
   return { clientId, issuedAt: payload.iat * 1000, expiresAt: payload.exp * 1000 };
 }
@@ -47,10 +56,11 @@ export class TokenVerifier {
 
   /**
    * The verdict on a token at `now` (epoch ms): at once for a token verified before, else once
-   * verified; undefined while no key set has been fetched (the check is then not decided at all).
+   * verified. While no key set is held (the issuer unreachable since start, none stored), a token
+   * not verified before is refused (keys-unavailable): API-key checks go on, tokens fail closed.
    */
-  verify(token: string, now: number): TokenVerdict | Promise<TokenVerdict> | undefined {
-    if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return refuse('malformed');
+  verify(token: string, now: number): TokenVerdict | Promise<TokenVerdict> {
+    if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return this.refused('malformed');
     const id = tokenId(token);
     const kept = this.verified.get(id);
     if (kept !== undefined) {
@@ -58,7 +68,7 @@ export class TokenVerifier {
       this.verified.delete(id);
       return refuse('expired');
     }
-    if (!this.keys.loaded) return undefined;
+    if (!this.keys.loaded) return refuse('keys-unavailable');
     const running = this.inFlight.get(id);
     if (running !== undefined) return running;
     const verdict = this.verifyNew(token, now)
@@ -81,9 +91,14 @@ export class TokenVerifier {
     return this.verified.size;
   }
 
+  /** A refusal, with the resource to request for the rules that asking for it fixes. */
+  private refused(rule: Refusal['rule']): Refusal {
+    return FIXED_BY_RESOURCE.has(rule) ? { valid: false, rule, resource: this.settings.audience } : refuse(rule);
+  }
+
   private async verifyNew(token: string, now: number): Promise<TokenVerdict> {
     const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['client_id']);
-    if (!outcome.valid) return outcome;
+    if (!outcome.valid) return this.refused(outcome.rule);
     const claims = claimsOf(outcome.payload);
     return claims === undefined ? refuse('claims') : { valid: true, claims };
   }

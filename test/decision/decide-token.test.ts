@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decide } from '../../src/decision/decide.js';
-import { denialBody, denialChallenge, ERROR_CATALOGUE, TOKEN_RULE_DESCRIPTIONS } from '../../src/decision/error-catalogue.js';
+import { denialBody, denialChallenge, ERROR_CATALOGUE, TOKEN_RULE_DESCRIPTIONS, tokenRuleDescription } from '../../src/decision/error-catalogue.js';
 import type { BodyView, CheckInput, Decision, SunsetPolicy, TokenRule, TokenVerdict } from '../../src/decision/types.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 
@@ -50,6 +50,7 @@ function denial(decision: Decision) {
 
 describe('a Bearer request, in the precedence 106 → 107 → 106 (revoked) → 101 → 103 → 104', () => {
   const refused: ReadonlyArray<Exclude<TokenRule, 'revoked' | 'tokens-disabled'>> = [
+    'keys-unavailable',
     'malformed',
     'algorithm',
     'type',
@@ -66,10 +67,51 @@ describe('a Bearer request, in the precedence 106 → 107 → 106 (revoked) → 
       const refusal = denial(decideAt(bearer({ valid: false, rule })));
       assert.deepEqual(refusal, { errorId: 106, rule });
       assert.equal(ERROR_CATALOGUE[106].httpStatus, 401);
-      assert.equal(denialBody(refusal), JSON.stringify({ error: { id: 106, message: `Access token is invalid: ${TOKEN_RULE_DESCRIPTIONS[rule]}` } }));
-      assert.equal(denialChallenge(refusal), `Bearer error="invalid_token", error_description="${TOKEN_RULE_DESCRIPTIONS[rule]}"`);
+      assert.equal(denialBody(refusal), JSON.stringify({ error: { id: 106, message: `Access token is invalid: ${tokenRuleDescription({ rule })}` } }));
+      assert.equal(denialChallenge(refusal), `Bearer error="invalid_token", error_description="${tokenRuleDescription({ rule })}"`);
     });
   }
+
+  // Each message names the fix, in words a partner's engineer can act on without asking anyone.
+  const messages: ReadonlyArray<readonly [string, TokenVerdict, string]> = [
+    [
+      'an opaque token (the issuer was not told the resource)',
+      { valid: false, rule: 'malformed', resource: 'https://partner-api.example.com' },
+      'the token is not a signed JWT (JWS compact serialization); request it from the token endpoint with resource=https://partner-api.example.com to get a JWT access token for this API',
+    ],
+    [
+      'a token for another audience',
+      { valid: false, rule: 'audience', resource: 'https://partner-api.example.com' },
+      'the token audience (aud) does not include this API; request the token with resource=https://partner-api.example.com',
+    ],
+    [
+      "another issuer's token (a staff token)",
+      { valid: false, rule: 'issuer' },
+      'the token was issued by another issuer (iss) than the one this API trusts; request it from the token endpoint you were given for this API',
+    ],
+    [
+      "a token while the issuer's keys cannot be fetched",
+      { valid: false, rule: 'keys-unavailable' },
+      "the issuer's signing keys are unavailable to this service right now, so no token can be verified; nothing is wrong with your token: retry later",
+    ],
+  ];
+  for (const [name, verdict, description] of messages) {
+    it(`${name} → 106 whose message and challenge say the fix`, () => {
+      const refusal = denial(decideAt(bearer(verdict)));
+      assert.equal(denialBody(refusal), JSON.stringify({ error: { id: 106, message: `Access token is invalid: ${description}` } }));
+      assert.equal(denialChallenge(refusal), `Bearer error="invalid_token", error_description="${description}"`);
+    });
+  }
+
+  it('every token message fits RFC 6750 error_description: printable ASCII without quote or backslash', () => {
+    const errorDescription = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/;
+    for (const rule of Object.keys(TOKEN_RULE_DESCRIPTIONS) as TokenRule[]) {
+      for (const resource of [undefined, 'https://partner-api.example.com']) {
+        const description = tokenRuleDescription(resource === undefined ? { rule } : { rule, resource });
+        assert.match(description, errorDescription, rule);
+      }
+    }
+  });
 
   it('without a verifier (no TOKEN_ISSUER) → 106 saying tokens are not enabled', () => {
     const refusal = denial(decideAt(bearer(undefined)));
@@ -86,11 +128,14 @@ describe('a Bearer request, in the precedence 106 → 107 → 106 (revoked) → 
     }
   });
 
-  it('a client registered to no site → 107, 403, naming the client', () => {
+  it('a client registered to no site → 107, 403, naming the client and who registers it', () => {
     const refusal = denial(decideAt(bearer(valid('stranger'))));
     assert.deepEqual(refusal, { errorId: 107, clientId: 'stranger' });
     assert.equal(ERROR_CATALOGUE[107].httpStatus, 403);
-    assert.equal(denialBody(refusal), '{"error":{"id":107,"message":"Token client stranger is not registered for any site"}}');
+    assert.equal(
+      denialBody(refusal),
+      '{"error":{"id":107,"message":"Token client stranger is not registered for any site; ask your account manager to register client stranger for your site"}}',
+    );
     assert.equal(denialChallenge(refusal), undefined);
   });
 

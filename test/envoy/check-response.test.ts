@@ -152,3 +152,45 @@ describe('the catalogue\'s own gRPC code names', () => {
     assert.deepEqual(GrpcCode, { OK: status.OK, PERMISSION_DENIED: status.PERMISSION_DENIED, UNAUTHENTICATED: status.UNAUTHENTICATED });
   });
 });
+
+describe('a 105 tells the partner when to come back and where to go', () => {
+  const brownout = (until: number, guideUrl: string | undefined): Denial => ({
+    errorId: 105,
+    siteId: '1001',
+    keyId: '42',
+    maskedKey: '*****a6b',
+    reason: 'brownout',
+    brownout: { id: '3', until },
+    sunsetAt: Date.parse('2026-12-31T23:59:59Z'),
+    guideUrl,
+  });
+  const headersOf = (denial: Denial) => {
+    const response = toCheckResponse({ outcome: 'deny', denial });
+    assert.ok('denied_response' in response);
+    return response.denied_response.headers.map((option) => [option.header.key, option.header.value]);
+  };
+
+  it("during a brownout: Retry-After at its end as an HTTP-date (RFC 9110 §10.2.3), and the guide's two Link relations", () => {
+    assert.deepEqual(headersOf(brownout(Date.parse('2026-12-01T14:00:00Z'), 'https://developers.example.com/tokens')), [
+      ['content-type', 'application/json'],
+      ['retry-after', 'Tue, 01 Dec 2026 14:00:00 GMT'],
+      ['link', '<https://developers.example.com/tokens>; rel="deprecation"'],
+      ['link', '<https://developers.example.com/tokens>; rel="sunset"'],
+    ]);
+  });
+
+  it('no Retry-After for a brownout that ends at infinity, no Link without a guide', () => {
+    assert.deepEqual(headersOf(brownout(Number.POSITIVE_INFINITY, undefined)), [['content-type', 'application/json']]);
+  });
+
+  it('the guide on every 105, with no Retry-After once keys are retired or the site moved to tokens', () => {
+    for (const reason of ['retired', 'tokens-only'] as const) {
+      const { brownout: _none, ...rest } = brownout(0, 'https://developers.example.com/tokens') as Extract<Denial, { errorId: 105 }>;
+      assert.deepEqual(
+        headersOf({ ...rest, reason }).map(([key]) => key),
+        ['content-type', 'link', 'link'],
+        reason,
+      );
+    }
+  });
+});

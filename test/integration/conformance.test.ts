@@ -266,10 +266,10 @@ const option = (key: string, value: string, appendAction: string) => ({
   append_action: appendAction,
   keep_empty_value: false,
 });
-const denied = (grpc: number, code: string, http: string, body: string) => ({
+const denied = (grpc: number, code: string, http: string, body: string, headers: readonly unknown[] = []) => ({
   status: { details: [], code: grpc, message: code },
   dynamic_metadata: null,
-  denied_response: { headers: [option('content-type', 'application/json', 'OVERWRITE_IF_EXISTS_OR_ADD')], status: { code: http }, body },
+  denied_response: { headers: [option('content-type', 'application/json', 'OVERWRITE_IF_EXISTS_OR_ADD'), ...headers], status: { code: http }, body },
   http_response: 'denied_response',
 });
 
@@ -367,13 +367,18 @@ describe('the CheckResponse bytes the gRPC server sends, decoded with Envoy upst
       expected: denied(16, 'BODY_CREDENTIALS_INVALID', 'Unauthorized', '{"error":{"id":104,"message":"Request body has more than one apikey"}}'),
     },
     {
-      name: '105: UNAUTHENTICATED, HTTP 401, the brownout and the guide named',
+      name: "105: UNAUTHENTICATED, HTTP 401, the brownout and the guide named, Retry-After at the brownout's end and the guide's Link",
       args: credentials('1005'),
       expected: denied(
         16,
         'API_KEY_AUTH_RETIRED',
         'Unauthorized',
         '{"error":{"id":105,"message":"API key authentication is switched off until 2026-06-01T01:00:00Z for a scheduled brownout ahead of its retirement on 2026-12-31; migrate to token-based authentication; migration guide: https://developers.example.com/tokens"}}',
+        [
+          option('retry-after', 'Mon, 01 Jun 2026 01:00:00 GMT', 'OVERWRITE_IF_EXISTS_OR_ADD'),
+          option('link', '<https://developers.example.com/tokens>; rel="deprecation"', 'APPEND_IF_EXISTS_OR_ADD'),
+          option('link', '<https://developers.example.com/tokens>; rel="sunset"', 'APPEND_IF_EXISTS_OR_ADD'),
+        ],
       ),
     },
   ];

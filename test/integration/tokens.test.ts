@@ -6,7 +6,7 @@ import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { authorizationClient, check, verdict, type UpstreamCheckResponse } from '../support/envoy-client.js';
 import { eventually } from '../support/eventually.js';
 import { samples } from '../support/exposition.js';
-import { JwksServer, signedToken, signingKey } from '../support/jwks-server.js';
+import { signedToken, signingKey } from '../support/jwks-server.js';
 import { startTestIssuer, type TestIssuer, type TestIssuerClient } from '../support/oidc-issuer.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
 
@@ -221,35 +221,5 @@ describe('access tokens from a real issuer, beside API keys', () => {
     const off = await runCli(database.url, ['explain', '--authorization', `Bearer ${token}`, '--ip', '203.0.113.7', '--json']);
     assert.equal(off.code, 1);
     assert.equal((JSON.parse(off.stdout) as { rule: string }).rule, 'tokens-disabled');
-  });
-});
-
-describe("without the token issuer's keys", () => {
-  it('is not ready and answers a token check UNAVAILABLE, never a verdict; ready once the issuer answers', async () => {
-    const database = await freshDatabase();
-    const jwks = await JwksServer.start();
-    jwks.serve(503, 'down for maintenance');
-    const key = await signingKey('k1');
-    const service = await startService(
-      { DATABASE_URL: database.url, MIGRATE_ON_START: 'false', TOKEN_ISSUER: 'https://issuer.test', TOKEN_AUDIENCE: 'https://partner-api.test', TOKEN_JWKS_URL: jwks.url },
-      { untilAnswering: true },
-    );
-    const client = authorizationClient(service.grpcTarget);
-    try {
-      const readyz = await fetch(`${service.httpBase}/readyz`);
-      assert.equal(readyz.status, 503);
-      assert.match(await readyz.text(), /"tokenKeys":\{"loaded":false/);
-      const now = Math.floor(Date.now() / 1000);
-      const token = await signedToken(key, { iss: 'https://issuer.test', aud: 'https://partner-api.test', client_id: 'c', iat: now, exp: now + 60 });
-      await assert.rejects(check(client, { authorization: `Bearer ${token}` }), (error: { code?: number }) => error.code === 14);
-      jwks.publish([key]);
-      await eventually('ready once the keys are fetched', async () => (await fetch(`${service.httpBase}/readyz`)).status, (status) => status === 200, 20_000);
-      assert.equal(verdict(await check(client, { authorization: `Bearer ${token}` })), 107);
-    } finally {
-      client.close();
-      await service.stop();
-      await jwks.close();
-      await database.drop();
-    }
   });
 });

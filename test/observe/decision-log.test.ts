@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config.js';
 import type { LogLevel } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
+import type { TokenVerdict } from '../../src/decision/types.js';
 import type { CheckRequestMessage } from '../../src/envoy/messages.js';
 import { viewCheckRequest } from '../../src/envoy/request-view.js';
 import { checkEvent, type CheckEvent } from '../../src/observe/check-event.js';
@@ -39,14 +40,14 @@ function decisionLog(options: Partial<DecisionLogOptions> & { level?: LogLevel }
     },
   });
   const log = createDecisionLog(createLogger(options.level ?? 'info', sink), { allowedSampleRate: 0, repeatWindowSeconds: 1, ...options });
-  const event = (args: CheckArguments): CheckEvent => {
+  const event = (args: CheckArguments, bearer?: TokenVerdict): CheckEvent => {
     const view = viewCheckRequest(checkRequest({ body: BODY, ...args }) as CheckRequestMessage, {
       clientIpSource: { kind: 'peer' },
       maxBodyBytes: loadConfig({}).maxBodyBytes,
     });
-    return checkEvent(view, decide(view.input, SNAPSHOT, NOW, NO_SUNSET), 0.000031);
+    return checkEvent(view, decide(bearer === undefined ? view.input : { ...view.input, bearer }, SNAPSHOT, NOW, NO_SUNSET), 0.000031);
   };
-  return { lines, raw: () => raw, log, check: (args: CheckArguments) => log.record(event(args)) };
+  return { lines, raw: () => raw, log, check: (args: CheckArguments, bearer?: TokenVerdict) => log.record(event(args, bearer)) };
 }
 
 describe('decision log', () => {
@@ -274,6 +275,21 @@ describe('decision log', () => {
     assert.equal(hints.length, 2);
     assert.match(String(hints[0]?.msg), /with_request_body/);
     assert.equal(log.lines.filter((line) => line.rule === 'body-not-forwarded').length, 3);
+  });
+
+  it("hints at most once a minute that tokens are refused for want of the issuer's keys, naming where to look", () => {
+    let now = 0;
+    const log = decisionLog({ now: () => now, repeatWindowSeconds: 0 });
+    const token = { authorization: 'Bearer eyJhbGciOiJSUzI1NiJ9.e30.c2ln', body: '' };
+    for (const at of [0, 30_000, 61_000]) {
+      now = at;
+      log.check(token, { valid: false, rule: 'keys-unavailable' });
+    }
+    const hints = log.lines.filter((line) => line.event === 'hint.token_issuer_keys');
+    assert.equal(hints.length, 2);
+    assert.match(String(hints[0]?.msg), /TOKEN_JWKS_URL \(or TOKEN_ISSUER\) is reachable.*API keys are not affected/);
+    const denials = log.lines.filter((line) => line.event === 'check.denied');
+    assert.deepEqual(denials.map((line) => [line.errorId, line.rule]), Array(3).fill([106, 'keys-unavailable']));
   });
 
   describe('repeated denials', () => {

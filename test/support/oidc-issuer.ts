@@ -41,10 +41,11 @@ export interface TestIssuer {
   readonly tokenEndpoint: string;
   /**
    * A fresh access token for the client via a real POST to the token endpoint (client_secret_basic),
-   * grant_type=client_credentials, resource=audience (or `resource`, one of `otherAudiences`).
+   * grant_type=client_credentials, resource=audience (or `resource`, one of `otherAudiences`; null:
+   * none, for which the issuer hands out an opaque token, as a partner who forgets it gets).
    * Fails with the endpoint's error (e.g. invalid_client) when the issuer refuses.
    */
-  mintAccessToken(client: TestIssuerClient, options?: { scope?: string; resource?: string }): Promise<string>;
+  mintAccessToken(client: TestIssuerClient, options?: { scope?: string; resource?: string | null }): Promise<string>;
   /**
    * The issuer starts signing new tokens with a NEW key (new kid) and publishes it in its JWKS; the old
    * keys stay published, as real issuers rotate. Resolves when the new JWKS is served. The provider is
@@ -208,8 +209,9 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     throw error;
   }
 
-  const mintAccessToken = async (client: TestIssuerClient, mintOptions: { scope?: string; resource?: string } = {}): Promise<string> => {
-    const form = new URLSearchParams({ grant_type: 'client_credentials', resource: mintOptions.resource ?? audience });
+  const mintAccessToken = async (client: TestIssuerClient, mintOptions: { scope?: string; resource?: string | null } = {}): Promise<string> => {
+    const form = new URLSearchParams({ grant_type: 'client_credentials' });
+    if (mintOptions.resource !== null) form.set('resource', mintOptions.resource ?? audience);
     if (mintOptions.scope !== undefined) form.set('scope', mintOptions.scope);
     takeServerError();
     const response = await fetch(tokenEndpoint, {

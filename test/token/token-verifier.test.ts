@@ -77,6 +77,28 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     assert.equal(await rule(noKid), 'unknown-key');
   });
 
+  it("says another issuer's token is another issuer's before looking at its kid, and only that: the claim is never trusted", async () => {
+    const staff = await signingKey('staff-1');
+    assert.equal(await rule(await signedToken(staff, claims({ iss: 'https://login.example.com/realms/staff' }))), 'issuer');
+    assert.equal(await rule(await signedToken(rsa, claims({ iss: 'https://login.example.com/realms/staff' }), { kid: undefined })), 'issuer');
+    // A token that claims our issuer but is signed by another key is refused on its signature or kid, as before.
+    assert.equal(await rule(await signedToken(staff, claims())), 'unknown-key');
+    assert.equal(await rule(await signedToken(staff, claims({ iss: 'https://login.example.com/realms/staff' }), { typ: 'JWT' })), 'type', 'header rules first');
+  });
+
+  it('names the resource to request when the token is no JWT at all or for another audience', async () => {
+    assert.deepEqual(await verdict('2YotnFZFEjr1zCsicMWpAA'), { valid: false, rule: 'malformed', resource: AUDIENCE });
+    assert.deepEqual(await verdict(await signedToken(rsa, claims({ aud: 'https://billing-api.example.com' }))), { valid: false, rule: 'audience', resource: AUDIENCE });
+    assert.deepEqual(await verdict(await signedToken(rsa, claims({ exp: NOW_S - 60 }))), { valid: false, rule: 'expired' });
+  });
+
+  it('refuses a client_id that is not printable ASCII (RFC 6749 VSCHAR), since a 107 quotes it back', async () => {
+    for (const clientId of ['partner\n1001', 'partner\u202e1001', 'pärtner', 'x'.repeat(256)]) {
+      assert.equal(await rule(await signedToken(rsa, claims({ client_id: clientId, jti: clientId }))), 'claims', JSON.stringify(clientId));
+    }
+    assert.equal(await rule(await signedToken(rsa, claims({ client_id: 'partner 1001 "batch"', jti: 'spaces' }))), 'valid');
+  });
+
   it('refuses a token without exp, iat or client_id', async () => {
     for (const missing of ['exp', 'iat', 'client_id']) {
       const partial = claims();
@@ -169,8 +191,24 @@ describe('token settings', () => {
 
   it('name what is missing or set without TOKEN_ISSUER', () => {
     refused({ TOKEN_ISSUER: ISSUER, TOKEN_JWKS_URL: base.TOKEN_JWKS_URL }, 'TOKEN_AUDIENCE', /required with TOKEN_ISSUER/);
-    refused({ TOKEN_ISSUER: ISSUER, TOKEN_AUDIENCE: AUDIENCE }, 'TOKEN_JWKS_URL', /required with TOKEN_ISSUER/);
     refused({ TOKEN_AUDIENCE: AUDIENCE }, 'TOKEN_AUDIENCE', /only read with TOKEN_ISSUER/);
     refused({ ...base, TOKEN_CLOCK_SKEW_SECONDS: '301' }, 'TOKEN_CLOCK_SKEW_SECONDS', /0 to 300/);
+  });
+
+  it("find the JWKS through TOKEN_ISSUER's discovery document without TOKEN_JWKS_URL, which needs an https issuer", () => {
+    assert.equal(loadConfig({ TOKEN_ISSUER: ISSUER, TOKEN_AUDIENCE: AUDIENCE }).tokens?.jwksUrl, undefined);
+    assert.equal(loadConfig({ TOKEN_ISSUER: 'http://127.0.0.1:9470', TOKEN_AUDIENCE: AUDIENCE }).tokens?.issuer, 'http://127.0.0.1:9470');
+    refused({ TOKEN_ISSUER: 'http://login.example.com', TOKEN_AUDIENCE: AUDIENCE }, 'TOKEN_ISSUER', /discovery document .* set TOKEN_JWKS_URL/);
+    refused({ TOKEN_ISSUER: 'partners', TOKEN_AUDIENCE: AUDIENCE }, 'TOKEN_ISSUER', /set TOKEN_JWKS_URL/);
+    assert.equal(loadConfig({ ...base, TOKEN_ISSUER: 'partners' }).tokens?.issuer, 'partners', 'any iss is accepted with TOKEN_JWKS_URL set');
+  });
+
+  it('take a TOKEN_AUDIENCE that partners can be told to request, in JSON and in WWW-Authenticate', () => {
+    for (const audience of ['https://partner-api.example.com', 'urn:example:partner-api', 'api://1234-abcd']) {
+      assert.equal(loadConfig({ ...base, TOKEN_AUDIENCE: audience }).tokens?.audience, audience);
+    }
+    for (const audience of ['https://api.example.com/"x', 'https://api.example.com/\\x', 'partner api', 'https://api.example.com/é', 'x'.repeat(513)]) {
+      refused({ ...base, TOKEN_AUDIENCE: audience }, 'TOKEN_AUDIENCE', /printable ASCII without spaces, quotes or backslashes/);
+    }
   });
 });

@@ -65,3 +65,30 @@ describe("IssuerKeys from an issuer's discovery document (ADMIN_ISSUER)", () => 
     });
   }
 });
+
+describe("IssuerKeys from an issuer's RFC 8414 metadata (TOKEN_ISSUER without TOKEN_JWKS_URL)", () => {
+  it('reads /.well-known/oauth-authorization-server inserted before the issuer path, and only it once it answered', async () => {
+    const key = await signingKey('k1');
+    const asked: string[] = [];
+    let origin = '';
+    const server = createServer((request, response) => {
+      asked.push(request.url ?? '');
+      if (request.url === '/.well-known/oauth-authorization-server/realms/partners') {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${origin}/realms/partners`, jwks_uri: `${origin}/keys` }));
+      } else if (request.url === '/keys') response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key.publicJwk] }));
+      else response.writeHead(404).end();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const keys = new IssuerKeys({ issuer: `${origin}/realms/partners`, setting: 'TOKEN_ISSUER', logger: createLogger('silent'), unknownKeyCooldownMs: 0 });
+    try {
+      await keys.start();
+      assert.equal(keys.loaded, true);
+      assert.deepEqual(asked, ['/.well-known/oauth-authorization-server/realms/partners', '/keys']);
+    } finally {
+      await keys.stop();
+      server.close();
+    }
+  });
+});

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { JWTPayload } from 'jose';
+import { exportJWK, type JSONWebKeySet, type JWTPayload } from 'jose';
 import type { TokenVerdict } from '../../../src/decision/types.js';
 import { createLogger } from '../../../src/observe/logger.js';
-import { IssuerKeys } from '../../../src/token/issuer-keys.js';
+import { IssuerKeys, type KeySetStore, type StoredKeySet } from '../../../src/token/issuer-keys.js';
 import { TokenVerifier } from '../../../src/token/token-verifier.js';
 import { eventually } from '../../support/eventually.js';
 import { JwksServer, signedToken, signingKey, tokenClaims, tokenSettings } from '../../support/jwks-server.js';
@@ -62,19 +62,20 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
     }
   });
 
-  it('keeps the last good key set when a fetch fails, and has none before the first success', async () => {
+  it('keeps the last good key set when a fetch fails, and refuses tokens (keys-unavailable) before the first success', async () => {
     const key = await signingKey('steady');
     const jwks = await JwksServer.start();
     jwks.serve(503, 'unavailable');
     const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: 0, retryMs: 20 });
     try {
-      const started = keys.start();
+      await keys.start();
+      assert.equal(keys.settled, true, 'the first attempt has ended, though it failed');
       await eventually('two failed fetches', async () => jwks.fetches, (fetches) => fetches >= 2, 10_000);
       assert.equal(keys.loaded, false);
       const verifier = new TokenVerifier(settings(jwks.url), keys);
-      assert.equal(verifier.verify(await signedToken(key, claims()), NOW), undefined, 'no verdict without keys: the check is not decided');
+      assert.deepEqual(verifier.verify(await signedToken(key, claims()), NOW), { valid: false, rule: 'keys-unavailable' });
       jwks.publish([key]);
-      await started;
+      await eventually('the key set fetched', async () => keys.loaded, (loaded) => loaded, 10_000);
       jwks.serve(500, 'broken');
       // A made-up kid makes it fetch again, which fails: the set it had still verifies.
       await verifier.verify(await signedToken(key, claims({ jti: 'x' }), { kid: 'made-up' }), NOW);
@@ -100,3 +101,120 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
   });
 });
 
+
+/** A KeySetStore in memory, as token_key_sets behaves: what was saved, and how a read or write goes. */
+function memoryStore(initial?: StoredKeySet) {
+  const saved: Array<{ jwks: JSONWebKeySet; fetchedAt: number }> = [];
+  let stored = initial;
+  let failWrites = false;
+  let hangReads = false;
+  const store: KeySetStore = {
+    load: () => (hangReads ? new Promise<never>(() => undefined) : Promise.resolve(stored)),
+    async save(jwks, fetchedAt) {
+      if (failWrites) throw new Error('database down');
+      saved.push({ jwks, fetchedAt });
+      stored = { jwks, fetchedAt };
+    },
+  };
+  return {
+    store,
+    saved,
+    failWrites: (fail: boolean) => (failWrites = fail),
+    hangReads: () => (hangReads = true),
+  };
+}
+
+describe('IssuerKeys with the last good key set kept in a store', () => {
+  it('starts with the stored set while the issuer is down, dated from when it was fetched, and replaces it once the issuer answers', async () => {
+    const [old, fresh] = await Promise.all([signingKey('old'), signingKey('fresh')]);
+    const jwks = await JwksServer.start();
+    jwks.serve(503, 'down');
+    const fetchedAt = Date.now() - 3_600_000;
+    const memory = memoryStore({ jwks: { keys: [old.publicJwk] }, fetchedAt });
+    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, store: memory.store, retryMs: 20 });
+    try {
+      await keys.start();
+      assert.equal(keys.loaded, true);
+      assert.equal(keys.origin, 'database');
+      assert.equal(keys.fetchedAt, fetchedAt);
+      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      assert.equal(((await verifier.verify(await signedToken(old, claims({ jti: 'stored' })), NOW)) as TokenVerdict).valid, true);
+      jwks.publish([fresh]);
+      await eventually('the set of the issuer replaces the stored one', async () => keys.origin, (origin) => origin === 'issuer', 10_000);
+      assert.ok((keys.fetchedAt ?? 0) > fetchedAt);
+      await eventually('the fetched set written', async () => memory.saved.length, (count) => count === 1, 10_000);
+      assert.deepEqual(memory.saved[0]?.jwks.keys.map((key) => key.kid), ['fresh']);
+    } finally {
+      await keys.stop();
+      await jwks.close();
+    }
+  });
+
+  it('holds a stored set to the rules of a fetched one: private members stripped, shared secrets dropped, garbage refused', async () => {
+    const key = await signingKey('k1');
+    const jwks = await JwksServer.start();
+    jwks.serve(503, 'down');
+    const privateJwk = { ...(await exportJWK(key.privateKey)), kid: 'k1', alg: 'RS256' };
+    const secret = { kty: 'oct', k: 'c2VjcmV0', kid: 'k1', alg: 'HS256' };
+    try {
+      const withPrivate = new IssuerKeys({ jwksUrl: jwks.url, logger, store: memoryStore({ jwks: { keys: [secret, privateJwk] }, fetchedAt: Date.now() }).store });
+      await withPrivate.start();
+      await withPrivate.stop();
+      assert.equal(withPrivate.size, 1, 'the shared secret is dropped, the RSA key kept as its public half');
+      const verifier = new TokenVerifier(settings(jwks.url), withPrivate);
+      assert.equal(((await verifier.verify(await signedToken(key, claims({ jti: 'stripped' })), NOW)) as TokenVerdict).valid, true);
+      for (const stored of [{ jwks: { keys: [secret] }, fetchedAt: Date.now() }, { jwks: 'not a key set', fetchedAt: Date.now() }, { jwks: { keys: [key.publicJwk] }, fetchedAt: Number.NaN }]) {
+        const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, store: memoryStore(stored).store });
+        await keys.start();
+        await keys.stop();
+        assert.equal(keys.loaded, false, JSON.stringify(stored));
+      }
+    } finally {
+      await jwks.close();
+    }
+  });
+
+  it('writes a fetched set without its private members, only when it changed, and verifies on when the write fails', async () => {
+    const key = await signingKey('k1');
+    const jwks = await JwksServer.start();
+    // An issuer that publishes its private key by mistake: the database must not get a copy.
+    jwks.serve(200, JSON.stringify({ keys: [{ ...(await exportJWK(key.privateKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+    const memory = memoryStore();
+    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, store: memory.store, unknownKeyCooldownMs: 0 });
+    try {
+      await keys.start();
+      await eventually('the set written', async () => memory.saved.length, (count) => count === 1, 10_000);
+      const written = memory.saved[0]?.jwks.keys[0] ?? {};
+      assert.deepEqual(['d', 'p', 'q', 'dp', 'dq', 'qi'].filter((member) => member in written), []);
+      assert.equal(written.n, key.publicJwk.n);
+      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      // A made-up kid fetches the same set again: nothing new to write.
+      await verifier.verify(await signedToken(key, claims({ jti: 'a' }), { kid: 'made-up' }), NOW);
+      const second = await signingKey('k2');
+      memory.failWrites(true);
+      jwks.publish([key, second]);
+      const verdict = (await verifier.verify(await signedToken(second, claims({ jti: 'b' })), NOW)) as TokenVerdict;
+      assert.equal(verdict.valid, true, 'a failing write does not stand in the way of verification');
+      assert.equal(memory.saved.length, 1);
+    } finally {
+      await keys.stop();
+      await jwks.close();
+    }
+  });
+
+  it('does not wait for a store that hangs beyond its time-out', async () => {
+    const key = await signingKey('k1');
+    const jwks = await JwksServer.start();
+    jwks.publish([key]);
+    const memory = memoryStore();
+    memory.hangReads();
+    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, store: memory.store, storeTimeoutMs: 200 });
+    try {
+      await keys.start();
+      assert.equal(keys.origin, 'issuer');
+    } finally {
+      await keys.stop();
+      await jwks.close();
+    }
+  });
+});
