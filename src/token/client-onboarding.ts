@@ -97,7 +97,8 @@ export class ClientOnboarding {
   /** A new secret at the issuer (RFC 7592 update); the old one stops working there. */
   async rotateSecret(clientId: ClientId): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
     const settings = this.settings();
-    const { registration, seal } = await this.managed(clientId, settings);
+    const { registration: stored } = await this.admin.tokens.clientWithRegistration(clientId);
+    const { registration, seal } = this.managed(clientId, settings, stored);
     if (registration.stored.authMethod !== 'client_secret_basic') {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} authenticates with the partner's own keys (private_key_jwt): it has no secret to rotate; the partner rotates their keys`);
     }
@@ -122,7 +123,7 @@ export class ClientOnboarding {
     const { registration } = await this.admin.tokens.clientWithRegistration(clientId);
     if (registration === undefined || localOnly) return { client: await this.admin.tokens.removeClient(clientId), deletedAtIssuer: false };
     const settings = this.settings(' (or remove it here only with local-only, then delete it at the issuer by hand)');
-    const { registration: managed } = await this.managed(clientId, settings);
+    const { registration: managed } = this.managed(clientId, settings, registration);
     try {
       await deleteClient(managed.atIssuer);
     } catch (error) {
@@ -150,8 +151,7 @@ export class ClientOnboarding {
   }
 
   /** A client this service registered, with its registration access token opened. */
-  private async managed(clientId: ClientId, settings: RegistrationSettings) {
-    const { registration } = await this.admin.tokens.clientWithRegistration(clientId);
+  private managed(clientId: ClientId, settings: RegistrationSettings, registration: StoredRegistration | undefined) {
     if (registration === undefined) {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} was not created by this service (it was added for an existing client): manage it at the issuer`);
     }

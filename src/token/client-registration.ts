@@ -69,8 +69,8 @@ function managementOf(answer: Record<string, unknown> | undefined): ClientRegist
 }
 
 /**
- * RFC 7591 §3.1: registers the client with the initial access token. An answer the service cannot
- * manage the client with is refused: `undo` receives what it could use to delete it again.
+ * RFC 7591 §3.1: registers the client with the initial access token. An answer the service could not
+ * manage the client with is refused, and the client deleted again where the answer allows it.
  */
 export async function registerClient(
   registrationEndpoint: string,

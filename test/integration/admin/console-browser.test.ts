@@ -204,7 +204,7 @@ describe('admin console in a browser', { skip: missing }, () => {
     assert.equal(await tokenIssuer.registration?.has(partner.clientId), false);
   });
 
-  it('the audit trail page names the account manager for each change made in the browser (site, address, key issued and revoked)', async () => {
+  it('the audit trail page names the account manager for each change made in the browser (site, address, key issued and revoked, token client created, given a new secret and removed)', async () => {
     await page.getByRole('link', { name: 'Audit trail of this site' }).click();
     await page.getByRole('heading', { name: 'Audit trail' }).waitFor();
     const actor = `${ADMIN_PEOPLE.manager.email} (sub ${ADMIN_PEOPLE.manager.subject})`;
