@@ -111,7 +111,17 @@ export class ClientOnboarding {
     } catch (error) {
       throw issuerError(`give client ${clientId} a new secret`, error, 'the secret it has still works');
     }
-    const client = await this.admin.tokens.recordSecretRotation(clientId, seal.seal(updated.registrationAccessToken, clientId), seal.keyId);
+    let client: TokenClientSummary;
+    try {
+      client = await this.admin.tokens.recordSecretRotation(clientId, seal.seal(updated.registrationAccessToken, clientId), seal.keyId);
+    } catch (error) {
+      // The new secret is live and shown to no one: say so, and how to get another.
+      throw new Error(
+        `the issuer gave client ${clientId} a new secret, but recording it here failed (${(error as Error).message}); the old secret no longer works. ` +
+          'Give it a new secret again once the database answers; if the issuer then refuses the registration access token, remove the client here only (local-only) and create a new one',
+        { cause: error },
+      );
+    }
     return { handover: this.handover(metadata, clientId, updated.clientSecret, guideUrl), client };
   }
 

@@ -1,6 +1,6 @@
 import { html, useEffect, useRef, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
-import { Alert, formatTime, Notice, useAction } from '../components.js';
+import { Alert, formatTime, Notice, useAction, useCopy } from '../components.js';
 
 const HOW = { client_secret_basic: 'a secret', private_key_jwt: "the partner's own keys" };
 
@@ -149,19 +149,10 @@ function handoverText(handover) {
 
 /** The hand-over as answered: its only appearance, with the secret when there is one. */
 function Handover({ handover, onDismiss }) {
-  const [copied, setCopied] = useState('');
   const field = useRef(null);
+  const [copy, copied] = useCopy(field, 'hand-over');
   useEffect(() => field.current?.focus(), []);
   const text = handoverText(handover);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(text);
-      setCopied('Copied to the clipboard.');
-    } catch {
-      field.current?.select();
-      setCopied('Copying was refused by the browser: the hand-over is selected, press Ctrl+C.');
-    }
-  };
   return html`
     <article class="issued-key" aria-labelledby="handover-heading">
       <h3 id="handover-heading">Hand-over for client ${handover.client_id}</h3>
@@ -170,7 +161,7 @@ function Handover({ handover, onDismiss }) {
         : html`<p role="alert"><strong>The secret will not be shown again.</strong> Copy the hand-over now and give it to the partner over a secure channel.</p>`}
       <label for="handover-text">The hand-over</label>
       <textarea id="handover-text" ref=${field} readonly rows="5" class="secret" value=${text}></textarea>
-      <button type="button" onClick=${copy}>Copy hand-over</button>
+      <button type="button" onClick=${() => copy(text)}>Copy hand-over</button>
       <${Notice} text=${copied} />
       <button type="button" class="secondary" onClick=${onDismiss}>I have copied it: hide the hand-over</button>
     </article>
