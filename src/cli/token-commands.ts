@@ -69,7 +69,7 @@ export const TOKEN_COMMANDS: readonly Command[] = [
   {
     name: 'token-client add',
     synopsis: '<site-id> <client-id> [--note TEXT]',
-    summary: "register an OAuth client: its access tokens authenticate as the site (the issuer holds the client's secret)",
+    summary: "register an OAuth client that exists at the issuer (one without dynamic registration): its access tokens authenticate as the site",
     options: { note: { type: 'string' } },
     arity: [2, 2],
     rules: {
@@ -146,12 +146,12 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     run: async ({ withAdmin }, line) => {
       const siteId = line.positionals.length > 0 ? siteIdArgument(positional(line, 0)) : undefined;
       const clients = await withAdmin((admin) => admin.tokens.listClients(siteId));
-      const rows = clients.map((client) => [client.siteId, client.clientId, shortTime(client.createdAt), shortTime(client.lastUsedAt, 'never'), client.note]);
+      const rows = clients.map((client) => [client.siteId, client.clientId, client.authMethod ?? 'added by id', shortTime(client.createdAt), shortTime(client.lastUsedAt, 'never'), client.note]);
       return {
         text:
           clients.length === 0
-            ? `no token clients${siteId === undefined ? '' : ` for site ${siteId}`}; register one with \`sitekey-authz token-client add <site-id> <client-id>\``
-            : table(['SITE ID', 'CLIENT ID', 'ADDED', 'LAST USED', 'NOTE'], rows),
+            ? `no token clients${siteId === undefined ? '' : ` for site ${siteId}`}; create one at the issuer with \`sitekey-authz token-client create <site-id>\`, or register an existing one with \`sitekey-authz token-client add <site-id> <client-id>\``
+            : table(['SITE ID', 'CLIENT ID', 'AUTH METHOD', 'ADDED', 'LAST USED', 'NOTE'], rows),
         json: clients,
       };
     },
