@@ -34,6 +34,7 @@ const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
   // The issuer, a server behind this one, said no or gave no usable answer.
   ISSUER_REFUSED: 502,
   ISSUER_UNREACHABLE: 502,
+  ISSUER_ANSWER_UNUSABLE: 502,
   SCHEMA_MISSING: 503,
 };
 

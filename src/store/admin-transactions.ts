@@ -18,6 +18,7 @@ export type AdminErrorCode =
   | 'REGISTRATION_TOKEN_UNREADABLE'
   | 'ISSUER_REFUSED'
   | 'ISSUER_UNREACHABLE'
+  | 'ISSUER_ANSWER_UNUSABLE'
   | 'SCHEMA_MISSING';
 
 export class AdminError extends Error {

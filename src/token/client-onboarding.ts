@@ -50,9 +50,8 @@ function issuerError(what: string, error: unknown, consequence: string): unknown
     const hint = error.status === 401 && what.startsWith('register') ? ' (check TOKEN_REGISTRATION_TOKEN: the issuer does not accept it as an initial access token)' : '';
     return new AdminError('ISSUER_REFUSED', `the issuer refused to ${what}: ${error.message}${hint}; ${consequence}`);
   }
-  if (error instanceof IssuerUnreachable || error instanceof IssuerMetadataInvalid) {
-    return new AdminError('ISSUER_UNREACHABLE', `the issuer gave no usable answer to ${what}: ${error.message}; ${consequence}`);
-  }
+  if (error instanceof IssuerUnreachable) return new AdminError('ISSUER_UNREACHABLE', `the issuer gave no usable answer to ${what}: ${error.message}; ${consequence}`);
+  if (error instanceof IssuerMetadataInvalid) return new AdminError('ISSUER_ANSWER_UNUSABLE', `the issuer's answer to ${what} cannot be used: ${error.message}; ${consequence}`);
   return error;
 }
 
