@@ -28,6 +28,12 @@ export interface AccessTokenRules {
 export interface TokenSettings extends AccessTokenRules {
   /** TOKEN_JWKS_URL: where the issuer publishes its signing keys; undefined: named by TOKEN_ISSUER's discovery document. */
   readonly jwksUrl: string | undefined;
+  /**
+   * TOKEN_REGISTRATION_TOKEN, or the content of TOKEN_REGISTRATION_TOKEN_FILE: the issuer's initial
+   * access token (RFC 7591 §3) for registering partners' clients; unset, `token-client create` is off.
+   * Not enumerable, so that no dump of the configuration prints it.
+   */
+  readonly registrationToken?: string;
 }
 
 /**
@@ -182,6 +188,8 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'TOKEN_ALGORITHMS', default: 'RS256,PS256,ES256,EdDSA', meaning: 'JWS algorithms accepted; never none or HMAC' },
   { name: 'TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted (RFC 9068)' },
   { name: 'TOKEN_CLOCK_SKEW_SECONDS', default: '30', meaning: 'leeway for exp, nbf and iat' },
+  { name: 'TOKEN_REGISTRATION_TOKEN', default: 'unset: no `token-client create`', meaning: "the issuer's initial access token for registering partners' clients (RFC 7591); also seals their registration access tokens" },
+  { name: 'TOKEN_REGISTRATION_TOKEN_FILE', default: 'unset', meaning: 'a file holding TOKEN_REGISTRATION_TOKEN (a mounted Secret), read at start' },
   { name: 'WORKERS', default: '1', meaning: 'processes answering checks on the one port, or auto' },
   { name: 'SHADOW_MODE', default: 'false', meaning: 'allow every check, reporting would-be denials: for a first rollout' },
   { name: 'ADMIN_ISSUER', default: 'unset: no admin port', meaning: "turns the admin API and console on: the organisation's OpenID provider (https, or http on loopback)" },
@@ -432,14 +440,41 @@ function tokenSettings(env: Env): TokenSettings | undefined {
     );
   }
   const types = list(env, 'TOKEN_TYPES', 'at+jwt').map(normalizedTokenType);
-  return Object.freeze({
+  const settings = {
     issuer,
     audience,
     jwksUrl: keys,
     algorithms: Object.freeze(tokenAlgorithms(env)),
     types: Object.freeze(types),
     clockSkewSeconds: integer(env, 'TOKEN_CLOCK_SKEW_SECONDS', 30, 0, 300),
-  });
+  };
+  Object.defineProperty(settings, 'registrationToken', { value: registrationToken(env), enumerable: false });
+  return Object.freeze(settings as TokenSettings);
+}
+
+// An initial access token is a bearer string (RFC 6750 b64token, as issuers write them); a file's
+// trailing newline is not part of it. The token is never quoted back: it would land in a log.
+const REGISTRATION_TOKEN = /^[\x21-\x7e]{16,4096}$/;
+
+function registrationToken(env: Env): string | undefined {
+  const value = text(env, 'TOKEN_REGISTRATION_TOKEN');
+  const file = text(env, 'TOKEN_REGISTRATION_TOKEN_FILE');
+  if (value !== undefined && file !== undefined) {
+    throw new ConfigError('TOKEN_REGISTRATION_TOKEN_FILE', 'is set together with TOKEN_REGISTRATION_TOKEN: set one of them, the file for a mounted Secret');
+  }
+  let token = value;
+  if (file !== undefined) {
+    try {
+      token = readFileSync(file, 'utf8').trim();
+    } catch (error) {
+      throw new ConfigError('TOKEN_REGISTRATION_TOKEN_FILE', `cannot read ${JSON.stringify(file)}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    }
+  }
+  if (token !== undefined && !REGISTRATION_TOKEN.test(token)) {
+    const from = file === undefined ? 'TOKEN_REGISTRATION_TOKEN' : 'TOKEN_REGISTRATION_TOKEN_FILE';
+    throw new ConfigError(from, "expected the issuer's initial access token: 16 to 4096 visible ASCII characters, no spaces");
+  }
+  return token;
 }
 
 const ADMIN_PORT = 9465;

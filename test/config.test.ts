@@ -223,3 +223,35 @@ describe('loadConfig', () => {
     });
   }
 });
+
+describe('the registration token settings', () => {
+  const base = { TOKEN_ISSUER: 'https://login.example.com', TOKEN_AUDIENCE: 'https://partner-api.example.com', TOKEN_JWKS_URL: 'https://login.example.com/jwks' };
+  const refused = (env: Record<string, string>, variable: string, reason: RegExp) =>
+    assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.variable === variable && reason.test(error.message));
+  const TOKEN = 'initial-access-token-0123456789';
+
+  it('reads the initial access token from the variable or, trimmed, from the file; unset: no registration', () => {
+    assert.equal(loadConfig(base).tokens?.registrationToken, undefined);
+    assert.equal(loadConfig({ ...base, TOKEN_REGISTRATION_TOKEN: TOKEN }).tokens?.registrationToken, TOKEN);
+    const dir = mkdtempSync(join(tmpdir(), 'registration-token-'));
+    try {
+      const file = join(dir, 'token');
+      writeFileSync(file, `${TOKEN}\n`);
+      assert.equal(loadConfig({ ...base, TOKEN_REGISTRATION_TOKEN_FILE: file }).tokens?.registrationToken, TOKEN);
+      refused({ ...base, TOKEN_REGISTRATION_TOKEN: TOKEN, TOKEN_REGISTRATION_TOKEN_FILE: file }, 'TOKEN_REGISTRATION_TOKEN_FILE', /set one of them/);
+      refused({ ...base, TOKEN_REGISTRATION_TOKEN_FILE: join(dir, 'missing') }, 'TOKEN_REGISTRATION_TOKEN_FILE', /cannot read .*ENOENT/);
+      writeFileSync(file, 'two words here and more');
+      refused({ ...base, TOKEN_REGISTRATION_TOKEN_FILE: file }, 'TOKEN_REGISTRATION_TOKEN_FILE', /visible ASCII characters, no spaces/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is refused without TOKEN_ISSUER, never quoted back, and kept out of a dump of the configuration', () => {
+    refused({ TOKEN_REGISTRATION_TOKEN: TOKEN }, 'TOKEN_REGISTRATION_TOKEN', /only read with TOKEN_ISSUER/);
+    refused({ ...base, TOKEN_REGISTRATION_TOKEN: 'short' }, 'TOKEN_REGISTRATION_TOKEN', /16 to 4096/);
+    assert.throws(() => loadConfig({ ...base, TOKEN_REGISTRATION_TOKEN: 'short' }), (error: Error) => !error.message.includes('short'));
+    const config = loadConfig({ ...base, TOKEN_REGISTRATION_TOKEN: TOKEN });
+    assert.equal(JSON.stringify(config).includes(TOKEN), false);
+  });
+});

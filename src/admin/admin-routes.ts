@@ -3,6 +3,7 @@ import { openApiDocument } from './openapi.js';
 import type { AdminRoute } from './route-table.js';
 import { SITE_ROUTES } from './site-routes.js';
 import { SUNSET_ROUTES } from './sunset-routes.js';
+import { TOKEN_CLIENT_ROUTES } from './token-client-routes.js';
 
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 const API_VERSION = '1.0.0';
@@ -18,5 +19,6 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     handle: async () => openApiDocument(ADMIN_ROUTES, API_VERSION),
   },
   ...SITE_ROUTES,
+  ...TOKEN_CLIENT_ROUTES,
   ...SUNSET_ROUTES,
 ];

@@ -27,6 +27,14 @@ const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
   TOKEN_CLIENT_EXISTS: 409,
   // Revoking what is not on the allowlist conflicts with what is there (the message names it).
   CIDR_NOT_ON_ALLOWLIST: 409,
+  // Registration at the issuer: what this service was not set up for, or cannot do for that client.
+  TOKEN_CLIENT_NOT_MANAGED: 409,
+  REGISTRATION_OFF: 409,
+  REGISTRATION_TOKEN_UNREADABLE: 409,
+  // The issuer, a server behind this one, said no or gave no usable answer.
+  ISSUER_REFUSED: 502,
+  ISSUER_UNREACHABLE: 502,
+  ISSUER_ANSWER_UNUSABLE: 502,
   SCHEMA_MISSING: 503,
 };
 

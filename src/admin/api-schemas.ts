@@ -36,7 +36,30 @@ export const SITE = record(
 
 export const ALLOWLIST_ENTRY = record({ cidr: text, createdAt: time });
 
-export const TOKEN_CLIENT = record({ clientId: text, siteId: text, note: text, createdAt: time, lastUsedAt: optionalTime });
+export const TOKEN_CLIENT = record({
+  clientId: text,
+  siteId: text,
+  note: text,
+  authMethod: { type: 'string', enum: ['client_secret_basic', 'private_key_jwt'], nullable: true, description: 'how the client authenticates, when this service created it at the issuer; null: added for an existing client' },
+  createdAt: time,
+  lastUsedAt: optionalTime,
+});
+
+export const TOKEN_CLIENT_REMOVED = withFields(TOKEN_CLIENT, { deletedAtIssuer: { type: 'boolean', description: 'the client was deleted at the issuer too' } });
+
+/** What the account manager sends the partner: the names of `token-client create --json`. */
+export const HANDOVER: ObjectSchema = {
+  type: 'object',
+  description: "the partner's hand-over, answered once: the secret is stored nowhere",
+  properties: {
+    client_id: text,
+    client_secret: { type: 'string', description: 'only for a client that authenticates with a secret' },
+    token_endpoint: text,
+    resource: { type: 'string', description: 'the resource (RFC 8707) to request tokens for: TOKEN_AUDIENCE' },
+    guide_url: { type: 'string', nullable: true },
+  },
+  required: ['client_id', 'token_endpoint', 'resource', 'guide_url'],
+};
 
 export const SITE_DETAIL = withFields(SITE, { allowlist: { type: 'array', items: ALLOWLIST_ENTRY }, tokenClients: { type: 'array', items: TOKEN_CLIENT } });
 

@@ -2,7 +2,6 @@ import {
   allowlistArguments,
   allowlistWarnings,
   authMethodArgument,
-  clientIdArgument,
   expiresOption,
   importedKeyArgument,
   instantOption,
@@ -15,14 +14,14 @@ import {
 } from '../cli/arguments.js';
 import type { SiteId } from '../decision/types.js';
 import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
-import { ALLOWED, ALLOWLIST_ENTRY, GRACE, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_CLIENT, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
+import { ALLOWED, ALLOWLIST_ENTRY, GRACE, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
 import { ADMIN_ROLES } from './principal.js';
 import { paginate, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
 
-/** The `me`, sites, allowlist, keys and token clients routes: what an account manager does for a partner. */
+/** The `me`, sites, allowlist and keys routes: what an account manager does for a partner. */
 
-const SITE_PARAM = { siteId: 'the site id, e.g. 1001' } as const;
-const note: Schema = { type: 'string', maxLength: 4 * MAX_NOTE, description: `at most ${MAX_NOTE} characters, no control characters; a UUID in it is masked` };
+export const SITE_PARAM = { siteId: 'the site id, e.g. 1001' } as const;
+export const note: Schema = { type: 'string', maxLength: 4 * MAX_NOTE, description: `at most ${MAX_NOTE} characters, no control characters; a UUID in it is masked` };
 const expires: Schema = { type: 'string', description: 'when the key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default never', example: '2027-01-31' };
 
 /** A site as the API shows it: the CLI's summary with its method, grace and token cut-off. */
@@ -45,8 +44,8 @@ async function siteOf(admin: CredentialAdmin, siteId: SiteId) {
   return siteView(await admin.getSite(siteId), access);
 }
 
-const siteId = (request: RouteRequest): SiteId => siteIdArgument(request.params['siteId'] ?? '');
-const text = (request: RouteRequest, field: string): string | undefined => request.body[field] as string | undefined;
+export const siteId = (request: RouteRequest): SiteId => siteIdArgument(request.params['siteId'] ?? '');
+export const text = (request: RouteRequest, field: string): string | undefined => request.body[field] as string | undefined;
 
 const noAllowlistWarning = (id: string) => `site ${id} has no allowlist entry yet: every request is refused (103) until an address is allowed`;
 
@@ -269,40 +268,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
       const { key, changed } = await request.admin.revokeKey(siteId(request), keyIdArgument(request.params['keyId'] ?? ''));
       return { ...key, changed };
     },
-  },
-  {
-    method: 'GET',
-    path: '/api/v1/token-clients',
-    role: 'viewer',
-    summary: 'the registered token clients, of every site or of one',
-    response: TOKEN_CLIENT,
-    query: { siteId: { description: 'only this site', schema: { type: 'string' } } },
-    paginated: true,
-    handle: async ({ admin, query, page }) => {
-      const wanted = query.get('siteId');
-      return paginate(await admin.tokens.listClients(wanted === null ? undefined : siteIdArgument(wanted)), page);
-    },
-  },
-  {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/token-clients',
-    role: 'account-manager',
-    summary: "register an OAuth client: its access tokens authenticate as the site",
-    response: TOKEN_CLIENT,
-    params: SITE_PARAM,
-    body: { type: 'object', properties: { clientId: { type: 'string', maxLength: 1_000 }, note }, required: ['clientId'] },
-    status: 201,
-    handle: async (request) =>
-      request.admin.tokens.addClient(siteId(request), clientIdArgument(String(request.body['clientId'])), textOption('note', text(request, 'note'), MAX_NOTE)),
-  },
-  {
-    method: 'DELETE',
-    path: '/api/v1/token-clients/{clientId}',
-    role: 'account-manager',
-    summary: 'unregister a client: its tokens are refused (107) from now on',
-    response: TOKEN_CLIENT,
-    params: { clientId: 'the OAuth client id, URL-encoded' },
-    handle: async (request) => request.admin.tokens.removeClient(clientIdArgument(request.params['clientId'] ?? '')),
   },
 ];
 

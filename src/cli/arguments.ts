@@ -5,6 +5,7 @@ import type { ApiKey, ClientId, KeyId, SiteAuthMethod, SiteId } from '../decisio
 import { coversIpv4Mapped, parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
 import { IPV4_MAPPED } from '../allowlist/client-ip.js';
 import { parseInstant } from '../common/sunset-values.js';
+import { isSecureOrLoopbackUrl } from '../config.js';
 
 /** A command line that cannot be carried out as typed; the message says what to type instead. */
 export class UsageError extends Error {
@@ -168,4 +169,56 @@ export function importedKeyArgument(input: string): ApiKey {
     );
   }
   return key;
+}
+
+export const MAX_PARTNER_JWKS_BYTES = 64 * 1024;
+const MAX_PARTNER_KEYS = 10;
+// RFC 7517 §9.3, RFC 7518 §6: the members that make a JWK private (and `k`, a shared secret).
+const PRIVATE_KEY_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+const PARTNER_KEY_TYPES = ['RSA', 'EC', 'OKP'];
+
+/**
+ * The partner's public keys for private_key_jwt, as a JWKS (RFC 7517 §5): public signing keys only.
+ * A private member means the partner sent the key they sign with; it is refused, never stored or sent on.
+ */
+export function partnerJwksArgument(text: string): { readonly keys: Array<Record<string, unknown>> } {
+  if (Buffer.byteLength(text) > MAX_PARTNER_JWKS_BYTES) throw new UsageError(`the partner's key set is larger than ${MAX_PARTNER_JWKS_BYTES / 1024} KiB; a JWKS of public keys is a few KiB`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UsageError('the partner\'s key set is not JSON: expected a JWKS such as {"keys":[{"kty":"EC","crv":"P-256","x":"…","y":"…"}]}');
+  }
+  const keys = (parsed as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_PARTNER_KEYS) {
+    throw new UsageError(`the partner's key set must be a JWKS: an object whose "keys" holds 1 to ${MAX_PARTNER_KEYS} public keys`);
+  }
+  for (const [index, key] of keys.entries()) {
+    if (typeof key !== 'object' || key === null || Array.isArray(key)) throw new UsageError(`key ${index + 1} of the partner's key set is not a JWK object`);
+    const secret = PRIVATE_KEY_MEMBERS.find((member) => member in key);
+    if (secret !== undefined) {
+      throw new UsageError(
+        `key ${index + 1} of the partner's key set is private (it has "${secret}"): ask the partner for their public keys only; the private key never leaves them, and this one should be replaced`,
+      );
+    }
+    const kty = (key as { kty?: unknown }).kty;
+    if (typeof kty !== 'string' || !PARTNER_KEY_TYPES.includes(kty)) throw new UsageError(`key ${index + 1} of the partner's key set has kty ${JSON.stringify(kty)}; expected one of ${PARTNER_KEY_TYPES.join(', ')}`);
+    const use = (key as { use?: unknown }).use;
+    if (use !== undefined && use !== 'sig') throw new UsageError(`key ${index + 1} of the partner's key set is for use ${JSON.stringify(use)}; the client signs its assertions: "sig"`);
+  }
+  return { keys: keys as Array<Record<string, unknown>> };
+}
+
+/** Where the partner publishes its public keys: https, or http on loopback (trying it out). */
+export function partnerJwksUriArgument(text: string): string {
+  let parsed: URL | undefined;
+  try {
+    parsed = isSecureOrLoopbackUrl(text) ? new URL(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || text.length > 2048 || parsed.username !== '' || parsed.password !== '') {
+    throw new UsageError(`${JSON.stringify(text.slice(0, 100))} is not the URL of the partner's key set: expected https://… (http:// only on loopback), e.g. https://partner.example/.well-known/jwks.json`);
+  }
+  return parsed.href;
 }

@@ -1,13 +1,75 @@
-import { authMethodArgument, CLIENT_ID_FORM, clientIdArgument, MAX_NOTE, siteIdArgument, SITE_ID_FORM, textOption } from './arguments.js';
-import { option, positional, type Command } from './command.js';
-import { shortTime, table } from './output.js';
+import { open } from 'node:fs/promises';
+import { SETTINGS } from '../config.js';
+import type { PartnerKeys } from '../token/client-registration.js';
+import { ClientOnboarding, type Handover } from '../token/client-onboarding.js';
+import {
+  authMethodArgument,
+  CLIENT_ID_FORM,
+  clientIdArgument,
+  MAX_NOTE,
+  MAX_PARTNER_JWKS_BYTES,
+  partnerJwksArgument,
+  partnerJwksUriArgument,
+  siteIdArgument,
+  SITE_ID_FORM,
+  textOption,
+  UsageError,
+} from './arguments.js';
+import { option, positional, type Command, type CommandLine } from './command.js';
+import { oneLine, shortTime, table } from './output.js';
+
+async function readJwksFile(path: string): Promise<string> {
+  let file;
+  try {
+    file = await open(path, 'r');
+  } catch (error) {
+    throw new UsageError(`--jwks-file ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)}); give the file holding the partner's public keys as a JWKS`);
+  }
+  try {
+    if ((await file.stat()).size > MAX_PARTNER_JWKS_BYTES) throw new UsageError(`--jwks-file ${path} is larger than ${MAX_PARTNER_JWKS_BYTES / 1024} KiB; a JWKS of public keys is a few KiB`);
+    return await file.readFile('utf8');
+  } finally {
+    await file.close();
+  }
+}
+
+async function partnerKeysOptions(line: CommandLine): Promise<PartnerKeys> {
+  const file = option(line, 'jwks-file');
+  const uri = option(line, 'jwks-uri');
+  if (file !== undefined && uri !== undefined) throw new UsageError('give the partner\'s keys once: --jwks-file FILE or --jwks-uri URL, not both');
+  if (file !== undefined) {
+    try {
+      return { jwks: partnerJwksArgument(await readJwksFile(file)) };
+    } catch (error) {
+      if (error instanceof UsageError && !error.message.startsWith('--jwks-file')) throw new UsageError(`--jwks-file ${file}: ${error.message}`);
+      throw error;
+    }
+  }
+  return uri === undefined ? undefined : { jwksUri: partnerJwksUriArgument(uri) };
+}
+
+/** The hand-over as lines to copy into a message to the partner. */
+function handoverText(handover: Handover): string {
+  const rows: Array<[string, string]> = [
+    ['client_id', handover.client_id],
+    ...(handover.client_secret === undefined ? [] : [['client_secret', handover.client_secret] as [string, string]]),
+    ['token_endpoint', handover.token_endpoint],
+    ['resource', handover.resource],
+    ['guide_url', handover.guide_url ?? '(none set: `sitekey-authz sunset set --guide URL`)'],
+  ];
+  return rows.map(([name, value]) => `  ${name.padEnd(15)} ${oneLine(value)}`).join('\n');
+}
+
+const REGISTRATION_SETTINGS = SETTINGS.filter((setting) => ['TOKEN_ISSUER', 'TOKEN_AUDIENCE', 'TOKEN_REGISTRATION_TOKEN', 'TOKEN_REGISTRATION_TOKEN_FILE'].includes(setting.name));
+
+const SECRET_ONCE = 'Send it to the partner over a channel you would trust with a password: the secret is shown only now and is stored nowhere here.';
 
 /** Token-based authentication: the OAuth clients of each site, a site's methods, revoking its tokens. */
 export const TOKEN_COMMANDS: readonly Command[] = [
   {
     name: 'token-client add',
     synopsis: '<site-id> <client-id> [--note TEXT]',
-    summary: "register an OAuth client: its access tokens authenticate as the site (the issuer holds the client's secret)",
+    summary: "register an OAuth client that exists at the issuer (one without dynamic registration): its access tokens authenticate as the site",
     options: { note: { type: 'string' } },
     arity: [2, 2],
     rules: {
@@ -30,6 +92,50 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: 'token-client create',
+    synopsis: '<site-id> [--note TEXT] [--jwks-file FILE | --jwks-uri URL]',
+    summary: "create the partner's OAuth client at the issuer (dynamic registration) and register it for the site; prints the hand-over",
+    options: { note: { type: 'string' }, 'jwks-file': { type: 'string' }, 'jwks-uri': { type: 'string' } },
+    arity: [1, 1],
+    rules: {
+      '<site-id>': `the site id: ${SITE_ID_FORM}`,
+      '--note TEXT': `shown in \`token-client list\` and in the client's name at the issuer; at most ${MAX_NOTE} characters, no control characters`,
+      '--jwks-file FILE': "the partner's public keys as a JWKS: the client then signs assertions (private_key_jwt) and has no secret; private keys are refused",
+      '--jwks-uri URL': "where the partner publishes those keys instead: https:// (http:// only on loopback); without either, a secret (client_secret_basic), printed once",
+    },
+    environment: REGISTRATION_SETTINGS,
+    example: 'sitekey-authz token-client create 1001 --note "Acme production" --json',
+    run: async ({ withAdmin, config }, line) => {
+      const siteId = siteIdArgument(positional(line, 0));
+      const note = textOption('note', option(line, 'note'), MAX_NOTE);
+      const keys = await partnerKeysOptions(line);
+      const { handover, client } = await withAdmin((admin) => new ClientOnboarding(admin, config).create({ siteId, note, keys }));
+      const how = client.authMethod === 'private_key_jwt' ? "signs its token requests with the partner's own key (private_key_jwt); no secret exists" : `authenticates with the secret below (client_secret_basic). ${SECRET_ONCE}`;
+      return {
+        text: `created token client ${oneLine(handover.client_id)} at the issuer for site ${siteId}; it ${how}\n${handoverText(handover)}`,
+        json: handover,
+      };
+    },
+  },
+  {
+    name: 'token-client rotate-secret',
+    synopsis: '<client-id>',
+    summary: 'a new secret at the issuer for a client created here, printed once; the old one stops working',
+    options: {},
+    arity: [1, 1],
+    rules: { '<client-id>': `${CLIENT_ID_FORM}; a client that \`token-client create\` made with a secret` },
+    environment: REGISTRATION_SETTINGS,
+    example: 'sitekey-authz token-client rotate-secret 0d3c5d1e-partner --json',
+    run: async ({ withAdmin, config }, line) => {
+      const clientId = clientIdArgument(positional(line, 0));
+      const { handover } = await withAdmin((admin) => new ClientOnboarding(admin, config).rotateSecret(clientId));
+      return {
+        text: `token client ${clientId} has a new secret; the old one is refused by the issuer from now on. ${SECRET_ONCE}\n${handoverText(handover)}`,
+        json: handover,
+      };
+    },
+  },
+  {
     name: 'token-client list',
     synopsis: '[<site-id>]',
     summary: 'the registered token clients, of every site or of one, with when each was last used',
@@ -40,28 +146,32 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     run: async ({ withAdmin }, line) => {
       const siteId = line.positionals.length > 0 ? siteIdArgument(positional(line, 0)) : undefined;
       const clients = await withAdmin((admin) => admin.tokens.listClients(siteId));
-      const rows = clients.map((client) => [client.siteId, client.clientId, shortTime(client.createdAt), shortTime(client.lastUsedAt, 'never'), client.note]);
+      const rows = clients.map((client) => [client.siteId, client.clientId, client.authMethod ?? 'added by id', shortTime(client.createdAt), shortTime(client.lastUsedAt, 'never'), client.note]);
       return {
         text:
           clients.length === 0
-            ? `no token clients${siteId === undefined ? '' : ` for site ${siteId}`}; register one with \`sitekey-authz token-client add <site-id> <client-id>\``
-            : table(['SITE ID', 'CLIENT ID', 'ADDED', 'LAST USED', 'NOTE'], rows),
+            ? `no token clients${siteId === undefined ? '' : ` for site ${siteId}`}; create one at the issuer with \`sitekey-authz token-client create <site-id>\`, or register an existing one with \`sitekey-authz token-client add <site-id> <client-id>\``
+            : table(['SITE ID', 'CLIENT ID', 'AUTH METHOD', 'ADDED', 'LAST USED', 'NOTE'], rows),
         json: clients,
       };
     },
   },
   {
     name: 'token-client remove',
-    synopsis: '<client-id>',
-    summary: "unregister a client: its tokens are refused (107) on every replica within a second, even before they expire",
-    options: {},
+    synopsis: '<client-id> [--local-only]',
+    summary: "unregister a client: its tokens are refused (107) on every replica within a second, even before they expire; one created here is deleted at the issuer too",
+    options: { 'local-only': { type: 'boolean' } },
     arity: [1, 1],
-    rules: { '<client-id>': CLIENT_ID_FORM },
+    rules: {
+      '<client-id>': CLIENT_ID_FORM,
+      '--local-only': 'remove it here only, leaving the client at the issuer (for an issuer that cannot be reached, or has deleted it already): delete it there by hand',
+    },
     example: 'sitekey-authz token-client remove partner-1001',
-    run: async ({ withAdmin }, line) => {
+    run: async ({ withAdmin, config }, line) => {
       const clientId = clientIdArgument(positional(line, 0));
-      const client = await withAdmin((admin) => admin.tokens.removeClient(clientId));
-      return { text: `removed token client ${clientId} of site ${client.siteId}: its tokens are refused from now on`, json: client };
+      const { client, deletedAtIssuer } = await withAdmin((admin) => new ClientOnboarding(admin, config).remove(clientId, line.options['local-only'] === true));
+      const there = deletedAtIssuer ? ' and deleted it at the issuer' : client.authMethod === null ? '' : '; it still exists at the issuer: delete it there';
+      return { text: `removed token client ${clientId} of site ${client.siteId}${there}: its tokens are refused from now on`, json: { ...client, deletedAtIssuer } };
     },
   },
   {

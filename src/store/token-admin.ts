@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
+import type { ClientAuthMethod } from '../token/client-registration.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 
 /** A token client as `token-client list` shows it. */
@@ -7,9 +8,23 @@ export interface TokenClientSummary {
   readonly clientId: ClientId;
   readonly siteId: SiteId;
   readonly note: string;
+  /** How the client authenticates, when the service registered it at the issuer; null: added by hand. */
+  readonly authMethod: ClientAuthMethod | null;
   readonly createdAt: string;
   readonly lastUsedAt: string | null;
 }
+
+/** How the service manages a client it registered at the issuer (RFC 7592); the token sealed. */
+export interface StoredRegistration {
+  readonly authMethod: ClientAuthMethod;
+  readonly registrationClientUri: string;
+  readonly sealedToken: Buffer;
+  /** Which key sealed it (registration-seal.ts). */
+  readonly keyId: string;
+}
+
+const clientNotFound = (clientId: ClientId): AdminError =>
+  new AdminError('TOKEN_CLIENT_NOT_FOUND', `token client ${clientId} is not registered; see the registered ones with \`sitekey-authz token-client list\``);
 
 /** Which methods a site accepts, and since when its tokens count. */
 export interface SiteTokenPolicy {
@@ -23,17 +38,19 @@ interface TokenClientRow {
   client_id: string;
   site_id: string;
   note: string;
+  auth_method: ClientAuthMethod | null;
   created_at: Date;
   last_used_at: Date | null;
 }
 
-const CLIENT_COLUMNS = 'client_id, site_id::text, note, created_at, last_used_at';
+const CLIENT_COLUMNS = 'client_id, site_id::text, note, auth_method, created_at, last_used_at';
 
 function clientSummary(row: TokenClientRow): TokenClientSummary {
   return {
     clientId: row.client_id,
     siteId: row.site_id,
     note: row.note,
+    authMethod: row.auth_method,
     createdAt: row.created_at.toISOString(),
     lastUsedAt: row.last_used_at?.toISOString() ?? null,
   };
@@ -47,13 +64,24 @@ function clientSummary(row: TokenClientRow): TokenClientSummary {
 export class TokenAdmin {
   constructor(private readonly transactions: AdminTransactions) {}
 
+  /** Binds a client that exists at the issuer already (`token-client add`). */
   async addClient(siteId: SiteId, clientId: ClientId, note: string): Promise<TokenClientSummary> {
+    return this.insertClient(siteId, clientId, note, undefined);
+  }
+
+  /** Binds a client the service has just registered at the issuer, with what manages it there. */
+  async addRegisteredClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration): Promise<TokenClientSummary> {
+    return this.insertClient(siteId, clientId, note, registration);
+  }
+
+  private async insertClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration | undefined): Promise<TokenClientSummary> {
     return this.transactions.change(async (sql) => {
       const site = await sql.query('SELECT 1 FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
       if (site.rowCount === 0) throw siteNotFound(siteId);
       const { rows } = await sql.query<TokenClientRow>(
-        `INSERT INTO token_clients (client_id, site_id, note) VALUES ($1, $2, $3) ON CONFLICT (client_id) DO NOTHING RETURNING ${CLIENT_COLUMNS}`,
-        [clientId, siteId, note],
+        `INSERT INTO token_clients (client_id, site_id, note, auth_method, registration_client_uri, registration_token_sealed, registration_key_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (client_id) DO NOTHING RETURNING ${CLIENT_COLUMNS}`,
+        [clientId, siteId, note, registration?.authMethod ?? null, registration?.registrationClientUri ?? null, registration?.sealedToken ?? null, registration?.keyId ?? null],
       );
       const inserted = rows[0];
       if (inserted === undefined) {
@@ -63,19 +91,51 @@ export class TokenAdmin {
           `token client ${clientId} is already registered to site ${owner.rows[0]?.site_id ?? '(removed meanwhile)'}; a client belongs to one site: \`sitekey-authz token-client remove ${clientId}\` first to move it`,
         );
       }
-      await this.transactions.audit(sql, 'token-client.add', siteId, { clientId, note });
+      if (registration === undefined) await this.transactions.audit(sql, 'token-client.add', siteId, { clientId, note });
+      else await this.transactions.audit(sql, 'token-client.create', siteId, { clientId, note, authMethod: registration.authMethod });
       return clientSummary(inserted);
     });
   }
 
-  async removeClient(clientId: ClientId): Promise<TokenClientSummary> {
+  /** The client, with what manages it at the issuer when the service registered it. */
+  async clientWithRegistration(clientId: ClientId): Promise<{ readonly client: TokenClientSummary; readonly registration: StoredRegistration | undefined }> {
+    return this.transactions.read(async (sql) => {
+      const { rows } = await sql.query<TokenClientRow & { registration_client_uri: string | null; registration_token_sealed: Buffer | null; registration_key_id: string | null }>(
+        `SELECT ${CLIENT_COLUMNS}, registration_client_uri, registration_token_sealed, registration_key_id FROM token_clients WHERE client_id = $1`,
+        [clientId],
+      );
+      const row = rows[0];
+      if (row === undefined) throw clientNotFound(clientId);
+      const registration =
+        row.auth_method === null || row.registration_client_uri === null || row.registration_token_sealed === null || row.registration_key_id === null
+          ? undefined
+          : { authMethod: row.auth_method, registrationClientUri: row.registration_client_uri, sealedToken: row.registration_token_sealed, keyId: row.registration_key_id };
+      return { client: clientSummary(row), registration };
+    });
+  }
+
+  /** The issuer gave the client a new secret (and perhaps a new registration access token): audited. */
+  async recordSecretRotation(clientId: ClientId, sealedToken: Buffer, keyId: string): Promise<TokenClientSummary> {
+    return this.transactions.change(async (sql) => {
+      const { rows } = await sql.query<TokenClientRow>(
+        `UPDATE token_clients SET registration_token_sealed = $2, registration_key_id = $3 WHERE client_id = $1 AND auth_method IS NOT NULL RETURNING ${CLIENT_COLUMNS}`,
+        [clientId, sealedToken, keyId],
+      );
+      const changed = rows[0];
+      if (changed === undefined) throw clientNotFound(clientId);
+      await this.transactions.audit(sql, 'token-client.rotate-secret', changed.site_id, { clientId, authMethod: changed.auth_method });
+      return clientSummary(changed);
+    });
+  }
+
+  /** `atIssuer`: the service deleted the client at the issuer first (audited as such). */
+  async removeClient(clientId: ClientId, atIssuer = false): Promise<TokenClientSummary> {
     return this.transactions.change(async (sql) => {
       const { rows } = await sql.query<TokenClientRow>(`DELETE FROM token_clients WHERE client_id = $1 RETURNING ${CLIENT_COLUMNS}`, [clientId]);
       const removed = rows[0];
-      if (removed === undefined) {
-        throw new AdminError('TOKEN_CLIENT_NOT_FOUND', `token client ${clientId} is not registered; see the registered ones with \`sitekey-authz token-client list\``);
-      }
-      await this.transactions.audit(sql, 'token-client.remove', removed.site_id, { clientId });
+      if (removed === undefined) throw clientNotFound(clientId);
+      const details = removed.auth_method === null ? { clientId } : { clientId, authMethod: removed.auth_method, deletedAtIssuer: atIssuer };
+      await this.transactions.audit(sql, 'token-client.remove', removed.site_id, details);
       return clientSummary(removed);
     });
   }

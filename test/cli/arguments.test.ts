@@ -5,6 +5,8 @@ import {
   expiresOption,
   importedKeyArgument,
   keyIdArgument,
+  partnerJwksArgument,
+  partnerJwksUriArgument,
   siteIdArgument,
   textOption,
   UsageError,
@@ -80,5 +82,37 @@ describe('CLI arguments', () => {
       ['203.0.113.0/24', '2001:db8::/32'],
     );
     refuses(() => allowlistArguments(['203.0.113.0/24', 'x', '10.0.0.1/8']), /"x" is not an IP address.*; "10\.0\.0\.1\/8" has bits set.*\(nothing was changed\)$/);
+  });
+});
+
+describe("the partner's keys for private_key_jwt", () => {
+  const publicKey = { kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', use: 'sig' };
+
+  it('takes a JWKS of public signing keys', () => {
+    assert.deepEqual(partnerJwksArgument(JSON.stringify({ keys: [publicKey] })), { keys: [publicKey] });
+  });
+
+  it('refuses private keys, shared secrets and what is no JWKS, saying why', () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [{ keys: [{ ...publicKey, d: 'secret' }] }, /key 1 of the partner's key set is private \(it has "d"\): ask the partner for their public keys only/],
+      [{ keys: [publicKey, { kty: 'RSA', n: 'x', e: 'AQAB', p: 'x' }] }, /key 2 .* is private \(it has "p"\)/],
+      [{ keys: [{ kty: 'oct', k: 'c2VjcmV0' }] }, /is private \(it has "k"\)/],
+      [{ keys: [{ ...publicKey, use: 'enc' }] }, /for use "enc"; the client signs its assertions: "sig"/],
+      [{ keys: [{ kty: 'XYZ' }] }, /kty "XYZ"; expected one of RSA, EC, OKP/],
+      [{ keys: [] }, /1 to 10 public keys/],
+      [[publicKey], /must be a JWKS/],
+    ];
+    for (const [input, message] of cases) {
+      assert.throws(() => partnerJwksArgument(JSON.stringify(input)), (error: unknown) => error instanceof UsageError && message.test(error.message), JSON.stringify(input));
+    }
+    assert.throws(() => partnerJwksArgument('{not json'), /is not JSON: expected a JWKS/);
+  });
+
+  it('takes a key URL on https, or http on loopback only', () => {
+    assert.equal(partnerJwksUriArgument('https://partner.example/jwks.json'), 'https://partner.example/jwks.json');
+    assert.equal(partnerJwksUriArgument('http://127.0.0.1:8080/jwks'), 'http://127.0.0.1:8080/jwks');
+    for (const bad of ['http://partner.example/jwks', 'ftp://partner.example/jwks', 'not a url', 'https://user:pw@partner.example/jwks']) {
+      assert.throws(() => partnerJwksUriArgument(bad), /is not the URL of the partner's key set/, bad);
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
@@ -29,6 +30,24 @@ export interface TestIssuerOptions {
   readonly signingAlgorithm?: TestIssuerSigningAlgorithm;
   /** 0 (the default) lets the system pick a free port; the local issuer for newcomers fixes one. */
   readonly port?: number;
+  /**
+   * Dynamic client registration (RFC 7591) and its management (RFC 7592), open only to the bearer of
+   * the issuer's initial access token; the registration access token is rotated on each update, and an
+   * update gives a client that authenticates with a secret a new one. Off by default.
+   */
+  readonly registration?: boolean;
+}
+
+/** What a test learns of registration at the issuer: the initial access token, and what was done. */
+export interface TestIssuerRegistration {
+  readonly endpoint: string;
+  readonly initialAccessToken: string;
+  /** `create <client id>`, `update <client id>`, `delete <client id>`, in order. */
+  readonly events: readonly string[];
+  /** Every registration access token it handed out, for a test to look for where none may be. */
+  readonly accessTokens: readonly string[];
+  /** Whether the issuer still holds the client. */
+  has(clientId: string): Promise<boolean>;
 }
 
 export interface TestIssuer {
@@ -39,6 +58,8 @@ export interface TestIssuer {
   /** The resource indicator, default 'https://partner-api.test'. */
   readonly audience: string;
   readonly tokenEndpoint: string;
+  /** With the `registration` option. */
+  readonly registration: TestIssuerRegistration | undefined;
   /**
    * A fresh access token for the client via a real POST to the token endpoint (client_secret_basic),
    * grant_type=client_credentials, resource=audience (or `resource`, one of `otherAudiences`; null:
@@ -92,8 +113,12 @@ function takeSigningKey(alg: TestIssuerSigningAlgorithm): Promise<SigningKey> {
   return key;
 }
 
+// The registration policy that makes an update (RFC 7592 §2.2) issue a new client secret: oidc-provider
+// keeps the secret otherwise, and the RFC lets the server choose.
+const NEW_SECRET_ON_UPDATE = 'new-secret-on-update';
+
 function checkOptions(options: TestIssuerOptions): void {
-  if (options.clients.length === 0) throw new TypeError('startTestIssuer: give at least one client');
+  if (options.clients.length === 0 && options.registration !== true) throw new TypeError('startTestIssuer: give at least one client');
   const ttl = options.accessTokenTtlSeconds;
   if (ttl !== undefined && !(Number.isSafeInteger(ttl) && ttl > 0)) {
     throw new TypeError(`startTestIssuer: accessTokenTtlSeconds must be a positive whole number of seconds, not ${ttl}`);
@@ -133,6 +158,12 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
   };
   const keys: SigningKey[] = [];
   let signingKid = '';
+  const registrationEvents: string[] = [];
+  const registrationAccessTokens: string[] = [];
+  const keepAccessToken = (body: unknown): void => {
+    const token = (body as { registration_access_token?: unknown } | undefined)?.registration_access_token;
+    if (typeof token === 'string') registrationAccessTokens.push(token);
+  };
 
   const clients = options.clients.map((client) => ({
     client_id: client.clientId,
@@ -155,6 +186,23 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
       features: {
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
+        ...(options.registration === true
+          ? {
+              registration: {
+                enabled: true,
+                initialAccessToken: true,
+                issueRegistrationAccessToken: true,
+                policies: {
+                  [NEW_SECRET_ON_UPDATE]: (ctx, properties) => {
+                    if (ctx.oidc.route === 'client_update' && properties['token_endpoint_auth_method'] === 'client_secret_basic') {
+                      properties['client_secret'] = randomBytes(32).toString('base64url');
+                    }
+                  },
+                },
+              },
+              registrationManagement: { enabled: true, rotateRegistrationAccessToken: true },
+            }
+          : {}),
         resourceIndicators: {
           enabled: true,
           defaultResource: () => undefined,
@@ -175,16 +223,27 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     };
     const provider = withoutProviderNotices(() => new Provider(issuer, configuration));
     provider.on('server_error', (_ctx, error) => (lastServerError = error));
+    provider.on('registration_create.success', (ctx, client) => {
+      registrationEvents.push(`create ${client.clientId}`);
+      keepAccessToken(ctx.body);
+    });
+    provider.on('registration_update.success', (ctx, client) => {
+      registrationEvents.push(`update ${client.clientId}`);
+      keepAccessToken(ctx.body);
+    });
+    provider.on('registration_delete.success', (_ctx, client) => registrationEvents.push(`delete ${client.clientId}`));
     // Koa would print each error; the token endpoint's answer and the last server error report them instead.
     provider.silent = true;
     return provider;
   };
 
+  let provider: ProviderType | undefined;
   const useNewKey = async (): Promise<string> => {
     const key = await takeSigningKey(alg);
     keys.push(key);
     signingKid = key.kid;
-    handle = buildProvider().callback();
+    provider = buildProvider();
+    handle = provider.callback();
     return key.kid;
   };
 
@@ -199,11 +258,23 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
 
   let jwksUrl: string;
   let tokenEndpoint: string;
+  let registration: TestIssuerRegistration | undefined;
   try {
     await useNewKey();
     const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
     jwksUrl = stringField(discovery, 'jwks_uri');
     tokenEndpoint = stringField(discovery, 'token_endpoint');
+    if (options.registration === true && provider !== undefined) {
+      // Kept by the provider's store, which outlives a rebuild for a key rotation.
+      const initialAccessToken = await new provider.InitialAccessToken({ policies: [NEW_SECRET_ON_UPDATE] }).save();
+      registration = {
+        endpoint: stringField(discovery, 'registration_endpoint'),
+        initialAccessToken,
+        events: registrationEvents,
+        accessTokens: registrationAccessTokens,
+        has: async (clientId) => (await provider?.Client.find(clientId)) !== undefined,
+      };
+    }
   } catch (error) {
     await close();
     throw error;
@@ -240,6 +311,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     jwksUrl,
     audience,
     tokenEndpoint,
+    registration,
     mintAccessToken,
     rotateSigningKey,
     get signingKid() {

@@ -229,6 +229,9 @@ describe('the admin API routes, as the CLI does them', () => {
       ['PUT', '/api/v1/sites/1001/grace', { until: '2026-02-30' }, ['site', 'grace', '1001', '--until', '2026-02-30']],
       ['POST', '/api/v1/sites/1001/token-clients', { clientId: 'has space' }, ['token-client', 'add', '1001', 'has space']],
       ['DELETE', '/api/v1/token-clients/nobody', undefined, ['token-client', 'remove', 'nobody']],
+      // This service has no TOKEN_ISSUER: creating at the issuer is off, and says what to set.
+      ['POST', '/api/v1/sites/1001/token-clients/create', {}, ['token-client', 'create', '1001']],
+      ['POST', '/api/v1/token-clients/nobody/rotate-secret', undefined, ['token-client', 'rotate-secret', 'nobody']],
       ['POST', '/api/v1/brownouts', { from: 'now', until: '2001-01-01' }, ['brownout', 'add', '--from', 'now', '--until', '2001-01-01']],
       ['POST', '/api/v1/brownouts/x/cancel', undefined, ['brownout', 'cancel', 'x']],
       ['POST', '/api/v1/brownouts/999/cancel', undefined, ['brownout', 'cancel', '999']],

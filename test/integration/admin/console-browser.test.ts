@@ -8,6 +8,7 @@ import { startConsoleStack, type ConsoleStack } from '../../support/console-stac
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { authorizationClient, check, verdict } from '../../support/envoy-client.js';
 import { eventually } from '../../support/eventually.js';
+import { startTestIssuer, TokenRequestRefused, type TestIssuer } from '../../support/oidc-issuer.js';
 import { runCli } from '../../support/service.js';
 
 const missing = chromiumMissing();
@@ -28,6 +29,9 @@ describe('admin console in a browser', { skip: missing }, () => {
   let page: Page;
   let client: ReturnType<typeof authorizationClient>;
   let key = '';
+  // The organisation's issuer of partner tokens, with dynamic client registration.
+  let tokenIssuer: TestIssuer;
+  let partner = { clientId: '', clientSecret: '' };
 
   const keyCheck = async () => verdict(await check(client, { authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key }) }));
 
@@ -36,7 +40,13 @@ describe('admin console in a browser', { skip: missing }, () => {
     // Another partner already there, so that the search has something to leave out.
     const added = await runCli(database.url, ['site', 'add', '1002', '--name', 'Bravo Bikes']);
     assert.equal(added.code, 0, added.stderr);
-    stack = await startConsoleStack(database.url);
+    tokenIssuer = await startTestIssuer({ clients: [], registration: true });
+    stack = await startConsoleStack(database.url, {
+      TOKEN_ISSUER: tokenIssuer.issuer,
+      TOKEN_AUDIENCE: tokenIssuer.audience,
+      TOKEN_JWKS_URL: tokenIssuer.jwksUrl,
+      TOKEN_REGISTRATION_TOKEN: tokenIssuer.registration?.initialAccessToken ?? '',
+    });
     client = authorizationClient(stack.service.grpcTarget);
     browser = await launchChromium();
     manager = await browser.newContext();
@@ -47,6 +57,7 @@ describe('admin console in a browser', { skip: missing }, () => {
     client?.close();
     await browser?.close();
     await stack?.close();
+    await tokenIssuer?.close();
     await database?.drop();
   });
 
@@ -147,11 +158,57 @@ describe('admin console in a browser', { skip: missing }, () => {
     await page.getByText(/revoked: it is refused from now on/).waitFor();
   });
 
-  it('the audit trail page names the account manager for each change made in the browser (site, address, key issued and revoked)', async () => {
+  /** The hand-over shown in the page, by name. */
+  const shownHandover = async (): Promise<Record<string, string>> =>
+    Object.fromEntries(((await page.getByLabel('The hand-over').inputValue()).split('\n')).map((line) => [line.slice(0, line.indexOf(': ')), line.slice(line.indexOf(': ') + 2)]));
+  const tokenCheck = async (token: string) => verdict(await check(client, { authorization: `Bearer ${token}` }));
+
+  it('creates the partner’s token client at the issuer and shows the hand-over once with a copy button; its credentials get a token a real Check allows', async () => {
+    await page.getByRole('button', { name: 'Create client' }).click();
+    await page.getByText('The secret will not be shown again.').waitFor();
+    const handover = await shownHandover();
+    assert.deepEqual(Object.keys(handover), ['client_id', 'client_secret', 'token_endpoint', 'resource']);
+    assert.deepEqual([handover['token_endpoint'], handover['resource']], [tokenIssuer.tokenEndpoint, tokenIssuer.audience]);
+    await page.getByRole('button', { name: 'Copy hand-over' }).click();
+    await page.getByText('Copied to the clipboard.').waitFor();
+    assert.equal(await page.evaluate('navigator.clipboard.readText()'), await page.getByLabel('The hand-over').inputValue());
+    partner = { clientId: handover['client_id'] ?? '', clientSecret: handover['client_secret'] ?? '' };
+    const token = await tokenIssuer.mintAccessToken(partner, { resource: handover['resource'] ?? '' });
+    await eventually('the new client to be allowed', () => tokenCheck(token), (answer) => answer === 'allow', 10_000);
+
+    await page.reload();
+    await page.getByRole('cell', { name: partner.clientId, exact: true }).waitFor();
+    assert.equal(await page.getByLabel('The hand-over').count(), 0, 'the hand-over is gone');
+    assert.ok(!(await page.content()).includes(partner.clientSecret), 'the secret is nowhere in the page');
+  });
+
+  it('gives the client a new secret in the page (the old one is refused at the issuer), and removing it refuses its token within a second', async () => {
+    await page.getByRole('button', { name: `New secret for ${partner.clientId}` }).click();
+    await page.getByRole('button', { name: `Confirm new secret for ${partner.clientId}` }).click();
+    await page.getByText('The secret will not be shown again.').waitFor();
+    const rotated = await shownHandover();
+    assert.equal(rotated['client_id'], partner.clientId);
+    assert.notEqual(rotated['client_secret'], partner.clientSecret);
+    await assert.rejects(tokenIssuer.mintAccessToken(partner), (error: TokenRequestRefused) => error.error === 'invalid_client');
+    partner = { clientId: partner.clientId, clientSecret: rotated['client_secret'] ?? '' };
+    const token = await tokenIssuer.mintAccessToken(partner);
+    await eventually('the new secret’s token to be allowed', () => tokenCheck(token), (answer) => answer === 'allow', 10_000);
+    await page.getByRole('button', { name: 'I have copied it: hide the hand-over' }).click();
+
+    await page.getByRole('button', { name: `Remove token client ${partner.clientId}` }).click();
+    const removed = page.waitForResponse((response) => response.request().method() === 'DELETE' && new URL(response.url()).pathname.startsWith('/api/v1/token-clients/'));
+    await page.getByRole('button', { name: `Confirm remove ${partner.clientId}` }).click();
+    assert.equal((await removed).status(), 200);
+    await eventually('the removed client’s token to be refused', () => tokenCheck(token), (answer) => answer === 107, REVOCATION_BOUND_MS);
+    await page.getByText(/removed here and at the issuer: its tokens are refused from now on/).waitFor();
+    assert.equal(await tokenIssuer.registration?.has(partner.clientId), false);
+  });
+
+  it('the audit trail page names the account manager for each change made in the browser (site, address, key issued and revoked, token client created, given a new secret and removed)', async () => {
     await page.getByRole('link', { name: 'Audit trail of this site' }).click();
     await page.getByRole('heading', { name: 'Audit trail' }).waitFor();
     const actor = `${ADMIN_PEOPLE.manager.email} (sub ${ADMIN_PEOPLE.manager.subject})`;
-    for (const action of ['site.add', 'ip.allow', 'key.issue', 'key.revoke']) {
+    for (const action of ['site.add', 'ip.allow', 'key.issue', 'key.revoke', 'token-client.create', 'token-client.rotate-secret', 'token-client.remove']) {
       await page.getByRole('row').filter({ hasText: action }).filter({ hasText: actor }).first().waitFor();
     }
   });
@@ -179,7 +236,7 @@ describe('admin console in a browser', { skip: missing }, () => {
       await signInWithBrowser(viewerPage, stack.consoleBase, ADMIN_PEOPLE.viewer, '/sites/1001');
       await viewerPage.getByRole('heading', { name: 'Acme Travel · site 1001' }).waitFor();
       await viewerPage.getByRole('cell', { name: PARTNER_NETWORK, exact: true }).waitFor();
-      for (const name of ['Issue key', 'Add address', 'Disable site', 'Add token client', 'Save grace']) {
+      for (const name of ['Issue key', 'Add address', 'Disable site', 'Add token client', 'Create client', 'Save grace']) {
         assert.equal(await viewerPage.getByRole('button', { name }).count(), 0, `no ${name} button for a viewer`);
       }
       const csrf = (await viewerPage.locator('meta[name="csrf-token"]').getAttribute('content')) ?? '';

@@ -82,3 +82,21 @@ export function warningsOf(answer) {
 export function withWarnings(text, answer) {
   return [text, ...warningsOf(answer).map((warning) => `Warning: ${warning}.`)].join(' ');
 }
+
+/**
+ * Copying a secret shown once: [copy(text), what happened]. A browser that refuses the clipboard gets
+ * the field selected instead, for Ctrl+C.
+ */
+export function useCopy(field, what) {
+  const [copied, setCopied] = useState('');
+  const copy = async (text) => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setCopied('Copied to the clipboard.');
+    } catch {
+      field.current?.select();
+      setCopied(`Copying was refused by the browser: the ${what} is selected, press Ctrl+C.`);
+    }
+  };
+  return [copy, copied];
+}

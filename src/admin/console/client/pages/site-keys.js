@@ -1,6 +1,6 @@
 import { html, useEffect, useRef, useState } from '../preact-htm.js';
 import { api, encode, itemsOf } from '../api.js';
-import { Alert, formatTime, Loading, Notice, useAction, useLoad } from '../components.js';
+import { Alert, formatTime, Loading, Notice, useAction, useCopy, useLoad } from '../components.js';
 
 /** The site's keys, masked; issuing shows the new key once, here, and nowhere else ever again. */
 export function Keys({ siteId, can }) {
@@ -90,18 +90,9 @@ function IssueKey({ siteId, onIssued }) {
 
 /** The key as issued: its only appearance. Copy it to the partner's secure channel now. */
 function IssuedKey({ issued, onDismiss }) {
-  const [copied, setCopied] = useState('');
   const field = useRef(null);
+  const [copy, copied] = useCopy(field, 'key');
   useEffect(() => field.current?.focus(), []);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(issued.key);
-      setCopied('Copied to the clipboard.');
-    } catch {
-      field.current?.select();
-      setCopied('Copying was refused by the browser: the key is selected, press Ctrl+C.');
-    }
-  };
   return html`
     <article class="issued-key" aria-labelledby="issued-heading">
       <h3 id="issued-heading">New key ${issued.maskedKey ?? ''}</h3>
@@ -109,7 +100,7 @@ function IssuedKey({ issued, onDismiss }) {
       <label for="issued-key">The new key</label>
       <fieldset role="group">
         <input id="issued-key" ref=${field} readonly value=${issued.key} class="secret" />
-        <button type="button" onClick=${copy}>Copy key</button>
+        <button type="button" onClick=${() => copy(issued.key)}>Copy key</button>
       </fieldset>
       <${Notice} text=${copied} />
       ${issued.expiresAt && html`<p>Expires ${formatTime(issued.expiresAt)}.</p>`}

@@ -1,12 +1,113 @@
-import { html, useState } from '../preact-htm.js';
+import { html, useEffect, useRef, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
-import { Alert, formatTime, Notice, useAction } from '../components.js';
+import { Alert, formatTime, Notice, useAction, useCopy } from '../components.js';
 
-/** The OAuth clients whose access tokens stand for this site. */
+const HOW = { client_secret_basic: 'a secret', private_key_jwt: "the partner's own keys" };
+
+/**
+ * The OAuth clients whose access tokens stand for this site: created at the issuer from here (the
+ * hand-over shown once), their secrets rotated, removed; or an existing client registered by its id.
+ */
 export function TokenClients({ siteId, clients, can, reload }) {
+  const [handover, setHandover] = useState(undefined);
+  const [done, setDone] = useState('');
+  const handedOver = async (value, text) => {
+    setHandover(value);
+    setDone(text);
+    await reload();
+  };
+  return html`
+    <section aria-labelledby="clients-heading">
+      <h2 id="clients-heading">Token clients</h2>
+      ${handover && html`<${Handover} handover=${handover} onDismiss=${() => setHandover(undefined)} />`}
+      <${ClientTable} siteId=${siteId} clients=${clients} can=${can} reload=${reload} setDone=${setDone} onRotated=${(value) => handedOver(value, `Client ${value.client_id} has a new secret; the old one no longer works.`)} />
+      ${can.manage && html`<${CreateClient} siteId=${siteId} onCreated=${(value) => handedOver(value, `Client ${value.client_id} created at the issuer.`)} />`}
+      ${can.manage && html`<${RegisterClient} siteId=${siteId} hasClients=${clients.length > 0} reload=${reload} setDone=${setDone} />`}
+      <${Notice} text=${done} />
+    </section>
+  `;
+}
+
+function ClientTable({ siteId, clients, can, reload, setDone, onRotated }) {
+  const [confirming, setConfirming] = useState(undefined);
+  const action = useAction();
+  const remove = (client) => action.run(async () => {
+    const removed = await api('DELETE', `/token-clients/${encode(client.clientId)}`);
+    setConfirming(undefined);
+    setDone(`Token client ${client.clientId} removed${removed.deletedAtIssuer ? ' here and at the issuer' : ''}: its tokens are refused from now on.`);
+    await reload();
+  });
+  const rotate = (client) => action.run(async () => {
+    const rotated = await api('POST', `/token-clients/${encode(client.clientId)}/rotate-secret`);
+    setConfirming(undefined);
+    await onRotated(rotated);
+  });
+  if (clients.length === 0) return html`<p>No token client: this partner has no access tokens yet.</p>`;
+  return html`
+    <div class="overflow-auto"><table>
+      <thead><tr><th scope="col">Client id</th><th scope="col">Authenticates with</th><th scope="col">Note</th><th scope="col">Last used</th>${can.manage && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr></thead>
+      <tbody>
+        ${clients.map((client) => html`<tr key=${client.clientId}>
+          <td><code>${client.clientId}</code></td>
+          <td>${HOW[client.authMethod] ?? 'managed at the issuer'}</td>
+          <td>${client.note || '—'}</td>
+          <td>${formatTime(client.lastUsedAt)}</td>
+          ${can.manage && html`<td>${confirming?.clientId === client.clientId
+            ? html`<button type="button" class="contrast" onClick=${() => (confirming.what === 'rotate' ? rotate(client) : remove(client))} disabled=${action.busy} aria-busy=${action.busy}>
+                     ${confirming.what === 'rotate' ? `Confirm new secret for ${client.clientId}` : `Confirm remove ${client.clientId}`}</button>
+                   <button type="button" class="secondary outline" onClick=${() => setConfirming(undefined)}>Cancel</button>`
+            : html`${client.authMethod === 'client_secret_basic' && html`<button type="button" class="secondary" onClick=${() => setConfirming({ clientId: client.clientId, what: 'rotate' })} aria-label=${`New secret for ${client.clientId}`}>New secret</button> `}
+                   <button type="button" class="secondary outline" onClick=${() => setConfirming({ clientId: client.clientId, what: 'remove' })} aria-label=${`Remove token client ${client.clientId}`}>Remove</button>`}</td>`}
+        </tr>`)}
+      </tbody>
+    </table></div>
+    <${Alert} error=${action.error} />
+  `;
+}
+
+/** The partner's public keys as pasted: a JWKS, or the URL where they publish one. */
+function keysOf(keys) {
+  const given = keys.trim();
+  if (given === '') return {};
+  if (/^https?:\/\//.test(given)) return { jwksUri: given };
+  try {
+    return { jwks: JSON.parse(given) };
+  } catch {
+    throw new Error("The partner's public keys are neither a JWKS (JSON) nor its https:// URL: paste what the partner sent.");
+  }
+}
+
+function CreateClient({ siteId, onCreated }) {
+  const [note, setNote] = useState('');
+  const [keys, setKeys] = useState('');
+  const action = useAction();
+  const create = (event) => {
+    event.preventDefault();
+    void action.run(async () => {
+      const body = { ...keysOf(keys), ...(note.trim() === '' ? {} : { note: note.trim() }) };
+      const handover = await api('POST', `/sites/${encode(siteId)}/token-clients/create`, body);
+      setNote('');
+      setKeys('');
+      await onCreated(handover);
+    });
+  };
+  return html`
+    <form onSubmit=${create} aria-labelledby="create-client-heading">
+      <h3 id="create-client-heading">Create a client at the issuer</h3>
+      <div class="grid">
+        <label>Note<input name="createNote" value=${note} placeholder="who it is for" onInput=${(event) => setNote(event.currentTarget.value)} /></label>
+        <label>Partner's public keys (optional: a JWKS or its https:// URL; empty: a secret)
+          <textarea name="partnerKeys" rows="2" value=${keys} onInput=${(event) => setKeys(event.currentTarget.value)}></textarea></label>
+      </div>
+      <${Alert} error=${action.error} />
+      <button type="submit" disabled=${action.busy} aria-busy=${action.busy}>Create client</button>
+    </form>
+  `;
+}
+
+function RegisterClient({ siteId, hasClients, reload, setDone }) {
   const [clientId, setClientId] = useState('');
   const [note, setNote] = useState('');
-  const [done, setDone] = useState('');
   const action = useAction();
   const add = (event) => {
     event.preventDefault();
@@ -18,43 +119,51 @@ export function TokenClients({ siteId, clients, can, reload }) {
       await reload();
     });
   };
-  const remove = (id) => action.run(async () => {
-    await api('DELETE', `/token-clients/${encode(id)}`);
-    setDone(`Token client ${id} removed.`);
-    await reload();
-  });
   const revokeTokens = () => action.run(async () => {
     await api('POST', `/sites/${encode(siteId)}/revoke-tokens`);
     setDone('Every access token issued so far for this site is refused from now on.');
     await reload();
   });
   return html`
-    <section aria-labelledby="clients-heading">
-      <h2 id="clients-heading">Token clients</h2>
-      ${clients.length === 0
-        ? html`<p>No token client: this partner has no access tokens yet.</p>`
-        : html`<div class="overflow-auto"><table>
-            <thead><tr><th scope="col">Client id</th><th scope="col">Note</th><th scope="col">Last used</th>${can.manage && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr></thead>
-            <tbody>
-              ${clients.map((client) => html`<tr key=${client.clientId}>
-                <td><code>${client.clientId}</code></td>
-                <td>${client.note || '—'}</td>
-                <td>${formatTime(client.lastUsedAt)}</td>
-                ${can.manage && html`<td><button type="button" class="secondary outline" onClick=${() => remove(client.clientId)} disabled=${action.busy} aria-label=${`Remove token client ${client.clientId}`}>Remove</button></td>`}
-              </tr>`)}
-            </tbody>
-          </table></div>`}
-      ${can.manage && html`
-        <form onSubmit=${add}>
-          <div class="grid">
-            <label>Client id<input name="clientId" required value=${clientId} onInput=${(event) => setClientId(event.currentTarget.value)} /></label>
-            <label>Note<input name="note" value=${note} onInput=${(event) => setNote(event.currentTarget.value)} /></label>
-          </div>
-          <button type="submit" disabled=${action.busy}>Add token client</button>
-          ${clients.length > 0 && html` <button type="button" class="secondary" onClick=${revokeTokens} disabled=${action.busy}>Refuse tokens issued so far</button>`}
-        </form>`}
+    <form onSubmit=${add} aria-labelledby="register-client-heading">
+      <h3 id="register-client-heading">Register a client that exists at the issuer</h3>
+      <div class="grid">
+        <label>Client id<input name="clientId" required value=${clientId} onInput=${(event) => setClientId(event.currentTarget.value)} /></label>
+        <label>Note<input name="note" value=${note} onInput=${(event) => setNote(event.currentTarget.value)} /></label>
+      </div>
+      <button type="submit" disabled=${action.busy}>Add token client</button>
+      ${hasClients && html` <button type="button" class="secondary" onClick=${revokeTokens} disabled=${action.busy}>Refuse tokens issued so far</button>`}
       <${Alert} error=${action.error} />
-      <${Notice} text=${done} />
-    </section>
+    </form>
+  `;
+}
+
+/** What the partner needs, as lines to paste into a message. */
+function handoverText(handover) {
+  const lines = [`client_id: ${handover.client_id}`];
+  if (handover.client_secret !== undefined) lines.push(`client_secret: ${handover.client_secret}`);
+  lines.push(`token_endpoint: ${handover.token_endpoint}`, `resource: ${handover.resource}`);
+  if (handover.guide_url) lines.push(`guide_url: ${handover.guide_url}`);
+  return lines.join('\n');
+}
+
+/** The hand-over as answered: its only appearance, with the secret when there is one. */
+function Handover({ handover, onDismiss }) {
+  const field = useRef(null);
+  const [copy, copied] = useCopy(field, 'hand-over');
+  useEffect(() => field.current?.focus(), []);
+  const text = handoverText(handover);
+  return html`
+    <article class="issued-key" aria-labelledby="handover-heading">
+      <h3 id="handover-heading">Hand-over for client ${handover.client_id}</h3>
+      ${handover.client_secret === undefined
+        ? html`<p>The client signs its token requests with the partner's own key: there is no secret. Send the partner these values.</p>`
+        : html`<p role="alert"><strong>The secret will not be shown again.</strong> Copy the hand-over now and give it to the partner over a secure channel.</p>`}
+      <label for="handover-text">The hand-over</label>
+      <textarea id="handover-text" ref=${field} readonly rows="5" class="secret" value=${text}></textarea>
+      <button type="button" onClick=${() => copy(text)}>Copy hand-over</button>
+      <${Notice} text=${copied} />
+      <button type="button" class="secondary" onClick=${onDismiss}>I have copied it: hide the hand-over</button>
+    </article>
   `;
 }

@@ -1,0 +1,96 @@
+import { clientIdArgument, MAX_NOTE, partnerJwksArgument, partnerJwksUriArgument, siteIdArgument, textOption, UsageError } from '../cli/arguments.js';
+import type { PartnerKeys } from '../token/client-registration.js';
+import { ClientOnboarding } from '../token/client-onboarding.js';
+import { HANDOVER, TOKEN_CLIENT, TOKEN_CLIENT_REMOVED } from './api-schemas.js';
+import { note, SITE_PARAM, siteId, text } from './site-routes.js';
+import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
+
+/**
+ * The token clients of sites: registering an existing client, and creating, rotating and removing one
+ * at the issuer (dynamic client registration) with the CLI's operations.
+ */
+
+const CLIENT_PARAM = { clientId: 'the OAuth client id, URL-encoded' } as const;
+const clientId = (request: RouteRequest): string => clientIdArgument(request.params['clientId'] ?? '');
+
+/** The partner's public keys from the body: a JWKS, or the URL where they publish one; neither, a secret. */
+function partnerKeys(request: RouteRequest): PartnerKeys {
+  const jwks = request.body['jwks'];
+  const jwksUri = text(request, 'jwksUri');
+  if (jwks !== undefined && jwksUri !== undefined) throw new UsageError("give the partner's public keys once: as a key set (jwks) or as its URL (jwksUri), not both");
+  if (jwks !== undefined) return { jwks: partnerJwksArgument(JSON.stringify(jwks)) };
+  return jwksUri === undefined ? undefined : { jwksUri: partnerJwksUriArgument(jwksUri) };
+}
+
+export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/token-clients',
+    role: 'viewer',
+    summary: 'the registered token clients, of every site or of one',
+    response: TOKEN_CLIENT,
+    query: { siteId: { description: 'only this site', schema: { type: 'string' } } },
+    paginated: true,
+    handle: async ({ admin, query, page }) => {
+      const wanted = query.get('siteId');
+      return paginate(await admin.tokens.listClients(wanted === null ? undefined : siteIdArgument(wanted)), page);
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/token-clients',
+    role: 'account-manager',
+    summary: "register an OAuth client: its access tokens authenticate as the site",
+    response: TOKEN_CLIENT,
+    params: SITE_PARAM,
+    body: { type: 'object', properties: { clientId: { type: 'string', maxLength: 1_000 }, note }, required: ['clientId'] },
+    status: 201,
+    handle: async (request) =>
+      request.admin.tokens.addClient(siteId(request), clientIdArgument(String(request.body['clientId'])), textOption('note', text(request, 'note'), MAX_NOTE)),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/token-clients/create',
+    role: 'account-manager',
+    summary: "create the partner's client at the issuer (dynamic client registration) and register it for the site; answers the hand-over, its secret once",
+    response: HANDOVER,
+    params: SITE_PARAM,
+    body: {
+      type: 'object',
+      properties: {
+        note,
+        jwks: { type: 'any', description: "the partner's public keys as a JWKS: the client signs assertions (private_key_jwt) and has no secret; private keys are refused" },
+        jwksUri: { type: 'string', maxLength: 2048, description: 'where the partner publishes those keys instead: https:// (http:// only on loopback)' },
+      },
+    },
+    status: 201,
+    handle: async (request) => {
+      const keys = partnerKeys(request);
+      const { handover } = await new ClientOnboarding(request.admin, request.config).create({ siteId: siteId(request), note: textOption('note', text(request, 'note'), MAX_NOTE), keys });
+      return handover;
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/token-clients/{clientId}/rotate-secret',
+    role: 'account-manager',
+    summary: 'a new secret at the issuer for a client created here, answered once; the old one stops working',
+    response: HANDOVER,
+    params: CLIENT_PARAM,
+    handle: async (request) => (await new ClientOnboarding(request.admin, request.config).rotateSecret(clientId(request))).handover,
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/token-clients/{clientId}',
+    role: 'account-manager',
+    summary: 'unregister a client: its tokens are refused (107) from now on; one created here is deleted at the issuer first',
+    response: TOKEN_CLIENT_REMOVED,
+    params: CLIENT_PARAM,
+    query: { localOnly: { description: 'true: remove it here only, leaving it at the issuer (unreachable, or deleted there already)', schema: { type: 'string', enum: ['true', 'false'] } } },
+    handle: async (request) => {
+      const localOnly = request.query.get('localOnly') === 'true';
+      const { client, deletedAtIssuer } = await new ClientOnboarding(request.admin, request.config).remove(clientId(request), localOnly);
+      return { ...client, deletedAtIssuer };
+    },
+  },
+];

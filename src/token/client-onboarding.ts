@@ -1,0 +1,190 @@
+import type { Config } from '../config.js';
+import type { ClientId, SiteId } from '../decision/types.js';
+import { configuredSunsetPolicy } from '../serve/check-policies.js';
+import { AdminError } from '../store/admin-transactions.js';
+import type { CredentialAdmin } from '../store/credential-admin.js';
+import type { StoredRegistration, TokenClientSummary } from '../store/token-admin.js';
+import { clientMetadata, deleteClient, registerClient, rotateClientSecret, type ClientRegistration, type PartnerKeys, type RegisteredClient } from './client-registration.js';
+import { IssuerRefused, IssuerUnreachable } from './issuer-http.js';
+import { discoverIssuer, IssuerMetadataInvalid, type IssuerMetadata } from './issuer-metadata.js';
+import { RegistrationSeal, SealUnreadable } from './registration-seal.js';
+
+/**
+ * A partner's OAuth client, created, rotated and removed at the issuer and here in one step: the
+ * operations the CLI, the admin API and the console share. Each leaves both sides as they were when
+ * it fails half-way, and says which side refused and why. The registration access token is sealed
+ * before it is stored and never leaves this module; the client secret is returned once, never stored.
+ */
+
+/** What the account manager sends the partner; the names are the JSON the CLI and API print. */
+export interface Handover {
+  readonly client_id: string;
+  /** Only for a client that authenticates with a secret. */
+  readonly client_secret?: string;
+  readonly token_endpoint: string;
+  /** The resource indicator (RFC 8707) to request tokens for: TOKEN_AUDIENCE. */
+  readonly resource: string;
+  readonly guide_url: string | null;
+}
+
+export interface NewPartnerClient {
+  readonly siteId: SiteId;
+  readonly note: string;
+  /** The partner's public keys (private_key_jwt); none: a secret. */
+  readonly keys: PartnerKeys;
+}
+
+interface RegistrationSettings {
+  readonly issuer: string;
+  readonly audience: string;
+  readonly initialAccessToken: string;
+}
+
+/** Said wherever registration cannot be used; names what to set, and the way without it. */
+export const REGISTRATION_OFF_HELP =
+  'set TOKEN_REGISTRATION_TOKEN (or TOKEN_REGISTRATION_TOKEN_FILE) to the initial access token of the issuer named by TOKEN_ISSUER; ' +
+  'for an issuer without dynamic client registration, create the client there and register it with `sitekey-authz token-client add <site-id> <client-id>`';
+
+function issuerError(what: string, error: unknown, consequence: string): unknown {
+  if (error instanceof IssuerRefused) {
+    const hint = error.status === 401 && what.startsWith('register') ? ' (check TOKEN_REGISTRATION_TOKEN: the issuer does not accept it as an initial access token)' : '';
+    return new AdminError('ISSUER_REFUSED', `the issuer refused to ${what}: ${error.message}${hint}; ${consequence}`);
+  }
+  if (error instanceof IssuerUnreachable) return new AdminError('ISSUER_UNREACHABLE', `the issuer gave no usable answer to ${what}: ${error.message}; ${consequence}`);
+  if (error instanceof IssuerMetadataInvalid) return new AdminError('ISSUER_ANSWER_UNUSABLE', `the issuer's answer to ${what} cannot be used: ${error.message}; ${consequence}`);
+  return error;
+}
+
+export class ClientOnboarding {
+  constructor(
+    private readonly admin: CredentialAdmin,
+    private readonly config: Config,
+  ) {}
+
+  /** RFC 7591 at the issuer, then one transaction here; undone at the issuer when the transaction fails. */
+  async create(request: NewPartnerClient): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
+    const settings = this.settings();
+    const guideUrl = await this.guideUrl();
+    let metadata: IssuerMetadata;
+    let registered: RegisteredClient;
+    try {
+      metadata = await discoverIssuer(settings.issuer);
+      if (metadata.registrationEndpoint === undefined) {
+        throw new AdminError('REGISTRATION_OFF', `the issuer ${settings.issuer} offers no dynamic client registration (its discovery document has no registration_endpoint); ${REGISTRATION_OFF_HELP}`);
+      }
+      const name = `Partner API, site ${request.siteId}${request.note === '' ? '' : ` (${request.note})`}`;
+      registered = await registerClient(metadata.registrationEndpoint, settings.initialAccessToken, clientMetadata(name, request.keys));
+    } catch (error) {
+      throw issuerError('register the client', error, 'nothing was stored');
+    }
+    const seal = new RegistrationSeal(settings.initialAccessToken);
+    const stored: StoredRegistration = {
+      authMethod: registered.authMethod,
+      registrationClientUri: registered.registrationClientUri,
+      sealedToken: seal.seal(registered.registrationAccessToken, registered.clientId),
+      keyId: seal.keyId,
+    };
+    let client: TokenClientSummary;
+    try {
+      client = await this.admin.tokens.addRegisteredClient(request.siteId, registered.clientId, request.note, stored);
+    } catch (error) {
+      throw await this.undoRegistration(registered, error);
+    }
+    return { handover: this.handover(metadata, registered.clientId, registered.clientSecret, guideUrl), client };
+  }
+
+  /** A new secret at the issuer (RFC 7592 update); the old one stops working there. */
+  async rotateSecret(clientId: ClientId): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
+    const settings = this.settings();
+    const { registration: stored } = await this.admin.tokens.clientWithRegistration(clientId);
+    const { registration, seal } = this.managed(clientId, settings, stored);
+    if (registration.stored.authMethod !== 'client_secret_basic') {
+      throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} authenticates with the partner's own keys (private_key_jwt): it has no secret to rotate; the partner rotates their keys`);
+    }
+    const guideUrl = await this.guideUrl();
+    let metadata: IssuerMetadata;
+    let updated: Awaited<ReturnType<typeof rotateClientSecret>>;
+    try {
+      metadata = await discoverIssuer(settings.issuer);
+      updated = await rotateClientSecret(registration.atIssuer, clientId);
+    } catch (error) {
+      throw issuerError(`give client ${clientId} a new secret`, error, 'the secret it has still works');
+    }
+    let client: TokenClientSummary;
+    try {
+      client = await this.admin.tokens.recordSecretRotation(clientId, seal.seal(updated.registrationAccessToken, clientId), seal.keyId);
+    } catch (error) {
+      // The new secret is live and shown to no one: say so, and how to get another.
+      throw new Error(
+        `the issuer gave client ${clientId} a new secret, but recording it here failed (${(error as Error).message}); the old secret no longer works. ` +
+          'Give it a new secret again once the database answers; if the issuer then refuses the registration access token, remove the client here only (local-only) and create a new one',
+        { cause: error },
+      );
+    }
+    return { handover: this.handover(metadata, clientId, updated.clientSecret, guideUrl), client };
+  }
+
+  /**
+   * Deletes the client at the issuer when it was created here, then here. With `localOnly`, or for a
+   * client added by hand, here only: the client then still exists at the issuer.
+   */
+  async remove(clientId: ClientId, localOnly: boolean): Promise<{ readonly client: TokenClientSummary; readonly deletedAtIssuer: boolean }> {
+    const { registration } = await this.admin.tokens.clientWithRegistration(clientId);
+    if (registration === undefined || localOnly) return { client: await this.admin.tokens.removeClient(clientId), deletedAtIssuer: false };
+    const settings = this.settings(' (or remove it here only with local-only, then delete it at the issuer by hand)');
+    const { registration: managed } = this.managed(clientId, settings, registration);
+    try {
+      await deleteClient(managed.atIssuer);
+    } catch (error) {
+      // RFC 7592 §2.3 answers 401 for a client that is gone; a 404 says so plainly: nothing left to delete there.
+      if (!(error instanceof IssuerRefused && error.status === 404)) {
+        throw issuerError(`delete client ${clientId}`, error, 'the client was not removed, here or there; to remove it here only, remove it with local-only and delete it at the issuer by hand');
+      }
+    }
+    return { client: await this.admin.tokens.removeClient(clientId, true), deletedAtIssuer: true };
+  }
+
+  private settings(extra = ''): RegistrationSettings {
+    const tokens = this.config.tokens;
+    if (tokens === undefined || tokens.registrationToken === undefined) throw new AdminError('REGISTRATION_OFF', `registering clients at the issuer is off: ${REGISTRATION_OFF_HELP}${extra}`);
+    return { issuer: tokens.issuer, audience: tokens.audience, initialAccessToken: tokens.registrationToken };
+  }
+
+  private async guideUrl(): Promise<string | null> {
+    return (await this.admin.sunset.policy(configuredSunsetPolicy(this.config))).guideUrl;
+  }
+
+  private handover(metadata: IssuerMetadata, clientId: string, clientSecret: string | undefined, guideUrl: string | null): Handover {
+    const resource = this.config.tokens?.audience ?? '';
+    return { client_id: clientId, ...(clientSecret === undefined ? {} : { client_secret: clientSecret }), token_endpoint: metadata.tokenEndpoint, resource, guide_url: guideUrl };
+  }
+
+  /** A client this service registered, with its registration access token opened. */
+  private managed(clientId: ClientId, settings: RegistrationSettings, registration: StoredRegistration | undefined) {
+    if (registration === undefined) {
+      throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} was not created by this service (it was added for an existing client): manage it at the issuer`);
+    }
+    const seal = new RegistrationSeal(settings.initialAccessToken);
+    let token: string;
+    try {
+      token = seal.open(registration.sealedToken, registration.keyId, clientId);
+    } catch (error) {
+      if (error instanceof SealUnreadable) throw new AdminError('REGISTRATION_TOKEN_UNREADABLE', error.message);
+      throw error;
+    }
+    const atIssuer: ClientRegistration = { registrationClientUri: registration.registrationClientUri, registrationAccessToken: token };
+    return { registration: { stored: registration, atIssuer }, seal };
+  }
+
+  /** The transaction refused the client: delete it at the issuer again, and say what happened on each side. */
+  private async undoRegistration(registered: RegisteredClient, error: unknown): Promise<Error> {
+    let undone = `the client ${registered.clientId} registered at the issuer was deleted again`;
+    try {
+      await deleteClient(registered);
+    } catch (undo) {
+      undone = `deleting client ${registered.clientId} at the issuer failed too (${(undo as Error).message}): delete it there by hand`;
+    }
+    if (error instanceof AdminError) return new AdminError(error.code, `${error.message}; ${undone}`);
+    return new Error(`storing the client failed (${(error as Error).message}); ${undone}`, { cause: error });
+  }
+}

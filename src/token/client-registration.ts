@@ -1,0 +1,142 @@
+import type { JSONWebKeySet } from 'jose';
+import { isSecureOrLoopbackUrl } from '../config.js';
+import { IssuerMetadataInvalid } from './issuer-metadata.js';
+import { issuerRequest, issuerText, type IssuerLimits, ISSUER_LIMITS } from './issuer-http.js';
+
+/**
+ * A client of OAuth 2.0 Dynamic Client Registration (RFC 7591) and its management protocol (RFC 7592):
+ * what the service sends the issuer to create, read, change and delete a partner's client, and what it
+ * accepts back. No storage and no policy here: client-onboarding.ts decides when.
+ */
+
+/** How the partner's client authenticates at the token endpoint: a secret, or assertions signed with its own key (RFC 7523). */
+export type ClientAuthMethod = 'client_secret_basic' | 'private_key_jwt';
+export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'private_key_jwt'];
+
+/** The partner's public keys, given inline or by URL; none: a secret. */
+export type PartnerKeys = { readonly jwks: JSONWebKeySet } | { readonly jwksUri: string } | undefined;
+
+export interface RegisteredClient {
+  readonly clientId: string;
+  /** Only for client_secret_basic; shown once, never stored. */
+  readonly clientSecret: string | undefined;
+  readonly authMethod: ClientAuthMethod;
+  /** RFC 7592 §3: where the client's configuration is read, changed and deleted. */
+  readonly registrationClientUri: string;
+  /** RFC 7592 §3: authorizes that; stored sealed. */
+  readonly registrationAccessToken: string;
+}
+
+/** Where a registered client is managed, with the token that authorizes it. */
+export interface ClientRegistration {
+  readonly registrationClientUri: string;
+  readonly registrationAccessToken: string;
+}
+
+// RFC 7592 §2.2: the server's own fields, never sent back in an update.
+const SERVER_FIELDS = ['registration_access_token', 'registration_client_uri', 'client_secret_expires_at', 'client_id_issued_at', 'client_secret'];
+const CLIENT_ID = /^[\x21-\x7e]{1,255}$/;
+const MAX_TOKEN = 4096;
+
+/** RFC 7591 §2 metadata of a client-credentials client for the partner API. */
+export function clientMetadata(clientName: string, keys: PartnerKeys): Record<string, unknown> {
+  return {
+    client_name: clientName,
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: keys === undefined ? 'client_secret_basic' : 'private_key_jwt',
+    ...(keys === undefined ? {} : 'jwks' in keys ? { jwks: keys.jwks } : { jwks_uri: keys.jwksUri }),
+  };
+}
+
+function stringOf(answer: Record<string, unknown> | undefined, name: string, max = MAX_TOKEN): string | undefined {
+  const value = answer?.[name];
+  return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
+}
+
+function managementOf(answer: Record<string, unknown> | undefined): ClientRegistration | undefined {
+  const uri = stringOf(answer, 'registration_client_uri', 2048);
+  const token = stringOf(answer, 'registration_access_token');
+  if (uri === undefined || token === undefined) return undefined;
+  let secure = false;
+  try {
+    secure = isSecureOrLoopbackUrl(uri);
+  } catch {
+    secure = false;
+  }
+  return secure ? { registrationClientUri: uri, registrationAccessToken: token } : undefined;
+}
+
+/**
+ * RFC 7591 §3.1: registers the client with the initial access token. An answer the service could not
+ * manage the client with is refused, and the client deleted again where the answer allows it.
+ */
+export async function registerClient(
+  registrationEndpoint: string,
+  initialAccessToken: string,
+  metadata: Record<string, unknown>,
+  limits: IssuerLimits = ISSUER_LIMITS,
+): Promise<RegisteredClient> {
+  const { json } = await issuerRequest({ method: 'POST', url: registrationEndpoint, bearer: initialAccessToken, body: metadata }, limits);
+  const clientId = stringOf(json, 'client_id');
+  const management = managementOf(json);
+  const requested = metadata['token_endpoint_auth_method'] as ClientAuthMethod;
+  const secret = stringOf(json, 'client_secret');
+  const problem =
+    clientId === undefined || !CLIENT_ID.test(clientId)
+      ? 'no client_id of 1 to 255 visible ASCII characters'
+      : management === undefined
+        ? 'no registration_client_uri (https) and registration_access_token (RFC 7592), so the client could never be rotated or deleted from here'
+        : json?.['token_endpoint_auth_method'] !== undefined && json['token_endpoint_auth_method'] !== requested
+          ? `token_endpoint_auth_method ${issuerText(json['token_endpoint_auth_method'])} instead of the ${requested} asked for`
+          : requested === 'client_secret_basic' && secret === undefined
+            ? 'no client_secret for a client that authenticates with one'
+            : undefined;
+  if (problem !== undefined) {
+    if (management !== undefined) await deleteClient(management, limits).catch(() => undefined);
+    const left = management === undefined && clientId !== undefined ? `; delete client ${issuerText(clientId)} at the issuer by hand` : '';
+    throw new IssuerMetadataInvalid(`the issuer's registration answer has ${problem}${left}`);
+  }
+  return {
+    clientId: clientId as string,
+    clientSecret: requested === 'client_secret_basic' ? secret : undefined,
+    authMethod: requested,
+    ...(management as ClientRegistration),
+  };
+}
+
+/** RFC 7592 §2.3. */
+export async function deleteClient(registration: ClientRegistration, limits: IssuerLimits = ISSUER_LIMITS): Promise<void> {
+  await issuerRequest({ method: 'DELETE', url: registration.registrationClientUri, bearer: registration.registrationAccessToken }, limits);
+}
+
+/** What an update changed: the new secret, and the registration access token if the issuer rotated it. */
+export interface UpdatedClient {
+  readonly clientSecret: string;
+  readonly registrationAccessToken: string;
+}
+
+/**
+ * A new client secret through RFC 7592: read the client's configuration (§2.1), send it back without
+ * the secret (§2.2, which lets the server issue a new one), and check that it did. An issuer that
+ * keeps the secret on update cannot rotate it this way; that is said, not hidden.
+ */
+export async function rotateClientSecret(registration: ClientRegistration, clientId: string, limits: IssuerLimits = ISSUER_LIMITS): Promise<UpdatedClient> {
+  const read = await issuerRequest({ method: 'GET', url: registration.registrationClientUri, bearer: registration.registrationAccessToken }, limits);
+  const current = read.json ?? {};
+  if (current['client_id'] !== clientId) throw new IssuerMetadataInvalid(`the issuer's configuration at the registration_client_uri is not client ${clientId}'s`);
+  const previousSecret = stringOf(current, 'client_secret');
+  const update: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(current)) if (!SERVER_FIELDS.includes(name)) update[name] = value;
+  // The token that authorized the read may have been rotated by it; the update uses what the read answered.
+  const bearer = stringOf(current, 'registration_access_token') ?? registration.registrationAccessToken;
+  const { json } = await issuerRequest({ method: 'PUT', url: registration.registrationClientUri, bearer, body: update }, limits);
+  const clientSecret = stringOf(json, 'client_secret');
+  if (clientSecret === undefined || clientSecret === previousSecret) {
+    throw new IssuerMetadataInvalid(
+      'the issuer kept the client secret on update (RFC 7592 lets it choose): rotate the secret at the issuer by hand, or create a new client for the site and remove this one',
+    );
+  }
+  return { clientSecret, registrationAccessToken: stringOf(json, 'registration_access_token') ?? bearer };
+}
