@@ -172,7 +172,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'TOKEN_AUDIENCE', default: 'required with TOKEN_ISSUER', meaning: "a value every token's aud must contain" },
   { name: 'TOKEN_JWKS_URL', default: 'required with TOKEN_ISSUER', meaning: "the issuer's jwks_uri (https, or http on loopback)" },
   { name: 'TOKEN_ALGORITHMS', default: 'RS256,PS256,ES256,EdDSA', meaning: 'JWS algorithms accepted; never none or HMAC' },
-  { name: 'TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted (RFC 9068)' },
+  { name: 'TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted (RFC 9068); none: a token without typ' },
   { name: 'TOKEN_CLOCK_SKEW_SECONDS', default: '30', meaning: 'leeway for exp, nbf and iat' },
   { name: 'WORKERS', default: '1', meaning: 'processes answering checks on the one port, or auto' },
   { name: 'SHADOW_MODE', default: 'false', meaning: 'allow every check, reporting would-be denials: for a first rollout' },
