@@ -38,8 +38,8 @@ export interface TokenSettings extends AccessTokenRules {
 
 /**
  * The admin API and console on their own port, for the organisation's people; off without
- * ADMIN_ISSUER. Their tokens follow the partner tokens' rules (the default algorithms, at+jwt, 30 s
- * of leeway); the keys come from the issuer's discovery document.
+ * ADMIN_ISSUER. Their tokens follow the partner tokens' rules (the default algorithms, the types of
+ * ADMIN_TOKEN_TYPES, 30 s of leeway); the keys come from the issuer's discovery document.
  */
 export interface AdminSettings extends AccessTokenRules {
   /** ADMIN_PORT. */
@@ -186,7 +186,7 @@ export const SETTINGS: readonly Setting[] = [
     meaning: "the issuer's jwks_uri (https, or http on loopback), for an issuer without a discovery document",
   },
   { name: 'TOKEN_ALGORITHMS', default: 'RS256,PS256,ES256,EdDSA', meaning: 'JWS algorithms accepted; never none or HMAC' },
-  { name: 'TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted (RFC 9068)' },
+  { name: 'TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted (RFC 9068); none: a token without typ' },
   { name: 'TOKEN_CLOCK_SKEW_SECONDS', default: '30', meaning: 'leeway for exp, nbf and iat' },
   { name: 'TOKEN_REGISTRATION_TOKEN', default: 'unset: no `token-client create`', meaning: "the issuer's initial access token for registering partners' clients (RFC 7591); also seals their registration access tokens" },
   { name: 'TOKEN_REGISTRATION_TOKEN_FILE', default: 'unset', meaning: 'a file holding TOKEN_REGISTRATION_TOKEN (a mounted Secret), read at start' },
@@ -195,6 +195,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'ADMIN_ISSUER', default: 'unset: no admin port', meaning: "turns the admin API and console on: the organisation's OpenID provider (https, or http on loopback)" },
   { name: 'ADMIN_AUDIENCE', default: 'required with ADMIN_ISSUER', meaning: "a value every admin access token's aud must contain" },
   { name: 'ADMIN_PORT', default: '9465', meaning: 'HTTP port of the admin API and console, never routed by the partner gateway' },
+  { name: 'ADMIN_TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted on the admin port: at+jwt, JWT, or none for a token without typ' },
   { name: 'ADMIN_ROLES_CLAIM', default: 'roles', meaning: 'the token claim listing viewer, account-manager or admin; a dotted path such as resource_access.sitekey-authz.roles reads a nested one' },
   { name: 'ADMIN_OIDC_CLIENT_ID', default: 'unset: the API only, no console', meaning: "the console's client id at the provider (authorization code with PKCE)" },
   { name: 'ADMIN_OIDC_CLIENT_SECRET', default: 'unset: a public client', meaning: "the console's client secret, if the provider gave it one" },
@@ -386,6 +387,9 @@ function tokenAlgorithms(env: Env): string[] {
   return algorithms;
 }
 
+/** In a list of accepted types: a token without a typ header (a typ that says "none" is no type at all). */
+export const NO_TOKEN_TYPE = 'none';
+
 /** A media type as RFC 9068 §4 compares typ: without case and without the `application/` prefix. */
 export function normalizedTokenType(type: string): string {
   const lower = type.toLowerCase();
@@ -478,6 +482,18 @@ function registrationToken(env: Env): string | undefined {
 }
 
 const ADMIN_PORT = 9465;
+// RFC 9068's type, the plain JWT that Keycloak, Entra ID and Auth0 write by default, or no typ (Okta).
+const ADMIN_TOKEN_TYPES = ['at+jwt', 'jwt', NO_TOKEN_TYPE];
+
+function adminTokenTypes(env: Env): string[] {
+  const types = list(env, 'ADMIN_TOKEN_TYPES', 'at+jwt');
+  for (const type of types) {
+    if (!ADMIN_TOKEN_TYPES.includes(normalizedTokenType(type))) {
+      throw new ConfigError('ADMIN_TOKEN_TYPES', `"${type}" is not one of at+jwt, JWT or none (a token without typ), e.g. at+jwt,JWT for a provider that writes JWT`);
+    }
+  }
+  return [...new Set(types.map(normalizedTokenType))];
+}
 // A claim name as providers write them: a word, or a URI such as https://example.com/claims/roles.
 const CLAIM_NAME = /^[\x21-\x7e]{1,200}$/;
 
@@ -520,7 +536,7 @@ function adminSettings(env: Env, otherPorts: { readonly grpc: number; readonly m
     issuer,
     audience,
     algorithms: Object.freeze(DEFAULT_TOKEN_ALGORITHMS.split(',')),
-    types: Object.freeze(['at+jwt']),
+    types: Object.freeze(adminTokenTypes(env)),
     clockSkewSeconds: 30,
     port: adminPort,
     rolesClaim,

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { JWTPayload } from 'jose';
-import type { AdminSettings } from '../config.js';
+import { NO_TOKEN_TYPE, type AdminSettings } from '../config.js';
 import { verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
 import type { KeySource } from '../token/issuer-keys.js';
 import { setWithin } from '../common/bounded-map.js';
@@ -15,10 +15,9 @@ const NAME_MAX_CHARS = 200;
 const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+$/;
 
 /** What a person is told about a refused token (RFC 6750 §3.1 error_description: no secrets, no token). */
-const RULE_DESCRIPTIONS: Readonly<Record<AccessTokenRule, string>> = {
+const RULE_DESCRIPTIONS: Readonly<Record<Exclude<AccessTokenRule, 'type'>, string>> = {
   malformed: 'the access token is not a JWT',
   algorithm: 'the access token is signed with an algorithm that is not accepted',
-  type: 'the access token is not an RFC 9068 access token (typ at+jwt)',
   'unknown-key': "the access token is signed with a key the provider does not publish",
   signature: 'the access token signature does not verify',
   issuer: 'the access token is from another issuer than ADMIN_ISSUER',
@@ -27,6 +26,25 @@ const RULE_DESCRIPTIONS: Readonly<Record<AccessTokenRule, string>> = {
   'not-yet-valid': 'the access token is not valid yet',
   claims: 'the access token lacks a claim this API needs (sub, exp, iat)',
 };
+
+function ruleDescription(rule: AccessTokenRule, types: readonly string[]): string {
+  if (rule !== 'type') return RULE_DESCRIPTIONS[rule];
+  const accepted = types.map((type) => (type === NO_TOKEN_TYPE ? 'none' : type)).join(', ');
+  return `the access token is not an access token of a type ADMIN_TOKEN_TYPES accepts (typ ${accepted})`;
+}
+
+/**
+ * Claims only an ID token carries (OpenID Connect Core §2, §3.3.2.11; Keycloak writes typ "ID" in the
+ * payload). An ID token says who signed in to a client, and is no grant for this API: its aud is the
+ * client's id, which the audience check refuses, unless the provider uses one id for both (an Entra ID
+ * registration that is the console and the API at once). With JWT or none accepted, typ cannot tell
+ * them apart, so these claims do. Not nonce: Keycloak before 25 wrote it into access tokens too.
+ */
+const ID_TOKEN_CLAIMS = ['at_hash', 'c_hash', 's_hash'] as const;
+
+function isIdToken(payload: JWTPayload): boolean {
+  return ID_TOKEN_CLAIMS.some((claim) => Object.hasOwn(payload, claim)) || payload['typ'] === 'ID';
+}
 
 export const invalidToken = (description: string): AuthOutcome => ({ ok: false, status: 401, error: 'invalid_token', description });
 
@@ -103,7 +121,8 @@ export class AdminTokenVerifier {
       return { ok: false, status: 429, error: 'temporarily_unavailable', description: `too many new access tokens at once on this port; try again in ${wait} s` };
     }
     const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['sub']);
-    if (!outcome.valid) return invalidToken(RULE_DESCRIPTIONS[outcome.rule]);
+    if (!outcome.valid) return invalidToken(ruleDescription(outcome.rule, this.settings.types));
+    if (isIdToken(outcome.payload)) return invalidToken('this is an ID token; send an access token for ADMIN_AUDIENCE');
     const principal = principalOf(outcome.payload, this.settings.rolesClaim);
     if (principal === undefined) return invalidToken('the access token has no usable sub claim');
     setWithin(this.verified, id, { principal, until: ((outcome.payload.exp ?? 0) + this.settings.clockSkewSeconds) * 1000 }, VERIFIED_ADMIN_TOKENS_MAX);

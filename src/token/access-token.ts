@@ -1,5 +1,5 @@
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
-import { normalizedTokenType, type AccessTokenRules } from '../config.js';
+import { NO_TOKEN_TYPE, normalizedTokenType, type AccessTokenRules } from '../config.js';
 import type { TokenRule } from '../decision/types.js';
 import type { KeySource } from './issuer-keys.js';
 
@@ -40,6 +40,14 @@ function ruleOfJoseError(error: unknown): AccessTokenRule {
   }
 }
 
+/** The typ header as the accepted types list it: NO_TOKEN_TYPE when there is none; '' (never listed) when it is not text or says "none". */
+function typeOf(typ: unknown): string {
+  if (typ === undefined) return NO_TOKEN_TYPE;
+  if (typeof typ !== 'string') return '';
+  const type = normalizedTokenType(typ);
+  return type === NO_TOKEN_TYPE ? '' : type;
+}
+
 /** What the protected header alone refuses, before any key is looked up. */
 function headerRule(token: string, rules: AccessTokenRules): AccessTokenRule | undefined {
   let header: ReturnType<typeof decodeProtectedHeader>;
@@ -50,7 +58,7 @@ function headerRule(token: string, rules: AccessTokenRules): AccessTokenRule | u
   }
   if (token.split('.').length !== 3) return 'malformed';
   if (typeof header.alg !== 'string' || !rules.algorithms.includes(header.alg)) return 'algorithm';
-  if (typeof header.typ !== 'string' || !rules.types.includes(normalizedTokenType(header.typ))) return 'type';
+  if (!rules.types.includes(typeOf(header.typ))) return 'type';
   if (isFromAnotherIssuer(token, rules.issuer)) return 'issuer';
   if (typeof header.kid !== 'string' || header.kid === '') return 'unknown-key';
   return undefined;
@@ -74,8 +82,9 @@ function isFromAnotherIssuer(token: string, issuer: string): boolean {
 
 /**
  * One RFC 9068 JWT access token checked in the order a caller would fix it: the JWS shape, its alg
- * against the allow-list (never none or HMAC: config.ts refuses them), typ (at+jwt), an iss of
- * another issuer (read unverified, for the message only), the kid against
+ * against the allow-list (never none or HMAC: config.ts refuses them), typ (at+jwt, or the types
+ * configured; a token without typ only where NO_TOKEN_TYPE is), an iss of another issuer (read
+ * unverified, for the message only), the kid against
  * the issuer's keys, the signature, iss, aud, exp and nbf within the clock skew, the claims the caller
  * needs, and iat not in the future. jose does every cryptographic step. Partner tokens
  * (token-verifier.ts) and the admin port's (admin/admin-token.ts) both go through here.

@@ -33,6 +33,14 @@ describe('the ADMIN_* settings', () => {
     assert.ok(Object.isFrozen(admin));
   });
 
+  it('take the token types of ADMIN_TOKEN_TYPES as typ is compared: without case, without application/, each once', () => {
+    const types = (value: string) => loadConfig({ ...ISSUER, ADMIN_TOKEN_TYPES: value }).admin?.types;
+    assert.deepEqual(types('JWT'), ['jwt']);
+    assert.deepEqual(types('at+jwt, JWT, none'), ['at+jwt', 'jwt', 'none']);
+    assert.deepEqual(types('application/at+jwt,AT+JWT'), ['at+jwt']);
+    assert.deepEqual(types(''), ['at+jwt'], 'empty is the default');
+  });
+
   it('take a console client, a public URL without its trailing slash and another port', () => {
     const admin = loadConfig({
       ...ISSUER,
@@ -60,6 +68,9 @@ describe('the ADMIN_* settings', () => {
     ['a roles claim with a space', { ...ISSUER, ADMIN_ROLES_CLAIM: 'my roles' }, 'ADMIN_ROLES_CLAIM', /claim name/],
     ['a secret without a client', { ...ISSUER, ADMIN_OIDC_CLIENT_SECRET: 'hunter2' }, 'ADMIN_OIDC_CLIENT_SECRET', /only read with ADMIN_OIDC_CLIENT_ID/],
     ['a public URL over http off loopback', { ...ISSUER, ADMIN_PUBLIC_URL: 'http://authz-admin.corp.example' }, 'ADMIN_PUBLIC_URL', /https:\/\//],
+    ['a token type of another kind', { ...ISSUER, ADMIN_TOKEN_TYPES: 'at+jwt,id+jwt' }, 'ADMIN_TOKEN_TYPES', /"id\+jwt" is not one of at\+jwt, JWT or none/],
+    ['an empty token type', { ...ISSUER, ADMIN_TOKEN_TYPES: 'at+jwt,' }, 'ADMIN_TOKEN_TYPES', /empty item/],
+    ['token types without the issuer', { ADMIN_TOKEN_TYPES: 'JWT' }, 'ADMIN_TOKEN_TYPES', /only read with ADMIN_ISSUER/],
     ['a public URL with a query', { ...ISSUER, ADMIN_PUBLIC_URL: 'https://authz-admin.corp.example/?x=1' }, 'ADMIN_PUBLIC_URL', /without query/],
   ];
   for (const [what, env, variable, reason] of refused) {

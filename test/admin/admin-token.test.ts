@@ -112,6 +112,58 @@ describe('admin access tokens', () => {
     }
   });
 
+  it('accept a typ of ADMIN_TOKEN_TYPES only: at+jwt by default, JWT when listed, no typ only with none', async () => {
+    const outcomes = async (env: Record<string, string>) => {
+      const { verifier, sign } = await fixture(env);
+      const cases: Record<string, Record<string, unknown>> = {
+        'at+jwt': {},
+        'application/at+jwt': { typ: 'application/at+jwt' },
+        JWT: { typ: 'JWT' },
+        'no typ': { typ: undefined },
+        'typ "none"': { typ: 'none' },
+        'typ id+jwt': { typ: 'id+jwt' },
+      };
+      const accepted: string[] = [];
+      for (const [what, header] of Object.entries(cases)) if ((await verifier.verify(await sign(claims(), header))).ok) accepted.push(what);
+      return accepted;
+    };
+    assert.deepEqual(await outcomes({}), ['at+jwt', 'application/at+jwt']);
+    assert.deepEqual(await outcomes({ ADMIN_TOKEN_TYPES: 'at+jwt,JWT' }), ['at+jwt', 'application/at+jwt', 'JWT']);
+    assert.deepEqual(await outcomes({ ADMIN_TOKEN_TYPES: 'JWT' }), ['JWT']);
+    assert.deepEqual(await outcomes({ ADMIN_TOKEN_TYPES: 'none' }), ['no typ']);
+    assert.deepEqual(await outcomes({ ADMIN_TOKEN_TYPES: 'at+jwt,JWT,none' }), ['at+jwt', 'application/at+jwt', 'JWT', 'no typ']);
+  });
+
+  it('name the accepted types when refusing a typ', async () => {
+    const { verifier, sign } = await fixture({ ADMIN_TOKEN_TYPES: 'JWT,none' });
+    const outcome = await verifier.verify(await sign(claims()));
+    assert.equal(outcome.ok, false);
+    if (!outcome.ok) assert.equal(outcome.description, 'the access token is not an access token of a type ADMIN_TOKEN_TYPES accepts (typ jwt, none)');
+  });
+
+  it('refuse an ID token of the same provider with JWT and none accepted: by its audience, and by its claims where the audience is ours', async () => {
+    const { verifier, sign } = await fixture({ ADMIN_TOKEN_TYPES: 'at+jwt,JWT,none' });
+    // An ID token as providers write them: typ JWT (or none), aud the console's client id, a nonce and at_hash.
+    const idToken = claims({ aud: 'sitekey-authz-console', azp: 'sitekey-authz-console', nonce: 'n-0S6_WzA2Mj', at_hash: 'HK6E_P6Dh8Y93mRNtsDB1Q', auth_time: NOW / 1000 - 60 });
+    for (const header of [{ typ: 'JWT' }, { typ: undefined }]) {
+      const outcome = await verifier.verify(await sign(idToken, header));
+      assert.equal(outcome.ok, false);
+      if (!outcome.ok) assert.match(outcome.description, /another audience than ADMIN_AUDIENCE/);
+    }
+    const sameAudience: Array<[string, JWTPayload]> = [
+      ['at_hash', { at_hash: 'HK6E_P6Dh8Y93mRNtsDB1Q' }],
+      ['c_hash', { c_hash: 'LDktKdoQak3Pk0cnXxCltA' }],
+      ["Keycloak's typ claim ID", { typ: 'ID' }],
+    ];
+    for (const [what, extra] of sameAudience) {
+      const outcome = await verifier.verify(await sign(claims(extra), { typ: 'JWT' }));
+      assert.equal(outcome.ok, false, what);
+      if (!outcome.ok) assert.equal(outcome.description, 'this is an ID token; send an access token for ADMIN_AUDIENCE', what);
+    }
+    // Keycloak before 25 put the nonce into access tokens too, and writes typ Bearer in their payload.
+    assert.equal((await verifier.verify(await sign(claims({ nonce: 'n-0S6_WzA2Mj', typ: 'Bearer' }), { typ: 'JWT' }))).ok, true);
+  });
+
   it('drop an e-mail that could garble the audit trail, but keep the person', async () => {
     const { verifier, sign } = await fixture();
     const outcome = await verifier.verify(await sign(claims({ email: 'a\u202eb@corp.example' })));

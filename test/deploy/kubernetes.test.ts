@@ -31,6 +31,7 @@ const SOURCE_FILES = [
   BASE_DIR,
   ...KUSTOMIZATIONS.map((dir) => join(DEPLOY_DIR, 'kubernetes', dir)),
   join(DEPLOY_DIR, 'kubernetes', 'components', 'admin-api'),
+  join(DEPLOY_DIR, 'kubernetes', 'components', 'tokens'),
   join(DEPLOY_DIR, 'envoy'),
 ].flatMap(resourceFiles);
 

@@ -45,6 +45,11 @@ export interface AdminIssuerOptions {
   readonly accessTokenTtlSeconds?: number;
   /** The claim the roles go in (default roles), as ADMIN_ROLES_CLAIM names it. */
   readonly rolesClaim?: string;
+  /**
+   * The typ header of its access tokens: at+jwt by default (RFC 9068), another such as JWT, or null
+   * for none, as the providers that write no RFC 9068 type do (ADMIN_TOKEN_TYPES).
+   */
+  readonly accessTokenType?: string | null;
   /** 0 (the default) lets the system pick a free port; the local provider for trying it fixes one. */
   readonly port?: number;
 }
@@ -63,8 +68,11 @@ export interface AdminIssuer {
   readonly tokenEndpoint: string;
   /** The environment that points the service at this provider (without ADMIN_PORT). */
   env(): Record<string, string>;
-  /** A real access token for the person, through sign-in, code and PKCE; `resource` picks another audience. */
-  tokenFor(person: AdminPersonName | AdminPerson | string, options?: { readonly resource?: string }): Promise<string>;
+  /**
+   * A real access token for the person, through sign-in, code and PKCE; `resource` picks another
+   * audience; `idToken` gives the ID token of the same sign-in instead.
+   */
+  tokenFor(person: AdminPersonName | AdminPerson | string, options?: { readonly resource?: string; readonly idToken?: boolean }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -190,6 +198,17 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
       },
     },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    ...(options.accessTokenType === undefined
+      ? {}
+      : {
+          formats: {
+            customizers: {
+              jwt: (_ctx, _token, parts) => {
+                parts.header = { typ: options.accessTokenType ?? undefined };
+              },
+            },
+          },
+        }),
   };
   provider = withoutProviderNotices(() => new Provider(issuer, configuration));
   provider.silent = true;
@@ -217,7 +236,7 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
   const authorizationEndpoint = discovery['authorization_endpoint'] ?? '';
   const tokenEndpoint = discovery['token_endpoint'] ?? '';
 
-  const tokenFor = async (who: AdminPersonName | AdminPerson | string, tokenOptions: { readonly resource?: string } = {}): Promise<string> => {
+  const tokenFor = async (who: AdminPersonName | AdminPerson | string, tokenOptions: { readonly resource?: string; readonly idToken?: boolean } = {}): Promise<string> => {
     const person = personNamed(who);
     const jar = new Map<string, string>();
     const send = async (url: string, init: RequestInit = {}): Promise<Response> => {
@@ -268,9 +287,10 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
     else headers['authorization'] = `Basic ${Buffer.from(`${CLIENT_ID}:${options.clientSecret}`).toString('base64')}`;
     if (tokenOptions.resource !== undefined) form.set('resource', tokenOptions.resource);
     const answer = await fetch(tokenEndpoint, { method: 'POST', headers, body: form });
-    const body = (await answer.json()) as { access_token?: unknown; error?: unknown; error_description?: unknown };
-    if (typeof body.access_token !== 'string') throw new Error(`the token endpoint answered ${answer.status} ${String(body.error)}: ${String(body.error_description)}`);
-    return body.access_token;
+    const body = (await answer.json()) as { access_token?: unknown; id_token?: unknown; error?: unknown; error_description?: unknown };
+    const token = tokenOptions.idToken === true ? body.id_token : body.access_token;
+    if (typeof token !== 'string') throw new Error(`the token endpoint answered ${answer.status} ${String(body.error)}: ${String(body.error_description)}`);
+    return token;
   };
 
   return {

@@ -120,6 +120,17 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     assert.equal(((await widened.verify(await signedToken(rsa, claims(), { typ: 'JWT' }), NOW)) as TokenVerdict).valid, true);
   });
 
+  it('TOKEN_TYPES none admits a token without typ, and never one whose typ says "none"', async () => {
+    const typeless = new TokenVerifier(settings(JWKS_URL, { TOKEN_TYPES: 'at+jwt,none' }), keys);
+    const rule = async (token: string) => {
+      const result = (await typeless.verify(token, NOW)) as TokenVerdict;
+      return result.valid ? 'valid' : result.rule;
+    };
+    assert.equal(await rule(await signedToken(rsa, claims({ jti: 'no-typ' }), { typ: undefined })), 'valid');
+    assert.equal(await rule(await signedToken(rsa, claims({ jti: 'typ-none' }), { typ: 'none' })), 'type');
+    assert.equal(await rule(await signedToken(rsa, claims({ jti: 'typ-jwt' }), { typ: 'JWT' })), 'type');
+  });
+
   it('refuses another issuer and another audience; accepts an aud list that contains ours', async () => {
     assert.equal(await rule(await signedToken(rsa, claims({ iss: 'https://evil.example.com' }))), 'issuer');
     assert.equal(await rule(await signedToken(rsa, claims({ aud: 'https://other-api.example.com' }))), 'audience');

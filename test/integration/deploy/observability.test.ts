@@ -62,6 +62,10 @@ async function namesTheServiceExposes(): Promise<Set<string>> {
   metrics.onSync({ kind: 'sites', ok: false, durationSeconds: 0.1 });
   metrics.onNotification();
   metrics.onLastUsedFlush({ ok: true });
+  // The token path, as a replica with TOKEN_ISSUER has it.
+  const tokenKeys = { keys: () => 2, ageSeconds: () => 30, verifiedTokens: () => 0 };
+  metrics.followTokenKeys(tokenKeys);
+  metrics.onTokenKeysFetch({ ok: false });
   const workerPool = new WorkerPoolMetrics({ running: () => 2 });
   workerPool.onWorkerReplaced();
   return exposedNames(`${await metrics.scrape()}\n${await workerPool.registry.metrics()}`);
@@ -115,6 +119,11 @@ describe('dashboard and alert rules (deploy/observability)', () => {
       ['readiness', /sitekey_authz_ready/],
       ['sync failures', /sitekey_authz_snapshot_sync_failures_total/],
       ['pool use', /sitekey_authz_db_pool_waiting_queries/],
+      ['token checks by outcome', /sum by \(outcome\) \(rate\(sitekey_authz_checks_by_method_total\{[^}]*method=\\"token\\"/],
+      ['token refusals by reason', /sum by \(reason\) \(rate\(sitekey_authz_token_refusals_total/],
+      ['checks by method, the migration', /sum by \(method, outcome\) \(rate\(sitekey_authz_checks_by_method_total/],
+      ['issuer key fetches', /sitekey_authz_token_issuer_key_fetches_total/],
+      ['issuer key age', /sitekey_authz_token_issuer_keys_age_seconds/],
     ];
     for (const [what, pattern] of wanted) assert.match(everything, pattern, what);
   });
@@ -133,6 +142,10 @@ describe('dashboard and alert rules (deploy/observability)', () => {
       'SitekeyAuthzSiteRefusalJump',
       'SitekeyAuthzSnapshotStale',
       'SitekeyAuthzSyncFailures',
+      'SitekeyAuthzTokenIssuerKeysStale',
+      'SitekeyAuthzTokenKeyFetchFailures',
+      'SitekeyAuthzTokenKeysUnavailable',
+      'SitekeyAuthzTokenRefusalSpike',
       'SitekeyAuthzWorkerReplaced',
     ]);
     for (const [, name, body = ''] of alerts) {
