@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,8 +19,6 @@ import { startThrottlingProxy } from '../support/throttling-proxy.js';
 const GUIDE_PATH = join(PACKAGE_ROOT, 'docs', 'partner-migration-guide.md');
 const SITE_ID = '1001';
 const PARTNER_ADDRESS = '203.0.113.7';
-const SECRET_CLIENT: TestIssuerClient = { clientId: 'partner-1001', clientSecret: 'wV3r_hx-8Qk2Lr0pXc9sTz4mNb7YdGf1' };
-const KEY_CLIENT_ID = 'partner-1001-keys';
 const run = promisify(execFile);
 
 /** The snippet marked `<!-- guide-test: <name> -->` right before its fence; a missing mark fails the test. */
@@ -29,23 +28,48 @@ function snippet(guide: string, name: string): string {
   return marked[1];
 }
 
-/** The authorization server as a partner meets it: its issuer identifier, token endpoint and resource. */
+/** The authorization server as a partner meets it, and the partner's hand-overs: one client with a secret, one with keys. */
 interface GuideIssuer {
   readonly issuer: string;
   readonly tokenEndpoint: string;
   readonly resource: string;
   readonly jwksUrl: string;
+  readonly secretClient: { readonly clientId: string; readonly clientSecret: string };
+  readonly keyClientId: string;
   close(): Promise<void>;
 }
 
 /**
- * The one place that starts the authorization server the guide's snippets talk to, over https as a
- * partner's is: swap it for the product issuer by registering the same two clients there (a
- * client_secret_basic client with this secret, a private_key_jwt client with these public keys).
+ * The one place that starts the authorization server the guide's snippets talk to (over https, as a
+ * partner's is) and onboards the partner on it: a client_secret_basic client, and a private_key_jwt
+ * client with the partner's public keys, both registered to the site with `cli`. Swap it for the
+ * product issuer and `token-client create`, and the rest of the test stays as it is.
  */
-async function startGuideIssuer(clients: { secret: TestIssuerClient; keys: TestIssuerKeyClient }, tls: { cert: string; key: string; ca: string }): Promise<GuideIssuer> {
-  const issuer = await startTestIssuer({ clients: [clients.secret], keyClients: [clients.keys], tls, accessTokenTtlSeconds: 600 });
-  return { issuer: issuer.issuer, tokenEndpoint: issuer.tokenEndpoint, resource: issuer.audience, jwksUrl: issuer.jwksUrl, close: () => issuer.close() };
+async function startGuideIssuer(onboarding: {
+  readonly siteId: string;
+  readonly partnerJwks: { readonly keys: readonly JWK[] };
+  readonly tls: { readonly cert: string; readonly key: string; readonly ca: string };
+  readonly cli: (...args: string[]) => Promise<void>;
+}): Promise<GuideIssuer> {
+  const secretClient: TestIssuerClient = { clientId: `partner-${onboarding.siteId}`, clientSecret: randomBytes(24).toString('base64url') };
+  const keyClient: TestIssuerKeyClient = { clientId: `partner-${onboarding.siteId}-keys`, jwks: onboarding.partnerJwks };
+  const issuer = await startTestIssuer({ clients: [secretClient], keyClients: [keyClient], tls: onboarding.tls, accessTokenTtlSeconds: 600 });
+  try {
+    await onboarding.cli('token-client', 'add', onboarding.siteId, secretClient.clientId);
+    await onboarding.cli('token-client', 'add', onboarding.siteId, keyClient.clientId);
+  } catch (error) {
+    await issuer.close();
+    throw error;
+  }
+  return {
+    issuer: issuer.issuer,
+    tokenEndpoint: issuer.tokenEndpoint,
+    resource: issuer.audience,
+    jwksUrl: issuer.jwksUrl,
+    secretClient,
+    keyClientId: keyClient.clientId,
+    close: () => issuer.close(),
+  };
 }
 
 /**
@@ -114,12 +138,11 @@ describe('the partner migration guide, run as written', () => {
     const jwks = JSON.parse(await readFile(join(workDir, 'jwks.json'), 'utf8')) as { keys: JWK[] };
     assert.ok(jwks.keys.every((key) => key.d === undefined), 'jwks.json holds public keys only');
 
-    issuer = await startGuideIssuer({ secret: SECRET_CLIENT, keys: { clientId: KEY_CLIENT_ID, jwks } }, { ...(await authority.issue('issuer', 'server')), ca: authority.cert });
     database = await freshDatabase();
     await cli('site', 'add', SITE_ID);
     await cli('ip', 'allow', SITE_ID, '203.0.113.0/24');
-    await cli('token-client', 'add', SITE_ID, SECRET_CLIENT.clientId);
-    await cli('token-client', 'add', SITE_ID, KEY_CLIENT_ID);
+    const tls = { ...(await authority.issue('issuer', 'server')), ca: authority.cert };
+    issuer = await startGuideIssuer({ siteId: SITE_ID, partnerJwks: jwks, tls, cli });
     service = await startService({
       DATABASE_URL: database.url,
       MIGRATE_ON_START: 'false',
@@ -133,8 +156,8 @@ describe('the partner migration guide, run as written', () => {
     partnerEnv = {
       ...partnerEnv,
       TOKEN_ENDPOINT: issuer.tokenEndpoint,
-      CLIENT_ID: SECRET_CLIENT.clientId,
-      CLIENT_SECRET: SECRET_CLIENT.clientSecret,
+      CLIENT_ID: issuer.secretClient.clientId,
+      CLIENT_SECRET: issuer.secretClient.clientSecret,
       RESOURCE: issuer.resource,
       ISSUER: issuer.issuer,
       API_URL: gateway.url,
@@ -155,7 +178,7 @@ describe('the partner migration guide, run as written', () => {
     const answer = await partner('bash', ['-e', '-o', 'pipefail', '-c', script]);
     assert.equal(answer, ALLOWED);
     const token = await readFile(join(workDir, 'token.txt'), 'utf8');
-    assert.deepEqual(await checkToken(token), { verdict: 'allow', clientId: SECRET_CLIENT.clientId });
+    assert.deepEqual(await checkToken(token), { verdict: 'allow', clientId: issuer.secretClient.clientId });
   });
 
   it('Node.js: token.mjs gets a token the service allows, hands the same one to every caller, and order.mjs is let through', async () => {
@@ -170,13 +193,13 @@ describe('the partner migration guide, run as written', () => {
         process.stdout.write(JSON.stringify([...together, later]));`),
     ) as string[];
     assert.equal(new Set(reused).size, 1, 'one token for concurrent and later callers, not one per request');
-    assert.deepEqual(await checkToken(reused[0]!), { verdict: 'allow', clientId: SECRET_CLIENT.clientId });
+    assert.deepEqual(await checkToken(reused[0]!), { verdict: 'allow', clientId: issuer.secretClient.clientId });
   });
 
   it('Node.js with openid-client: the token it gets is allowed', async () => {
     await writeFile(join(workDir, 'token-openid-client.mjs'), snippet(guide, 'node-openid-client'));
     const token = await node(`import { accessToken } from './token-openid-client.mjs'; process.stdout.write(await accessToken());`);
-    assert.deepEqual(await checkToken(token), { verdict: 'allow', clientId: SECRET_CLIENT.clientId });
+    assert.deepEqual(await checkToken(token), { verdict: 'allow', clientId: issuer.secretClient.clientId });
   });
 
   it('Node.js with private_key_jwt: token.mjs with its clientAuthentication replaced gets a token for the key client, allowed', async () => {
@@ -185,11 +208,11 @@ describe('the partner migration guide, run as written', () => {
     assert.match(withSecret, secretAuthentication, 'token.mjs has the clientAuthentication function the guide says to replace');
     await writeFile(join(workDir, 'token-keys.mjs'), withSecret.replace(secretAuthentication, `${snippet(guide, 'node-private-key-jwt')}\n`));
     const token = await node(`import { accessToken } from './token-keys.mjs'; process.stdout.write(await accessToken());`, {
-      CLIENT_ID: KEY_CLIENT_ID,
+      CLIENT_ID: issuer.keyClientId,
       CLIENT_SECRET: '',
       PRIVATE_KEY_FILE: join(workDir, 'private-key.json'),
     });
-    assert.deepEqual(await checkToken(token), { verdict: 'allow', clientId: KEY_CLIENT_ID });
+    assert.deepEqual(await checkToken(token), { verdict: 'allow', clientId: issuer.keyClientId });
   });
 
   it('Python: partner_token.py gets a token and the request script is let through', async (context) => {
@@ -204,7 +227,7 @@ describe('the partner migration guide, run as written', () => {
     const got = await throughRateLimit(() => node(`import { accessToken } from './token.mjs'; process.stdout.write(await accessToken());`));
     assert.equal(got.requests, 2, 'one refused request, one retry');
     assert.ok(got.waitedMs >= 1_000, `waited ${Math.round(got.waitedMs)} ms, less than the Retry-After of 1 s`);
-    assert.deepEqual(await checkToken(got.token), { verdict: 'allow', clientId: SECRET_CLIENT.clientId });
+    assert.deepEqual(await checkToken(got.token), { verdict: 'allow', clientId: issuer.secretClient.clientId });
   });
 
   it('Python: partner_token.py waits out a 429 of the token endpoint as Retry-After says, then gets a token that is allowed', async (context) => {
@@ -213,6 +236,6 @@ describe('the partner migration guide, run as written', () => {
     const got = await throughRateLimit(() => partner('python3', ['-c', 'import sys; from partner_token import access_token; sys.stdout.write(access_token())']));
     assert.equal(got.requests, 2, 'one refused request, one retry');
     assert.ok(got.waitedMs >= 1_000, `waited ${Math.round(got.waitedMs)} ms, less than the Retry-After of 1 s`);
-    assert.deepEqual(await checkToken(got.token), { verdict: 'allow', clientId: SECRET_CLIENT.clientId });
+    assert.deepEqual(await checkToken(got.token), { verdict: 'allow', clientId: issuer.secretClient.clientId });
   });
 });
