@@ -21,8 +21,13 @@ const SITE_ID = '1001';
 const PARTNER_ADDRESS = '203.0.113.7';
 const run = promisify(execFile);
 
+const MARK = /<!-- guide-test: ([a-z-]+) -->/g;
+/** The snippets this file has run or skipped, to find a marked snippet that nothing runs. */
+const covered = new Set<string>();
+
 /** The snippet marked `<!-- guide-test: <name> -->` right before its fence; a missing mark fails the test. */
 function snippet(guide: string, name: string): string {
+  covered.add(name);
   const marked = new RegExp(`<!-- guide-test: ${name} -->\\n\`\`\`[a-z]*\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(guide);
   assert.ok(marked?.[1], `docs/partner-migration-guide.md has no snippet marked <!-- guide-test: ${name} --> before its fence`);
   return marked[1];
@@ -216,7 +221,10 @@ describe('the partner migration guide, run as written', () => {
   });
 
   it('Python: partner_token.py gets a token and the request script is let through', async (context) => {
-    if (!(await hasPython())) return context.skip('python3 is not installed');
+    if (!(await hasPython())) {
+      ['python-token', 'python-request'].forEach((name) => covered.add(name));
+      return context.skip('python3 is not installed');
+    }
     await writeFile(join(workDir, 'partner_token.py'), snippet(guide, 'python-token'));
     await writeFile(join(workDir, 'order.py'), snippet(guide, 'python-request'));
     assert.equal((await partner('python3', ['order.py'])).trim(), ALLOWED);
@@ -237,5 +245,11 @@ describe('the partner migration guide, run as written', () => {
     assert.equal(got.requests, 2, 'one refused request, one retry');
     assert.ok(got.waitedMs >= 1_000, `waited ${Math.round(got.waitedMs)} ms, less than the Retry-After of 1 s`);
     assert.deepEqual(await checkToken(got.token), { verdict: 'allow', clientId: issuer.secretClient.clientId });
+  });
+
+  it('runs every snippet the guide marks (after the others: it checks what they ran)', () => {
+    const marked = [...guide.matchAll(MARK)].map(([, name = '']) => name);
+    assert.deepEqual(marked.filter((name) => !covered.has(name)), [], 'marked in the guide, but no test here runs it');
+    assert.equal(new Set(marked).size, marked.length, 'each mark names one snippet');
   });
 });
