@@ -27,7 +27,7 @@ export interface TestIssuerOptions {
   readonly otherAudiences?: readonly string[];
   readonly accessTokenTtlSeconds?: number;
   readonly signingAlgorithm?: TestIssuerSigningAlgorithm;
-  /** 0 (the default) lets the system pick a free port; the local issuer for newcomers fixes one. */
+  /** 0 (the default) lets the system pick a free port. */
   readonly port?: number;
 }
 
