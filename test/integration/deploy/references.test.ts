@@ -21,6 +21,8 @@ const DEPLOYMENTS: ReadonlyArray<{ readonly overlay: string; readonly example: s
   { overlay: 'examples/token-edge-istio', example: 'examples/partner-api-istio' },
   // It holds overlays/envoy itself, with the admin-api component.
   { overlay: 'examples/admin-internal-ingress', example: 'examples/partner-api' },
+  // It holds overlays/istio itself, with the issuer component.
+  { overlay: 'examples/issuer', example: 'examples/partner-api-istio' },
 ];
 
 const meshProviders = (((readYaml(ISTIOD_VALUES) as Json).meshConfig.extensionProviders as Json[]) ?? []).map((provider) => provider.name as string);
