@@ -5,7 +5,7 @@ import { ConfigError, integer, isSecureOrLoopbackUrl, port, SETTINGS, text, type
 /**
  * The settings of `sitekey-authz issuer` (README, "Configuration": the ISSUER_* rows of SETTINGS),
  * validated once into a frozen value; a bad one stops start-up naming the variable. The database,
- * BIND_ADDRESS and LOG_LEVEL are serve's settings, read by loadConfig.
+ * BIND_ADDRESS, LOG_LEVEL and CLIENT_IP_SOURCE are serve's settings, read by loadConfig.
  */
 
 export interface IssuerSettings {
@@ -31,7 +31,7 @@ const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /** What `sitekey-authz issuer --help` lists: its own settings and the shared ones it reads. */
 export const ISSUER_ENVIRONMENT: readonly Setting[] = SETTINGS.filter(
-  (setting) => setting.name.startsWith('ISSUER_') || ['DATABASE_URL', 'DATA_DIR', 'MIGRATE_ON_START', 'BIND_ADDRESS', 'LOG_LEVEL'].includes(setting.name),
+  (setting) => setting.name.startsWith('ISSUER_') || ['DATABASE_URL', 'DATA_DIR', 'MIGRATE_ON_START', 'BIND_ADDRESS', 'LOG_LEVEL', 'CLIENT_IP_SOURCE', 'XFF_TRUSTED_HOPS'].includes(setting.name),
 );
 
 function issuerUrl(env: Env): string | undefined {

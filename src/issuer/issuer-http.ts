@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { decodeJwt } from 'jose';
+import { forwardedForEntry, parseClientIp } from '../allowlist/client-ip.js';
+import type { ClientIpSource } from '../config.js';
 import type { TokenEndpointGuard } from './token-endpoint-guard.js';
 
 /**
@@ -56,6 +58,26 @@ export function claimedClientId(headers: IncomingHttpHeaders, body: string): str
   return clientId === undefined || clientId.length <= MAX_CLIENT_ID ? clientId : clientId.slice(0, MAX_CLIENT_ID);
 }
 
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/**
+ * The address a token request's limits count against, chosen by CLIENT_IP_SOURCE as serve chooses a
+ * check's (behind the gateway, the peer is the gateway). A header that names no IP address falls back
+ * to the peer: a client never picks its own bucket.
+ */
+export function sourceAddress(request: IncomingMessage, source: ClientIpSource): string {
+  const peer = request.socket.remoteAddress ?? 'unknown';
+  const named =
+    source.kind === 'peer'
+      ? peer
+      : source.kind === 'xff'
+        ? forwardedForEntry(headerText(request.headers['x-forwarded-for']), source.trustedHops)
+        : headerText(request.headers[source.name])?.trim();
+  return parseClientIp(named)?.address ?? parseClientIp(peer)?.address ?? peer;
+}
+
 function readBody(request: IncomingMessage, limit: number): Promise<Buffer | undefined> {
   return new Promise((resolveBody, reject) => {
     const declared = Number(request.headers['content-length']);
@@ -82,8 +104,9 @@ async function guardedTokenRequest(
   guard: TokenEndpointGuard,
   provider: RequestListener,
   now: () => number,
+  clientIpSource: ClientIpSource,
 ): Promise<void> {
-  const address = request.socket.remoteAddress ?? 'unknown';
+  const address = sourceAddress(request, clientIpSource);
   const body = await readBody(request, MAX_TOKEN_REQUEST_BYTES);
   if (body === undefined) {
     return answerJson(response, 413, { error: 'invalid_request', error_description: `the request body is larger than ${MAX_TOKEN_REQUEST_BYTES} bytes` });
@@ -108,6 +131,7 @@ export function issuerRequestListener(options: {
   readonly guard: TokenEndpointGuard;
   /** The provider's listener now: it changes when the signing keys do. */
   readonly provider: () => RequestListener;
+  readonly clientIpSource: ClientIpSource;
   readonly now?: () => number;
 }): RequestListener {
   const now = options.now ?? Date.now;
@@ -118,7 +142,7 @@ export function issuerRequestListener(options: {
     if (path === '/healthz') return answerJson(response, 200, { status: 'ok' });
     if (path === AUTHORIZATION_SERVER_METADATA_PATH) request.url = DISCOVERY_PATH + (queryAt < 0 ? '' : url.slice(queryAt));
     if (request.method === 'POST' && path === TOKEN_PATH) {
-      guardedTokenRequest(request, response, options.guard, options.provider(), now).catch(() => {
+      guardedTokenRequest(request, response, options.guard, options.provider(), now, options.clientIpSource).catch(() => {
         if (!response.headersSent) answerJson(response, 400, { error: 'invalid_request', error_description: 'the request body could not be read' });
         else response.destroy();
       });

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Adapter, KoaContextWithOIDC } from 'oidc-provider';
 import type pg from 'pg';
+import type { ClientIpSource } from '../config.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { connectionPool } from '../store/database.js';
 import { DEFAULT_KEY_ROTATION, type KeyRotationPolicy } from './key-schedule.js';
@@ -36,6 +37,8 @@ export interface IssuerOptions {
   /** How often each replica looks at the signing keys (and deletes expired rows); default a minute. */
   readonly keyCheckIntervalMs?: number;
   readonly tokenEndpointLimits?: TokenEndpointLimits;
+  /** Where a token request's source address comes from (CLIENT_IP_SOURCE); default the peer. */
+  readonly clientIpSource?: ClientIpSource;
 }
 
 export interface RunningIssuer {
@@ -102,7 +105,7 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
 
     let handle: RequestListener = (_request, response) => response.writeHead(503).end();
     const guard = new TokenEndpointGuard(options.tokenEndpointLimits ?? DEFAULT_TOKEN_ENDPOINT_LIMITS);
-    const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16_384 }, issuerRequestListener({ guard, provider: () => handle }));
+    const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16_384 }, issuerRequestListener({ guard, provider: () => handle, clientIpSource: options.clientIpSource ?? { kind: 'peer' } }));
     server.keepAliveTimeout = 5_000;
     server.maxConnections = 4_096;
     const port = await listen(server, options.port, options.bindAddress ?? '127.0.0.1');

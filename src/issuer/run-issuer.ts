@@ -49,6 +49,7 @@ export async function runIssuer(config: Config, settings: IssuerSettings, logger
         resource: settings.resource,
         registrationToken: settings.registrationToken,
         tokenTtlSeconds: settings.tokenTtlSeconds,
+        clientIpSource: config.clientIpSource,
         logger,
       }),
       (running) => running.close(),

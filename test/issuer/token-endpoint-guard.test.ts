@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { claimedClientId } from '../../src/issuer/issuer-http.js';
+import type { IncomingMessage } from 'node:http';
+import type { ClientIpSource } from '../../src/config.js';
+import { claimedClientId, sourceAddress } from '../../src/issuer/issuer-http.js';
 import { TokenEndpointGuard, type Admission } from '../../src/issuer/token-endpoint-guard.js';
 
 const LIMITS = { perAddress: { burst: 3, perSecond: 1 }, perClient: { burst: 2, perSecond: 1 }, failedPerAddress: { burst: 2, perSecond: 0.5 } };
@@ -58,5 +60,20 @@ describe('the client a token request claims to be', () => {
     ['at most 255 characters of an id', {}, `client_id=${'x'.repeat(1000)}`, 'x'.repeat(255)],
   ] as const) {
     it(name, () => assert.equal(claimedClientId(headers, body), expected));
+  }
+});
+
+describe('the source address a token request counts against', () => {
+  const request = (headers: Record<string, string>) => ({ headers, socket: { remoteAddress: '::ffff:10.0.0.7' } }) as unknown as IncomingMessage;
+  const forwarded = { 'x-forwarded-for': '203.0.113.9, 198.51.100.7' };
+  for (const [name, headers, source, expected] of [
+    ['the peer, an IPv4-mapped address as IPv4', forwarded, { kind: 'peer' }, '10.0.0.7'],
+    ['the entry the gateway appended (0 trusted hops)', forwarded, { kind: 'xff', trustedHops: 0 }, '198.51.100.7'],
+    ['the entry one trusted hop further', forwarded, { kind: 'xff', trustedHops: 1 }, '203.0.113.9'],
+    ['the peer when X-Forwarded-For has too few entries', forwarded, { kind: 'xff', trustedHops: 2 }, '10.0.0.7'],
+    ['the peer when the entry is no address', { 'x-forwarded-for': 'somewhere' }, { kind: 'xff', trustedHops: 0 }, '10.0.0.7'],
+    ['a header named by CLIENT_IP_SOURCE', { 'x-real-ip': ' 2001:DB8::1 ' }, { kind: 'header', name: 'x-real-ip' }, '2001:db8::1'],
+  ] as const) {
+    it(name, () => assert.equal(sourceAddress(request(headers), source as ClientIpSource), expected));
   }
 });
