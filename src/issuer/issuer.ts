@@ -58,6 +58,8 @@ const DEFAULT_KEY_CHECK_MS = 60_000;
 /** Every query of the issuer, and each wait for the keys' lock, ends within this. */
 const QUERY_TIMEOUT_MS = 5_000;
 const POOL_SIZE = 10;
+/** On close, how long requests in flight may take (a token request takes milliseconds). */
+const DRAIN_MS = 5_000;
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolveListen, reject) => {
@@ -112,8 +114,10 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
     closers.push(
       () =>
         new Promise<void>((resolveClose) => {
+          // Requests in flight finish (within DRAIN_MS); idle kept-alive connections close at once.
           server.close(() => resolveClose());
-          server.closeAllConnections();
+          server.closeIdleConnections();
+          setTimeout(() => server.closeAllConnections(), DRAIN_MS).unref();
         }),
     );
     const url = (options.issuerUrl ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');

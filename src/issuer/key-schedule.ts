@@ -49,8 +49,11 @@ export interface KeyPlan {
 
 export function planKeys(keys: readonly ScheduledKey[], now: number, policy: KeyRotationPolicy): KeyPlan {
   const bySigningTime = [...keys].sort((a, b) => a.signsFrom - b.signsFrom || a.createdAt - b.createdAt);
-  const started = bySigningTime.filter((key) => key.signsFrom <= now);
-  const pending = bySigningTime.filter((key) => key.signsFrom > now);
+  let started = bySigningTime.filter((key) => key.signsFrom <= now);
+  let pending = bySigningTime.filter((key) => key.signsFrom > now);
+  // Only keys yet to sign (made by a replica whose clock runs ahead): the first of them signs now,
+  // published as it is, rather than none.
+  if (started.length === 0 && pending.length > 0) [started, pending] = [pending.slice(0, 1), pending.slice(1)];
   const signing = started.at(-1);
   const retired = started.slice(0, -1);
   const withdrawnKids: string[] = [];

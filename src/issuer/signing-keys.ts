@@ -40,11 +40,14 @@ interface KeyRow {
  * Makes the key that is due (the first one, or the next one a rotation publishes ahead), withdraws
  * those no valid token can need, and resolves to the keys to publish and the one that signs now.
  */
-export async function currentSigningKeys(pool: pg.Pool, policy: KeyRotationPolicy, now: number = Date.now()): Promise<SigningKeySet> {
+export async function currentSigningKeys(pool: pg.Pool, policy: KeyRotationPolicy): Promise<SigningKeySet> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [KEYS_LOCK]);
+    // The database's clock, one for every replica: they agree on which key signs even when theirs differ.
+    const clock = await client.query<{ now: number }>('SELECT (extract(epoch FROM now()) * 1000)::float8 AS now');
+    const now = clock.rows[0]?.now ?? Date.now();
     const { rows } = await client.query<KeyRow>('SELECT kid, created_at, signs_from FROM issuer_signing_keys');
     const scheduled = rows.map((row) => ({ kid: row.kid, createdAt: row.created_at.getTime(), signsFrom: row.signs_from.getTime() }));
     let plan = planKeys(scheduled, now, policy);

@@ -49,4 +49,11 @@ describe('the signing key schedule', () => {
     assert.deepEqual(plan.publishedKids, ['c', 'b'], 'b retired 1 s ago');
     assert.deepEqual(plan.withdrawnKids, ['a'], 'a retired 31 s ago');
   });
+
+  it('signs with the first published key when every key is yet to sign, rather than with none', () => {
+    const plan = planKeys([key('b', 1_000, 1_500)], 1_000, POLICY);
+    assert.equal(plan.signingKid, 'b');
+    assert.deepEqual(plan.publishedKids, ['b']);
+    assert.equal(plan.newKeySignsFrom, undefined);
+  });
 });
