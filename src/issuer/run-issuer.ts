@@ -65,5 +65,5 @@ export async function runIssuer(config: Config, settings: IssuerSettings, logger
   } finally {
     await resources.close();
   }
-  logger.info('issuer stopped');
+  logger.info('stopped');
 }
