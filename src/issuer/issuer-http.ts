@@ -132,10 +132,17 @@ export function issuerRequestListener(options: {
   /** The provider's listener now: it changes when the signing keys do. */
   readonly provider: () => RequestListener;
   readonly clientIpSource: ClientIpSource;
+  /** The issuer identifier: every URL the provider writes starts with it, whatever Host a request names. */
+  readonly issuerUrl: string;
   readonly now?: () => number;
 }): RequestListener {
   const now = options.now ?? Date.now;
+  const issuer = new URL(options.issuerUrl);
   return (request, response) => {
+    // Behind the gateway the request arrives over http with the gateway's Host; a client could name
+    // another. The provider trusts these two headers only (its proxy setting), and they are ours.
+    request.headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
+    request.headers['x-forwarded-host'] = issuer.host;
     const url = request.url ?? '/';
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);

@@ -48,6 +48,8 @@ export interface RunningIssuer {
   readonly registrationEndpoint: string;
   readonly discoveryUrl: string;
   readonly jwksUrl: string;
+  /** The port listened on (the issuer identifier may name another, behind a gateway). */
+  readonly port: number;
   /** The kid that signs new tokens now. */
   readonly signingKid: string;
   close(): Promise<void>;
@@ -107,7 +109,7 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
 
     let handle: RequestListener = (_request, response) => response.writeHead(503).end();
     const guard = new TokenEndpointGuard(options.tokenEndpointLimits ?? DEFAULT_TOKEN_ENDPOINT_LIMITS);
-    const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16_384 }, issuerRequestListener({ guard, provider: () => handle, clientIpSource: options.clientIpSource ?? { kind: 'peer' } }));
+    const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16_384 });
     server.keepAliveTimeout = 5_000;
     server.maxConnections = 4_096;
     const port = await listen(server, options.port, options.bindAddress ?? '127.0.0.1');
@@ -121,6 +123,7 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
         }),
     );
     const url = (options.issuerUrl ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
+    server.on('request', issuerRequestListener({ guard, provider: () => handle, clientIpSource: options.clientIpSource ?? { kind: 'peer' }, issuerUrl: url }));
 
     const build = (): RequestListener => {
       const configuration = providerConfiguration(
@@ -130,6 +133,9 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
       const provider = new Provider(url, configuration);
       // Koa would print each error; they are logged here, without the request.
       provider.silent = true;
+      // The URLs it writes (discovery, registration_client_uri) and the token endpoint an assertion
+      // may name are built from the forwarded headers, which the listener sets from ISSUER_URL.
+      provider.proxy = true;
       provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'issuer: the provider failed a request'));
       provider.on('registration_create.success', (_ctx, client) => logger.info({ clientId: client.clientId }, 'issuer: client registered'));
       provider.on('registration_delete.success', (_ctx, client) => logger.info({ clientId: client.clientId }, 'issuer: client deleted'));
@@ -169,6 +175,7 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
       registrationEndpoint: `${url}${REGISTRATION_PATH}`,
       discoveryUrl: `${url}${DISCOVERY_PATH}`,
       jwksUrl: `${url}/jwks`,
+      port,
       get signingKid() {
         return keys.signingKid;
       },

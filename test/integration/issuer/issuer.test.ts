@@ -60,6 +60,35 @@ describe('sitekey-authz issuer', () => {
     assert.deepEqual([...(oauth.body.token_endpoint_auth_methods_supported as string[])].sort(), ['client_secret_basic', 'private_key_jwt']);
   });
 
+  it('writes its own URLs from the issuer identifier, whatever Host or forwarded headers a request names', async () => {
+    const spoofed = await send(issuer.discoveryUrl, { headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' } });
+    assert.equal(spoofed.status, 200);
+    assert.equal(spoofed.body.token_endpoint, issuer.tokenEndpoint);
+    assert.equal(spoofed.body.jwks_uri, issuer.jwksUrl);
+  });
+
+  it('behind a gateway that ends TLS, names its https URLs and takes assertions for its https identifier', async () => {
+    const behindGateway = await startIssuer({ databaseUrl: database.url, port: 0, issuerUrl: 'https://auth.partner-api.test', resource: RESOURCE, registrationToken: REGISTRATION_TOKEN });
+    try {
+      // What the gateway forwards to: plain http on the pod's port.
+      const pod = `http://127.0.0.1:${behindGateway.port}`;
+      const discovery = await send(`${pod}/.well-known/oauth-authorization-server`);
+      assert.equal(discovery.body.issuer, 'https://auth.partner-api.test');
+      assert.equal(discovery.body.token_endpoint, 'https://auth.partner-api.test/token');
+      const key = await partnerKey();
+      const registered = await sendJson(`${pod}/reg`, 'POST', REGISTRATION_TOKEN, { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [key.publicJwk] } });
+      assert.equal(registered.status, 201, JSON.stringify(registered.body));
+      assert.match(String(registered.body.registration_client_uri), /^https:\/\/auth\.partner-api\.test\/reg\//);
+      const clientId = registered.body.client_id as string;
+      const answer = await requestToken(`${pod}/token`, { assertion: await clientAssertion(key, clientId, 'https://auth.partner-api.test') });
+      const token = accessToken(answer);
+      const claims = await jwtVerify(token, createRemoteJWKSet(new URL(`${pod}/jwks`)), { issuer: 'https://auth.partner-api.test', audience: RESOURCE, typ: 'at+jwt' });
+      assert.equal(claims.payload.client_id, clientId);
+    } finally {
+      await behindGateway.close();
+    }
+  });
+
   it('answers /healthz for probes', async () => {
     const health = await send(`${issuer.url}/healthz`);
     assert.equal(health.status, 200);
