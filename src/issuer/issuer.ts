@@ -125,9 +125,9 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
     const url = (options.issuerUrl ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
     server.on('request', issuerRequestListener({ guard, provider: () => handle, clientIpSource: options.clientIpSource ?? { kind: 'peer' }, issuerUrl: url }));
 
-    const build = (): RequestListener => {
+    const build = (signingKeys: SigningKeySet): RequestListener => {
       const configuration = providerConfiguration(
-        { resource: options.resource, registrationToken: options.registrationToken, tokenTtlSeconds: ttl, keys, adapter },
+        { resource: options.resource, registrationToken: options.registrationToken, tokenTtlSeconds: ttl, keys: signingKeys, adapter },
         errors.InvalidTarget,
       );
       const provider = new Provider(url, configuration);
@@ -142,15 +142,15 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
       provider.use(rotateSecretOnUpdate(adapter('Client'), logger));
       return provider.callback();
     };
-    handle = build();
+    handle = build(keys);
     logger.info({ kid: keys.signingKid, published: keys.keys.map((key) => key.kid) }, 'issuer: signing keys loaded');
 
     const checkKeys = async (): Promise<void> => {
       try {
         const next = await currentSigningKeys(pool, rotation);
         if (!sameKeySet(keys, next)) {
+          handle = build(next);
           keys = next;
-          handle = build();
           logger.info({ kid: keys.signingKid, published: keys.keys.map((key) => key.kid) }, 'issuer: signing keys changed');
         }
         await deleteExpiredObjects(pool);
