@@ -56,6 +56,7 @@ export interface TokenRequest {
   readonly basic?: { readonly clientId: string; readonly clientSecret: string };
   readonly assertion?: string;
   readonly resource?: string;
+  readonly scope?: string;
   readonly localAddress?: string;
 }
 
@@ -63,6 +64,7 @@ export interface TokenRequest {
 export function requestToken(tokenEndpoint: string, how: TokenRequest): Promise<HttpAnswer> {
   const form = new URLSearchParams({ grant_type: 'client_credentials' });
   if (how.resource !== undefined) form.set('resource', how.resource);
+  if (how.scope !== undefined) form.set('scope', how.scope);
   if (how.assertion !== undefined) {
     form.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
     form.set('client_assertion', how.assertion);

@@ -113,7 +113,7 @@ describe('sitekey-authz issuer', () => {
     assert.equal((claims.exp as number) - (claims.iat as number), 600);
   });
 
-  it('gives a JWT for the one resource to a request that names no resource, and refuses another resource', async () => {
+  it('gives a JWT for the one resource to a request that names no resource, refuses another resource, and grants no scope', async () => {
     const registered = await register({});
     const basic = { clientId: registered.body.client_id as string, clientSecret: registered.body.client_secret as string };
     const claims = await verified(issuer, accessToken(await requestToken(issuer.tokenEndpoint, { basic })));
@@ -121,6 +121,8 @@ describe('sitekey-authz issuer', () => {
     const other = await requestToken(issuer.tokenEndpoint, { basic, resource: 'https://other-api.test' });
     assert.equal(other.status, 400);
     assert.equal(other.body.error, 'invalid_target');
+    const scoped = await verified(issuer, accessToken(await requestToken(issuer.tokenEndpoint, { basic, scope: 'orders:write' })));
+    assert.equal(scoped.scope, undefined, 'a scope asked for is left out: the tokens carry none');
   });
 
   it('refuses registration without the initial access token, or with a wrong one', async () => {
