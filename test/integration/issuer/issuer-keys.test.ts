@@ -63,11 +63,11 @@ describe('the issuer signing keys', () => {
   });
 
   it('rotates with an overlap: the next key is published before it signs, the old one stays published, and replicas agree', async () => {
-    // A key signs for 3 s, its successor published 1.5 s ahead; the replicas look every 100 ms.
+    // A key signs for 6 s, its successor published 3 s ahead; the replicas look every 100 ms.
     // The limits are lifted: the test asks for a token every 50 ms while it waits.
     const generous = { burst: 10_000, perSecond: 10_000 };
     const rotation = {
-      keyRotation: { rotateAfterMs: 3_000, publishAheadMs: 1_500, keepAfterRetiredMs: 600_000 },
+      keyRotation: { rotateAfterMs: 6_000, publishAheadMs: 3_000, keepAfterRetiredMs: 600_000 },
       keyCheckIntervalMs: 100,
       tokenEndpointLimits: { perAddress: generous, perClient: generous, failedPerAddress: generous },
     };
