@@ -202,7 +202,7 @@ describe('sitekey-authz issuer', () => {
     assert.equal((await sendJson(clientUri, 'GET', managementToken)).status, 401);
   });
 
-  it('keeps no registration access token, client assertion or signing key where a log could show it', async () => {
+  it('keeps a registration access token only as its SHA-256, never its value', async () => {
     const pg = (await import('pg')).default;
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
