@@ -23,9 +23,10 @@ manifests: build
 admin-issuer: build
 	node dist/test/support/local-admin-issuer.js
 
-# A real OpenID provider on 127.0.0.1:$${ISSUER_PORT:-9470} for trying tokens (README, "Token-based authentication").
+# `sitekey-authz issuer`, the partner API's authorization server, on 127.0.0.1:$${ISSUER_PORT:-9470} with the
+# embedded database, for trying tokens (docs/tokens.md, "Trying it on your machine").
 issuer: build
-	node dist/test/support/local-issuer.js
+	node dist/src/cli/main.js issuer
 
 # The admin console's main pages as PNGs in docs/console/ (README, "Admin console"), taken with Debian's chromium.
 screenshots: build

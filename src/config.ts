@@ -200,23 +200,30 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'ADMIN_OIDC_CLIENT_ID', default: 'unset: the API only, no console', meaning: "the console's client id at the provider (authorization code with PKCE)" },
   { name: 'ADMIN_OIDC_CLIENT_SECRET', default: 'unset: a public client', meaning: "the console's client secret, if the provider gave it one" },
   { name: 'ADMIN_PUBLIC_URL', default: 'http://127.0.0.1:<ADMIN_PORT>', meaning: "the console's external base URL; sign-in returns to <it>/auth/callback" },
+  // Read by `sitekey-authz issuer` only (src/issuer/issuer-config.ts).
+  { name: 'ISSUER_PORT', default: '9470', meaning: 'issuer: HTTP port of the token endpoint, registration, discovery, JWKS and /healthz' },
+  { name: 'ISSUER_URL', default: 'http://127.0.0.1:<ISSUER_PORT>, for trying out', meaning: "issuer: its public issuer identifier (https origin, no path), the tokens' iss and serve's TOKEN_ISSUER" },
+  { name: 'ISSUER_RESOURCE', default: 'https://partner-api.test on loopback; else required', meaning: "issuer: the one resource tokens are for, their aud: serve's TOKEN_AUDIENCE" },
+  { name: 'ISSUER_REGISTRATION_TOKEN', default: 'required, or _FILE; on loopback one is made and printed', meaning: 'issuer: the initial access token that client registration (RFC 7591) asks for' },
+  { name: 'ISSUER_REGISTRATION_TOKEN_FILE', default: 'unset', meaning: 'issuer: a file holding that token (a mounted Secret), instead of the variable' },
+  { name: 'ISSUER_TOKEN_TTL_SECONDS', default: '600', meaning: 'issuer: how long an access token is valid, 60 to 86400' },
 ];
 
 export const SUNSET_VARIABLES = ['APIKEY_SUNSET_AT', 'APIKEY_SUNSET_ENFORCE', 'MIGRATION_GUIDE_URL', 'APIKEY_DEPRECATED_AT'] as const;
 export type SunsetVariable = (typeof SUNSET_VARIABLES)[number];
 
-type Env = Readonly<Record<string, string | undefined>>;
+export type Env = Readonly<Record<string, string | undefined>>;
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 // RFC 9110 token characters; Envoy hands header names to us lower-cased.
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
-function text(env: Env, name: string): string | undefined {
+export function text(env: Env, name: string): string | undefined {
   const value = env[name];
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+export function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const value = text(env, name);
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value)) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${value}"`);
@@ -234,7 +241,7 @@ function fraction(env: Env, name: string, fallback: number): number {
   return parsed;
 }
 
-function port(env: Env, name: string, fallback: number): number {
+export function port(env: Env, name: string, fallback: number): number {
   return integer(env, name, fallback, 0, 65535);
 }
 

@@ -27,11 +27,11 @@ describe('loadConfig', () => {
     }
   });
 
-  it('reads exactly the variables of the settings schema', () => {
+  it("reads exactly the variables of the settings schema, but for the issuer's (src/issuer/issuer-config.ts)", () => {
     const read = new Set<string>();
     loadConfig(new Proxy({}, { get: (target, name) => (typeof name === 'string' && read.add(name), undefined) }));
     loadConfig(new Proxy({ CLIENT_IP_SOURCE: 'xff' }, { get: (target: Record<string, string>, name) => (typeof name === 'string' && read.add(name), target[name as string]) }));
-    assert.deepEqual([...read].sort(), SETTINGS.map((setting) => setting.name).sort());
+    assert.deepEqual([...read].sort(), SETTINGS.map((setting) => setting.name).filter((name) => !name.startsWith('ISSUER_')).sort());
   });
 
   it('has defaults that run the embedded database on the documented ports', () => {

@@ -43,3 +43,15 @@ export function parseClientIp(text: string | undefined): ClientIp | undefined {
   }
   return { address: canonical, family: 'ipv6' };
 }
+
+/**
+ * The entry `trustedHops` from the right of an X-Forwarded-For value, as Envoy's xff_num_trusted_hops
+ * counts once the proxy in front (use_remote_address) has appended its peer: 0 is that peer. Too few
+ * entries gives undefined: an address a client wrote itself is never trusted.
+ */
+export function forwardedForEntry(value: string | undefined, trustedHops: number): string | undefined {
+  if (value === undefined) return undefined;
+  const entries = value.split(',');
+  const entry = entries[entries.length - 1 - trustedHops]?.replace(/^[ \t]+|[ \t]+$/g, '');
+  return entry === undefined || entry === '' ? undefined : entry;
+}

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Config, Setting } from '../config.js';
+import type { Config, Env, Setting } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 import type { CommandOutput } from './output.js';
@@ -11,6 +11,8 @@ import type { CommandOutput } from './output.js';
 
 export interface CommandContext {
   readonly config: Config;
+  /** The environment, for a command with settings of its own (`issuer`: src/issuer/issuer-config.ts). */
+  readonly env: Env;
   readonly logger: Logger;
   /** Epoch ms when the command started. */
   readonly now: number;

@@ -27,6 +27,7 @@ import { CHECK_OPTIONS, CHECK_SYNOPSIS, REQUEST_OPTIONS, REQUEST_RULES, REQUEST_
 import { AUDIT_COMMANDS } from './audit-commands.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
 import { TOKEN_COMMANDS } from './token-commands.js';
+import { ISSUER_COMMAND } from './issuer-command.js';
 
 const string = { type: 'string' } as const;
 
@@ -64,7 +65,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'run the ext_authz service, configured by the environment variables below (README, "Configuration")',
     options: {},
     arity: [0, 0],
-    environment: SETTINGS,
+    environment: SETTINGS.filter((setting) => !setting.name.startsWith('ISSUER_')),
     example: 'DATABASE_URL=postgres://authz@db.internal/authz sitekey-authz serve',
     run: async ({ config, logger }) => {
       // Loaded here so that the admin commands do not pay for the gRPC and proto start-up.
@@ -73,6 +74,7 @@ export const COMMANDS: readonly Command[] = [
       return undefined;
     },
   },
+  ISSUER_COMMAND,
   {
     name: 'migrate',
     synopsis: '',

@@ -210,15 +210,15 @@ export async function main(argv: readonly string[]): Promise<number> {
     const actor = textOption('actor', typeof options.actor === 'string' ? options.actor : undefined, MAX_ACTOR, osUser());
     if (actor.trim() === '') throw new UsageError('--actor must name who makes the change, e.g. --actor alice@example.com');
     const config = loadConfig();
-    // serve logs JSON lines to stdout; the other commands keep stdout for their output, and say
+    // serve and issuer log JSON lines to stdout; the other commands keep stdout for their output, and say
     // only what went wrong on stderr unless LOG_LEVEL asks for debugging detail.
     const logger =
-      command.name === 'serve'
+      command.name === 'serve' || command.name === 'issuer'
         ? createLogger(config.logLevel)
         : createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
     const withPool = databaseSession(config, logger);
     const withAdmin: CommandContext['withAdmin'] = (work) => withPool((pool) => work(new CredentialAdmin(pool, actor)));
-    const context: CommandContext = { config, logger, now: Date.now(), readStdin, withAdmin, withPool };
+    const context: CommandContext = { config, env: process.env, logger, now: Date.now(), readStdin, withAdmin, withPool };
     failureExit = command.failureExit;
     const output = await command.run(context, { positionals, options });
     if (output !== undefined) print(output, json);

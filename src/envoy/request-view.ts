@@ -1,6 +1,7 @@
 import type { ClientIpSource } from '../config.js';
 import type { BodyCredentialsPolicy, BodyView, CheckInput } from '../decision/types.js';
 import { clipForLog } from '../common/log-text.js';
+import { forwardedForEntry } from '../allowlist/client-ip.js';
 import type { NamesRead } from './check-request-reader.js';
 import type { CheckRequestMessage, HeaderValueMessage, HttpRequestMessage } from './messages.js';
 
@@ -170,19 +171,6 @@ function bodyView(http: HttpRequestMessage | undefined, headers: RequestHeaders,
   return { kind: 'empty', lengthDeclared: lengthDeclared(http, headers) };
 }
 
-/**
- * The entry `trustedHops` from the right of X-Forwarded-For, as Envoy's xff_num_trusted_hops counts
- * once the connection manager (use_remote_address) has appended the peer: 0 is that peer. Too few
- * entries gives undefined, so the decision denies (103) rather than trusting an address a client wrote.
- */
-function forwardedFor(headers: RequestHeaders, trustedHops: number): string | undefined {
-  const value = headers.get('x-forwarded-for');
-  if (value === undefined) return undefined;
-  const entries = value.split(',');
-  const entry = entries[entries.length - 1 - trustedHops];
-  return entry === undefined ? undefined : nonEmptyText(trimOws(entry));
-}
-
 /** The client address text chosen by CLIENT_IP_SOURCE; parsing it is the decision's job. */
 function clientAddress(request: CheckRequestMessage | undefined, headers: RequestHeaders, source: ClientIpSource): string | undefined {
   switch (source.kind) {
@@ -192,7 +180,7 @@ function clientAddress(request: CheckRequestMessage | undefined, headers: Reques
       return nonEmptyText(address?.['address']);
     }
     case 'xff':
-      return forwardedFor(headers, source.trustedHops);
+      return forwardedForEntry(headers.get('x-forwarded-for'), source.trustedHops);
     case 'header': {
       const value = headers.get(source.name);
       return value === undefined ? undefined : nonEmptyText(trimOws(value));

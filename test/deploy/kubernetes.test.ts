@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { PROMETHEUS_RULE, renderPrometheusRule } from './prometheus-rule.js';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -30,8 +30,7 @@ function resourceFiles(kustomizationDir: string): string[] {
 const SOURCE_FILES = [
   BASE_DIR,
   ...KUSTOMIZATIONS.map((dir) => join(DEPLOY_DIR, 'kubernetes', dir)),
-  join(DEPLOY_DIR, 'kubernetes', 'components', 'admin-api'),
-  join(DEPLOY_DIR, 'kubernetes', 'components', 'tokens'),
+  ...readdirSync(join(DEPLOY_DIR, 'kubernetes', 'components')).map((component) => join(DEPLOY_DIR, 'kubernetes', 'components', component)),
   join(DEPLOY_DIR, 'envoy'),
 ].flatMap(resourceFiles);
 

@@ -43,7 +43,7 @@ export interface TestIssuerOptions {
   readonly otherAudiences?: readonly string[];
   readonly accessTokenTtlSeconds?: number;
   readonly signingAlgorithm?: TestIssuerSigningAlgorithm;
-  /** 0 (the default) lets the system pick a free port; the local issuer for newcomers fixes one. */
+  /** 0 (the default) lets the system pick a free port. */
   readonly port?: number;
   /**
    * Dynamic client registration (RFC 7591) and its management (RFC 7592), open only to the bearer of

@@ -350,7 +350,7 @@ describe('sitekey-authz CLI', () => {
       assert.equal(help.code, 0);
       for (const command of ['serve', 'migrate', 'site add', 'key import', 'ip revoke']) assert.ok(help.stdout.includes(command));
       refused(await cli('site', 'remove', '1'), USAGE, /"site remove" is not a command; "site" takes one of: site add, site disable, site enable, site list/);
-      refused(await cli('sites'), USAGE, /"sites" is not a command; try one of: serve, migrate, site, key, ip/);
+      refused(await cli('sites'), USAGE, /"sites" is not a command; try one of: serve, issuer, migrate, site, key, ip/);
       refused(await cli(), USAGE, /no command given/);
       assert.match((await cli('key', 'issue', '--help')).stdout, /Usage: sitekey-authz key issue <site> \[--expires ISO\] \[--note T\]/);
     });

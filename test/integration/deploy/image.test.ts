@@ -240,4 +240,12 @@ describe('the image layout, run with production dependencies only', () => {
     assert.match(serve.output, /ready: credential snapshot loaded/);
     assert.match(serve.output, /"msg":"stopped"/, serve.output);
   });
+
+  it('runs the issuer from DATABASE_URL: oidc-provider is a production dependency', async () => {
+    const migrate = await run(['migrate'], { DATABASE_URL: database.url });
+    assert.equal(migrate.code, 0, migrate.output);
+    const issuer = await run(['issuer'], { DATABASE_URL: database.url, ISSUER_PORT: '0' }, /"msg":"issuer listening"/);
+    assert.match(issuer.output, /TOKEN_ISSUER=http:\/\/127\.0\.0\.1:\d+ TOKEN_AUDIENCE=https:\/\/partner-api\.test/);
+    assert.match(issuer.output, /"msg":"stopped"/, issuer.output);
+  });
 });

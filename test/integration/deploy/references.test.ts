@@ -23,6 +23,8 @@ const DEPLOYMENTS: ReadonlyArray<{ readonly overlay: string; readonly example: s
   { overlay: 'examples/admin-internal-ingress', example: 'examples/partner-api' },
   // It holds overlays/envoy itself, with the tokens component.
   { overlay: 'examples/tokens', example: 'examples/partner-api' },
+  // It holds overlays/istio itself, with the issuer component.
+  { overlay: 'examples/issuer', example: 'examples/partner-api-istio' },
 ];
 
 const meshProviders = (((readYaml(ISTIOD_VALUES) as Json).meshConfig.extensionProviders as Json[]) ?? []).map((provider) => provider.name as string);

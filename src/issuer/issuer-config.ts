@@ -1,0 +1,115 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { ConfigError, integer, isSecureOrLoopbackUrl, port, SETTINGS, text, type Env, type Setting } from '../config.js';
+
+/**
+ * The settings of `sitekey-authz issuer` (README, "Configuration": the ISSUER_* rows of SETTINGS),
+ * validated once into a frozen value; a bad one stops start-up naming the variable. The database,
+ * BIND_ADDRESS, LOG_LEVEL and CLIENT_IP_SOURCE are serve's settings, read by loadConfig.
+ */
+
+export interface IssuerSettings {
+  readonly port: number;
+  /** The issuer identifier; undefined: http://127.0.0.1:<the port listened on>, for trying out. */
+  readonly url: string | undefined;
+  readonly resource: string;
+  readonly registrationToken: string;
+  /** The token was made at start because none was set (trying out on loopback): print it once. */
+  readonly registrationTokenGenerated: boolean;
+  readonly tokenTtlSeconds: number;
+}
+
+export const ISSUER_PORT = 9470;
+export const TRIAL_RESOURCE = 'https://partner-api.test';
+/** A day: the signing keys stay published longer than this after they stop signing (key-schedule.ts). */
+export const MAX_TOKEN_TTL_SECONDS = 86_400;
+const MIN_TOKEN_TTL_SECONDS = 60;
+const MIN_REGISTRATION_TOKEN = 32;
+const MAX_REGISTRATION_TOKEN = 1_024;
+// RFC 6750 §2.1's b64token: what a Bearer header can carry.
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/** What `sitekey-authz issuer --help` lists: its own settings and the shared ones it reads. */
+export const ISSUER_ENVIRONMENT: readonly Setting[] = SETTINGS.filter(
+  (setting) => setting.name.startsWith('ISSUER_') || ['DATABASE_URL', 'DATA_DIR', 'MIGRATE_ON_START', 'BIND_ADDRESS', 'LOG_LEVEL', 'CLIENT_IP_SOURCE', 'XFF_TRUSTED_HOPS'].includes(setting.name),
+);
+
+function issuerUrl(env: Env): string | undefined {
+  const value = text(env, 'ISSUER_URL');
+  if (value === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError('ISSUER_URL', 'expected an https:// origin such as https://auth.partner-api.example.com');
+  }
+  if (!['https:', 'http:'].includes(parsed.protocol) || !isSecureOrLoopbackUrl(value)) {
+    throw new ConfigError('ISSUER_URL', 'must be https:// (http:// only to a loopback address such as 127.0.0.1, for trying out)');
+  }
+  if (parsed.pathname !== '/' || parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
+    throw new ConfigError('ISSUER_URL', `expected an origin without path, query or credentials, such as ${parsed.protocol}//${parsed.host}`);
+  }
+  return parsed.origin;
+}
+
+/** RFC 8707 §2: an absolute URI without a fragment. */
+function resource(env: Env, onLoopback: boolean): string {
+  const value = text(env, 'ISSUER_RESOURCE');
+  if (value === undefined) {
+    if (onLoopback) return TRIAL_RESOURCE;
+    throw new ConfigError('ISSUER_RESOURCE', "is required with an ISSUER_URL off loopback: the partner API's audience, the TOKEN_AUDIENCE serve is given, e.g. https://partner-api.example.com");
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError('ISSUER_RESOURCE', 'expected an absolute URI such as https://partner-api.example.com');
+  }
+  if (parsed.hash !== '' || value.includes('#')) throw new ConfigError('ISSUER_RESOURCE', 'must not have a fragment (#...): RFC 8707 resource indicators have none');
+  return value;
+}
+
+/** The token, from the variable or from its _FILE; never quoted back in a message. */
+function registrationToken(env: Env, onLoopback: boolean, readFile: (path: string) => string): { token: string; generated: boolean } {
+  const inline = text(env, 'ISSUER_REGISTRATION_TOKEN');
+  const file = text(env, 'ISSUER_REGISTRATION_TOKEN_FILE');
+  if (inline !== undefined && file !== undefined) throw new ConfigError('ISSUER_REGISTRATION_TOKEN_FILE', 'set it or ISSUER_REGISTRATION_TOKEN, not both');
+  let name = 'ISSUER_REGISTRATION_TOKEN';
+  let token = inline;
+  if (file !== undefined) {
+    name = 'ISSUER_REGISTRATION_TOKEN_FILE';
+    try {
+      token = readFile(file).trim();
+    } catch (error) {
+      throw new ConfigError(name, `cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'unreadable'}): mount the Secret there, or fix the path`);
+    }
+  }
+  if (token === undefined) {
+    if (onLoopback) return { token: randomBytes(32).toString('base64url'), generated: true };
+    throw new ConfigError(
+      'ISSUER_REGISTRATION_TOKEN',
+      'is required (or ISSUER_REGISTRATION_TOKEN_FILE): the initial access token client registration asks for; make one with `openssl rand -base64 32` and give the same to serve as TOKEN_REGISTRATION_TOKEN',
+    );
+  }
+  if (token.length < MIN_REGISTRATION_TOKEN || token.length > MAX_REGISTRATION_TOKEN || !BEARER_TOKEN.test(token)) {
+    throw new ConfigError(
+      name,
+      `expected a token of ${MIN_REGISTRATION_TOKEN} to ${MAX_REGISTRATION_TOKEN} characters of A-Z a-z 0-9 - . _ ~ + / (then = padding), such as the output of \`openssl rand -base64 32\``,
+    );
+  }
+  return { token, generated: false };
+}
+
+export function loadIssuerConfig(env: Env, readFile: (path: string) => string = (path) => readFileSync(path, 'utf8')): IssuerSettings {
+  const url = issuerUrl(env);
+  const onLoopback = url === undefined || new URL(url).protocol === 'http:';
+  const { token, generated } = registrationToken(env, onLoopback, readFile);
+  return Object.freeze({
+    port: port(env, 'ISSUER_PORT', ISSUER_PORT),
+    url,
+    resource: resource(env, onLoopback),
+    registrationToken: token,
+    registrationTokenGenerated: generated,
+    tokenTtlSeconds: integer(env, 'ISSUER_TOKEN_TTL_SECONDS', 600, MIN_TOKEN_TTL_SECONDS, MAX_TOKEN_TTL_SECONDS),
+  });
+}

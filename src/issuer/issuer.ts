@@ -1,0 +1,188 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Adapter, KoaContextWithOIDC } from 'oidc-provider';
+import type pg from 'pg';
+import type { ClientIpSource } from '../config.js';
+import { createLogger, type Logger } from '../observe/logger.js';
+import { connectionPool } from '../store/database.js';
+import { DEFAULT_KEY_ROTATION, type KeyRotationPolicy } from './key-schedule.js';
+import { DISCOVERY_PATH, issuerRequestListener, REGISTRATION_PATH, TOKEN_PATH, type RequestListener } from './issuer-http.js';
+import { deleteExpiredObjects, postgresAdapter } from './postgres-adapter.js';
+import { newClientSecret, providerConfiguration } from './provider-configuration.js';
+import { routeProviderNotices } from './provider-notices.js';
+import { currentSigningKeys, sameKeySet, type SigningKeySet } from './signing-keys.js';
+import { DEFAULT_TOKEN_ENDPOINT_LIMITS, TokenEndpointGuard, type TokenEndpointLimits } from './token-endpoint-guard.js';
+
+/**
+ * `sitekey-authz issuer` as a value: an OAuth 2.0 authorization server on oidc-provider over the
+ * given database (migrated), listening until close(). Tests start it in-process on port 0.
+ */
+
+export interface IssuerOptions {
+  readonly databaseUrl: string;
+  /** 0 lets the system choose. */
+  readonly port: number;
+  /** Default 127.0.0.1. */
+  readonly bindAddress?: string;
+  /** The issuer identifier (an origin, no path); default http://127.0.0.1:<the port listened on>. */
+  readonly issuerUrl?: string;
+  /** The resource every token is for: serve's TOKEN_AUDIENCE. */
+  readonly resource: string;
+  /** The initial access token that registration asks for. */
+  readonly registrationToken: string;
+  /** Default 600. */
+  readonly tokenTtlSeconds?: number;
+  readonly logger?: Logger;
+  readonly keyRotation?: KeyRotationPolicy;
+  /** How often each replica looks at the signing keys (and deletes expired rows); default a minute. */
+  readonly keyCheckIntervalMs?: number;
+  readonly tokenEndpointLimits?: TokenEndpointLimits;
+  /** Where a token request's source address comes from (CLIENT_IP_SOURCE); default the peer. */
+  readonly clientIpSource?: ClientIpSource;
+}
+
+export interface RunningIssuer {
+  /** The issuer identifier, the tokens' iss: serve's TOKEN_ISSUER. */
+  readonly url: string;
+  readonly tokenEndpoint: string;
+  readonly registrationEndpoint: string;
+  readonly discoveryUrl: string;
+  readonly jwksUrl: string;
+  /** The port listened on (the issuer identifier may name another, behind a gateway). */
+  readonly port: number;
+  /** The kid that signs new tokens now. */
+  readonly signingKid: string;
+  close(): Promise<void>;
+}
+
+const DEFAULT_TTL_SECONDS = 600;
+const DEFAULT_KEY_CHECK_MS = 60_000;
+/** Every query of the issuer, and each wait for the keys' lock, ends within this. */
+const QUERY_TIMEOUT_MS = 5_000;
+const POOL_SIZE = 10;
+/** On close, how long requests in flight may take (a token request takes milliseconds). */
+const DRAIN_MS = 5_000;
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolveListen((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** A PUT that leaves client_secret out (RFC 7592 §2.2: omitted is null) gets a new secret; the old one stops working. */
+function rotateSecretOnUpdate(clients: Adapter, logger: Logger) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<unknown>): Promise<void> => {
+    await next();
+    if (ctx.method !== 'PUT' || ctx.status !== 200 || ctx.oidc?.route !== 'client_update') return;
+    const answer = ctx.body as Record<string, unknown>;
+    const sent = ctx.oidc.body as Record<string, unknown> | undefined;
+    if (sent === undefined || 'client_secret' in sent || typeof answer.client_secret !== 'string' || typeof answer.client_id !== 'string') return;
+    const stored = await clients.find(answer.client_id);
+    if (!stored) return;
+    const secret = newClientSecret();
+    await clients.upsert(answer.client_id, { ...stored, client_secret: secret });
+    answer.client_secret = secret;
+    logger.info({ clientId: answer.client_id }, 'issuer: rotated the client secret');
+  };
+}
+
+export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer> {
+  const logger = options.logger ?? createLogger('silent');
+  const unrouteNotices = routeProviderNotices(logger);
+  const closers: Array<() => Promise<unknown>> = [async () => unrouteNotices()];
+  const close = async (): Promise<void> => {
+    for (const closer of closers.splice(0).reverse()) await closer().catch((error: unknown) => logger.warn({ err: error }, 'issuer: closing failed'));
+  };
+  try {
+    // Loaded here, with its notices routed: the module says on import when the runtime is one it does not support.
+    const { default: Provider, errors } = await import('oidc-provider');
+    const pool: pg.Pool = connectionPool(options.databaseUrl, { applicationName: 'sitekey-authz-issuer', max: POOL_SIZE, logger, timeoutMs: QUERY_TIMEOUT_MS });
+    closers.push(() => pool.end());
+    const rotation = options.keyRotation ?? DEFAULT_KEY_ROTATION;
+    let keys: SigningKeySet = await currentSigningKeys(pool, rotation);
+    const adapter = postgresAdapter(pool);
+    const ttl = options.tokenTtlSeconds ?? DEFAULT_TTL_SECONDS;
+
+    let handle: RequestListener = (_request, response) => response.writeHead(503).end();
+    const guard = new TokenEndpointGuard(options.tokenEndpointLimits ?? DEFAULT_TOKEN_ENDPOINT_LIMITS);
+    const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16_384 });
+    server.keepAliveTimeout = 5_000;
+    server.maxConnections = 4_096;
+    const port = await listen(server, options.port, options.bindAddress ?? '127.0.0.1');
+    closers.push(
+      () =>
+        new Promise<void>((resolveClose) => {
+          // Requests in flight finish (within DRAIN_MS); idle kept-alive connections close at once.
+          server.close(() => resolveClose());
+          server.closeIdleConnections();
+          setTimeout(() => server.closeAllConnections(), DRAIN_MS).unref();
+        }),
+    );
+    const url = (options.issuerUrl ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
+    server.on('request', issuerRequestListener({ guard, provider: () => handle, clientIpSource: options.clientIpSource ?? { kind: 'peer' }, issuerUrl: url }));
+
+    const build = (signingKeys: SigningKeySet): RequestListener => {
+      const configuration = providerConfiguration(
+        { resource: options.resource, registrationToken: options.registrationToken, tokenTtlSeconds: ttl, keys: signingKeys, adapter },
+        errors.InvalidTarget,
+      );
+      const provider = new Provider(url, configuration);
+      // Koa would print each error; they are logged here, without the request.
+      provider.silent = true;
+      // The URLs it writes (discovery, registration_client_uri) and the token endpoint an assertion
+      // may name are built from the forwarded headers, which the listener sets from ISSUER_URL.
+      provider.proxy = true;
+      provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'issuer: the provider failed a request'));
+      provider.on('registration_create.success', (_ctx, client) => logger.info({ clientId: client.clientId }, 'issuer: client registered'));
+      provider.on('registration_delete.success', (_ctx, client) => logger.info({ clientId: client.clientId }, 'issuer: client deleted'));
+      provider.use(rotateSecretOnUpdate(adapter('Client'), logger));
+      return provider.callback();
+    };
+    handle = build(keys);
+    logger.info({ kid: keys.signingKid, published: keys.keys.map((key) => key.kid) }, 'issuer: signing keys loaded');
+
+    const checkKeys = async (): Promise<void> => {
+      try {
+        const next = await currentSigningKeys(pool, rotation);
+        if (!sameKeySet(keys, next)) {
+          handle = build(next);
+          keys = next;
+          logger.info({ kid: keys.signingKid, published: keys.keys.map((key) => key.kid) }, 'issuer: signing keys changed');
+        }
+        await deleteExpiredObjects(pool);
+      } catch (error) {
+        // The keys held go on signing; the next check tries again.
+        logger.warn({ err: error }, 'issuer: could not check the signing keys in the database');
+      }
+    };
+    let checking: Promise<void> = Promise.resolve();
+    const timer = setInterval(() => {
+      checking = checking.then(checkKeys);
+    }, options.keyCheckIntervalMs ?? DEFAULT_KEY_CHECK_MS);
+    timer.unref();
+    closers.push(async () => {
+      clearInterval(timer);
+      await checking;
+    });
+
+    return {
+      url,
+      tokenEndpoint: `${url}${TOKEN_PATH}`,
+      registrationEndpoint: `${url}${REGISTRATION_PATH}`,
+      discoveryUrl: `${url}${DISCOVERY_PATH}`,
+      jwksUrl: `${url}/jwks`,
+      port,
+      get signingKid() {
+        return keys.signingKid;
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

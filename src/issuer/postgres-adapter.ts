@@ -1,0 +1,93 @@
+import type pg from 'pg';
+import type { Adapter, AdapterFactory, AdapterPayload } from 'oidc-provider';
+import { sha256 } from '../common/sha256.js';
+
+/**
+ * oidc-provider's storage (its Adapter interface) on PostgreSQL, in issuer_oidc_objects (migration
+ * 011): clients, registration access tokens, the jti of client assertions already seen. The pool
+ * bounds every query with its time-out (connectionPool's timeoutMs); a failing query fails the
+ * request it serves, with a server_error, never an answer made up.
+ *
+ * A client is found by its id; anything else by the SHA-256 of its id, which for a token is its
+ * value: the table never holds a registration access token anyone could present.
+ */
+
+/** The largest payload stored: a client's metadata with its JWKS is a few kilobytes. */
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+
+const KEPT_AS_IS = new Set(['Client']);
+
+function storedId(model: string, id: string): string {
+  return KEPT_AS_IS.has(model) ? id : sha256(id, 'hex');
+}
+
+class PostgresAdapter implements Adapter {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly model: string,
+  ) {}
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    const { jti, ...rest } = payload;
+    // The token's value is its jti: kept only as the row's hashed id, given back by find().
+    const stored = KEPT_AS_IS.has(this.model) || jti !== id ? payload : rest;
+    const json = JSON.stringify(stored);
+    if (Buffer.byteLength(json) > MAX_PAYLOAD_BYTES) throw new Error(`an oidc-provider ${this.model} of more than ${MAX_PAYLOAD_BYTES} bytes is not stored`);
+    await this.pool.query(
+      `INSERT INTO issuer_oidc_objects (model, id, payload, grant_id, expires_at)
+       VALUES ($1, $2, $3, $4, CASE WHEN $5::int IS NULL THEN NULL ELSE now() + make_interval(secs => $5::int) END)
+       ON CONFLICT (model, id) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id, expires_at = EXCLUDED.expires_at, consumed_at = NULL`,
+      [this.model, storedId(this.model, id), json, typeof payload.grantId === 'string' ? payload.grantId : null, expiresIn ?? null],
+    );
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    const { rows } = await this.pool.query<{ payload: AdapterPayload; consumed: boolean }>(
+      `SELECT payload, consumed_at IS NOT NULL AS consumed FROM issuer_oidc_objects
+       WHERE model = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > now())`,
+      [this.model, storedId(this.model, id)],
+    );
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    const payload: AdapterPayload = KEPT_AS_IS.has(this.model) || row.payload.jti !== undefined ? row.payload : { ...row.payload, jti: id };
+    return row.consumed ? { ...payload, consumed: true } : payload;
+  }
+
+  // Device flow and interactions are off: nothing is stored under a user code or a uid.
+  async findByUserCode(): Promise<undefined> {
+    return undefined;
+  }
+
+  async findByUid(): Promise<undefined> {
+    return undefined;
+  }
+
+  async consume(id: string): Promise<void> {
+    await this.pool.query('UPDATE issuer_oidc_objects SET consumed_at = now() WHERE model = $1 AND id = $2', [this.model, storedId(this.model, id)]);
+  }
+
+  async destroy(id: string): Promise<void> {
+    await this.pool.query('DELETE FROM issuer_oidc_objects WHERE model = $1 AND id = $2', [this.model, storedId(this.model, id)]);
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    await this.pool.query('DELETE FROM issuer_oidc_objects WHERE grant_id = $1', [grantId]);
+  }
+}
+
+/** What oidc-provider's `adapter` setting takes: one adapter per model name, all on `pool`. */
+export function postgresAdapter(pool: pg.Pool): AdapterFactory {
+  return (model) => new PostgresAdapter(pool, model);
+}
+
+/** Rows deleted per statement by deleteExpiredObjects, so that a backlog never holds a long lock. */
+const EXPIRED_BATCH = 1_000;
+
+/** Deletes expired rows (find() already ignores them); resolves to how many went. */
+export async function deleteExpiredObjects(pool: pg.Pool): Promise<number> {
+  const { rowCount } = await pool.query(
+    `DELETE FROM issuer_oidc_objects WHERE ctid IN (
+       SELECT ctid FROM issuer_oidc_objects WHERE expires_at <= now() LIMIT ${EXPIRED_BATCH})`,
+  );
+  return rowCount ?? 0;
+}
