@@ -403,8 +403,12 @@ export function normalizedTokenType(type: string): string {
   return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
 }
 
-/** Whether a URL may be fetched for keys or trusted as an issuer: https, or http to a loopback address only. */
-export function isSecureOrLoopbackUrl(value: string): boolean {
+/**
+ * Whether a URL may be fetched for keys or trusted as an issuer: https, or http to a loopback address
+ * only. Anything else, a text that is no URL included, is not.
+ */
+export function isSecureOrLoopbackUrl(value: unknown): boolean {
+  if (typeof value !== 'string' || !URL.canParse(value)) return false;
   const parsed = new URL(value);
   return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && LOOPBACK_HOSTS.test(parsed.hostname));
 }
@@ -421,13 +425,6 @@ function jwksUrl(env: Env, name: string, example = 'https://login.example.com/.w
 const RESOURCE_MAX_CHARS = 512;
 const RESOURCE_TEXT = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${RESOURCE_MAX_CHARS}}$`);
 
-function isHttpsOrLoopbackText(value: string): boolean {
-  try {
-    return isSecureOrLoopbackUrl(value);
-  } catch {
-    return false;
-  }
-}
 
 function tokenSettings(env: Env): TokenSettings | undefined {
   const issuer = text(env, 'TOKEN_ISSUER');
@@ -444,7 +441,7 @@ function tokenSettings(env: Env): TokenSettings | undefined {
     throw new ConfigError('TOKEN_AUDIENCE', `must be printable ASCII without spaces, quotes or backslashes, at most ${RESOURCE_MAX_CHARS} characters: the resource URI partners request tokens for, e.g. https://partner-api.example.com`);
   }
   const keys = jwksUrl(env, 'TOKEN_JWKS_URL');
-  if (keys === undefined && !isHttpsOrLoopbackText(issuer)) {
+  if (keys === undefined && !isSecureOrLoopbackUrl(issuer)) {
     throw new ConfigError(
       'TOKEN_ISSUER',
       "is not an https:// URL (http:// only to a loopback address), so its discovery document cannot be read for the signing keys: set TOKEN_JWKS_URL to the issuer's jwks_uri",

@@ -211,12 +211,7 @@ export function partnerJwksArgument(text: string): { readonly keys: Array<Record
 
 /** Where the partner publishes its public keys: https, or http on loopback (trying it out). */
 export function partnerJwksUriArgument(text: string): string {
-  let parsed: URL | undefined;
-  try {
-    parsed = isSecureOrLoopbackUrl(text) ? new URL(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
+  const parsed = isSecureOrLoopbackUrl(text) ? new URL(text) : undefined;
   if (parsed === undefined || text.length > 2048 || parsed.username !== '' || parsed.password !== '') {
     throw new UsageError(`${JSON.stringify(text.slice(0, 100))} is not the URL of the partner's key set: expected https://… (http:// only on loopback), e.g. https://partner.example/.well-known/jwks.json`);
   }

@@ -59,13 +59,7 @@ function managementOf(answer: Record<string, unknown> | undefined): ClientRegist
   const uri = stringOf(answer, 'registration_client_uri', 2048);
   const token = stringOf(answer, 'registration_access_token');
   if (uri === undefined || token === undefined) return undefined;
-  let secure = false;
-  try {
-    secure = isSecureOrLoopbackUrl(uri);
-  } catch {
-    secure = false;
-  }
-  return secure ? { registrationClientUri: uri, registrationAccessToken: token } : undefined;
+  return isSecureOrLoopbackUrl(uri) ? { registrationClientUri: uri, registrationAccessToken: token } : undefined;
 }
 
 /**

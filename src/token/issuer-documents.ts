@@ -1,3 +1,4 @@
+import { readBounded } from './issuer-http.js';
 import { isSecureOrLoopbackUrl } from '../config.js';
 
 /** Why an issuer's document could not be read; said in the log line. */
@@ -11,21 +12,6 @@ export interface ReadLimits {
   readonly maxBytes: number;
 }
 
-async function readBounded(response: Response, maxBytes: number, what: string): Promise<string> {
-  const declared = Number(response.headers.get('content-length'));
-  if (declared > maxBytes) throw new IssuerDocumentError(`the ${what} is ${declared} bytes, more than the ${maxBytes} accepted`);
-  const body = response.body;
-  if (body === null) return '';
-  const chunks: Buffer[] = [];
-  let received = 0;
-  for await (const chunk of body) {
-    received += chunk.byteLength;
-    if (received > maxBytes) throw new IssuerDocumentError(`the ${what} is more than the ${maxBytes} bytes accepted`);
-    chunks.push(Buffer.from(chunk));
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 /**
  * One bounded GET of a JSON document: a time-out, a size limit, no redirects (the URL is configured,
  * or named by a document from a configured URL, and a redirect could lead off it).
@@ -36,7 +22,7 @@ export async function fetchJson(url: string, accept: string, what: string, limit
     await response.body?.cancel();
     throw new IssuerDocumentError(`the ${what} URL answered HTTP ${response.status}`);
   }
-  const text = await readBounded(response, limits.maxBytes, what);
+  const text = await readBounded(response, limits.maxBytes, (detail) => new IssuerDocumentError(`the ${what} ${detail}`));
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -61,13 +47,7 @@ async function jwksUrlOf(metadataUrl: string, issuer: string, limits: ReadLimits
   if (fields['issuer'] !== issuer) throw new IssuerDocumentError(`the discovery document names the issuer ${JSON.stringify(fields['issuer'])}, not ${issuer}`);
   const jwksUri = fields['jwks_uri'];
   if (typeof jwksUri !== 'string') throw new IssuerDocumentError('the discovery document has no jwks_uri');
-  let allowed: boolean;
-  try {
-    allowed = isSecureOrLoopbackUrl(jwksUri);
-  } catch {
-    allowed = false;
-  }
-  if (!allowed) throw new IssuerDocumentError("the discovery document's jwks_uri is not an https:// URL (http:// only on loopback)");
+  if (!isSecureOrLoopbackUrl(jwksUri)) throw new IssuerDocumentError("the discovery document's jwks_uri is not an https:// URL (http:// only on loopback)");
   return jwksUri;
 }
 

@@ -36,15 +36,16 @@ export class IssuerRefused extends Error {
   }
 }
 
-async function readBounded(response: Response, maxBytes: number): Promise<string> {
+/** An answer's text, refused with `tooLarge('is … bytes …')` past maxBytes, declared or received. */
+export async function readBounded(response: Response, maxBytes: number, tooLarge: (detail: string) => Error): Promise<string> {
   const declared = Number(response.headers.get('content-length'));
-  if (declared > maxBytes) throw new IssuerUnreachable(`the issuer's answer is ${declared} bytes, more than the ${maxBytes} accepted`);
+  if (declared > maxBytes) throw tooLarge(`is ${declared} bytes, more than the ${maxBytes} accepted`);
   if (response.body === null) return '';
   const chunks: Buffer[] = [];
   let received = 0;
   for await (const chunk of response.body) {
     received += chunk.byteLength;
-    if (received > maxBytes) throw new IssuerUnreachable(`the issuer's answer is more than the ${maxBytes} bytes accepted`);
+    if (received > maxBytes) throw tooLarge(`is more than the ${maxBytes} bytes accepted`);
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -76,7 +77,7 @@ export async function issuerRequest(request: IssuerRequest, limits: IssuerLimits
       redirect: 'error',
       signal: AbortSignal.timeout(limits.timeoutMs),
     });
-    text = await readBounded(response, limits.maxBytes);
+    text = await readBounded(response, limits.maxBytes, (detail) => new IssuerUnreachable(`the issuer's answer ${detail}`));
   } catch (error) {
     if (error instanceof IssuerUnreachable) throw error;
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;

@@ -1,4 +1,5 @@
 import { isSecureOrLoopbackUrl } from '../config.js';
+import { discoveryUrls } from './issuer-documents.js';
 import { IssuerRefused, IssuerUnreachable, issuerRequest, type IssuerLimits, ISSUER_LIMITS } from './issuer-http.js';
 
 /** The endpoints of the issuer that registering a partner's client needs. */
@@ -15,26 +16,10 @@ export class IssuerMetadataInvalid extends Error {
   override readonly name = 'IssuerMetadataInvalid';
 }
 
-/**
- * RFC 8414 §3 inserts the well-known path between host and the issuer's path; OpenID Connect
- * Discovery §4 appends it. Both are tried, in that order.
- */
-function discoveryUrls(issuer: string): string[] {
-  const parsed = new URL(issuer);
-  const path = parsed.pathname.replace(/\/+$/, '');
-  return [`${parsed.origin}/.well-known/oauth-authorization-server${path}`, `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`];
-}
-
 function endpoint(document: Record<string, unknown>, name: string): string | undefined {
   const value = document[name];
   if (value === undefined) return undefined;
-  let allowed = false;
-  try {
-    allowed = typeof value === 'string' && isSecureOrLoopbackUrl(value);
-  } catch {
-    allowed = false;
-  }
-  if (!allowed) throw new IssuerMetadataInvalid(`the issuer's discovery document names a ${name} that is not an https:// URL (http:// only on loopback)`);
+  if (!isSecureOrLoopbackUrl(value)) throw new IssuerMetadataInvalid(`the issuer's discovery document names a ${name} that is not an https:// URL (http:// only on loopback)`);
   return value as string;
 }
 
