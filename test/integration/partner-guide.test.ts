@@ -86,7 +86,7 @@ async function startGuideIssuer(onboarding: {
     const create = async (...options: string[]): Promise<Handover> => {
       const handover = JSON.parse(await onboarding.cli(tokenSettings, 'token-client', 'create', onboarding.siteId, ...options, '--json')) as Handover;
       const names = ['client_id', ...(handover.client_secret === undefined ? [] : ['client_secret']), 'token_endpoint', 'resource', 'guide_url'];
-      assert.deepEqual(Object.keys(handover), names, 'the hand-over has exactly the names the guide lists');
+      assert.deepEqual(Object.keys(handover), names, 'token-client create --json prints exactly the hand-over');
       return handover;
     };
     await onboarding.cli({}, 'sunset', 'set', '--guide', GUIDE_URL);
@@ -222,6 +222,18 @@ describe('the partner migration guide, run as written', () => {
     assert.equal(answer, ALLOWED);
     const token = await readFile(join(workDir, 'token.txt'), 'utf8');
     assert.deepEqual(await checkToken(token), { verdict: 'allow', clientId: issuer.secretClient.client_id });
+  });
+
+  it('lists in "What you receive" each value of the hand-over that token-client create prints, by its name', () => {
+    const start = guide.indexOf('## What you receive');
+    const received = guide.slice(start, guide.indexOf('\n## ', start + 1));
+    const listed = [...received.matchAll(/^\| `([a-z_]+)` \|/gm)].map(([, name]) => name);
+    assert.deepEqual(listed, Object.keys(issuer.secretClient));
+  });
+
+  it("curl: the issuer identifier's discovery document names it and the hand-over's token endpoint, as the guide says to check", async () => {
+    const answer = await partner('bash', ['-e', '-o', 'pipefail', '-c', snippet(guide, 'curl-issuer')]);
+    assert.deepEqual(JSON.parse(answer), { issuer: partnerEnv.ISSUER, token_endpoint: partnerEnv.TOKEN_ENDPOINT });
   });
 
   it('Node.js: token.mjs gets a token the service allows, hands the same one to every caller, and order.mjs is let through', async () => {
