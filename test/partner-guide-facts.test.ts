@@ -3,29 +3,31 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SETTINGS } from '../src/config.js';
-import { denialChallenge, ERROR_CATALOGUE, TOKEN_RULE_DESCRIPTIONS } from '../src/decision/error-catalogue.js';
+import { denialChallenge, denialMessage, ERROR_CATALOGUE, TOKEN_RULE_DESCRIPTIONS, tokenRuleDescription } from '../src/decision/error-catalogue.js';
+import type { TokenRule } from '../src/decision/types.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const GUIDE = readFileSync(join(PACKAGE_ROOT, 'docs', 'partner-migration-guide.md'), 'utf8');
 
 /**
- * Where the guide's "106, by situation" table covers each token rule: words of its row. A rule the
- * service gains fails here until the guide tells partners what to do about it.
+ * Where the guide's "106, by situation" table covers each token rule: words of its row, which are the
+ * words of the message the partner sees, so that a partner finds the row by the message. A rule the
+ * service gains, or a message reworded, fails here until the guide follows.
  */
 const SITUATION_OF_RULE: Readonly<Record<string, string>> = {
-  'tokens-disabled': 'token-based authentication is not enabled',
+  'tokens-disabled': 'token-based authentication is not enabled on this service',
   malformed: 'the token is not a signed JWT',
-  algorithm: 'the algorithm is not accepted',
-  type: 'the token is not a JWT access token',
-  'unknown-key': 'names a signing key the issuer does not publish',
-  signature: 'the signature does not verify',
-  issuer: 'issued by an issuer this service does not trust',
-  audience: "the token's audience does not include this API",
+  algorithm: 'signed with an algorithm this service does not accept',
+  type: 'the token is not a JWT access token: its typ header must be at+jwt',
+  'unknown-key': 'the token names a signing key (kid) that the issuer does not publish',
+  signature: 'the token signature does not verify',
+  issuer: 'the token was issued by another issuer (iss) than the one this API trusts',
+  audience: 'the token audience (aud) does not include this API; request the token with resource=',
   expired: 'the token has expired',
   'not-yet-valid': 'the token is not valid yet',
   claims: 'the token lacks a required claim',
-  revoked: "issued before the site's tokens were revoked",
-  'keys-unavailable': "the issuer's keys are unavailable",
+  revoked: "the token was issued before the site's tokens were revoked",
+  'keys-unavailable': "the issuer's signing keys are unavailable to this service right now",
 };
 
 /** The section of the guide under this heading, up to the next one of any level. */
@@ -62,12 +64,19 @@ describe('the partner guide says what the service does', () => {
     assert.ok(challenge?.startsWith(shown.slice('WWW-Authenticate: '.length)), challenge);
   });
 
-  it('tells the partner what to do about every token rule', () => {
+  it('tells the partner what to do about every token rule, in the words of its message', () => {
     const situations = section('**106, by situation:**');
-    for (const rule of Object.keys(TOKEN_RULE_DESCRIPTIONS)) {
+    for (const rule of Object.keys(TOKEN_RULE_DESCRIPTIONS) as TokenRule[]) {
       const words = SITUATION_OF_RULE[rule];
       assert.ok(words, `the guide's 106 table has no row for the token rule "${rule}": add one, and its words here`);
+      const message = tokenRuleDescription({ rule, resource: 'https://partner-api.example.com' });
+      assert.ok(message.includes(words), `the message of rule ${rule} no longer says "${words}": ${message}`);
       assert.ok(situations.includes(words), `the 106 table has no row saying "${words}" (rule ${rule})`);
     }
+  });
+
+  it("quotes 107's message, which tells the partner what to ask for", () => {
+    const message = denialMessage({ errorId: 107, clientId: '<client_id>' });
+    assert.ok(section('## Errors and their fixes').includes(`\`${message}\``), message);
   });
 });

@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTlsServer, request as tlsRequest } from 'node:https';
-import { request as plainRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { Configuration, Provider as ProviderType } from 'oidc-provider';
@@ -19,24 +17,11 @@ export interface TestIssuerClient {
   readonly clientSecret: string;
 }
 
-/** A client that authenticates with private_key_jwt (RFC 7523) using the private half of these public keys. */
-export interface TestIssuerKeyClient {
-  readonly clientId: string;
-  readonly jwks: { readonly keys: readonly JWK[] };
-}
-
 /** The signing algorithms a test can ask for; the issuer's key type follows from it. */
 export type TestIssuerSigningAlgorithm = 'RS256' | 'PS256' | 'ES256' | 'EdDSA';
 
 export interface TestIssuerOptions {
   readonly clients: readonly TestIssuerClient[];
-  /** Clients with public keys and no secret (default none). */
-  readonly keyClients?: readonly TestIssuerKeyClient[];
-  /**
-   * Serve https with this certificate instead of http (the issuer URL then starts with https://); `ca`
-   * is what the test itself trusts when it calls the issuer (a child process takes NODE_EXTRA_CA_CERTS).
-   */
-  readonly tls?: { readonly cert: string; readonly key: string; readonly ca: string };
   /** The resource indicator the tokens are for, which becomes their `aud`. */
   readonly audience?: string;
   /** Further resource indicators the issuer also mints tokens for (a token meant for another API). */
@@ -133,9 +118,7 @@ function takeSigningKey(alg: TestIssuerSigningAlgorithm): Promise<SigningKey> {
 const NEW_SECRET_ON_UPDATE = 'new-secret-on-update';
 
 function checkOptions(options: TestIssuerOptions): void {
-  if (options.clients.length + (options.keyClients?.length ?? 0) === 0 && options.registration !== true) {
-    throw new TypeError('startTestIssuer: give at least one client');
-  }
+  if (options.clients.length === 0 && options.registration !== true) throw new TypeError('startTestIssuer: give at least one client');
   const ttl = options.accessTokenTtlSeconds;
   if (ttl !== undefined && !(Number.isSafeInteger(ttl) && ttl > 0)) {
     throw new TypeError(`startTestIssuer: accessTokenTtlSeconds must be a positive whole number of seconds, not ${ttl}`);
@@ -152,12 +135,10 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
 
   // The socket outlives the provider: a rotation swaps in a provider with the new key set behind it.
   let handle: ((request: IncomingMessage, response: ServerResponse) => void) | undefined;
-  const answer = (request: IncomingMessage, response: ServerResponse): void => {
+  const server: Server = createServer((request, response) => {
     if (handle) return handle(request, response);
     response.writeHead(503).end();
-  };
-  const server: Server = options.tls === undefined ? createServer(answer) : createTlsServer({ cert: options.tls.cert, key: options.tls.key }, answer);
-  const ca = options.tls?.ca;
+  });
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, LOOPBACK, () => {
@@ -166,7 +147,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     });
   });
   const { port } = server.address() as AddressInfo;
-  const issuer = `${options.tls === undefined ? 'http' : 'https'}://${LOOPBACK}:${port}`;
+  const issuer = `http://${LOOPBACK}:${port}`;
 
   /** The last error the provider met while answering, to explain a 500 of the token endpoint. */
   let lastServerError: Error | undefined;
@@ -184,21 +165,14 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     if (typeof token === 'string') registrationAccessTokens.push(token);
   };
 
-  const clientCredentialsOnly = { grant_types: ['client_credentials'], response_types: [], redirect_uris: [] };
-  const clients = [
-    ...options.clients.map((client) => ({
-      ...clientCredentialsOnly,
-      client_id: client.clientId,
-      client_secret: client.clientSecret,
-      token_endpoint_auth_method: 'client_secret_basic' as const,
-    })),
-    ...(options.keyClients ?? []).map((client) => ({
-      ...clientCredentialsOnly,
-      client_id: client.clientId,
-      jwks: { keys: [...client.jwks.keys] },
-      token_endpoint_auth_method: 'private_key_jwt' as const,
-    })),
-  ];
+  const clients = options.clients.map((client) => ({
+    client_id: client.clientId,
+    client_secret: client.clientSecret,
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: 'client_secret_basic' as const,
+  }));
 
   const buildProvider = (): ProviderType => {
     const kid = signingKid;
@@ -287,7 +261,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
   let registration: TestIssuerRegistration | undefined;
   try {
     await useNewKey();
-    const discovery = await getJson(`${issuer}/.well-known/openid-configuration`, ca);
+    const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
     jwksUrl = stringField(discovery, 'jwks_uri');
     tokenEndpoint = stringField(discovery, 'token_endpoint');
     if (options.registration === true && provider !== undefined) {
@@ -311,13 +285,13 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     if (mintOptions.resource !== null) form.set('resource', mintOptions.resource ?? audience);
     if (mintOptions.scope !== undefined) form.set('scope', mintOptions.scope);
     takeServerError();
-    const response = await exchange(tokenEndpoint, ca, {
+    const response = await fetch(tokenEndpoint, {
       method: 'POST',
       headers: { authorization: basicCredentials(client), 'content-type': 'application/x-www-form-urlencoded' },
-      body: form.toString(),
+      body: form,
     });
-    const answer = response.json as TokenEndpointAnswer;
-    if (response.status === 200 && typeof answer.access_token === 'string') return answer.access_token;
+    const answer = (await response.json().catch(() => ({}))) as TokenEndpointAnswer;
+    if (response.ok && typeof answer.access_token === 'string') return answer.access_token;
     const serverError = takeServerError();
     const cause = serverError ? ` (${serverError.message})` : '';
     throw new TokenRequestRefused(response.status, String(answer.error), String(answer.error_description ?? '') + cause);
@@ -326,7 +300,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
   const rotateSigningKey = async (): Promise<{ readonly kid: string }> => {
     const kid = await useNewKey();
     // The swap is synchronous, so the next request sees the new key set; read it back to be sure.
-    const published = await getJson(jwksUrl, ca);
+    const published = await getJson(jwksUrl);
     const kids = Array.isArray(published.keys) ? published.keys.map((key: { kid?: unknown }) => key.kid) : [];
     if (!kids.includes(kid)) throw new Error(`the issuer's JWKS does not list the new key ${kid}: ${JSON.stringify(kids)}`);
     return { kid };
@@ -365,35 +339,10 @@ function basicCredentials(client: TestIssuerClient): string {
   return `Basic ${Buffer.from(`${encode(client.clientId)}:${encode(client.clientSecret)}`).toString('base64')}`;
 }
 
-/** One request to the issuer over its own scheme, trusting `ca` for https; the answer's JSON, or {} if none. */
-function exchange(url: string, ca: string | undefined, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; json: Record<string, unknown> }> {
-  const send = url.startsWith('https:') ? tlsRequest : plainRequest;
-  return new Promise((resolveExchange, reject) => {
-    const outgoing = send(url, { method: init.method ?? 'GET', headers: init.headers, ...(ca === undefined ? {} : { ca }), timeout: 10_000 }, (incoming) => {
-      let text = '';
-      incoming.setEncoding('utf8');
-      incoming.on('data', (chunk: string) => (text += chunk));
-      incoming.on('error', reject);
-      incoming.on('end', () => {
-        let json: Record<string, unknown> = {};
-        try {
-          json = JSON.parse(text) as Record<string, unknown>;
-        } catch {
-          // not JSON: the status says what happened
-        }
-        resolveExchange({ status: incoming.statusCode ?? 0, json });
-      });
-    });
-    outgoing.on('timeout', () => outgoing.destroy(new Error(`${url} did not answer within 10 s`)));
-    outgoing.on('error', reject);
-    outgoing.end(init.body);
-  });
-}
-
-async function getJson(url: string, ca: string | undefined): Promise<Record<string, unknown> & { keys?: unknown }> {
-  const response = await exchange(url, ca);
-  if (response.status !== 200) throw new Error(`GET ${url} answered ${response.status}`);
-  return response.json;
+async function getJson(url: string): Promise<Record<string, unknown> & { keys?: unknown }> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`);
+  return (await response.json()) as Record<string, unknown>;
 }
 
 function stringField(document: Record<string, unknown>, name: string): string {
