@@ -7,7 +7,7 @@ import { createLogger, type Logger } from '../observe/logger.js';
 import { connectionPool } from '../store/database.js';
 import { DEFAULT_KEY_ROTATION, type KeyRotationPolicy } from './key-schedule.js';
 import { DISCOVERY_PATH, issuerRequestListener, REGISTRATION_PATH, TOKEN_PATH, type RequestListener } from './issuer-http.js';
-import { deleteExpiredObjects, postgresAdapter } from './postgres-adapter.js';
+import { clientSecretMatches, deleteExpiredObjects, isSecretDigest, postgresAdapter } from './postgres-adapter.js';
 import { newClientSecret, providerConfiguration } from './provider-configuration.js';
 import { routeProviderNotices } from './provider-notices.js';
 import { currentSigningKeys, sameKeySet, type SigningKeySet } from './signing-keys.js';
@@ -73,12 +73,26 @@ function listen(server: Server, port: number, host: string): Promise<number> {
   });
 }
 
-/** A PUT that leaves client_secret out (RFC 7592 §2.2: omitted is null) gets a new secret; the old one stops working. */
-function rotateSecretOnUpdate(clients: Adapter, logger: Logger) {
+/** oidc-provider's Client, as far as the comparison of a presented secret goes. */
+interface SecretComparison {
+  compareClientSecret(presented: string): boolean | Promise<boolean>;
+}
+
+/**
+ * The secret in registration answers, where only its digest is kept: a read (RFC 7592 §2.1) does not
+ * answer the digest; an update that names a secret is told to leave it out, since the one named cannot
+ * be compared with a digest by the provider; and a PUT that leaves client_secret out (§2.2: omitted is
+ * null) gets a new secret, so the old one stops working.
+ */
+function clientSecretAnswers(clients: Adapter, logger: Logger) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<unknown>): Promise<void> => {
     await next();
-    if (ctx.method !== 'PUT' || ctx.status !== 200 || ctx.oidc?.route !== 'client_update') return;
     const answer = ctx.body as Record<string, unknown>;
+    if (ctx.status === 200 && ctx.oidc?.route === 'client' && isSecretDigest(answer?.client_secret)) delete answer.client_secret;
+    if (ctx.status === 400 && ctx.oidc?.route === 'client_update' && String(answer?.error_description).startsWith('provided client_secret does not match')) {
+      answer.error_description = 'leave client_secret out of the update: this issuer keeps only a digest of each secret, and an update without one issues a new secret (RFC 7592 section 2.2)';
+    }
+    if (ctx.method !== 'PUT' || ctx.status !== 200 || ctx.oidc?.route !== 'client_update') return;
     const sent = ctx.oidc.body as Record<string, unknown> | undefined;
     if (sent === undefined || 'client_secret' in sent || typeof answer.client_secret !== 'string' || typeof answer.client_id !== 'string') return;
     const stored = await clients.find(answer.client_id);
@@ -139,7 +153,11 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
       provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'issuer: the provider failed a request'));
       provider.on('registration_create.success', (_ctx, client) => logger.info({ clientId: client.clientId }, 'issuer: client registered'));
       provider.on('registration_delete.success', (_ctx, client) => logger.info({ clientId: client.clientId }, 'issuer: client deleted'));
-      provider.use(rotateSecretOnUpdate(adapter('Client'), logger));
+      provider.use(clientSecretAnswers(adapter('Client'), logger));
+      // The provider's own hook for a secret kept hashed (Client#compareClientSecret): the store keeps digests.
+      (provider.Client.prototype as unknown as SecretComparison).compareClientSecret = function (this: { clientSecret?: unknown }, presented: string) {
+        return clientSecretMatches(this.clientSecret, presented);
+      };
       return provider.callback();
     };
     handle = build(keys);

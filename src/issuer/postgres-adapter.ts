@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
 import type { Adapter, AdapterFactory, AdapterPayload } from 'oidc-provider';
 import { sha256 } from '../common/sha256.js';
@@ -9,13 +10,46 @@ import { sha256 } from '../common/sha256.js';
  * request it serves, with a server_error, never an answer made up.
  *
  * A client is found by its id; anything else by the SHA-256 of its id, which for a token is its
- * value: the table never holds a registration access token anyone could present.
+ * value: the table never holds a registration access token anyone could present. A client's secret is
+ * kept as its SHA-256 too (RFC 6819 §5.1.4.1.3), compared by clientSecretMatches: the secrets are 256
+ * random bits the provider made, so a fast hash is enough, and the table holds none a client could present.
  */
 
 /** The largest payload stored: a client's metadata with its JWKS is a few kilobytes. */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 
 const KEPT_AS_IS = new Set(['Client']);
+
+const SECRET_DIGEST = 'sha256:';
+
+const digestOf = (secret: string): string => `${SECRET_DIGEST}${sha256(secret, 'hex')}`;
+
+/** What the table keeps of a secret: its digest (a payload read back and stored again keeps its digest). */
+function storedSecret(secret: string): string {
+  return secret.startsWith(SECRET_DIGEST) ? secret : digestOf(secret);
+}
+
+/**
+ * Whether the secret a client presented is the one held: the digest as stored, or the secret itself
+ * while the provider holds a client it has just made. What is presented is always hashed, so the
+ * digest itself is no secret.
+ */
+export function clientSecretMatches(held: unknown, presented: string): boolean {
+  if (typeof held !== 'string') return false;
+  const expected = Buffer.from(storedSecret(held));
+  const actual = Buffer.from(digestOf(presented));
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+/** A stored digest, which is no secret a partner could use and is never answered as one. */
+export function isSecretDigest(value: unknown): boolean {
+  return typeof value === 'string' && value.startsWith(SECRET_DIGEST);
+}
+
+function withSecretDigest(payload: AdapterPayload): AdapterPayload {
+  const secret = payload['client_secret'];
+  return typeof secret === 'string' ? { ...payload, client_secret: storedSecret(secret) } : payload;
+}
 
 function storedId(model: string, id: string): string {
   return KEPT_AS_IS.has(model) ? id : sha256(id, 'hex');
@@ -30,7 +64,7 @@ class PostgresAdapter implements Adapter {
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
     const { jti, ...rest } = payload;
     // The token's value is its jti: kept only as the row's hashed id, given back by find().
-    const stored = KEPT_AS_IS.has(this.model) || jti !== id ? payload : rest;
+    const stored = this.model === 'Client' ? withSecretDigest(payload) : jti !== id ? payload : rest;
     const json = JSON.stringify(stored);
     if (Buffer.byteLength(json) > MAX_PAYLOAD_BYTES) throw new Error(`an oidc-provider ${this.model} of more than ${MAX_PAYLOAD_BYTES} bytes is not stored`);
     await this.pool.query(

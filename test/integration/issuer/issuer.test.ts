@@ -176,18 +176,20 @@ describe('sitekey-authz issuer', () => {
     assert.equal(read.body.client_id, clientId);
     assert.equal((await sendJson(clientUri, 'GET', 'not-the-token')).status, 401);
 
-    // A PUT that carries the current secret keeps it.
-    const kept = await sendJson(clientUri, 'PUT', managementToken, { client_id: clientId, client_secret: oldSecret, client_name: 'Renamed partner' });
-    assert.equal(kept.status, 200, JSON.stringify(kept.body));
-    assert.equal(kept.body.client_secret, oldSecret);
-    assert.notEqual(kept.body.registration_access_token, managementToken, 'the registration access token rotates with each update');
-    managementToken = kept.body.registration_access_token as string;
+    assert.equal(read.body.client_secret, undefined, 'a read answers no secret: the issuer keeps only its digest');
+
+    // A PUT that names a secret is told to leave it out: the issuer cannot compare it with a digest.
+    const named = await sendJson(clientUri, 'PUT', managementToken, { client_id: clientId, client_secret: oldSecret, client_name: 'Renamed partner' });
+    assert.equal(named.status, 400, JSON.stringify(named.body));
+    assert.match(String(named.body.error_description), /leave client_secret out/);
+    accessToken(await requestToken(issuer.tokenEndpoint, { basic: { clientId, clientSecret: oldSecret } }));
 
     // One that leaves it out (RFC 7592 §2.2: omitted is null) gets a new secret.
     const rotated = await sendJson(clientUri, 'PUT', managementToken, { client_id: clientId, client_name: 'Renamed partner' });
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
     const newSecret = rotated.body.client_secret as string;
     assert.ok(typeof newSecret === 'string' && newSecret !== oldSecret);
+    assert.notEqual(rotated.body.registration_access_token, managementToken, 'the registration access token rotates with each update');
     managementToken = rotated.body.registration_access_token as string;
 
     const withOld = await requestToken(issuer.tokenEndpoint, { basic: { clientId, clientSecret: oldSecret } });
@@ -200,6 +202,25 @@ describe('sitekey-authz issuer', () => {
     const afterDelete = await requestToken(issuer.tokenEndpoint, { basic: { clientId, clientSecret: newSecret } });
     assert.equal(afterDelete.status, 401);
     assert.equal((await sendJson(clientUri, 'GET', managementToken)).status, 401);
+  });
+
+  it('keeps a client secret only as its SHA-256: the table holds none a client could present, and the digest itself is refused', async () => {
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const registered = await register({});
+      const clientId = registered.body.client_id as string;
+      const secret = registered.body.client_secret as string;
+      const { rows } = await client.query<{ payload: { client_secret?: string } }>("SELECT payload FROM issuer_oidc_objects WHERE model = 'Client' AND id = $1", [clientId]);
+      const stored = rows[0]?.payload.client_secret ?? '';
+      assert.ok(stored !== '' && !stored.includes(secret), 'the stored secret is not the secret');
+      const asStored = await requestToken(issuer.tokenEndpoint, { basic: { clientId, clientSecret: stored } });
+      assert.equal(asStored.status, 401, 'the digest is no secret');
+      accessToken(await requestToken(issuer.tokenEndpoint, { basic: { clientId, clientSecret: secret } }));
+    } finally {
+      await client.end();
+    }
   });
 
   it('keeps a registration access token only as its SHA-256, never its value', async () => {
