@@ -127,6 +127,30 @@ async function guardedTokenRequest(
   provider(request, response);
 }
 
+/**
+ * A path as oidc-provider's router matches it: without case, and with one trailing slash dropped.
+ * An absolute-form target (`POST http://host/token`) is read for its path, as Koa reads it.
+ */
+function routeKey(target: string): string {
+  let path: string;
+  if (target.startsWith('/')) {
+    const queryAt = target.indexOf('?');
+    path = queryAt < 0 ? target : target.slice(0, queryAt);
+  } else {
+    path = URL.canParse(target) ? new URL(target).pathname : target;
+  }
+  return (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).toUpperCase();
+}
+
+/**
+ * Every POST goes through the token endpoint's limits but registration's (which needs the initial
+ * access token): however a client spells the token endpoint's path, the provider reaching it means
+ * the limits were counted.
+ */
+function isGuarded(request: IncomingMessage): boolean {
+  return request.method === 'POST' && routeKey(request.url ?? '/') !== routeKey(REGISTRATION_PATH);
+}
+
 export function issuerRequestListener(options: {
   readonly guard: TokenEndpointGuard;
   /** The provider's listener now: it changes when the signing keys do. */
@@ -148,7 +172,7 @@ export function issuerRequestListener(options: {
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
     if (path === '/healthz') return answerJson(response, 200, { status: 'ok' });
     if (path === AUTHORIZATION_SERVER_METADATA_PATH) request.url = DISCOVERY_PATH + (queryAt < 0 ? '' : url.slice(queryAt));
-    if (request.method === 'POST' && path === TOKEN_PATH) {
+    if (isGuarded(request)) {
       guardedTokenRequest(request, response, options.guard, options.provider(), now, options.clientIpSource).catch(() => {
         if (!response.headersSent) answerJson(response, 400, { error: 'invalid_request', error_description: 'the request body could not be read' });
         else response.destroy();

@@ -74,6 +74,20 @@ class Buckets {
   }
 }
 
+/**
+ * The key an address is counted under: an IPv4 address itself, an IPv6 address by its /64, the block
+ * one subscriber is given (RFC 6177), so that a client cannot step to a fresh bucket within it.
+ */
+export function addressBucket(address: string): string {
+  if (!address.includes(':')) return address;
+  const [head = '', tail] = address.toLowerCase().split('::');
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
+  const zeros = tail === undefined ? 0 : Math.max(0, 8 - headGroups.length - tailGroups.length);
+  const groups = [...headGroups, ...Array<string>(zeros).fill('0'), ...tailGroups];
+  return `${groups.slice(0, 4).join(':')}::/64`;
+}
+
 export type Admission =
   | { readonly admitted: true; readonly settle: (authenticated: boolean) => void }
   | { readonly admitted: false; readonly retryAfterSeconds: number; readonly reason: string };
@@ -93,7 +107,8 @@ export class TokenEndpointGuard {
    * Whether a token request from `address` naming `clientId` (as it says, unverified) may reach the
    * provider. When admitted, `settle` says whether the client authenticated, once the answer is known.
    */
-  admit(address: string, clientId: string | undefined, now: number): Admission {
+  admit(source: string, clientId: string | undefined, now: number): Admission {
+    const address = addressBucket(source);
     const refuse = (waitMs: number, reason: string): Admission => ({ admitted: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)), reason });
     const failureWait = this.failures.take(address, now);
     if (failureWait > 0) return refuse(failureWait, 'too many failed client authentications from this address');
@@ -114,6 +129,9 @@ export class TokenEndpointGuard {
         if (settled) return;
         settled = true;
         if (authenticated) this.failures.giveBack(address, Date.now());
+        // A request that failed to authenticate was not the client's: it does not spend the client's
+        // budget, or a stranger naming the client could lock it out. The address's failures bound it.
+        else if (clientId !== undefined) this.clients.giveBack(clientId, Date.now());
       },
     };
   }

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { IncomingMessage } from 'node:http';
 import type { ClientIpSource } from '../../src/config.js';
 import { claimedClientId, sourceAddress } from '../../src/issuer/issuer-http.js';
-import { TokenEndpointGuard, type Admission } from '../../src/issuer/token-endpoint-guard.js';
+import { addressBucket, TokenEndpointGuard, type Admission } from '../../src/issuer/token-endpoint-guard.js';
 
 const LIMITS = { perAddress: { burst: 3, perSecond: 1 }, perClient: { burst: 2, perSecond: 1 }, failedPerAddress: { burst: 2, perSecond: 0.5 } };
 
@@ -20,6 +20,22 @@ describe('the token endpoint guard', () => {
     const refused = guard.admit('198.51.100.3', 'a', 0);
     assert.deepEqual(refused, { admitted: false, retryAfterSeconds: 1, reason: 'too many token requests for this client' });
     admitted(guard.admit('198.51.100.3', 'a', 1_000))(true);
+  });
+
+  it('does not spend a client\'s budget on requests that fail to authenticate: a stranger naming it cannot lock it out', () => {
+    const guard = new TokenEndpointGuard({ ...LIMITS, failedPerAddress: { burst: 100, perSecond: 1 } });
+    for (let attempt = 0; attempt < 10; attempt++) admitted(guard.admit(`198.51.100.${attempt + 1}`, 'victim', 0))(false);
+    admitted(guard.admit('203.0.113.7', 'victim', 0))(true);
+  });
+
+  it('counts IPv6 addresses by their /64, so that a client cannot step to a fresh bucket within it', () => {
+    assert.equal(addressBucket('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+    assert.equal(addressBucket('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(addressBucket('198.51.100.7'), '198.51.100.7');
+    const guard = new TokenEndpointGuard(LIMITS);
+    for (const host of ['1', '2', '3']) admitted(guard.admit(`2001:db8:1:2::${host}`, undefined, 0))(true);
+    assert.equal(guard.admit('2001:db8:1:2::4', undefined, 0).admitted, false);
+    admitted(guard.admit('2001:db8:1:3::1', undefined, 0))(true);
   });
 
   it('limits an address whatever clients it names', () => {

@@ -68,6 +68,14 @@ describe('the issuer token endpoint limits', () => {
     assert.equal((await requestToken(issuer.tokenEndpoint, { basic: other })).status, 200);
   });
 
+  it('counts every spelling of the token endpoint that the provider answers (case, a trailing slash) against the same limits', async () => {
+    const issuer = await start({ perAddress: { burst: 2, perSecond: SLOW } });
+    const partner = await registerSecretClient(issuer);
+    assert.equal((await requestToken(issuer.tokenEndpoint, { basic: partner })).status, 200);
+    assert.equal((await requestToken(`${issuer.url}/TOKEN`, { basic: partner })).status, 200, 'the provider answers the path without case');
+    for (const spelling of ['/token', '/TOKEN', '/token/', '/Token']) assertRateLimited(await requestToken(`${issuer.url}${spelling}`, { basic: partner }));
+  });
+
   it('refuses an address past its limit, while another address goes on', async () => {
     const issuer = await start({ perAddress: { burst: 4, perSecond: SLOW } });
     const partner = await registerSecretClient(issuer);
