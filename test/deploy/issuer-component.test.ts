@@ -23,7 +23,7 @@ describe('the issuer component', () => {
     const issuer = loadIssuerConfig(settings, (path) => (read.push(path), 'bW91bnRlZC1yZWdpc3RyYXRpb24tdG9rZW4tZm9yLXRlc3Rz'));
     assert.deepEqual(read, [tokenFile]);
     assert.equal(issuer.url, 'https://auth.partner-api.example.com');
-    assert.equal(issuer.registrationTokenGenerated, false);
+    assert.equal(issuer.registrationToken, 'bW91bnRlZC1yZWdpc3RyYXRpb24tdG9rZW4tZm9yLXRlc3Rz');
     assert.doesNotThrow(() => loadConfig({ ...readEnvFile(join(BASE_DIR, 'settings.env')), ...settings }));
     const mount = container.volumeMounts.find((volumeMount: Json) => tokenFile.startsWith(`${volumeMount.mountPath}/`));
     assert.ok(mount, `no volume is mounted where ISSUER_REGISTRATION_TOKEN_FILE (${tokenFile}) points`);

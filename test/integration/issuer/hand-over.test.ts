@@ -176,4 +176,18 @@ describe('the hand-over, against sitekey-authz issuer', () => {
     assert.ok(took < PROPAGATION_BOUND_MS, `removal took ${Math.round(took)} ms`);
     refusedAsInvalidClient(await withSecret(rotated));
   });
+
+  it('a client created before the issuer restarts is rotated and removed after it, with the registration token first printed', async () => {
+    const created = JSON.parse(await cli('token-client', 'create', '1001', '--json')) as Handover;
+    await issuer.stop();
+    issuer = await startIssuerProcess({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false' }, { port: issuer.port });
+    assert.equal(issuer.serveEnv.TOKEN_REGISTRATION_TOKEN, undefined, 'the token is printed at the first start only');
+    assert.equal(issuer.output().includes(serveEnv.TOKEN_REGISTRATION_TOKEN as string), false);
+
+    const rotated = JSON.parse(await cli('token-client', 'rotate-secret', created.client_id, '--json')) as Handover;
+    refusedAsInvalidClient(await withSecret(created));
+    await allowedEverywhere(accessToken(await withSecret(rotated)));
+    await cli('token-client', 'remove', created.client_id);
+    refusedAsInvalidClient(await withSecret(rotated));
+  });
 });
