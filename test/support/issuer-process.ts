@@ -23,9 +23,9 @@ export interface IssuerProcess {
 const BANNER_SETTINGS = /^ {2}(TOKEN_ISSUER=\S+ TOKEN_AUDIENCE=\S+ TOKEN_REGISTRATION_TOKEN=.+)$/m;
 const TOKEN_ENDPOINT = /^ {2}token endpoint +(\S+)$/m;
 
-export async function startIssuerProcess(env: Record<string, string>, options: { readonly port?: number } = {}): Promise<IssuerProcess> {
+export async function startIssuerProcess(env: Record<string, string>, options: { readonly port?: number; readonly args?: readonly string[] } = {}): Promise<IssuerProcess> {
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, [CLI, 'issuer'], {
+  const child = spawn(process.execPath, [CLI, 'issuer', ...(options.args ?? [])], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', BIND_ADDRESS: '127.0.0.1', ISSUER_PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -177,7 +177,7 @@ describe('the hand-over, against sitekey-authz issuer', () => {
     refusedAsInvalidClient(await withSecret(rotated));
   });
 
-  it('a client created before the issuer restarts is rotated and removed after it, with the registration token first printed', async () => {
+  it('a client created before the issuer restarts is rotated and removed after it, with the registration token printed at the first start only, or when asked for', async () => {
     const created = JSON.parse(await cli('token-client', 'create', '1001', '--json')) as Handover;
     await issuer.stop();
     issuer = await startIssuerProcess({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false' }, { port: issuer.port });
@@ -189,5 +189,9 @@ describe('the hand-over, against sitekey-authz issuer', () => {
     await allowedEverywhere(accessToken(await withSecret(rotated)));
     await cli('token-client', 'remove', created.client_id);
     refusedAsInvalidClient(await withSecret(rotated));
+
+    await issuer.stop();
+    issuer = await startIssuerProcess({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false' }, { port: issuer.port, args: ['--show-registration-token'] });
+    assert.equal(issuer.serveEnv.TOKEN_REGISTRATION_TOKEN, serveEnv.TOKEN_REGISTRATION_TOKEN, 'printed again when asked for');
   });
 });
