@@ -204,7 +204,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'ISSUER_PORT', default: '9470', meaning: 'issuer: HTTP port of the token endpoint, registration, discovery, JWKS and /healthz' },
   { name: 'ISSUER_URL', default: 'http://127.0.0.1:<ISSUER_PORT>, for trying out', meaning: "issuer: its public issuer identifier (https origin, no path), the tokens' iss and serve's TOKEN_ISSUER" },
   { name: 'ISSUER_RESOURCE', default: 'https://partner-api.test on loopback; else required', meaning: "issuer: the one resource tokens are for, their aud: serve's TOKEN_AUDIENCE" },
-  { name: 'ISSUER_REGISTRATION_TOKEN', default: 'required, or _FILE; on loopback one is made and printed', meaning: 'issuer: the initial access token that client registration (RFC 7591) asks for' },
+  { name: 'ISSUER_REGISTRATION_TOKEN', default: 'required, or _FILE; on loopback one is made at the first start, kept in the database and printed then', meaning: 'issuer: the initial access token that client registration (RFC 7591) asks for' },
   { name: 'ISSUER_REGISTRATION_TOKEN_FILE', default: 'unset', meaning: 'issuer: a file holding that token (a mounted Secret), instead of the variable' },
   { name: 'ISSUER_TOKEN_TTL_SECONDS', default: '600', meaning: 'issuer: how long an access token is valid, 60 to 86400' },
 ];

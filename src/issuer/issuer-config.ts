@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError, integer, isSecureOrLoopbackUrl, port, SETTINGS, text, type Env, type Setting } from '../config.js';
 
@@ -13,9 +12,8 @@ export interface IssuerSettings {
   /** The issuer identifier; undefined: http://127.0.0.1:<the port listened on>, for trying out. */
   readonly url: string | undefined;
   readonly resource: string;
-  readonly registrationToken: string;
-  /** The token was made at start because none was set (trying out on loopback): print it once. */
-  readonly registrationTokenGenerated: boolean;
+  /** Undefined: none was set, on loopback: the trial token kept in the database (trial-registration-token.ts). */
+  readonly registrationToken: string | undefined;
   readonly tokenTtlSeconds: number;
 }
 
@@ -69,8 +67,13 @@ function resource(env: Env, onLoopback: boolean): string {
   return value;
 }
 
+/** What an initial access token must be, set or kept: one a Bearer header carries, long enough not to be guessed. */
+export function isRegistrationToken(token: string): boolean {
+  return token.length >= MIN_REGISTRATION_TOKEN && token.length <= MAX_REGISTRATION_TOKEN && BEARER_TOKEN.test(token);
+}
+
 /** The token, from the variable or from its _FILE; never quoted back in a message. */
-function registrationToken(env: Env, onLoopback: boolean, readFile: (path: string) => string): { token: string; generated: boolean } {
+function registrationToken(env: Env, onLoopback: boolean, readFile: (path: string) => string): string | undefined {
   const inline = text(env, 'ISSUER_REGISTRATION_TOKEN');
   const file = text(env, 'ISSUER_REGISTRATION_TOKEN_FILE');
   if (inline !== undefined && file !== undefined) throw new ConfigError('ISSUER_REGISTRATION_TOKEN_FILE', 'set it or ISSUER_REGISTRATION_TOKEN, not both');
@@ -85,31 +88,29 @@ function registrationToken(env: Env, onLoopback: boolean, readFile: (path: strin
     }
   }
   if (token === undefined) {
-    if (onLoopback) return { token: randomBytes(32).toString('base64url'), generated: true };
+    if (onLoopback) return undefined;
     throw new ConfigError(
       'ISSUER_REGISTRATION_TOKEN',
       'is required (or ISSUER_REGISTRATION_TOKEN_FILE): the initial access token client registration asks for; make one with `openssl rand -base64 32` and give the same to serve as TOKEN_REGISTRATION_TOKEN',
     );
   }
-  if (token.length < MIN_REGISTRATION_TOKEN || token.length > MAX_REGISTRATION_TOKEN || !BEARER_TOKEN.test(token)) {
+  if (!isRegistrationToken(token)) {
     throw new ConfigError(
       name,
       `expected a token of ${MIN_REGISTRATION_TOKEN} to ${MAX_REGISTRATION_TOKEN} characters of A-Z a-z 0-9 - . _ ~ + / (then = padding), such as the output of \`openssl rand -base64 32\``,
     );
   }
-  return { token, generated: false };
+  return token;
 }
 
 export function loadIssuerConfig(env: Env, readFile: (path: string) => string = (path) => readFileSync(path, 'utf8')): IssuerSettings {
   const url = issuerUrl(env);
   const onLoopback = url === undefined || new URL(url).protocol === 'http:';
-  const { token, generated } = registrationToken(env, onLoopback, readFile);
   return Object.freeze({
     port: port(env, 'ISSUER_PORT', ISSUER_PORT),
     url,
     resource: resource(env, onLoopback),
-    registrationToken: token,
-    registrationTokenGenerated: generated,
+    registrationToken: registrationToken(env, onLoopback, readFile),
     tokenTtlSeconds: integer(env, 'ISSUER_TOKEN_TTL_SECONDS', 600, MIN_TOKEN_TTL_SECONDS, MAX_TOKEN_TTL_SECONDS),
   });
 }

@@ -1,19 +1,26 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
+import { connectionPool } from '../store/database.js';
 import { openServeDatabase, stopRequested } from '../serve/lifecycle.js';
 import { Resources } from '../serve/resources.js';
 import { AUTHORIZATION_SERVER_METADATA_PATH } from './issuer-http.js';
 import type { IssuerSettings } from './issuer-config.js';
 import { startIssuer, type RunningIssuer } from './issuer.js';
+import { trialRegistrationToken, type TrialRegistrationToken } from './trial-registration-token.js';
 
 /**
  * `sitekey-authz issuer`: the database as serve opens it (DATABASE_URL, or the embedded one in
  * DATA_DIR, migrated when MIGRATE_ON_START says so), the issuer on ISSUER_PORT, until SIGTERM or SIGINT.
  */
 
-/** What an operator needs on start: where it is, and what to give serve. Never the registration token, unless made here for trying out. */
-export function startBanner(issuer: RunningIssuer, settings: IssuerSettings): string {
-  const registrationToken = settings.registrationTokenGenerated ? settings.registrationToken : '<the value of ISSUER_REGISTRATION_TOKEN>';
+/** Which registration token the issuer takes: the one set, or the trial one kept in the database, printed if made now or asked for. */
+export type BannerToken = { readonly kind: 'set' } | ({ readonly kind: 'trial'; readonly show: boolean } & TrialRegistrationToken);
+
+/** What an operator needs on start: where it is, and what to give serve. Never the registration token, unless a trial one made now or asked for. */
+export function startBanner(issuer: RunningIssuer, settings: IssuerSettings, token: BannerToken): string {
+  const shown = token.kind === 'trial' && (token.madeNow || token.show);
+  const registrationToken =
+    token.kind === 'set' ? '<the value of ISSUER_REGISTRATION_TOKEN>' : shown ? token.token : '<the one printed at the first start on this database>';
   const lines = [
     'sitekey-authz issuer: OAuth 2.0 client credentials, RFC 9068 JWT access tokens',
     `  issuer identifier  ${issuer.url}`,
@@ -25,21 +32,41 @@ export function startBanner(issuer: RunningIssuer, settings: IssuerSettings): st
     'Give serve (and the token-client commands):',
     `  TOKEN_ISSUER=${issuer.url} TOKEN_AUDIENCE=${settings.resource} TOKEN_REGISTRATION_TOKEN=${registrationToken}`,
   ];
-  if (settings.registrationTokenGenerated) {
+  if (token.kind === 'trial') {
     lines.push(
       '',
-      'FOR TRYING OUT ONLY: ISSUER_REGISTRATION_TOKEN is unset, so the registration token above was made for this run',
-      'and changes at the next start. Set ISSUER_REGISTRATION_TOKEN (or _FILE) to keep one.',
+      'FOR TRYING OUT ONLY: ISSUER_REGISTRATION_TOKEN is unset, so the registration token was made at the first start',
+      'on this database and is kept in it: every start on the same database takes the same one.',
+      shown
+        ? 'It is printed only now; `sitekey-authz issuer --show-registration-token` prints it again.'
+        : 'To see it again: `sitekey-authz issuer --show-registration-token`. Set ISSUER_REGISTRATION_TOKEN (or _FILE) to choose one.',
     );
   }
   return `${lines.join('\n')}\n`;
 }
 
-export async function runIssuer(config: Config, settings: IssuerSettings, logger: Logger): Promise<void> {
+/** The trial token kept in the database, read (or made) before the issuer starts; bounded as every query of the issuer. */
+async function keptTrialToken(databaseUrl: string, logger: Logger): Promise<TrialRegistrationToken> {
+  const pool = connectionPool(databaseUrl, { applicationName: 'sitekey-authz-issuer', max: 1, logger, timeoutMs: 5_000 });
+  try {
+    return await trialRegistrationToken(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+export async function runIssuer(config: Config, settings: IssuerSettings, logger: Logger, options: { readonly showRegistrationToken: boolean }): Promise<void> {
   const stopping = stopRequested(logger);
   const resources = new Resources(logger);
   try {
     const database = resources.add(await openServeDatabase(config, logger), (opened) => opened.close());
+    let registrationToken = settings.registrationToken;
+    let bannerToken: BannerToken = { kind: 'set' };
+    if (registrationToken === undefined) {
+      const trial = await keptTrialToken(database.url, logger);
+      registrationToken = trial.token;
+      bannerToken = { kind: 'trial', show: options.showRegistrationToken, ...trial };
+    }
     const issuer = resources.add(
       await startIssuer({
         databaseUrl: database.url,
@@ -47,7 +74,7 @@ export async function runIssuer(config: Config, settings: IssuerSettings, logger
         bindAddress: config.bindAddress,
         issuerUrl: settings.url,
         resource: settings.resource,
-        registrationToken: settings.registrationToken,
+        registrationToken,
         tokenTtlSeconds: settings.tokenTtlSeconds,
         clientIpSource: config.clientIpSource,
         logger,
@@ -55,7 +82,7 @@ export async function runIssuer(config: Config, settings: IssuerSettings, logger
       (running) => running.close(),
     );
     logger.info({ issuer: issuer.url, resource: settings.resource, port: settings.port }, 'issuer listening');
-    process.stdout.write(startBanner(issuer, settings));
+    process.stdout.write(startBanner(issuer, settings, bannerToken));
     await stopping;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {

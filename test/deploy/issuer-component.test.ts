@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { loadIssuerConfig } from '../../src/issuer/issuer-config.js';
-import { BASE_DIR, DEPLOY_DIR, readEnvFile, yamlDocuments } from './manifests.js';
+import { BASE_DIR, DEPLOY_DIR, findKustomize, readEnvFile, render, yamlDocuments } from './manifests.js';
 
 type Json = Record<string, any>;
 
@@ -12,6 +12,8 @@ type Json = Record<string, any>;
 const COMPONENT = join(DEPLOY_DIR, 'kubernetes', 'components', 'issuer');
 const objectsIn = (file: string): Json[] => yamlDocuments(readFileSync(join(COMPONENT, file), 'utf8')) as Json[];
 const settings = readEnvFile(join(COMPONENT, 'issuer-settings.env'));
+const kustomize = findKustomize();
+const noKustomize = kustomize === undefined ? 'neither `kubectl kustomize` (kustomize v4+) nor `kustomize` is installed' : false;
 const deployment = objectsIn('issuer-deployment.yaml')[0]!;
 const pod = deployment.spec.template.spec;
 const container = pod.containers[0];
@@ -23,7 +25,7 @@ describe('the issuer component', () => {
     const issuer = loadIssuerConfig(settings, (path) => (read.push(path), 'bW91bnRlZC1yZWdpc3RyYXRpb24tdG9rZW4tZm9yLXRlc3Rz'));
     assert.deepEqual(read, [tokenFile]);
     assert.equal(issuer.url, 'https://auth.partner-api.example.com');
-    assert.equal(issuer.registrationTokenGenerated, false);
+    assert.equal(issuer.registrationToken, 'bW91bnRlZC1yZWdpc3RyYXRpb24tdG9rZW4tZm9yLXRlc3Rz');
     assert.doesNotThrow(() => loadConfig({ ...readEnvFile(join(BASE_DIR, 'settings.env')), ...settings }));
     const mount = container.volumeMounts.find((volumeMount: Json) => tokenFile.startsWith(`${volumeMount.mountPath}/`));
     assert.ok(mount, `no volume is mounted where ISSUER_REGISTRATION_TOKEN_FILE (${tokenFile}) points`);
@@ -48,5 +50,15 @@ describe('the issuer component', () => {
     const [budget] = objectsIn('issuer-pod-disruption-budget.yaml');
     assert.deepEqual(budget!.spec.selector.matchLabels, deployment.spec.selector.matchLabels);
     assert.ok(deployment.spec.replicas > budget!.spec.maxUnavailable);
+  });
+
+  it("is left out of the Istio gateway's API-key check in the examples that route its host: a token request carries no API key", { skip: noKustomize }, () => {
+    const host = new URL(settings.ISSUER_URL!).host;
+    for (const example of ['examples/issuer', 'examples/tokens-own-issuer']) {
+      const check = (render(kustomize!, join(DEPLOY_DIR, 'kubernetes', example)) as Json[]).find((object) => object.kind === 'AuthorizationPolicy' && object.metadata.name === 'partner-api-keys');
+      assert.equal(check?.spec.action, 'CUSTOM', example);
+      const operations = (check!.spec.rules as Json[]).flatMap((rule: Json) => ((rule.to ?? []) as Json[]).map((to) => to.operation));
+      assert.ok(operations.length > 0 && operations.every((operation) => (operation.notHosts as string[] | undefined)?.includes(host)), `${example}: the CUSTOM policy leaves ${host} out`);
+    }
   });
 });

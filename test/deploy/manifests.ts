@@ -11,7 +11,7 @@ export const ENVOY_BOOTSTRAP = join(DEPLOY_DIR, 'envoy', 'envoy.yaml');
 export const ISTIOD_VALUES = join(DEPLOY_DIR, 'kubernetes', 'overlays', 'istio', 'istiod-values.yaml');
 
 /** Every kustomization a user applies, relative to deploy/kubernetes. */
-export const KUSTOMIZATIONS = ['overlays/istio', 'overlays/envoy', 'examples/partner-api', 'examples/partner-api-istio', 'examples/token-edge-istio', 'examples/admin-internal-ingress', 'examples/tokens', 'examples/issuer'] as const;
+export const KUSTOMIZATIONS = ['overlays/istio', 'overlays/envoy', 'examples/partner-api', 'examples/partner-api-istio', 'examples/token-edge-istio', 'examples/admin-internal-ingress', 'examples/tokens', 'examples/issuer', 'examples/tokens-own-issuer'] as const;
 
 export type KubernetesObject = Record<string, unknown> & {
   apiVersion: string;

@@ -12,8 +12,8 @@ const kustomize = findKustomize();
 const noKustomize = kustomize === undefined ? 'neither `kubectl kustomize` (kustomize v4+) nor `kustomize` is installed' : false;
 const COMPONENT = join(DEPLOY_DIR, 'kubernetes', 'components', 'tokens');
 const EXAMPLE = join(DEPLOY_DIR, 'kubernetes', 'examples', 'tokens');
-/** What components/issuer runs (the product issuer, `sitekey-authz issuer`): its pods' label and port. */
-const IN_CLUSTER_ISSUER = { labels: { 'app.kubernetes.io/name': 'sitekey-authz-issuer' }, port: 9470 };
+/** Who components/issuer admits to the product issuer (`sitekey-authz issuer`): the gateway its https address leads to. */
+const ISSUER_POLICY = join(DEPLOY_DIR, 'kubernetes', 'components', 'issuer', 'issuer-network-policy.yaml');
 
 const componentObjects = (file: string): Json[] => yamlDocuments(readFileSync(join(COMPONENT, file), 'utf8')) as Json[];
 const settings = { ...readEnvFile(join(BASE_DIR, 'settings.env')), ...readEnvFile(join(COMPONENT, 'token-settings.env')) };
@@ -57,10 +57,15 @@ describe('the tokens component turns token-based authentication on', () => {
     for (const name of ['TOKEN_ISSUER', 'TOKEN_AUDIENCE', 'MIGRATION_GUIDE_URL']) assert.match(settings[name] ?? '', /^https:\/\/[a-z.-]*example\.com\b/, name);
   });
 
-  it('lets its pods reach the issuer of components/issuer as it stands, on the issuer port', () => {
-    const [policy] = componentObjects('issuer-network-policy.yaml');
-    const rules = (policy!.spec.egress as Json[]).filter((rule) => (rule.to as Json[]).some((peer) => peer.podSelector !== undefined && selects(peer.podSelector, IN_CLUSTER_ISSUER.labels)));
-    assert.deepEqual(rules.flatMap((rule) => (rule.ports as Json[]).map((port) => port.port)), [IN_CLUSTER_ISSUER.port]);
+  it('lets its pods reach, over https, the gateway that components/issuer admits to the issuer, as it stands', () => {
+    const [egress] = componentObjects('issuer-network-policy.yaml');
+    const [ingress] = yamlDocuments(readFileSync(ISSUER_POLICY, 'utf8')) as Json[];
+    const admitted = (ingress!.spec.ingress as Json[]).flatMap((rule) => rule.from as Json[]);
+    assert.ok(admitted.length > 0);
+    for (const peer of admitted) {
+      const rules = (egress!.spec.egress as Json[]).filter((rule) => (rule.to as Json[]).some((to) => JSON.stringify(to) === JSON.stringify(peer)));
+      assert.ok(rules.flatMap((rule) => (rule.ports as Json[]).map((port) => port.port)).includes(443), `egress to ${JSON.stringify(peer)} on 443`);
+    }
   });
 
   it('renders pods that mount the registration Secret, whole and not optional, and name its file', { skip: noKustomize }, () => {

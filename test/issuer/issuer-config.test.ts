@@ -11,15 +11,13 @@ const noFile = (path: string): string => {
 };
 
 describe('the issuer settings', () => {
-  it('default to trying out on loopback: port 9470, the trial resource, a registration token made for the run', () => {
+  it('default to trying out on loopback: port 9470, the trial resource, the registration token kept in the database', () => {
     const settings = loadIssuerConfig({});
     assert.equal(settings.port, 9470);
     assert.equal(settings.url, undefined);
     assert.equal(settings.resource, TRIAL_RESOURCE);
     assert.equal(settings.tokenTtlSeconds, 600);
-    assert.equal(settings.registrationTokenGenerated, true);
-    assert.ok(settings.registrationToken.length >= 40);
-    assert.notEqual(loadIssuerConfig({}).registrationToken, settings.registrationToken);
+    assert.equal(settings.registrationToken, undefined);
   });
 
   it('take a production issuer as given, its token from the variable or from a file', () => {
@@ -29,7 +27,6 @@ describe('the issuer settings', () => {
       url: 'https://auth.partner-api.example.com',
       resource: 'https://partner-api.example.com',
       registrationToken: TOKEN,
-      registrationTokenGenerated: false,
       tokenTtlSeconds: 300,
     });
     const { ISSUER_REGISTRATION_TOKEN: _, ...withoutToken } = PRODUCTION;

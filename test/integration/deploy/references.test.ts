@@ -25,6 +25,8 @@ const DEPLOYMENTS: ReadonlyArray<{ readonly overlay: string; readonly example: s
   { overlay: 'examples/tokens', example: 'examples/partner-api' },
   // It holds overlays/istio itself, with the issuer component.
   { overlay: 'examples/issuer', example: 'examples/partner-api-istio' },
+  // It holds overlays/istio itself, with the tokens and issuer components, serve reaching the issuer through the gateway.
+  { overlay: 'examples/tokens-own-issuer', example: 'examples/partner-api-istio' },
 ];
 
 const meshProviders = (((readYaml(ISTIOD_VALUES) as Json).meshConfig.extensionProviders as Json[]) ?? []).map((provider) => provider.name as string);
