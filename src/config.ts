@@ -536,11 +536,20 @@ function adminSettings(env: Env, otherPorts: { readonly grpc: number; readonly m
   if (parsedPublicUrl.search !== '' || parsedPublicUrl.hash !== '' || parsedPublicUrl.username !== '' || parsedPublicUrl.password !== '') {
     throw new ConfigError('ADMIN_PUBLIC_URL', 'expected a base URL without query, fragment or credentials, such as https://authz-admin.corp.example');
   }
+  const types = adminTokenTypes(env);
+  // An ID token's aud is the client it was issued to: with the console's client id as the API's
+  // audience, and a typ an ID token also carries accepted, a sign-in's ID token would pass as an access token.
+  if (oidcClientId === audience && types.some((type) => type !== 'at+jwt')) {
+    throw new ConfigError(
+      'ADMIN_AUDIENCE',
+      "equals ADMIN_OIDC_CLIENT_ID while ADMIN_TOKEN_TYPES accepts more than at+jwt: the console's ID tokens would pass as access tokens; register the API apart from the console at the provider and use its audience",
+    );
+  }
   return Object.freeze({
     issuer,
     audience,
     algorithms: Object.freeze(DEFAULT_TOKEN_ALGORITHMS.split(',')),
-    types: Object.freeze(adminTokenTypes(env)),
+    types: Object.freeze(types),
     clockSkewSeconds: 30,
     port: adminPort,
     rolesClaim,

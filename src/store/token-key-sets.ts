@@ -34,7 +34,8 @@ export function tokenKeySetStore(pool: Pick<pg.Pool, 'query'>, source: KeySetSou
     },
     async save(jwks: JSONWebKeySet, fetchedAt: number): Promise<void> {
       await pool.query(
-        `INSERT INTO token_key_sets (source_kind, source, jwks, fetched_at) VALUES ($1, $2, $3::jsonb, $4)
+        // A process whose clock runs ahead would freeze the row with a future time: none is later than the database's now.
+        `INSERT INTO token_key_sets (source_kind, source, jwks, fetched_at) VALUES ($1, $2, $3::jsonb, LEAST($4::timestamptz, now()))
            ON CONFLICT (source_kind, source) DO UPDATE SET jwks = EXCLUDED.jwks, fetched_at = EXCLUDED.fetched_at, stored_at = now()
            WHERE token_key_sets.fetched_at < EXCLUDED.fetched_at`,
         [source.kind, source.value, JSON.stringify(jwks), new Date(fetchedAt)],

@@ -36,6 +36,7 @@ function publicKey(value: unknown): JWK | undefined {
 export function publicKeySet(value: unknown): JSONWebKeySet {
   if (!isObject(value) || !Array.isArray(value['keys'])) throw new KeySetError('the key set has no "keys" array');
   const keys = value['keys'].flatMap((key) => publicKey(key) ?? []).slice(0, KEY_SET_MAX_KEYS);
-  if (keys.length === 0 && value['keys'].length > 0) throw new KeySetError('the key set holds no public signature key');
+  // An empty set verifies nothing: held or stored, it would refuse every token while counting as keys.
+  if (keys.length === 0) throw new KeySetError('the key set holds no public signature key');
   return { keys };
 }

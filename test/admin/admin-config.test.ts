@@ -71,6 +71,12 @@ describe('the ADMIN_* settings', () => {
     ['a token type of another kind', { ...ISSUER, ADMIN_TOKEN_TYPES: 'at+jwt,id+jwt' }, 'ADMIN_TOKEN_TYPES', /"id\+jwt" is not one of at\+jwt, JWT or none/],
     ['an empty token type', { ...ISSUER, ADMIN_TOKEN_TYPES: 'at+jwt,' }, 'ADMIN_TOKEN_TYPES', /empty item/],
     ['token types without the issuer', { ADMIN_TOKEN_TYPES: 'JWT' }, 'ADMIN_TOKEN_TYPES', /only read with ADMIN_ISSUER/],
+    [
+      "the console's client id as the API's audience while JWT is accepted: its ID tokens would pass",
+      { ...ISSUER, ADMIN_TOKEN_TYPES: 'at+jwt,JWT', ADMIN_OIDC_CLIENT_ID: 'the-one-registration', ADMIN_AUDIENCE: 'the-one-registration' },
+      'ADMIN_AUDIENCE',
+      /ID tokens would pass as access tokens/,
+    ],
     ['a public URL with a query', { ...ISSUER, ADMIN_PUBLIC_URL: 'https://authz-admin.corp.example/?x=1' }, 'ADMIN_PUBLIC_URL', /without query/],
   ];
   for (const [what, env, variable, reason] of refused) {

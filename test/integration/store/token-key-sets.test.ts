@@ -25,12 +25,21 @@ describe("the token issuer's last good key set in token_key_sets", () => {
     const byUrl = tokenKeySetStore(sql, { kind: 'jwks_url', value: 'https://login.example.com/jwks' });
     const byIssuer = tokenKeySetStore(sql, { kind: 'issuer', value: 'https://login.example.com/jwks' });
     assert.equal(await byUrl.load(), undefined);
-    await byUrl.save({ keys: [RSA('new')] }, Date.parse('2026-11-29T10:00:00Z'));
-    await byUrl.save({ keys: [RSA('old')] }, Date.parse('2026-11-29T09:00:00Z'));
-    assert.deepEqual(await byUrl.load(), { jwks: { keys: [RSA('new')] }, fetchedAt: Date.parse('2026-11-29T10:00:00Z') });
+    await byUrl.save({ keys: [RSA('new')] }, Date.parse('2026-11-20T10:00:00Z'));
+    await byUrl.save({ keys: [RSA('old')] }, Date.parse('2026-11-20T09:00:00Z'));
+    assert.deepEqual(await byUrl.load(), { jwks: { keys: [RSA('new')] }, fetchedAt: Date.parse('2026-11-20T10:00:00Z') });
     assert.equal(await byIssuer.load(), undefined, 'an issuer is another source than a JWKS URL of the same text');
-    await byUrl.save({ keys: [RSA('newer')] }, Date.parse('2026-11-29T11:00:00Z'));
+    await byUrl.save({ keys: [RSA('newer')] }, Date.parse('2026-11-20T11:00:00Z'));
     assert.deepEqual((await byUrl.load())?.jwks, { keys: [RSA('newer')] });
+  });
+
+  it('keeps no fetch time later than the database clock, so that a process whose clock runs ahead cannot freeze the row', async () => {
+    const store = tokenKeySetStore(sql, { kind: 'jwks_url', value: 'https://clock.example.com/jwks' });
+    await store.save({ keys: [RSA('from-the-future')] }, Date.now() + 365 * 86_400_000);
+    const stored = await store.load();
+    assert.ok(stored !== undefined && stored.fetchedAt <= Date.now() + 60_000, 'the fetch time is the database clock at most');
+    await store.save({ keys: [RSA('later')] }, Date.now() + 1_000);
+    assert.deepEqual((await store.load())?.jwks, { keys: [RSA('later')] }, 'a later fetch replaces it');
   });
 
   it('refuses to read a stored set larger than any fetch', async () => {

@@ -86,9 +86,9 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
     }
   });
 
-  it('refuses an oversized or malformed JWKS', async () => {
+  it('refuses an oversized, malformed or empty JWKS', async () => {
     const jwks = await JwksServer.start();
-    for (const body of [JSON.stringify({ keys: [], padding: 'x'.repeat(300 * 1024) }), 'not json', '{"nokeys":[]}']) {
+    for (const body of [JSON.stringify({ keys: [], padding: 'x'.repeat(300 * 1024) }), 'not json', '{"nokeys":[]}', '{"keys":[]}']) {
       jwks.serve(200, body);
       const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, retryMs: 60_000 });
       const fetchesBefore = jwks.fetches;
