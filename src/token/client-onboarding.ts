@@ -4,8 +4,18 @@ import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import { AdminError } from '../store/admin-transactions.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 import type { StoredRegistration, TokenClientSummary } from '../store/token-admin.js';
-import { clientMetadata, deleteClient, registerClient, rotateClientSecret, type ClientRegistration, type PartnerKeys, type RegisteredClient } from './client-registration.js';
-import { IssuerRefused, IssuerUnreachable } from './issuer-http.js';
+import {
+  clientMetadata,
+  deleteClient,
+  foreignManagementUri,
+  registerClient,
+  rotateClientSecret,
+  RotationOutcomeUnknown,
+  type ClientRegistration,
+  type PartnerKeys,
+  type RegisteredClient,
+} from './client-registration.js';
+import { IssuerRefused, IssuerUnreachable, ISSUER_LIMITS, type IssuerLimits } from './issuer-http.js';
 import { discoverIssuer, IssuerMetadataInvalid, type IssuerMetadata } from './issuer-metadata.js';
 import { RegistrationSeal, SealUnreadable } from './registration-seal.js';
 
@@ -45,6 +55,15 @@ export const REGISTRATION_OFF_HELP =
   'set TOKEN_REGISTRATION_TOKEN (or TOKEN_REGISTRATION_TOKEN_FILE) to the initial access token of the issuer named by TOKEN_ISSUER; ' +
   'for an issuer without dynamic client registration, create the client there and register it with `sitekey-authz token-client add <site-id> <client-id>`';
 
+/**
+ * Each operation as a whole ends by then, whatever the issuer does: under the admin port's 30 s
+ * socket time-out, so that an answer carrying a new secret is never cut off on its way out.
+ */
+export const OPERATION_DEADLINE_MS = 20_000;
+
+const REPLACE_CLIENT = 'create a new client for the site (token-client create) and remove this one here only (local-only)';
+const ROTATION_UNKNOWN = `the outcome is unknown: the issuer may have rotated the secret, and the old one may no longer work; ${REPLACE_CLIENT}`;
+
 function issuerError(what: string, error: unknown, consequence: string): unknown {
   if (error instanceof IssuerRefused) {
     const hint = error.status === 401 && what.startsWith('register') ? ' (check TOKEN_REGISTRATION_TOKEN: the issuer does not accept it as an initial access token)' : '';
@@ -59,21 +78,29 @@ export class ClientOnboarding {
   constructor(
     private readonly admin: CredentialAdmin,
     private readonly config: Config,
+    private readonly limits: IssuerLimits = ISSUER_LIMITS,
+    private readonly deadlineMs = OPERATION_DEADLINE_MS,
   ) {}
+
+  /** The issuer's limits for one operation, with its deadline starting now. */
+  private operationLimits(): IssuerLimits {
+    return { ...this.limits, deadline: AbortSignal.timeout(this.deadlineMs) };
+  }
 
   /** RFC 7591 at the issuer, then one transaction here; undone at the issuer when the transaction fails. */
   async create(request: NewPartnerClient): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
     const settings = this.settings();
+    const limits = this.operationLimits();
     const guideUrl = await this.guideUrl();
     let metadata: IssuerMetadata;
     let registered: RegisteredClient;
     try {
-      metadata = await discoverIssuer(settings.issuer);
+      metadata = await discoverIssuer(settings.issuer, limits);
       if (metadata.registrationEndpoint === undefined) {
         throw new AdminError('REGISTRATION_OFF', `the issuer ${settings.issuer} offers no dynamic client registration (its discovery document has no registration_endpoint); ${REGISTRATION_OFF_HELP}`);
       }
       const name = `Partner API, site ${request.siteId}${request.note === '' ? '' : ` (${request.note})`}`;
-      registered = await registerClient(metadata.registrationEndpoint, settings.initialAccessToken, clientMetadata(name, request.keys));
+      registered = await registerClient(metadata.registrationEndpoint, settings.initialAccessToken, clientMetadata(name, request.keys), limits);
     } catch (error) {
       throw issuerError('register the client', error, 'nothing was stored');
     }
@@ -81,14 +108,14 @@ export class ClientOnboarding {
     const stored: StoredRegistration = {
       authMethod: registered.authMethod,
       registrationClientUri: registered.registrationClientUri,
-      sealedToken: seal.seal(registered.registrationAccessToken, registered.clientId),
+      sealedToken: seal.seal(registered.registrationAccessToken, registered.clientId, registered.registrationClientUri),
       keyId: seal.keyId,
     };
     let client: TokenClientSummary;
     try {
       client = await this.admin.tokens.addRegisteredClient(request.siteId, registered.clientId, request.note, stored);
     } catch (error) {
-      throw await this.undoRegistration(registered, error);
+      throw await this.undoRegistration(registered, error, limits);
     }
     return { handover: this.handover(metadata, registered.clientId, registered.clientSecret, guideUrl), client };
   }
@@ -101,18 +128,22 @@ export class ClientOnboarding {
     if (registration.stored.authMethod !== 'client_secret_basic') {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} authenticates with the partner's own keys (private_key_jwt): it has no secret to rotate; the partner rotates their keys`);
     }
+    const limits = this.operationLimits();
     const guideUrl = await this.guideUrl();
+    const what = `give client ${clientId} a new secret`;
     let metadata: IssuerMetadata;
     let updated: Awaited<ReturnType<typeof rotateClientSecret>>;
     try {
-      metadata = await discoverIssuer(settings.issuer);
-      updated = await rotateClientSecret(registration.atIssuer, clientId);
+      metadata = await this.managingIssuer(settings, clientId, registration.atIssuer, limits);
+      updated = await rotateClientSecret(registration.atIssuer, clientId, limits);
     } catch (error) {
-      throw issuerError(`give client ${clientId} a new secret`, error, 'the secret it has still works');
+      // Until the update is sent nothing has changed at the issuer; once it is, anything may have.
+      if (error instanceof RotationOutcomeUnknown) throw issuerError(what, error.cause, ROTATION_UNKNOWN);
+      throw issuerError(what, error, 'the secret it has still works');
     }
     let client: TokenClientSummary;
     try {
-      client = await this.admin.tokens.recordSecretRotation(clientId, seal.seal(updated.registrationAccessToken, clientId), seal.keyId);
+      client = await this.admin.tokens.recordSecretRotation(clientId, seal.seal(updated.registrationAccessToken, clientId, registration.stored.registrationClientUri), seal.keyId);
     } catch (error) {
       // The new secret is live and shown to no one: say so, and how to get another.
       throw new Error(
@@ -133,12 +164,20 @@ export class ClientOnboarding {
     if (registration === undefined || localOnly) return { client: await this.admin.tokens.removeClient(clientId), deletedAtIssuer: false };
     const settings = this.settings(' (or remove it here only with local-only, then delete it at the issuer by hand)');
     const { registration: managed } = this.managed(clientId, settings, registration);
+    const limits = this.operationLimits();
     try {
-      await deleteClient(managed.atIssuer);
+      await this.managingIssuer(settings, clientId, managed.atIssuer, limits);
+      await deleteClient(managed.atIssuer, limits);
     } catch (error) {
-      // RFC 7592 §2.3 answers 401 for a client that is gone; a 404 says so plainly: nothing left to delete there.
+      // A 404 says plainly that nothing is left to delete there. RFC 7592 §2.3 answers 401 for a client
+      // that is gone, but also for a token that is wrong: that is not proof, so it is said, not assumed.
       if (!(error instanceof IssuerRefused && error.status === 404)) {
-        throw issuerError(`delete client ${clientId}`, error, 'the client was not removed, here or there; to remove it here only, remove it with local-only and delete it at the issuer by hand');
+        const consequence =
+          error instanceof IssuerRefused && error.status === 401
+            ? 'the client was not removed here; it may already be deleted at the issuer (its registration access token ends with it, as after a removal whose database step failed): ' +
+              'if it is, remove it here only (local-only); if not, also delete it at the issuer by hand'
+            : 'the client was not removed, here or there; to remove it here only, remove it with local-only and delete it at the issuer by hand';
+        throw issuerError(`delete client ${clientId}`, error, consequence);
       }
     }
     return { client: await this.admin.tokens.removeClient(clientId, true), deletedAtIssuer: true };
@@ -167,7 +206,7 @@ export class ClientOnboarding {
     const seal = new RegistrationSeal(settings.initialAccessToken);
     let token: string;
     try {
-      token = seal.open(registration.sealedToken, registration.keyId, clientId);
+      token = seal.open(registration.sealedToken, registration.keyId, clientId, registration.registrationClientUri);
     } catch (error) {
       if (error instanceof SealUnreadable) throw new AdminError('REGISTRATION_TOKEN_UNREADABLE', error.message);
       throw error;
@@ -176,11 +215,30 @@ export class ClientOnboarding {
     return { registration: { stored: registration, atIssuer }, seal };
   }
 
+  /**
+   * The issuer as its discovery document describes it now, when the client's registration_client_uri
+   * is still where its registration endpoint is: the registration access token goes nowhere else.
+   */
+  private async managingIssuer(settings: RegistrationSettings, clientId: ClientId, registration: ClientRegistration, limits: IssuerLimits): Promise<IssuerMetadata> {
+    const metadata = await discoverIssuer(settings.issuer, limits);
+    const foreign =
+      metadata.registrationEndpoint === undefined
+        ? `the issuer ${settings.issuer} no longer offers dynamic client registration (its discovery document has no registration_endpoint)`
+        : foreignManagementUri(registration.registrationClientUri, metadata.registrationEndpoint);
+    if (foreign !== undefined) {
+      throw new AdminError(
+        'REGISTRATION_TOKEN_UNREADABLE',
+        `client ${clientId} cannot be managed from here: ${foreign}; its registration access token was not sent. Manage the client at the issuer by hand, or ${REPLACE_CLIENT}`,
+      );
+    }
+    return metadata;
+  }
+
   /** The transaction refused the client: delete it at the issuer again, and say what happened on each side. */
-  private async undoRegistration(registered: RegisteredClient, error: unknown): Promise<Error> {
+  private async undoRegistration(registered: RegisteredClient, error: unknown, limits: IssuerLimits): Promise<Error> {
     let undone = `the client ${registered.clientId} registered at the issuer was deleted again`;
     try {
-      await deleteClient(registered);
+      await deleteClient(registered, limits);
     } catch (undo) {
       undone = `deleting client ${registered.clientId} at the issuer failed too (${(undo as Error).message}): delete it there by hand`;
     }

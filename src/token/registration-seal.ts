@@ -3,8 +3,8 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 /**
  * Registration access tokens at rest: AES-256-GCM with a key derived (HKDF-SHA-256, RFC 5869) from the
  * initial access token, the one secret an operator already keeps for registration. The sealed value
- * is bound to its client id (the additional authenticated data), so it cannot be moved to another row;
- * a key id, derived apart and revealing nothing of the key, tells a changed initial access token from
+ * is bound to its client id and to the registration_client_uri it is sent to (the additional
+ * authenticated data), so it can neither be moved to another row nor aimed at another address; a key id, derived apart and revealing nothing of the key, tells a changed initial access token from
  * a damaged value.
  *
  * Sealed layout: version (1 byte) | IV (12) | tag (16) | ciphertext.
@@ -20,6 +20,9 @@ export class SealUnreadable extends Error {
   override readonly name = 'SealUnreadable';
 }
 
+// A client id is visible ASCII (no newline), so the pair cannot be read two ways.
+const boundTo = (clientId: string, registrationClientUri: string): Buffer => Buffer.from(`${clientId}\n${registrationClientUri}`, 'utf8');
+
 export class RegistrationSeal {
   /** Names the key in the row beside each sealed value. */
   readonly keyId: string;
@@ -30,15 +33,15 @@ export class RegistrationSeal {
     this.keyId = Buffer.from(hkdfSync('sha256', initialAccessToken, SALT, 'seal key id v1', 8)).toString('hex');
   }
 
-  seal(plain: string, clientId: string): Buffer {
+  seal(plain: string, clientId: string, registrationClientUri: string): Buffer {
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(Buffer.from(clientId, 'utf8'));
+    cipher.setAAD(boundTo(clientId, registrationClientUri));
     const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return Buffer.concat([Buffer.from([VERSION]), iv, cipher.getAuthTag(), body]);
   }
 
-  open(sealed: Buffer, keyId: string, clientId: string): string {
+  open(sealed: Buffer, keyId: string, clientId: string, registrationClientUri: string): string {
     if (keyId !== this.keyId) {
       throw new SealUnreadable(
         `the registration access token of client ${clientId} was sealed with another TOKEN_REGISTRATION_TOKEN (key ${keyId}, now ${this.keyId}): ` +
@@ -48,11 +51,15 @@ export class RegistrationSeal {
     if (sealed.length <= 1 + IV_BYTES + TAG_BYTES || sealed[0] !== VERSION) throw new SealUnreadable(`the stored registration access token of client ${clientId} is damaged`);
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.#key, sealed.subarray(1, 1 + IV_BYTES));
-      decipher.setAAD(Buffer.from(clientId, 'utf8'));
+      decipher.setAAD(boundTo(clientId, registrationClientUri));
       decipher.setAuthTag(sealed.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES));
       return Buffer.concat([decipher.update(sealed.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
     } catch {
-      throw new SealUnreadable(`the stored registration access token of client ${clientId} is damaged or was moved from another client`);
+      throw new SealUnreadable(
+        `the stored registration of client ${clientId} was altered (its registration_client_uri or sealed token is not what was stored when it was created, ` +
+          'or was moved from another client) or is damaged: the token is not sent anywhere. Check who changed the token_clients row; ' +
+          'create a new client for the site, remove this one here only (local-only), and delete it at the issuer by hand',
+      );
     }
   }
 }
