@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { ClientId, SiteId } from '../decision/types.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
-import { AdminError } from '../store/admin-transactions.js';
+import { AdminError, type AdminNextStep } from '../store/admin-transactions.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 import type { StoredRegistration, TokenClientSummary } from '../store/token-admin.js';
 import {
@@ -61,18 +61,21 @@ export const REGISTRATION_OFF_HELP =
  */
 export const OPERATION_DEADLINE_MS = 20_000;
 
-const REPLACE_CLIENT = 'create a new client for the site (token-client create) and remove this one here only (local-only)';
-const ROTATION_UNKNOWN = `the outcome is unknown: the issuer may have rotated the secret, and the old one may no longer work; ${REPLACE_CLIENT}`;
+const ROTATION_UNKNOWN = 'the outcome is unknown: the issuer may have rotated the secret, and the old one may no longer work. To replace the client';
 
-function issuerError(what: string, error: unknown, consequence: string): unknown {
+/** The consequence ends where the transport adds the next step, when there is one. */
+function issuerError(what: string, error: unknown, consequence: string, nextStep?: AdminNextStep): unknown {
   if (error instanceof IssuerRefused) {
     const hint = error.status === 401 && what.startsWith('register') ? ' (check TOKEN_REGISTRATION_TOKEN: the issuer does not accept it as an initial access token)' : '';
-    return new AdminError('ISSUER_REFUSED', `the issuer refused to ${what}: ${error.message}${hint}; ${consequence}`);
+    return new AdminError('ISSUER_REFUSED', `the issuer refused to ${what}: ${error.message}${hint}; ${consequence}`, nextStep);
   }
-  if (error instanceof IssuerUnreachable) return new AdminError('ISSUER_UNREACHABLE', `the issuer gave no usable answer to ${what}: ${error.message}; ${consequence}`);
-  if (error instanceof IssuerMetadataInvalid) return new AdminError('ISSUER_ANSWER_UNUSABLE', `the issuer's answer to ${what} cannot be used: ${error.message}; ${consequence}`);
+  if (error instanceof IssuerUnreachable) return new AdminError('ISSUER_UNREACHABLE', `the issuer gave no usable answer to ${what}: ${error.message}; ${consequence}`, nextStep);
+  if (error instanceof IssuerMetadataInvalid) return new AdminError('ISSUER_ANSWER_UNUSABLE', `the issuer's answer to ${what} cannot be used: ${error.message}; ${consequence}`, nextStep);
   return error;
 }
+
+/** Replace a client that cannot be managed from here: a new one for its site, this one removed here only. */
+const replaceClient = (client: TokenClientSummary): AdminNextStep => ({ removeHereOnly: client.clientId, createClientFor: client.siteId });
 
 export class ClientOnboarding {
   constructor(
@@ -123,8 +126,8 @@ export class ClientOnboarding {
   /** A new secret at the issuer (RFC 7592 update); the old one stops working there. */
   async rotateSecret(clientId: ClientId): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
     const settings = this.settings();
-    const { registration: stored } = await this.admin.tokens.clientWithRegistration(clientId);
-    const { registration, seal } = this.managed(clientId, settings, stored);
+    const { client: current, registration: stored } = await this.admin.tokens.clientWithRegistration(clientId);
+    const { registration, seal } = this.managed(current, settings, stored);
     if (registration.stored.authMethod !== 'client_secret_basic') {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} authenticates with the partner's own keys (private_key_jwt): it has no secret to rotate; the partner rotates their keys`);
     }
@@ -134,11 +137,11 @@ export class ClientOnboarding {
     let metadata: IssuerMetadata;
     let updated: Awaited<ReturnType<typeof rotateClientSecret>>;
     try {
-      metadata = await this.managingIssuer(settings, clientId, registration.atIssuer, limits);
+      metadata = await this.managingIssuer(settings, current, registration.atIssuer, limits);
       updated = await rotateClientSecret(registration.atIssuer, clientId, limits);
     } catch (error) {
       // Until the update is sent nothing has changed at the issuer; once it is, anything may have.
-      if (error instanceof RotationOutcomeUnknown) throw issuerError(what, error.cause, ROTATION_UNKNOWN);
+      if (error instanceof RotationOutcomeUnknown) throw issuerError(what, error.cause, ROTATION_UNKNOWN, replaceClient(current));
       throw issuerError(what, error, 'the secret it has still works');
     }
     let client: TokenClientSummary;
@@ -160,13 +163,13 @@ export class ClientOnboarding {
    * client added by hand, here only: the client then still exists at the issuer.
    */
   async remove(clientId: ClientId, localOnly: boolean): Promise<{ readonly client: TokenClientSummary; readonly deletedAtIssuer: boolean }> {
-    const { registration } = await this.admin.tokens.clientWithRegistration(clientId);
+    const { client: current, registration } = await this.admin.tokens.clientWithRegistration(clientId);
     if (registration === undefined || localOnly) return { client: await this.admin.tokens.removeClient(clientId), deletedAtIssuer: false };
     const settings = this.settings(' (or remove it here only with local-only, then delete it at the issuer by hand)');
-    const { registration: managed } = this.managed(clientId, settings, registration);
+    const { registration: managed } = this.managed(current, settings, registration);
     const limits = this.operationLimits();
     try {
-      await this.managingIssuer(settings, clientId, managed.atIssuer, limits);
+      await this.managingIssuer(settings, current, managed.atIssuer, limits);
       await deleteClient(managed.atIssuer, limits);
     } catch (error) {
       // A 404 says plainly that nothing is left to delete there. RFC 7592 §2.3 answers 401 for a client
@@ -174,10 +177,10 @@ export class ClientOnboarding {
       if (!(error instanceof IssuerRefused && error.status === 404)) {
         const consequence =
           error instanceof IssuerRefused && error.status === 401
-            ? 'the client was not removed here; it may already be deleted at the issuer (its registration access token ends with it, as after a removal whose database step failed): ' +
-              'if it is, remove it here only (local-only); if not, also delete it at the issuer by hand'
-            : 'the client was not removed, here or there; to remove it here only, remove it with local-only and delete it at the issuer by hand';
-        throw issuerError(`delete client ${clientId}`, error, consequence);
+            ? 'the client was not removed here; it may already be deleted at the issuer (its registration access token ends with it, as after a removal whose database step failed), ' +
+              'or the issuer refuses the token for another reason: then delete it there by hand as well. Either way'
+            : 'the client was not removed, here or there. To remove it here only (then delete it at the issuer by hand)';
+        throw issuerError(`delete client ${clientId}`, error, consequence, { removeHereOnly: clientId });
       }
     }
     return { client: await this.admin.tokens.removeClient(clientId, true), deletedAtIssuer: true };
@@ -199,7 +202,8 @@ export class ClientOnboarding {
   }
 
   /** A client this service registered, with its registration access token opened. */
-  private managed(clientId: ClientId, settings: RegistrationSettings, registration: StoredRegistration | undefined) {
+  private managed(client: TokenClientSummary, settings: RegistrationSettings, registration: StoredRegistration | undefined) {
+    const clientId = client.clientId;
     if (registration === undefined) {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} was not created by this service (it was added for an existing client): manage it at the issuer`);
     }
@@ -208,7 +212,7 @@ export class ClientOnboarding {
     try {
       token = seal.open(registration.sealedToken, registration.keyId, clientId, registration.registrationClientUri);
     } catch (error) {
-      if (error instanceof SealUnreadable) throw new AdminError('REGISTRATION_TOKEN_UNREADABLE', error.message);
+      if (error instanceof SealUnreadable) throw new AdminError('REGISTRATION_TOKEN_UNREADABLE', error.message, error.altered ? replaceClient(client) : undefined);
       throw error;
     }
     const atIssuer: ClientRegistration = { registrationClientUri: registration.registrationClientUri, registrationAccessToken: token };
@@ -219,7 +223,7 @@ export class ClientOnboarding {
    * The issuer as its discovery document describes it now, when the client's registration_client_uri
    * is still where its registration endpoint is: the registration access token goes nowhere else.
    */
-  private async managingIssuer(settings: RegistrationSettings, clientId: ClientId, registration: ClientRegistration, limits: IssuerLimits): Promise<IssuerMetadata> {
+  private async managingIssuer(settings: RegistrationSettings, client: TokenClientSummary, registration: ClientRegistration, limits: IssuerLimits): Promise<IssuerMetadata> {
     const metadata = await discoverIssuer(settings.issuer, limits);
     const foreign =
       metadata.registrationEndpoint === undefined
@@ -228,7 +232,8 @@ export class ClientOnboarding {
     if (foreign !== undefined) {
       throw new AdminError(
         'REGISTRATION_TOKEN_UNREADABLE',
-        `client ${clientId} cannot be managed from here: ${foreign}; its registration access token was not sent. Manage the client at the issuer by hand, or ${REPLACE_CLIENT}`,
+        `client ${client.clientId} cannot be managed from here: ${foreign}; its registration access token was not sent. Manage the client at the issuer by hand, or replace it`,
+        replaceClient(client),
       );
     }
     return metadata;

@@ -18,6 +18,13 @@ const SALT = Buffer.from('sitekey-authz registration access token', 'utf8');
 /** The value cannot be opened with the key at hand; the message says why and what to do. */
 export class SealUnreadable extends Error {
   override readonly name = 'SealUnreadable';
+  constructor(
+    message: string,
+    /** Changed or damaged since it was sealed (not merely sealed under another key): the client is replaced. */
+    readonly altered = false,
+  ) {
+    super(message);
+  }
 }
 
 // A client id is visible ASCII (no newline), so the pair cannot be read two ways.
@@ -48,7 +55,9 @@ export class RegistrationSeal {
           'set TOKEN_REGISTRATION_TOKEN back to the initial access token in use when the client was created, or manage the client at the issuer by hand',
       );
     }
-    if (sealed.length <= 1 + IV_BYTES + TAG_BYTES || sealed[0] !== VERSION) throw new SealUnreadable(`the stored registration access token of client ${clientId} is damaged`);
+    if (sealed.length <= 1 + IV_BYTES + TAG_BYTES || sealed[0] !== VERSION) {
+      throw new SealUnreadable(`the stored registration access token of client ${clientId} is damaged: delete the client at the issuer by hand and replace it`, true);
+    }
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.#key, sealed.subarray(1, 1 + IV_BYTES));
       decipher.setAAD(boundTo(clientId, registrationClientUri));
@@ -58,7 +67,8 @@ export class RegistrationSeal {
       throw new SealUnreadable(
         `the stored registration of client ${clientId} was altered (its registration_client_uri or sealed token is not what was stored when it was created, ` +
           'or was moved from another client) or is damaged: the token is not sent anywhere. Check who changed the token_clients row; ' +
-          'create a new client for the site, remove this one here only (local-only), and delete it at the issuer by hand',
+          'delete the client at the issuer by hand and replace it',
+        true,
       );
     }
   }

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../../../src/config.js';
-import { AdminError, CredentialAdmin } from '../../../src/store/credential-admin.js';
+import { AdminError, adminErrorText, CredentialAdmin } from '../../../src/store/credential-admin.js';
 import { ClientOnboarding } from '../../../src/token/client-onboarding.js';
 import { ISSUER_LIMITS } from '../../../src/token/issuer-http.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
@@ -123,7 +123,8 @@ describe('creating and rotating partner clients when the issuer or the database 
       await assert.rejects(attempt(), (error: unknown) => {
         assert.ok(error instanceof AdminError);
         assert.equal(error.code, 'REGISTRATION_TOKEN_UNREADABLE');
-        assert.match(error.message, /the stored registration of client moved was altered .*create a new client for the site, remove this one here only \(local-only\)/);
+        assert.match(error.message, /the stored registration of client moved was altered .*the token is not sent anywhere.*delete the client at the issuer by hand and replace it$/);
+        assert.deepEqual(error.nextStep, { removeHereOnly: 'moved', createClientFor: '1001' });
         return true;
       });
     }
@@ -135,7 +136,12 @@ describe('creating and rotating partner clients when the issuer or the database 
     registrationEndpoint = () => `${elsewhere}/reg`;
     try {
       await assert.rejects(onboarding.rotateSecret('left'), /client left cannot be managed from here: the registration_client_uri is on http:\/\/127\.0\.0\.1:\d+, not on http:\/\/localhost:\d+ .*its registration access token was not sent/);
-      await assert.rejects(onboarding.remove('left', false), /client left cannot be managed from here/);
+      await assert.rejects(onboarding.remove('left', false), (error: unknown) => {
+        assert.ok(error instanceof AdminError);
+        assert.match(error.message, /client left cannot be managed from here: .*Manage the client at the issuer by hand, or replace it$/);
+        assert.deepEqual(error.nextStep, { removeHereOnly: 'left', createClientFor: '1001' });
+        return true;
+      });
     } finally {
       registrationEndpoint = () => `${origin}/reg`;
     }
@@ -157,7 +163,8 @@ describe('creating and rotating partner clients when the issuer or the database 
       await assert.rejects(onboarding.rotateSecret('halfway'), (error: unknown) => {
         assert.ok(error instanceof AdminError, what);
         assert.match(error.message, failure, what);
-        assert.match(error.message, /the outcome is unknown: .*the old one may no longer work; create a new client for the site \(token-client create\) and remove this one here only \(local-only\)$/, what);
+        assert.match(error.message, /the outcome is unknown: .*the old one may no longer work\. To replace the client$/, what);
+        assert.deepEqual(error.nextStep, { removeHereOnly: 'halfway', createClientFor: '1001' }, what);
         assert.doesNotMatch(error.message, /still works/, what);
         return true;
       });
@@ -177,10 +184,27 @@ describe('creating and rotating partner clients when the issuer or the database 
     answer = (_request, response) => json(response, 401, { error: 'invalid_token' });
     await assert.rejects(onboarding.remove('gone', false), (error: unknown) => {
       assert.ok(error instanceof AdminError);
-      assert.match(error.message, /refused to delete client gone: HTTP 401 invalid_token; the client was not removed here; it may already be deleted at the issuer .*remove it here only \(local-only\)/);
+      assert.match(error.message, /refused to delete client gone: HTTP 401 invalid_token; the client was not removed here; it may already be deleted at the issuer .*Either way$/);
+      assert.deepEqual(error.nextStep, { removeHereOnly: 'gone' });
       assert.doesNotMatch(error.message, /not removed, here or there/);
       return true;
     });
     assert.equal((await pool.query("SELECT count(*)::int AS n FROM token_clients WHERE client_id = 'gone'")).rows[0].n, 1);
+  });
+
+  it('words the next step for each transport: a command, a request, a button', () => {
+    const error = new AdminError('ISSUER_UNREACHABLE', 'the outcome is unknown. To replace the client', { removeHereOnly: 'c/1', createClientFor: '1001' });
+    assert.equal(
+      adminErrorText(error, 'cli'),
+      'the outcome is unknown. To replace the client: create a new client for the site (`sitekey-authz token-client create 1001`), then remove this one here only: `sitekey-authz token-client remove c/1 --local-only`',
+    );
+    assert.equal(
+      adminErrorText(error, 'api'),
+      'the outcome is unknown. To replace the client: create a new client for the site (POST /api/v1/sites/1001/token-clients/create), then remove this one here only: DELETE /api/v1/token-clients/c%2F1?localOnly=true',
+    );
+    const console = adminErrorText(error, 'console');
+    assert.match(console, /with Create client below, then remove this one here only: Remove, then Remove here only, in client c\/1's row$/);
+    assert.doesNotMatch(console, /local-only|localOnly|sitekey-authz/);
+    assert.equal(adminErrorText(new AdminError('ISSUER_REFUSED', 'no step'), 'console'), 'no step');
   });
 });
