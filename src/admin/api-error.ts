@@ -1,4 +1,4 @@
-import { AdminError, type AdminErrorCode } from '../store/admin-transactions.js';
+import { AdminError, adminErrorText, type AdminErrorCode } from '../store/admin-transactions.js';
 import { UsageError } from '../cli/arguments.js';
 
 /** An answer other than success, as `{"error":{"code","message"}}` with its status. */
@@ -8,6 +8,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
+    /** The message in the console's words, where they differ from the API's (a button, not a request). */
+    readonly consoleMessage?: string,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -45,7 +47,10 @@ const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
  */
 export function apiErrorOf(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
-  if (error instanceof AdminError) return new ApiError(ADMIN_ERROR_STATUS[error.code], error.code, error.message);
+  if (error instanceof AdminError) {
+    const consoleMessage = error.nextStep === undefined ? undefined : adminErrorText(error, 'console');
+    return new ApiError(ADMIN_ERROR_STATUS[error.code], error.code, adminErrorText(error, 'api'), {}, consoleMessage);
+  }
   if (error instanceof UsageError) return new ApiError(400, INVALID_REQUEST, error.message);
   return undefined;
 }

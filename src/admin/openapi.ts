@@ -13,6 +13,7 @@ const ERROR_SCHEMA = {
       properties: {
         code: { type: 'string', description: 'stable, e.g. SITE_NOT_FOUND, INVALID_REQUEST, UNAUTHENTICATED, FORBIDDEN' },
         message: { type: 'string', description: 'what to send instead, in the words of the CLI' },
+        consoleMessage: { type: 'string', description: "the same in the console's words, where a next step names its buttons rather than a request" },
       },
     },
   },

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
 import { createLogger, type Logger } from '../observe/logger.js';
-import { AdminError, CredentialAdmin } from '../store/credential-admin.js';
+import { AdminError, adminErrorText, CredentialAdmin } from '../store/credential-admin.js';
 import { connectionPool, openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { textOption, UsageError } from './arguments.js';
@@ -177,7 +177,7 @@ const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIM
 function describeFailure(error: unknown): Failure {
   if (error instanceof UsageError) return { exit: EXIT_USAGE, code: 'USAGE', message: error.message };
   if (error instanceof ConfigError) return { exit: EXIT_USAGE, code: 'CONFIG', message: `configuration: ${error.message}` };
-  if (error instanceof AdminError) return { exit: EXIT_FAILED, code: error.code, message: error.message };
+  if (error instanceof AdminError) return { exit: EXIT_FAILED, code: error.code, message: adminErrorText(error, 'cli') };
   const message = error instanceof Error ? error.message : `unexpected failure (${String(error)}); run again with LOG_LEVEL=debug for detail`;
   const code = (error as { code?: unknown } | null)?.code;
   const reachedNoServer = typeof code === 'string' ? NETWORK_ERRORS.has(code) || DATABASE_UNREACHABLE.test(code) : TIMED_OUT.test(message);

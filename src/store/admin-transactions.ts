@@ -1,7 +1,7 @@
 import { UNDEFINED_TABLE } from './database.js';
 import { withPooledClient } from './pooled-client.js';
 import type pg from 'pg';
-import type { SiteId } from '../decision/types.js';
+import type { ClientId, SiteId } from '../decision/types.js';
 
 /** Why an administrative change was refused; the message says what to type instead. */
 export type AdminErrorCode =
@@ -21,14 +21,46 @@ export type AdminErrorCode =
   | 'ISSUER_ANSWER_UNUSABLE'
   | 'SCHEMA_MISSING';
 
+/** What to do next with a token client, which each transport words its own way: a command, a request, a button. */
+export interface AdminNextStep {
+  /** Remove this client here only, leaving it at the issuer. */
+  readonly removeHereOnly: ClientId;
+  /** Before that, create a new client for this site at the issuer. */
+  readonly createClientFor?: SiteId;
+}
+
 export class AdminError extends Error {
   constructor(
     readonly code: AdminErrorCode,
     message: string,
+    /** Said after the message, in the words of the transport that reports it. */
+    readonly nextStep?: AdminNextStep,
   ) {
     super(message);
     this.name = 'AdminError';
   }
+}
+
+export type AdminTransport = 'cli' | 'api' | 'console';
+
+/** The message with its next step, as the CLI (what to type), the API (what to send) or the console (what to press) says it. */
+export function adminErrorText(error: AdminError, transport: AdminTransport): string {
+  const step = error.nextStep;
+  if (step === undefined) return error.message;
+  const id = step.removeHereOnly;
+  const remove = {
+    cli: `remove this one here only: \`sitekey-authz token-client remove ${id} --local-only\``,
+    api: `remove this one here only: DELETE /api/v1/token-clients/${encodeURIComponent(id)}?localOnly=true`,
+    console: `remove this one here only: Remove, then Remove here only, in client ${id}'s row`,
+  }[transport];
+  if (step.createClientFor === undefined) return `${error.message}: ${remove}`;
+  const site = step.createClientFor;
+  const create = {
+    cli: `create a new client for the site (\`sitekey-authz token-client create ${site}\`)`,
+    api: `create a new client for the site (POST /api/v1/sites/${encodeURIComponent(site)}/token-clients/create)`,
+    console: 'create a new client for the site with Create client below',
+  }[transport];
+  return `${error.message}: ${create}, then ${remove}`;
 }
 
 export const siteNotFound = (siteId: SiteId): AdminError =>

@@ -9,7 +9,7 @@ import { SunsetAdmin } from './sunset-admin.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import { TokenAdmin } from './token-admin.js';
 
-export { AdminError, type AdminErrorCode } from './admin-transactions.js';
+export { AdminError, adminErrorText, type AdminErrorCode } from './admin-transactions.js';
 import { AdminError, siteNotFound } from './admin-transactions.js';
 
 export interface SiteSummary {

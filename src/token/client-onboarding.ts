@@ -1,11 +1,21 @@
 import type { Config } from '../config.js';
 import type { ClientId, SiteId } from '../decision/types.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
-import { AdminError } from '../store/admin-transactions.js';
+import { AdminError, type AdminNextStep } from '../store/admin-transactions.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 import type { StoredRegistration, TokenClientSummary } from '../store/token-admin.js';
-import { clientMetadata, deleteClient, registerClient, rotateClientSecret, type ClientRegistration, type PartnerKeys, type RegisteredClient } from './client-registration.js';
-import { IssuerRefused, IssuerUnreachable } from './issuer-http.js';
+import {
+  clientMetadata,
+  deleteClient,
+  foreignManagementUri,
+  registerClient,
+  rotateClientSecret,
+  RotationOutcomeUnknown,
+  type ClientRegistration,
+  type PartnerKeys,
+  type RegisteredClient,
+} from './client-registration.js';
+import { IssuerRefused, IssuerUnreachable, ISSUER_LIMITS, type IssuerLimits } from './issuer-http.js';
 import { discoverIssuer, IssuerMetadataInvalid, type IssuerMetadata } from './issuer-metadata.js';
 import { RegistrationSeal, SealUnreadable } from './registration-seal.js';
 
@@ -45,35 +55,55 @@ export const REGISTRATION_OFF_HELP =
   'set TOKEN_REGISTRATION_TOKEN (or TOKEN_REGISTRATION_TOKEN_FILE) to the initial access token of the issuer named by TOKEN_ISSUER; ' +
   'for an issuer without dynamic client registration, create the client there and register it with `sitekey-authz token-client add <site-id> <client-id>`';
 
-function issuerError(what: string, error: unknown, consequence: string): unknown {
+/**
+ * Each operation as a whole ends by then, whatever the issuer does: under the admin port's 30 s
+ * socket time-out, so that an answer carrying a new secret is never cut off on its way out.
+ */
+export const OPERATION_DEADLINE_MS = 20_000;
+
+const ROTATION_UNKNOWN = 'the outcome is unknown: the issuer may have rotated the secret, and the old one may no longer work. To replace the client';
+
+/** The consequence ends where the transport adds the next step, when there is one. */
+function issuerError(what: string, error: unknown, consequence: string, nextStep?: AdminNextStep): unknown {
   if (error instanceof IssuerRefused) {
     const hint = error.status === 401 && what.startsWith('register') ? ' (check TOKEN_REGISTRATION_TOKEN: the issuer does not accept it as an initial access token)' : '';
-    return new AdminError('ISSUER_REFUSED', `the issuer refused to ${what}: ${error.message}${hint}; ${consequence}`);
+    return new AdminError('ISSUER_REFUSED', `the issuer refused to ${what}: ${error.message}${hint}; ${consequence}`, nextStep);
   }
-  if (error instanceof IssuerUnreachable) return new AdminError('ISSUER_UNREACHABLE', `the issuer gave no usable answer to ${what}: ${error.message}; ${consequence}`);
-  if (error instanceof IssuerMetadataInvalid) return new AdminError('ISSUER_ANSWER_UNUSABLE', `the issuer's answer to ${what} cannot be used: ${error.message}; ${consequence}`);
+  if (error instanceof IssuerUnreachable) return new AdminError('ISSUER_UNREACHABLE', `the issuer gave no usable answer to ${what}: ${error.message}; ${consequence}`, nextStep);
+  if (error instanceof IssuerMetadataInvalid) return new AdminError('ISSUER_ANSWER_UNUSABLE', `the issuer's answer to ${what} cannot be used: ${error.message}; ${consequence}`, nextStep);
   return error;
 }
+
+/** Replace a client that cannot be managed from here: a new one for its site, this one removed here only. */
+const replaceClient = (client: TokenClientSummary): AdminNextStep => ({ removeHereOnly: client.clientId, createClientFor: client.siteId });
 
 export class ClientOnboarding {
   constructor(
     private readonly admin: CredentialAdmin,
     private readonly config: Config,
+    private readonly limits: IssuerLimits = ISSUER_LIMITS,
+    private readonly deadlineMs = OPERATION_DEADLINE_MS,
   ) {}
+
+  /** The issuer's limits for one operation, with its deadline starting now. */
+  private operationLimits(): IssuerLimits {
+    return { ...this.limits, deadline: AbortSignal.timeout(this.deadlineMs) };
+  }
 
   /** RFC 7591 at the issuer, then one transaction here; undone at the issuer when the transaction fails. */
   async create(request: NewPartnerClient): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
     const settings = this.settings();
+    const limits = this.operationLimits();
     const guideUrl = await this.guideUrl();
     let metadata: IssuerMetadata;
     let registered: RegisteredClient;
     try {
-      metadata = await discoverIssuer(settings.issuer);
+      metadata = await discoverIssuer(settings.issuer, limits);
       if (metadata.registrationEndpoint === undefined) {
         throw new AdminError('REGISTRATION_OFF', `the issuer ${settings.issuer} offers no dynamic client registration (its discovery document has no registration_endpoint); ${REGISTRATION_OFF_HELP}`);
       }
       const name = `Partner API, site ${request.siteId}${request.note === '' ? '' : ` (${request.note})`}`;
-      registered = await registerClient(metadata.registrationEndpoint, settings.initialAccessToken, clientMetadata(name, request.keys));
+      registered = await registerClient(metadata.registrationEndpoint, settings.initialAccessToken, clientMetadata(name, request.keys), limits);
     } catch (error) {
       throw issuerError('register the client', error, 'nothing was stored');
     }
@@ -81,14 +111,14 @@ export class ClientOnboarding {
     const stored: StoredRegistration = {
       authMethod: registered.authMethod,
       registrationClientUri: registered.registrationClientUri,
-      sealedToken: seal.seal(registered.registrationAccessToken, registered.clientId),
+      sealedToken: seal.seal(registered.registrationAccessToken, registered.clientId, registered.registrationClientUri),
       keyId: seal.keyId,
     };
     let client: TokenClientSummary;
     try {
       client = await this.admin.tokens.addRegisteredClient(request.siteId, registered.clientId, request.note, stored);
     } catch (error) {
-      throw await this.undoRegistration(registered, error);
+      throw await this.undoRegistration(registered, error, limits);
     }
     return { handover: this.handover(metadata, registered.clientId, registered.clientSecret, guideUrl), client };
   }
@@ -96,23 +126,27 @@ export class ClientOnboarding {
   /** A new secret at the issuer (RFC 7592 update); the old one stops working there. */
   async rotateSecret(clientId: ClientId): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
     const settings = this.settings();
-    const { registration: stored } = await this.admin.tokens.clientWithRegistration(clientId);
-    const { registration, seal } = this.managed(clientId, settings, stored);
+    const { client: current, registration: stored } = await this.admin.tokens.clientWithRegistration(clientId);
+    const { registration, seal } = this.managed(current, settings, stored);
     if (registration.stored.authMethod !== 'client_secret_basic') {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} authenticates with the partner's own keys (private_key_jwt): it has no secret to rotate; the partner rotates their keys`);
     }
+    const limits = this.operationLimits();
     const guideUrl = await this.guideUrl();
+    const what = `give client ${clientId} a new secret`;
     let metadata: IssuerMetadata;
     let updated: Awaited<ReturnType<typeof rotateClientSecret>>;
     try {
-      metadata = await discoverIssuer(settings.issuer);
-      updated = await rotateClientSecret(registration.atIssuer, clientId);
+      metadata = await this.managingIssuer(settings, current, registration.atIssuer, limits);
+      updated = await rotateClientSecret(registration.atIssuer, clientId, limits);
     } catch (error) {
-      throw issuerError(`give client ${clientId} a new secret`, error, 'the secret it has still works');
+      // Until the update is sent nothing has changed at the issuer; once it is, anything may have.
+      if (error instanceof RotationOutcomeUnknown) throw issuerError(what, error.cause, ROTATION_UNKNOWN, replaceClient(current));
+      throw issuerError(what, error, 'the secret it has still works');
     }
     let client: TokenClientSummary;
     try {
-      client = await this.admin.tokens.recordSecretRotation(clientId, seal.seal(updated.registrationAccessToken, clientId), seal.keyId);
+      client = await this.admin.tokens.recordSecretRotation(clientId, seal.seal(updated.registrationAccessToken, clientId, registration.stored.registrationClientUri), seal.keyId);
     } catch (error) {
       // The new secret is live and shown to no one: say so, and how to get another.
       throw new Error(
@@ -129,16 +163,24 @@ export class ClientOnboarding {
    * client added by hand, here only: the client then still exists at the issuer.
    */
   async remove(clientId: ClientId, localOnly: boolean): Promise<{ readonly client: TokenClientSummary; readonly deletedAtIssuer: boolean }> {
-    const { registration } = await this.admin.tokens.clientWithRegistration(clientId);
+    const { client: current, registration } = await this.admin.tokens.clientWithRegistration(clientId);
     if (registration === undefined || localOnly) return { client: await this.admin.tokens.removeClient(clientId), deletedAtIssuer: false };
     const settings = this.settings(' (or remove it here only with local-only, then delete it at the issuer by hand)');
-    const { registration: managed } = this.managed(clientId, settings, registration);
+    const { registration: managed } = this.managed(current, settings, registration);
+    const limits = this.operationLimits();
     try {
-      await deleteClient(managed.atIssuer);
+      await this.managingIssuer(settings, current, managed.atIssuer, limits);
+      await deleteClient(managed.atIssuer, limits);
     } catch (error) {
-      // RFC 7592 §2.3 answers 401 for a client that is gone; a 404 says so plainly: nothing left to delete there.
+      // A 404 says plainly that nothing is left to delete there. RFC 7592 §2.3 answers 401 for a client
+      // that is gone, but also for a token that is wrong: that is not proof, so it is said, not assumed.
       if (!(error instanceof IssuerRefused && error.status === 404)) {
-        throw issuerError(`delete client ${clientId}`, error, 'the client was not removed, here or there; to remove it here only, remove it with local-only and delete it at the issuer by hand');
+        const consequence =
+          error instanceof IssuerRefused && error.status === 401
+            ? 'the client was not removed here; it may already be deleted at the issuer (its registration access token ends with it, as after a removal whose database step failed), ' +
+              'or the issuer refuses the token for another reason: then delete it there by hand as well. Either way'
+            : 'the client was not removed, here or there. To remove it here only (then delete it at the issuer by hand)';
+        throw issuerError(`delete client ${clientId}`, error, consequence, { removeHereOnly: clientId });
       }
     }
     return { client: await this.admin.tokens.removeClient(clientId, true), deletedAtIssuer: true };
@@ -160,27 +202,48 @@ export class ClientOnboarding {
   }
 
   /** A client this service registered, with its registration access token opened. */
-  private managed(clientId: ClientId, settings: RegistrationSettings, registration: StoredRegistration | undefined) {
+  private managed(client: TokenClientSummary, settings: RegistrationSettings, registration: StoredRegistration | undefined) {
+    const clientId = client.clientId;
     if (registration === undefined) {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} was not created by this service (it was added for an existing client): manage it at the issuer`);
     }
     const seal = new RegistrationSeal(settings.initialAccessToken);
     let token: string;
     try {
-      token = seal.open(registration.sealedToken, registration.keyId, clientId);
+      token = seal.open(registration.sealedToken, registration.keyId, clientId, registration.registrationClientUri);
     } catch (error) {
-      if (error instanceof SealUnreadable) throw new AdminError('REGISTRATION_TOKEN_UNREADABLE', error.message);
+      if (error instanceof SealUnreadable) throw new AdminError('REGISTRATION_TOKEN_UNREADABLE', error.message, error.altered ? replaceClient(client) : undefined);
       throw error;
     }
     const atIssuer: ClientRegistration = { registrationClientUri: registration.registrationClientUri, registrationAccessToken: token };
     return { registration: { stored: registration, atIssuer }, seal };
   }
 
+  /**
+   * The issuer as its discovery document describes it now, when the client's registration_client_uri
+   * is still where its registration endpoint is: the registration access token goes nowhere else.
+   */
+  private async managingIssuer(settings: RegistrationSettings, client: TokenClientSummary, registration: ClientRegistration, limits: IssuerLimits): Promise<IssuerMetadata> {
+    const metadata = await discoverIssuer(settings.issuer, limits);
+    const foreign =
+      metadata.registrationEndpoint === undefined
+        ? `the issuer ${settings.issuer} no longer offers dynamic client registration (its discovery document has no registration_endpoint)`
+        : foreignManagementUri(registration.registrationClientUri, metadata.registrationEndpoint);
+    if (foreign !== undefined) {
+      throw new AdminError(
+        'REGISTRATION_TOKEN_UNREADABLE',
+        `client ${client.clientId} cannot be managed from here: ${foreign}; its registration access token was not sent. Manage the client at the issuer by hand, or replace it`,
+        replaceClient(client),
+      );
+    }
+    return metadata;
+  }
+
   /** The transaction refused the client: delete it at the issuer again, and say what happened on each side. */
-  private async undoRegistration(registered: RegisteredClient, error: unknown): Promise<Error> {
+  private async undoRegistration(registered: RegisteredClient, error: unknown, limits: IssuerLimits): Promise<Error> {
     let undone = `the client ${registered.clientId} registered at the issuer was deleted again`;
     try {
-      await deleteClient(registered);
+      await deleteClient(registered, limits);
     } catch (undo) {
       undone = `deleting client ${registered.clientId} at the issuer failed too (${(undo as Error).message}): delete it there by hand`;
     }

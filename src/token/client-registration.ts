@@ -55,6 +55,22 @@ function stringOf(answer: Record<string, unknown> | undefined, name: string, max
   return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 }
 
+/**
+ * The registration access token goes only where the issuer's registration endpoint is: a
+ * registration_client_uri elsewhere (named by a lying issuer, or written into the database) would
+ * receive it, or aim the service's requests at another host. undefined: it may be used.
+ */
+export function foreignManagementUri(registrationClientUri: string, registrationEndpoint: string): string | undefined {
+  let origin: string;
+  try {
+    origin = new URL(registrationClientUri).origin;
+  } catch {
+    return `the registration_client_uri is not a URL`;
+  }
+  const expected = new URL(registrationEndpoint).origin;
+  return origin === expected ? undefined : `the registration_client_uri is on ${issuerText(origin)}, not on ${expected} where the issuer's registration_endpoint is`;
+}
+
 function managementOf(answer: Record<string, unknown> | undefined): ClientRegistration | undefined {
   const uri = stringOf(answer, 'registration_client_uri', 2048);
   const token = stringOf(answer, 'registration_access_token');
@@ -77,19 +93,23 @@ export async function registerClient(
   const management = managementOf(json);
   const requested = metadata['token_endpoint_auth_method'] as ClientAuthMethod;
   const secret = stringOf(json, 'client_secret');
+  const foreign = management === undefined ? undefined : foreignManagementUri(management.registrationClientUri, registrationEndpoint);
   const problem =
     clientId === undefined || !CLIENT_ID.test(clientId)
       ? 'no client_id of 1 to 255 visible ASCII characters'
       : management === undefined
         ? 'no registration_client_uri (https) and registration_access_token (RFC 7592), so the client could never be rotated or deleted from here'
-        : json?.['token_endpoint_auth_method'] !== undefined && json['token_endpoint_auth_method'] !== requested
+        : foreign !== undefined
+          ? `${foreign}, where its registration access token will not be sent`
+          : json?.['token_endpoint_auth_method'] !== undefined && json['token_endpoint_auth_method'] !== requested
           ? `token_endpoint_auth_method ${issuerText(json['token_endpoint_auth_method'])} instead of the ${requested} asked for`
           : requested === 'client_secret_basic' && secret === undefined
             ? 'no client_secret for a client that authenticates with one'
             : undefined;
   if (problem !== undefined) {
-    if (management !== undefined) await deleteClient(management, limits).catch(() => undefined);
-    const left = management === undefined && clientId !== undefined ? `; delete client ${issuerText(clientId)} at the issuer by hand` : '';
+    const deletable = management !== undefined && foreign === undefined;
+    if (deletable) await deleteClient(management, limits).catch(() => undefined);
+    const left = !deletable && clientId !== undefined ? `; delete client ${issuerText(clientId)} at the issuer by hand` : '';
     throw new IssuerMetadataInvalid(`the issuer's registration answer has ${problem}${left}`);
   }
   return {
@@ -103,6 +123,17 @@ export async function registerClient(
 /** RFC 7592 §2.3. */
 export async function deleteClient(registration: ClientRegistration, limits: IssuerLimits = ISSUER_LIMITS): Promise<void> {
   await issuerRequest({ method: 'DELETE', url: registration.registrationClientUri, bearer: registration.registrationAccessToken }, limits);
+}
+
+/**
+ * The update was sent, and then something failed: the issuer may have rotated the secret and the
+ * registration access token, or not. The cause says what failed.
+ */
+export class RotationOutcomeUnknown extends Error {
+  override readonly name = 'RotationOutcomeUnknown';
+  constructor(override readonly cause: unknown) {
+    super((cause as Error).message, { cause });
+  }
 }
 
 /** What an update changed: the new secret, and the registration access token if the issuer rotated it. */
@@ -125,9 +156,15 @@ export async function rotateClientSecret(registration: ClientRegistration, clien
   for (const [name, value] of Object.entries(current)) if (!SERVER_FIELDS.includes(name)) update[name] = value;
   // The token that authorized the read may have been rotated by it; the update uses what the read answered.
   const bearer = stringOf(current, 'registration_access_token') ?? registration.registrationAccessToken;
-  const { json } = await issuerRequest({ method: 'PUT', url: registration.registrationClientUri, bearer, body: update }, limits);
+  let json: Record<string, unknown> | undefined;
+  try {
+    ({ json } = await issuerRequest({ method: 'PUT', url: registration.registrationClientUri, bearer, body: update }, limits));
+  } catch (error) {
+    throw new RotationOutcomeUnknown(error);
+  }
   const clientSecret = stringOf(json, 'client_secret');
-  if (clientSecret === undefined || clientSecret === previousSecret) {
+  if (clientSecret === undefined) throw new RotationOutcomeUnknown(new IssuerMetadataInvalid("the issuer's answer to the update has no client_secret"));
+  if (clientSecret === previousSecret) {
     throw new IssuerMetadataInvalid(
       'the issuer kept the client secret on update (RFC 7592 lets it choose): rotate the secret at the issuer by hand, or create a new client for the site and remove this one',
     );

@@ -8,6 +8,8 @@
 export interface IssuerLimits {
   readonly timeoutMs: number;
   readonly maxBytes: number;
+  /** The deadline of the whole operation the exchange is part of, over the time-out of each. */
+  readonly deadline?: AbortSignal;
 }
 
 export const ISSUER_LIMITS: IssuerLimits = { timeoutMs: 10_000, maxBytes: 256 * 1024 };
@@ -75,13 +77,18 @@ export async function issuerRequest(request: IssuerRequest, limits: IssuerLimits
       headers,
       ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
       redirect: 'error',
-      signal: AbortSignal.timeout(limits.timeoutMs),
+      signal: limits.deadline === undefined ? AbortSignal.timeout(limits.timeoutMs) : AbortSignal.any([AbortSignal.timeout(limits.timeoutMs), limits.deadline]),
     });
     text = await readBounded(response, limits.maxBytes, (detail) => new IssuerUnreachable(`the issuer's answer ${detail}`));
   } catch (error) {
     if (error instanceof IssuerUnreachable) throw error;
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
-    const what = (error as Error).name === 'TimeoutError' ? `no answer within ${limits.timeoutMs / 1000} s` : `the request failed (${issuerText(cause)})`;
+    const what =
+      limits.deadline?.aborted === true
+        ? 'the operation ran out of time'
+        : (error as Error).name === 'TimeoutError'
+          ? `no answer within ${limits.timeoutMs / 1000} s`
+          : `the request failed (${issuerText(cause)})`;
     throw new IssuerUnreachable(`${request.method} ${new URL(request.url).origin}: ${what}`);
   }
   let json: Record<string, unknown> | undefined;

@@ -3,8 +3,8 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 /**
  * Registration access tokens at rest: AES-256-GCM with a key derived (HKDF-SHA-256, RFC 5869) from the
  * initial access token, the one secret an operator already keeps for registration. The sealed value
- * is bound to its client id (the additional authenticated data), so it cannot be moved to another row;
- * a key id, derived apart and revealing nothing of the key, tells a changed initial access token from
+ * is bound to its client id and to the registration_client_uri it is sent to (the additional
+ * authenticated data), so it can neither be moved to another row nor aimed at another address; a key id, derived apart and revealing nothing of the key, tells a changed initial access token from
  * a damaged value.
  *
  * Sealed layout: version (1 byte) | IV (12) | tag (16) | ciphertext.
@@ -18,7 +18,17 @@ const SALT = Buffer.from('sitekey-authz registration access token', 'utf8');
 /** The value cannot be opened with the key at hand; the message says why and what to do. */
 export class SealUnreadable extends Error {
   override readonly name = 'SealUnreadable';
+  constructor(
+    message: string,
+    /** Changed or damaged since it was sealed (not merely sealed under another key): the client is replaced. */
+    readonly altered = false,
+  ) {
+    super(message);
+  }
 }
+
+// A client id is visible ASCII (no newline), so the pair cannot be read two ways.
+const boundTo = (clientId: string, registrationClientUri: string): Buffer => Buffer.from(`${clientId}\n${registrationClientUri}`, 'utf8');
 
 export class RegistrationSeal {
   /** Names the key in the row beside each sealed value. */
@@ -30,29 +40,36 @@ export class RegistrationSeal {
     this.keyId = Buffer.from(hkdfSync('sha256', initialAccessToken, SALT, 'seal key id v1', 8)).toString('hex');
   }
 
-  seal(plain: string, clientId: string): Buffer {
+  seal(plain: string, clientId: string, registrationClientUri: string): Buffer {
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(Buffer.from(clientId, 'utf8'));
+    cipher.setAAD(boundTo(clientId, registrationClientUri));
     const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return Buffer.concat([Buffer.from([VERSION]), iv, cipher.getAuthTag(), body]);
   }
 
-  open(sealed: Buffer, keyId: string, clientId: string): string {
+  open(sealed: Buffer, keyId: string, clientId: string, registrationClientUri: string): string {
     if (keyId !== this.keyId) {
       throw new SealUnreadable(
         `the registration access token of client ${clientId} was sealed with another TOKEN_REGISTRATION_TOKEN (key ${keyId}, now ${this.keyId}): ` +
           'set TOKEN_REGISTRATION_TOKEN back to the initial access token in use when the client was created, or manage the client at the issuer by hand',
       );
     }
-    if (sealed.length <= 1 + IV_BYTES + TAG_BYTES || sealed[0] !== VERSION) throw new SealUnreadable(`the stored registration access token of client ${clientId} is damaged`);
+    if (sealed.length <= 1 + IV_BYTES + TAG_BYTES || sealed[0] !== VERSION) {
+      throw new SealUnreadable(`the stored registration access token of client ${clientId} is damaged: delete the client at the issuer by hand and replace it`, true);
+    }
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.#key, sealed.subarray(1, 1 + IV_BYTES));
-      decipher.setAAD(Buffer.from(clientId, 'utf8'));
+      decipher.setAAD(boundTo(clientId, registrationClientUri));
       decipher.setAuthTag(sealed.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES));
       return Buffer.concat([decipher.update(sealed.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
     } catch {
-      throw new SealUnreadable(`the stored registration access token of client ${clientId} is damaged or was moved from another client`);
+      throw new SealUnreadable(
+        `the stored registration of client ${clientId} was altered (its registration_client_uri or sealed token is not what was stored when it was created, ` +
+          'or was moved from another client) or is damaged: the token is not sent anywhere. Check who changed the token_clients row; ' +
+          'delete the client at the issuer by hand and replace it',
+        true,
+      );
     }
   }
 }

@@ -121,6 +121,22 @@ describe('the admin API creates partner clients at the issuer', () => {
     assert.match(nowhere.body.error.message, /site 4242 does not exist.*; the client \S+ registered at the issuer was deleted again/);
   });
 
+  it('says a client whose removal stopped half-way may be gone at the issuer already, in the words of the API and of the console', async () => {
+    const created = await ok('manager', 'POST', '/api/v1/sites/1001/token-clients/create', { note: 'half-removed' }, 201);
+    // The issuer deleted it, and the database step here failed: what a retry then finds.
+    const deleted = await fetch(`${registration.endpoint}/${encodeURIComponent(created.client_id)}`, { method: 'DELETE', headers: { authorization: `Bearer ${registration.accessTokens.at(-1)}` } });
+    assert.equal(deleted.status, 204);
+    const path = `/api/v1/token-clients/${encodeURIComponent(created.client_id)}`;
+    const retried = await api('manager', 'DELETE', path);
+    assert.deepEqual([retried.status, retried.body.error.code], [502, 'ISSUER_REFUSED']);
+    assert.match(retried.body.error.message, /HTTP 401.*; the client was not removed here; it may already be deleted at the issuer .*Either way: remove this one here only: DELETE \/api\/v1\/token-clients\/\S+\?localOnly=true$/);
+    assert.doesNotMatch(retried.body.error.message, /here or there|sitekey-authz/);
+    assert.match(retried.body.error.consoleMessage, /Either way: remove this one here only: Remove, then Remove here only, in client \S+'s row$/);
+    assert.doesNotMatch(retried.body.error.consoleMessage, /localOnly|local-only/);
+    const removed = await ok('manager', 'DELETE', `${path}?localOnly=true`);
+    assert.deepEqual([removed.clientId, removed.deletedAtIssuer], [created.client_id, false]);
+  });
+
   it('shows and logs no registration access token', async () => {
     const sql = new pg.Client({ connectionString: database.url });
     await sql.connect();

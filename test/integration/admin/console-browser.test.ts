@@ -204,6 +204,28 @@ describe('admin console in a browser', { skip: missing }, () => {
     assert.equal(await tokenIssuer.registration?.has(partner.clientId), false);
   });
 
+  it('says in its own words that a client the issuer no longer knows may be gone there, and Remove here only removes it here', async () => {
+    await page.getByRole('button', { name: 'Create client' }).click();
+    await page.getByText('The secret will not be shown again.').waitFor();
+    const clientId = (await shownHandover())['client_id'] ?? '';
+    await page.getByRole('button', { name: 'I have copied it: hide the hand-over' }).click();
+    // Deleted at the issuer while the removal's step here failed: what a retry in the page finds.
+    const registration = tokenIssuer.registration;
+    assert.ok(registration !== undefined);
+    const deleted = await fetch(`${registration.endpoint}/${encodeURIComponent(clientId)}`, { method: 'DELETE', headers: { authorization: `Bearer ${registration.accessTokens.at(-1)}` } });
+    assert.equal(deleted.status, 204);
+
+    await page.getByRole('button', { name: `Remove token client ${clientId}` }).click();
+    await page.getByRole('button', { name: `Confirm remove ${clientId}` }).click();
+    const alert = page.getByRole('alert').filter({ hasText: 'may already be deleted at the issuer' });
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /remove this one here only: Remove, then Remove here only, in client \S+'s row$/);
+    assert.doesNotMatch(await alert.innerText(), /localOnly|local-only/);
+    await page.getByRole('button', { name: `Remove ${clientId} here only, leaving it at the issuer` }).click();
+    await page.getByText(/removed here only \(delete it at the issuer by hand if it is still there\): its tokens are refused from now on/).waitFor();
+    await page.getByRole('cell', { name: clientId, exact: true }).waitFor({ state: 'detached' });
+  });
+
   it('the audit trail page names the account manager for each change made in the browser (site, address, key issued and revoked, token client created, given a new secret and removed)', async () => {
     await page.getByRole('link', { name: 'Audit trail of this site' }).click();
     await page.getByRole('heading', { name: 'Audit trail' }).waitFor();

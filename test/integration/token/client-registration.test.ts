@@ -239,7 +239,7 @@ describe('partner clients created, rotated and removed at the issuer through dyn
 
   it('keeps a client whose issuer cannot be reached, saying so; --local-only removes it here only', async () => {
     await issuer.close();
-    await refused(['token-client', 'remove', secretClient.client_id], /the issuer gave no usable answer to delete client \S+: .*the client was not removed, here or there; to remove it here only, remove it with local-only/);
+    await refused(['token-client', 'remove', secretClient.client_id], /the issuer gave no usable answer to delete client \S+: .*the client was not removed, here or there\. To remove it here only \(then delete it at the issuer by hand\): remove this one here only: `sitekey-authz token-client remove \S+ --local-only`/);
     assert.equal((await rows(secretClient.client_id)).length, 1);
     assert.match(await ok('token-client', 'remove', secretClient.client_id, '--local-only'), /removed token client \S+ of site 1001; it still exists at the issuer: delete it there/);
     assert.deepEqual(await rows(secretClient.client_id), []);

@@ -29,7 +29,9 @@ export async function api(method, path, body) {
   }
   if (!response.ok) {
     const error = json?.error;
-    const message = typeof error?.message === 'string' ? error.message : `The API answered ${response.status}.`;
+    // The API words a next step as a request to send; the console's words name its buttons.
+    const worded = typeof error?.consoleMessage === 'string' ? error.consoleMessage : error?.message;
+    const message = typeof worded === 'string' ? worded : `The API answered ${response.status}.`;
     throw new ApiError(response.status, typeof error?.code === 'string' ? error.code : 'HTTP_' + response.status, message);
   }
   return json;

@@ -31,10 +31,11 @@ export function TokenClients({ siteId, clients, can, reload }) {
 function ClientTable({ siteId, clients, can, reload, setDone, onRotated }) {
   const [confirming, setConfirming] = useState(undefined);
   const action = useAction();
-  const remove = (client) => action.run(async () => {
-    const removed = await api('DELETE', `/token-clients/${encode(client.clientId)}`);
+  const remove = (client, hereOnly = false) => action.run(async () => {
+    const removed = await api('DELETE', `/token-clients/${encode(client.clientId)}${hereOnly ? '?localOnly=true' : ''}`);
     setConfirming(undefined);
-    setDone(`Token client ${client.clientId} removed${removed.deletedAtIssuer ? ' here and at the issuer' : ''}: its tokens are refused from now on.`);
+    const where = removed.deletedAtIssuer ? ' here and at the issuer' : client.authMethod === null ? '' : ' here only (delete it at the issuer by hand if it is still there)';
+    setDone(`Token client ${client.clientId} removed${where}: its tokens are refused from now on.`);
     await reload();
   });
   const rotate = (client) => action.run(async () => {
@@ -55,6 +56,7 @@ function ClientTable({ siteId, clients, can, reload, setDone, onRotated }) {
           ${can.manage && html`<td>${confirming?.clientId === client.clientId
             ? html`<button type="button" class="contrast" onClick=${() => (confirming.what === 'rotate' ? rotate(client) : remove(client))} disabled=${action.busy} aria-busy=${action.busy}>
                      ${confirming.what === 'rotate' ? `Confirm new secret for ${client.clientId}` : `Confirm remove ${client.clientId}`}</button>
+                   ${confirming.what === 'remove' && client.authMethod !== null && html`<button type="button" class="secondary" onClick=${() => remove(client, true)} disabled=${action.busy} aria-label=${`Remove ${client.clientId} here only, leaving it at the issuer`}>Remove here only</button>`}
                    <button type="button" class="secondary outline" onClick=${() => setConfirming(undefined)}>Cancel</button>`
             : html`${client.authMethod === 'client_secret_basic' && html`<button type="button" class="secondary" onClick=${() => setConfirming({ clientId: client.clientId, what: 'rotate' })} aria-label=${`New secret for ${client.clientId}`}>New secret</button> `}
                    <button type="button" class="secondary outline" onClick=${() => setConfirming({ clientId: client.clientId, what: 'remove' })} aria-label=${`Remove token client ${client.clientId}`}>Remove</button>`}</td>`}
