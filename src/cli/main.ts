@@ -78,7 +78,10 @@ function parseCommandLine(argv: readonly string[]): Invocation {
     const own = Object.keys(command.options).map((name) => `--${name}`);
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
       const offending = /'([^']+)'/.exec((error as Error).message)?.[1] ?? 'an option';
-      throw new UsageError(`"${command.name}" has no option ${offending}; it takes ${[...own, '--json', '--actor'].join(', ')}. Usage: ${usageLine(command)}`);
+      // An issuer may make a client id that starts with a dash: after `--`, every word is an argument.
+      const word = rest.find((arg) => arg.startsWith(offending)) ?? offending;
+      const asArgument = command.synopsis.includes('<') ? ` If ${word} is an argument (a client id that starts with a dash), write -- before it: sitekey-authz ${command.name} -- ${word}` : '';
+      throw new UsageError(`"${command.name}" has no option ${offending}; it takes ${[...own, '--json', '--actor'].join(', ')}. Usage: ${usageLine(command)}.${asArgument}`);
     }
     if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
       // Node says which option lacks its value, and how to give one that starts with a dash: keep that hint.

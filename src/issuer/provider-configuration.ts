@@ -27,6 +27,14 @@ export function newClientSecret(): string {
   return randomBytes(32).toString('base64url');
 }
 
+/**
+ * A new client id: 128 bits, base64url, and never starting with '-' or '_', so that a person can type
+ * it after a command (`token-client rotate-secret <client-id>`) without it reading as an option.
+ */
+export function newClientId(): string {
+  return `c${randomBytes(16).toString('base64url')}`;
+}
+
 /** The error oidc-provider answers invalid_target with, taken from the loaded module. */
 export type InvalidTarget = new () => Error;
 
@@ -53,6 +61,7 @@ export function providerConfiguration(settings: ProviderSettings, InvalidTargetE
         enabled: true,
         initialAccessToken: settings.registrationToken,
         issueRegistrationAccessToken: true,
+        idFactory: newClientId,
         secretFactory: newClientSecret,
       },
       registrationManagement: { enabled: true, rotateRegistrationAccessToken: true },

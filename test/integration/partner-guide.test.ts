@@ -16,6 +16,7 @@ import { authorizationClient, check, verdict } from '../support/envoy-client.js'
 import { runCli, startService, type RunningService } from '../support/service.js';
 import { startThrottlingProxy } from '../support/throttling-proxy.js';
 import { startTlsGateway } from '../support/tls-gateway.js';
+import type { Handover } from '../../src/token/client-onboarding.js';
 
 const GUIDE_PATH = join(PACKAGE_ROOT, 'docs', 'partner-migration-guide.md');
 const SITE_ID = '1001';
@@ -32,15 +33,6 @@ function snippet(guide: string, name: string): string {
   const marked = new RegExp(`<!-- guide-test: ${name} -->\\n\`\`\`[a-z]*\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(guide);
   assert.ok(marked?.[1], `docs/partner-migration-guide.md has no snippet marked <!-- guide-test: ${name} --> before its fence`);
   return marked[1];
-}
-
-/** What `token-client create --json` prints for the account manager to send the partner, exactly these names. */
-interface Handover {
-  readonly client_id: string;
-  readonly client_secret?: string;
-  readonly token_endpoint: string;
-  readonly resource: string;
-  readonly guide_url: string | null;
 }
 
 /**

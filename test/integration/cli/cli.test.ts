@@ -66,6 +66,11 @@ describe('sitekey-authz CLI', () => {
       refused(await cli('site', 'add'), USAGE, /"site add" is missing arguments; usage: sitekey-authz site add <id> \[--name N\]/);
     });
 
+    it('tells how to give a client id that starts with a dash, and takes it after --', async () => {
+      refused(await cli('token-client', 'remove', '-qXyz0'), USAGE, /If -qXyz0 is an argument \(a client id that starts with a dash\), write -- before it: sitekey-authz token-client remove -- -qXyz0/);
+      refused(await cli('token-client', 'remove', '--', '-qXyz0'), FAILED, /token client -qXyz0 is not registered/);
+    });
+
     it('lists sites with their state and counts, as a table and as JSON', async () => {
       const added = json<{ siteId: string; enabled: boolean }>(await cli('site', 'add', '9223372036854775807', '--json'));
       assert.deepEqual({ siteId: added.siteId, enabled: added.enabled }, { siteId: '9223372036854775807', enabled: true });

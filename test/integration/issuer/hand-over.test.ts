@@ -12,20 +12,13 @@ import { eventually } from '../../support/eventually.js';
 import { clientAssertion, partnerKey, requestToken, type HttpAnswer, type TokenRequest } from '../../support/issuer-client.js';
 import { startIssuerProcess, type IssuerProcess } from '../../support/issuer-process.js';
 import { runCli, startService, type RunningService } from '../../support/service.js';
+import type { Handover } from '../../../src/token/client-onboarding.js';
 
 const WORKERS = 2;
 // Connections of their own, enough that the primary's turns give each worker several.
 const CONNECTIONS = 6;
 const PROPAGATION_BOUND_MS = 1_000;
 const HANDOVER_FIELDS = ['client_id', 'client_secret', 'token_endpoint', 'resource', 'guide_url'];
-
-interface Handover {
-  readonly client_id: string;
-  readonly client_secret?: string;
-  readonly token_endpoint: string;
-  readonly resource: string;
-  readonly guide_url: string | null;
-}
 
 /**
  * The whole hand-over against the product issuer, as a user runs it: `sitekey-authz issuer` (started

@@ -161,7 +161,7 @@ describe('partner clients created, rotated and removed at the issuer through dyn
   });
 
   it('rotates the secret: the old one is refused at the token endpoint, the new one gets a token', async () => {
-    const rotated = JSON.parse(await ok('token-client', 'rotate-secret', secretClient.client_id, '--json')) as Handover;
+    const rotated = JSON.parse(await ok('token-client', 'rotate-secret', '--json', '--', secretClient.client_id)) as Handover;
     assert.deepEqual(Object.keys(rotated), ['client_id', 'client_secret', 'token_endpoint', 'resource', 'guide_url']);
     assert.notEqual(rotated.client_secret, secretClient.client_secret);
     await assert.rejects(issuer.mintAccessToken({ clientId: secretClient.client_id, clientSecret: secretClient.client_secret ?? '' }), (error: TokenRequestRefused) => error.error === 'invalid_client');
@@ -170,15 +170,15 @@ describe('partner clients created, rotated and removed at the issuer through dyn
     const audit = await sql.query("SELECT details FROM audit_log WHERE action = 'token-client.rotate-secret'");
     assert.deepEqual(audit.rows, [{ details: { clientId: secretClient.client_id, authMethod: 'client_secret_basic' } }]);
     // The issuer rotated the registration access token on the update: the stored one is the new one, so a second rotation works.
-    const again = JSON.parse(await ok('token-client', 'rotate-secret', secretClient.client_id, '--json')) as Handover;
+    const again = JSON.parse(await ok('token-client', 'rotate-secret', '--json', '--', secretClient.client_id)) as Handover;
     secretClient = again;
   });
 
   it('refuses to rotate a client with no secret, one added by hand, and one sealed with another initial access token', async () => {
-    await refused(['token-client', 'rotate-secret', keyClient.client_id], /authenticates with the partner's own keys \(private_key_jwt\): it has no secret to rotate/);
+    await refused(['token-client', 'rotate-secret', '--', keyClient.client_id], /authenticates with the partner's own keys \(private_key_jwt\): it has no secret to rotate/);
     await ok('token-client', 'add', '1001', 'existing-client-1001');
     await refused(['token-client', 'rotate-secret', 'existing-client-1001'], /was not created by this service .*: manage it at the issuer/);
-    await refused(['token-client', 'rotate-secret', secretClient.client_id], /sealed with another TOKEN_REGISTRATION_TOKEN .*: set TOKEN_REGISTRATION_TOKEN back/, {
+    await refused(['token-client', 'rotate-secret', '--', secretClient.client_id], /sealed with another TOKEN_REGISTRATION_TOKEN .*: set TOKEN_REGISTRATION_TOKEN back/, {
       TOKEN_REGISTRATION_TOKEN: 'another-initial-access-token',
     });
   });
@@ -210,7 +210,7 @@ describe('partner clients created, rotated and removed at the issuer through dyn
   it('removes a client at the issuer and here: the token endpoint refuses it, and its earlier token gets 107 within a second', async () => {
     const earlier = await tokenWithAssertion(keyClient.client_id, partnerKey);
     assert.equal(await allowedCheck(earlier), 'allow');
-    const removing = cli(['token-client', 'remove', keyClient.client_id]);
+    const removing = cli(['token-client', 'remove', '--', keyClient.client_id]);
     const removed = await removing;
     assert.equal(removed.code, 0, removed.stderr);
     const done = performance.now();
@@ -239,9 +239,9 @@ describe('partner clients created, rotated and removed at the issuer through dyn
 
   it('keeps a client whose issuer cannot be reached, saying so; --local-only removes it here only', async () => {
     await issuer.close();
-    await refused(['token-client', 'remove', secretClient.client_id], /the issuer gave no usable answer to delete client \S+: .*the client was not removed, here or there\. To remove it here only \(then delete it at the issuer by hand\): remove this one here only: `sitekey-authz token-client remove \S+ --local-only`/);
+    await refused(['token-client', 'remove', '--', secretClient.client_id], /the issuer gave no usable answer to delete client \S+: .*the client was not removed, here or there\. To remove it here only \(then delete it at the issuer by hand\): remove this one here only: `sitekey-authz token-client remove \S+ --local-only`/);
     assert.equal((await rows(secretClient.client_id)).length, 1);
-    assert.match(await ok('token-client', 'remove', secretClient.client_id, '--local-only'), /removed token client \S+ of site 1001; it still exists at the issuer: delete it there/);
+    assert.match(await ok('token-client', 'remove', '--local-only', '--', secretClient.client_id), /removed token client \S+ of site 1001; it still exists at the issuer: delete it there/);
     assert.deepEqual(await rows(secretClient.client_id), []);
   });
 });
