@@ -6,6 +6,7 @@ import { coversIpv4Mapped, parseAllowlistEntry, type AllowlistEntry } from '../a
 import { IPV4_MAPPED } from '../allowlist/client-ip.js';
 import { parseInstant } from '../common/sunset-values.js';
 import { isSecureOrLoopbackUrl } from '../config.js';
+import { CLIENT_ID_MAX_CHARS, isClientId } from '../common/client-id.js';
 
 /** A command line that cannot be carried out as typed; the message says what to type instead. */
 export class UsageError extends Error {
@@ -32,14 +33,11 @@ const DIRECTION_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 export const MAX_NAME = 200;
 export const MAX_NOTE = 500;
 
-const CLIENT_ID_MAX = 255;
-// OAuth client ids are visible ASCII (RFC 6749 Appendix A.1); spaces would break one-line-per-client output.
-const CLIENT_ID = /^[\x21-\x7e]+$/;
-export const CLIENT_ID_FORM = `the OAuth client id the issuer puts in the token's client_id claim: 1 to ${CLIENT_ID_MAX} visible ASCII characters, no spaces, e.g. partner-1001`;
+export const CLIENT_ID_FORM = `the OAuth client id the issuer puts in the token's client_id claim: 1 to ${CLIENT_ID_MAX_CHARS} visible ASCII characters, no spaces, e.g. partner-1001`;
 const SITE_AUTH_METHODS: readonly SiteAuthMethod[] = ['both', 'tokens'];
 
 export function clientIdArgument(text: string): ClientId {
-  if (text.length === 0 || text.length > CLIENT_ID_MAX || !CLIENT_ID.test(text)) {
+  if (!isClientId(text)) {
     throw new UsageError(`${JSON.stringify(text.slice(0, 64))} is not a client id: expected ${CLIENT_ID_FORM}`);
   }
   return text;

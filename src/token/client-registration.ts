@@ -2,6 +2,7 @@ import type { JSONWebKeySet } from 'jose';
 import { isSecureOrLoopbackUrl } from '../config.js';
 import { IssuerMetadataInvalid } from './issuer-metadata.js';
 import { issuerRequest, issuerText, type IssuerLimits, ISSUER_LIMITS } from './issuer-http.js';
+import { isClientId } from '../common/client-id.js';
 
 /**
  * A client of OAuth 2.0 Dynamic Client Registration (RFC 7591) and its management protocol (RFC 7592):
@@ -35,7 +36,6 @@ export interface ClientRegistration {
 
 // RFC 7592 §2.2: the server's own fields, never sent back in an update.
 const SERVER_FIELDS = ['registration_access_token', 'registration_client_uri', 'client_secret_expires_at', 'client_id_issued_at', 'client_secret'];
-const CLIENT_ID = /^[\x21-\x7e]{1,255}$/;
 const MAX_TOKEN = 4096;
 
 /** RFC 7591 §2 metadata of a client-credentials client for the partner API. */
@@ -95,7 +95,7 @@ export async function registerClient(
   const secret = stringOf(json, 'client_secret');
   const foreign = management === undefined ? undefined : foreignManagementUri(management.registrationClientUri, registrationEndpoint);
   const problem =
-    clientId === undefined || !CLIENT_ID.test(clientId)
+    clientId === undefined || !isClientId(clientId)
       ? 'no client_id of 1 to 255 visible ASCII characters'
       : management === undefined
         ? 'no registration_client_uri (https) and registration_access_token (RFC 7592), so the client could never be rotated or deleted from here'

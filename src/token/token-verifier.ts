@@ -5,12 +5,12 @@ import type { TokenSettings } from '../config.js';
 import type { AccessTokenClaims, TokenVerdict } from '../decision/types.js';
 import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
 import type { KeySource } from './issuer-keys.js';
+import { CLIENT_ID_MAX_CHARS } from '../common/client-id.js';
 
 export { TOKEN_MAX_CHARS } from './access-token.js';
 
 /** Verified tokens kept at most; a partner sends the same token for many requests until it expires. */
 export const VERIFIED_TOKENS_MAX = 10_000;
-const CLIENT_ID_MAX_CHARS = 255;
 
 type Refusal = Extract<TokenVerdict, { valid: false }>;
 const refuse = (rule: Refusal['rule']): Refusal => ({ valid: false, rule });
