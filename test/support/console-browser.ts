@@ -1,12 +1,18 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { AdminPerson } from './admin-issuer.js';
+import { skipWithoutTool } from './required-tool.js';
 
 /** Debian's chromium: the system's browser, never one downloaded by the tests. */
 export const CHROMIUM = '/usr/bin/chromium';
 
-export function chromiumMissing(): string | undefined {
+export function chromiumAbsent(): string | undefined {
   return existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is not installed (Debian's chromium package; .ci/run installs it)`;
+}
+
+/** For node:test's `skip` of a browser test: skipped without chromium, failed in CI. */
+export function chromiumMissing(): string | false {
+  return skipWithoutTool('chromium', chromiumAbsent());
 }
 
 export function launchChromium(): Promise<Browser> {

@@ -6,7 +6,7 @@ import { startEmbeddedPostgres } from '../../src/embedded/embedded-postgres.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { migrate } from '../../src/store/migrate.js';
 import { ADMIN_PEOPLE } from './admin-issuer.js';
-import { chromiumMissing, launchChromium, signInWithBrowser } from './console-browser.js';
+import { chromiumAbsent, launchChromium, signInWithBrowser } from './console-browser.js';
 import { startConsoleStack } from './console-stack.js';
 import { runCli } from './service.js';
 
@@ -72,7 +72,7 @@ async function seed(url: string): Promise<void> {
 }
 
 async function main(): Promise<number> {
-  const missing = chromiumMissing();
+  const missing = chromiumAbsent();
   if (missing !== undefined) {
     console.error(`${missing}: no screenshots`);
     return 1;

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { skipWithoutTool } from './required-tool.js';
 
 function onPath(command: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
@@ -18,9 +19,8 @@ function onPath(command: string): string | undefined {
 /** Prometheus' promtool (Debian's `prometheus` package; `.ci/run` installs it), when present. */
 export const PROMTOOL = onPath('promtool');
 
-/** For node:test's `skip`: a test that needs promtool reports itself skipped where it is missing, never passed. */
-export const WITHOUT_PROMTOOL: string | false =
-  PROMTOOL === undefined ? 'promtool is not installed (apt-get install prometheus provides it)' : false;
+/** For node:test's `skip`: a test that needs promtool reports itself skipped where it is missing (failed in CI), never passed. */
+export const WITHOUT_PROMTOOL: string | false = skipWithoutTool('promtool', PROMTOOL === undefined ? 'promtool is not installed (apt-get install prometheus provides it)' : false);
 
 export interface PromtoolResult {
   readonly code: number | null;

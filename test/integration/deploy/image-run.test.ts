@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { freePorts } from '../../../src/embedded/embedded-postgres.js';
 import { seedSite } from '../../support/credentials.js';
+import { skipWithoutTool } from '../../support/required-tool.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { authorizationClient, check, verdict } from '../../support/envoy-client.js';
 import { eventually } from '../../support/eventually.js';
@@ -36,6 +37,10 @@ const PACKAGE = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf
 
 function whyNot(): string | false {
   if (process.env.IMAGE_TEST !== '1') return 'the image is built and run only with IMAGE_TEST=1 (.ci/run sets it for its first make test; it takes minutes)';
+  return skipWithoutTool('podman', podmanMissing());
+}
+
+function podmanMissing(): string | false {
   const info = spawnSync('podman', [...PODMAN_FLAGS, 'info'], { encoding: 'utf8' });
   if (info.error !== undefined) return 'podman is not installed (apt-get install podman runc; .ci/run installs it)';
   if (info.status !== 0) return `podman cannot run here: ${info.stderr.trim().split('\n').at(-1)}`;
