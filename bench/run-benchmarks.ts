@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ensureH2load } from './h2load.js';
 import { describeMachine, loadLine, machineLine } from './machine.js';
-import { prependSection, RESULTS_FILE } from './results-file.js';
+import { recordRun, RESULTS_FILE } from './results-file.js';
 import { serveBenchReport } from './serve-bench-report.js';
 import { runServeBench, type BenchSettings } from './serve-bench.js';
 import { positiveIntegerSetting } from './settings.js';
@@ -10,8 +10,8 @@ import { positiveIntegerSetting } from './settings.js';
 /**
  * `make bench`: the pure-Node benchmarks, each in its own process (a clean heap, and --expose-gc for
  * memory figures), one after another so they do not compete for the machine's cores; then `serve`
- * beside a no-op Check server under h2load (serve-bench.ts). Writes a new dated section at the top of
- * bench/RESULTS.md. BENCH_SECONDS (10), BENCH_ROUNDS (3) and BENCH_INSTANCES (3) shorten or lengthen the h2load part.
+ * beside a no-op Check server under h2load (serve-bench.ts). Writes the run in bench/RESULTS.md as the
+ * latest in full, and its headline as a row of the table of every run. BENCH_SECONDS (10), BENCH_ROUNDS (3) and BENCH_INSTANCES (3) shorten or lengthen the h2load part.
  */
 const PURE_BENCHMARKS = ['decide.js', 'check-path.js', 'token-verify.js', 'hostile-bodies.js', 'snapshot-load.js', 'resync-stall.js', 'abuse.js'];
 
@@ -60,7 +60,7 @@ try {
 
 const stamp = startedAt.toISOString().replace(/:\d\d\.\d+Z$/, 'Z').replace('T', ' ');
 const knobs = `BENCH_SECONDS=${settings.seconds} BENCH_ROUNDS=${settings.rounds} BENCH_INSTANCES=${settings.instances}${settings.databaseUrl ? ' DATABASE_URL=…' : ''}`;
-await prependSection([
+await recordRun([
   `## ${stamp} — \`make bench\`: serve beside a no-op under h2load; ${machine.cores} cores, Node ${machine.node}`,
   '',
   `Machine: ${machineLine(machine)}; ${h2loadVersion ?? 'no h2load'}; load average at start (1 / 5 / 15 min): ${loadLine(machine)}.`,
@@ -74,5 +74,5 @@ await prependSection([
   ...pureOutput,
   '```',
 ]);
-console.log(`\nwrote a new section at the top of ${RESULTS_FILE}`);
+console.log(`\nwrote the run as the latest in ${RESULTS_FILE}, and its headline in the history table`);
 process.exitCode = failed ? 1 : 0;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { GRPC_LIMITS } from '../src/envoy/grpc-server.js';
 import { ensureH2load, commandLine, h2loadArguments, type LoadShape } from './h2load.js';
 import { describeMachine, loadLine, machineLine } from './machine.js';
-import { prependSection, RESULTS_FILE } from './results-file.js';
+import { recordRun, RESULTS_FILE } from './results-file.js';
 import { measure, openBenchFixture, SATURATION, warmUp, type LoadRun } from './serve-bench.js';
 import { startServe, type BenchServer } from './server-process.js';
 import { positiveIntegerSetting } from './settings.js';
@@ -11,7 +11,7 @@ import { assertVerdict } from './verify-once.js';
 /**
  * `make soak`: one `serve` at a fixed rate, half of its saturation (measured first, or SOAK_RATE req/s),
  * for SOAK_SECONDS (600), its resident memory, V8 heap and open descriptors sampled every 10 s.
- * Writes a new dated section at the top of bench/RESULTS.md.
+ * Writes its section in bench/RESULTS.md as the latest soak, and its headline in the history table.
  */
 const SAMPLE_EVERY_MS = 10_000;
 /** RSS is flat when the highest sample of the last third is at most this much above the highest of the first third. */
@@ -152,5 +152,5 @@ try {
   await serve?.stop();
   await fixture.close(log);
 }
-await prependSection(section);
-console.log(`wrote a new section at the top of ${RESULTS_FILE}`);
+await recordRun(section);
+console.log(`wrote the run as the latest in ${RESULTS_FILE}, and its headline in the history table`);
