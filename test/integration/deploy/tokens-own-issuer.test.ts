@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.js';
-import { loadIssuerConfig } from '../../src/issuer/issuer-config.js';
-import { DEPLOY_DIR, findKustomize, render, type KubernetesObject } from './manifests.js';
+import { loadConfig } from '../../../src/config.js';
+import { loadIssuerConfig } from '../../../src/issuer/issuer-config.js';
+import { DEPLOY_DIR, findKustomize, render, type KubernetesObject } from '../../deploy/manifests.js';
 
 type Json = Record<string, any>;
 
@@ -78,7 +78,7 @@ describe('the tokens component with the issuer component (examples/tokens-own-is
     assert.ok(!rendered().some((object) => object.kind === 'Secret'), 'the operator creates the Secret; no manifest holds it');
   });
 
-  // That the host is left out of the gateway's API-key check: test/deploy/issuer-component.test.ts.
+  // That the host is left out of the gateway's API-key check: test/integration/deploy/issuer-component.test.ts.
   it("routes ISSUER_URL's host at the gateway to the issuer's Service, over https", () => {
     const host = new URL(settingsOf(podOf('sitekey-authz-issuer')).ISSUER_URL as string).host;
     const gateway = named('Gateway', 'sitekey-authz-issuer');

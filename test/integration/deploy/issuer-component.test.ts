@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.js';
-import { loadIssuerConfig } from '../../src/issuer/issuer-config.js';
-import { BASE_DIR, DEPLOY_DIR, findKustomize, readEnvFile, render, yamlDocuments } from './manifests.js';
+import { loadConfig } from '../../../src/config.js';
+import { loadIssuerConfig } from '../../../src/issuer/issuer-config.js';
+import { BASE_DIR, DEPLOY_DIR, findKustomize, readEnvFile, render, yamlDocuments } from '../../deploy/manifests.js';
 
 type Json = Record<string, any>;
 

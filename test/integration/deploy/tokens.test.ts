@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.js';
-import { BASE_DIR, DEPLOY_DIR, findKustomize, readEnvFile, render, yamlDocuments, type KubernetesObject } from './manifests.js';
+import { loadConfig } from '../../../src/config.js';
+import { BASE_DIR, DEPLOY_DIR, findKustomize, readEnvFile, render, yamlDocuments, type KubernetesObject } from '../../deploy/manifests.js';
 
 type Json = Record<string, any>;
 

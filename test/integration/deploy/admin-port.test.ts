@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.js';
-import { BASE_DIR, DEPLOY_DIR, findKustomize, KUSTOMIZATIONS, readEnvFile, render, type KubernetesObject } from './manifests.js';
+import { loadConfig } from '../../../src/config.js';
+import { BASE_DIR, DEPLOY_DIR, findKustomize, KUSTOMIZATIONS, readEnvFile, render, type KubernetesObject } from '../../deploy/manifests.js';
 
 type Json = Record<string, any>;
 

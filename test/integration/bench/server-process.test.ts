@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
-import { withStopped, type BenchServer } from '../../bench/server-process.js';
+import { withStopped, type BenchServer } from '../../../bench/server-process.js';
 
 /** The state letter of /proc/<pid>/stat: T while stopped by a signal. */
 function state(pid: number): string {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { PROMETHEUS_RULE, renderPrometheusRule } from './prometheus-rule.js';
+import { PROMETHEUS_RULE, renderPrometheusRule } from '../../deploy/prometheus-rule.js';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { schemaProblems } from './kubernetes-schemas.js';
+import { schemaProblems } from '../../deploy/kubernetes-schemas.js';
 import {
   BASE_DIR,
   DEPLOY_DIR,
@@ -14,7 +14,7 @@ import {
   render,
   yamlDocuments,
   type KubernetesObject,
-} from './manifests.js';
+} from '../../deploy/manifests.js';
 
 type Json = Record<string, any>;
 
