@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -23,6 +23,13 @@ describe('ARCHITECTURE.md', () => {
     const named = namedPaths();
     assert.ok(named.length > 40, `only ${named.length} paths found: the map or this reader changed`);
     assert.deepEqual(named.filter((path) => !existsSync(join(PACKAGE_ROOT, path))), []);
+  });
+
+  it('is not needed to read the code: no file of src/ cites an issue (applied migrations are never edited)', () => {
+    const files = readdirSync(join(PACKAGE_ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((file) => /\.(ts|js)$/.test(file));
+    assert.ok(files.length > 100, `only ${files.length} files of src/ read`);
+    const citing = files.filter((file) => /\b[Ii]ssues? #\d+|\(#\d+\)|\bIssues? \d+/.test(readFileSync(join(PACKAGE_ROOT, 'src', file), 'utf8')));
+    assert.deepEqual(citing, []);
   });
 
   it('stays short enough to read first', () => {

@@ -78,7 +78,7 @@ function policyText(policy: SunsetPolicySummary): string {
 }
 
 
-/** Issue #11: grace, brownouts and the reports of the API-key sunset. */
+/** Grace, brownouts and the reports of the API-key sunset. */
 export const SUNSET_COMMANDS: readonly Command[] = [
   {
     name: 'sunset show',

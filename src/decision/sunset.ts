@@ -9,8 +9,8 @@ function covers(brownout: Brownout, site: SiteCredentials, now: number): boolean
 }
 
 /**
- * Whether API-key authentication is refused to a site whose credentials are otherwise valid (issue
- * #11): after the sunset when enforcement is on, or during a brownout; never while the site's grace
+ * Whether API-key authentication is refused to a site whose credentials are otherwise valid: after
+ * the sunset when enforcement is on, or during a brownout; never while the site's grace
  * lasts. A dry-run brownout refuses nobody but is reported, so its effect can be measured first.
  */
 export function sunsetRefusal(site: SiteCredentials, brownouts: readonly Brownout[], policy: SunsetPolicy, now: number): SunsetRefusal | undefined {

@@ -159,7 +159,7 @@ export class ServiceMetrics {
       registers,
       collect: () => this.addUncountedChecks(),
     });
-    // Issue #11: who still authenticates with API keys, and what the sunset refuses.
+    // Who still authenticates with API keys, and what the sunset refuses.
     this.apiKeyRequests = new Counter({
       name: 'sitekey_authz_apikey_requests_total',
       help: 'Requests authenticated with a valid API key and let through, by site (same label rules as sitekey_authz_checks_total): the traffic the sunset will stop.',

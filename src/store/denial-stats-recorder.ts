@@ -81,7 +81,7 @@ const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12'
          first_seen = LEAST(d.first_seen, excluded.first_seen), last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
 
 /**
- * Refusals of known sites by error and client address, for `report denials` (issue #11): counted in
+ * Refusals of known sites by error and client address, for `report denials`: counted in
  * memory on the request path, written in one statement per flush. Strangers cannot grow it without
  * bound: past maxGroups a new address is counted under OVERFLOW_ADDRESS for its site and error, and
  * the table keeps at most DENIAL_ROWS_PER_SITE_HOUR addresses' rows per site and hour.
