@@ -1,6 +1,6 @@
 import type { AuthMethod, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
-import type { StatementRunner } from './last-used-recorder.js';
+import type { StatementRunner } from './periodic-flush.js';
 import { deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, IdleExpiry, PeriodicFlush } from './periodic-flush.js';
 
 export interface AuthUsageRecorderOptions {

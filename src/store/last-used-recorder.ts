@@ -1,10 +1,6 @@
 import type { Logger } from '../observe/logger.js';
-import { FlushFailureLog, PeriodicFlush } from './periodic-flush.js';
+import { FlushFailureLog, PeriodicFlush, type StatementRunner } from './periodic-flush.js';
 
-/** The one thing the recorder needs of a pg.Pool. */
-export interface StatementRunner {
-  query(text: string, values: unknown[]): Promise<unknown>;
-}
 
 /** What is recorded: API keys by id (the default), or token clients by client id. */
 export type LastUsedOf = 'api_keys' | 'token_clients';

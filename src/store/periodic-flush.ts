@@ -1,6 +1,10 @@
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
-import type { StatementRunner } from './last-used-recorder.js';
+
+/** The one thing a recorder needs of a pg.Pool. */
+export interface StatementRunner {
+  query(text: string, values: unknown[]): Promise<unknown>;
+}
 
 /**
  * Runs a batch write every so often, one at a time, and once more on stop (SIGTERM): what the

@@ -1,7 +1,17 @@
 import type { SiteId } from '../decision/types.js';
 import type { Slices } from '../common/slices.js';
 import { SiteIdIndex } from './site-id-index.js';
-import type { SiteResync } from './snapshot-loader.js';
+
+/** What a resync read that the digests take: each bucket's digest, the changed buckets' sites, and what changed or went. */
+export interface ResyncDigests {
+  readonly bucketDigests: ReadonlyMap<string, string>;
+  /** The sites of the buckets whose digest changed. */
+  readonly siteDigests: SiteDigestTable;
+  /** Sites whose digest differs from the one held, new ones included. */
+  readonly changed: { has(siteId: SiteId): boolean };
+  /** Sites held that no longer exist. */
+  readonly removed: readonly SiteId[];
+}
 
 /** Sites whose ids share a run of BUCKET_SPAN share a bucket: a resync compares one digest per bucket first. */
 export const BUCKET_SPAN = 256;
@@ -177,7 +187,7 @@ export class SiteDigests {
    * Takes the digests a resync read, once the table holds its sites, yielding to checks in `slices`.
    * Reloads that land meanwhile are settled after it, by settleReloads.
    */
-  async takeResync(resync: SiteResync, slices: Slices): Promise<void> {
+  async takeResync(resync: ResyncDigests, slices: Slices): Promise<void> {
     this.buckets.clear();
     for (const [bucket, digest] of resync.bucketDigests) this.buckets.set(bucket, digest);
     for (const siteId of resync.removed) {
@@ -196,7 +206,7 @@ export class SiteDigests {
    * the table kept over the resync's read. Where the table holds a reload's rows, the reload's digest
    * is the one that describes them, not the resync's.
    */
-  settleReloads(resync: SiteResync, reloaded: ReadonlyMap<SiteId, SiteDigest | undefined>, keptReloads: readonly SiteId[]): void {
+  settleReloads(resync: ResyncDigests, reloaded: ReadonlyMap<SiteId, SiteDigest | undefined>, keptReloads: readonly SiteId[]): void {
     const kept = new Set(keptReloads);
     const removed = new Set(resync.removed);
     for (const [siteId, digest] of reloaded) {

@@ -4,7 +4,7 @@ import type { Brownout, ClientId, SiteAuthMethod, SiteId } from '../decision/typ
 import { Slices } from '../common/slices.js';
 import { withPooledClient } from './pooled-client.js';
 import { siteKeys, type HashedKey } from './site-keys.js';
-import { BUCKET_SPAN, SiteDigestTable, type SiteDigest, type SiteDigests } from './site-digests.js';
+import { BUCKET_SPAN, SiteDigestTable, type ResyncDigests, type SiteDigest, type SiteDigests } from './site-digests.js';
 import { SiteRecords } from './site-records.js';
 
 /** Sites by id, as records: the plain data a CredentialSnapshot hands the decision. */
@@ -274,13 +274,9 @@ const NAMED_SITE_DIGESTS = `SELECT id::text AS id, bucket::text AS bucket, diges
 const NAMED_READ_MAX_SHARE = 0.25;
 
 /** What a resync found: the digests it read, the sites that changed (read again), and those gone. */
-export interface SiteResync {
-  readonly bucketDigests: ReadonlyMap<string, string>;
-  /** The sites of the buckets whose digest changed. */
-  readonly siteDigests: SiteDigestTable;
-  /** Sites whose digest differs from the one held, new ones included. */
+export interface SiteResync extends ResyncDigests {
+  /** Sites whose digest differs from the one held, new ones included, with their rows. */
   readonly changed: LoadedSites;
-  /** Sites held that no longer exist. */
   readonly removed: SiteId[];
 }
 
