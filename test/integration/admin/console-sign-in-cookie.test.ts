@@ -35,7 +35,7 @@ function signInCookieLines(answer: Response): string[] {
 }
 
 /** A sign-in in progress lives in the browser's cookie only; the database hears of a person once they have signed in. */
-describe('admin console: sign-in state in a sealed cookie', () => {
+describe('admin console: sign-in state in a sealed cookie, and sign-out', () => {
   let database: TestDatabase;
   let stack: ConsoleStack;
 
@@ -125,47 +125,34 @@ describe('admin console: sign-in state in a sealed cookie', () => {
     assert.equal(back.status, 400);
     assert.equal(jar.get(stack.consoleBase, SESSION_COOKIE), undefined);
   });
-});
 
-/** Signing out ends a session only when the console's own page asks. */
-describe('admin console: sign-out from another site', () => {
-  let database: TestDatabase;
-  let stack: ConsoleStack;
+  /** Signing out ends a session only when the console's own page asks. */
+  describe('sign-out from another site', () => {
+    const CROSS_SITE_FORM = {
+      method: 'POST',
+      headers: { origin: 'https://attacker.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate', 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'x=1',
+    };
 
-  before(async () => {
-    database = await freshDatabase();
-    stack = await startConsoleStack(database.url);
-  });
+    it("answers a cross-site form post without the browser's (SameSite=Lax) cookie with 403 and no Set-Cookie", async () => {
+      const answer = await fetch(`${stack.consoleBase}/auth/sign-out`, { ...CROSS_SITE_FORM, redirect: 'manual' });
+      assert.equal(answer.status, 403);
+      assert.deepEqual(answer.headers.getSetCookie(), []);
+    });
 
-  after(async () => {
-    await stack?.close();
-    await database?.drop();
-  });
+    it('refuses a cross-site post that carries the session cookie, and the session goes on', async () => {
+      const jar = new CookieJar();
+      await signInToConsole(jar, stack.consoleBase, ADMIN_PEOPLE.manager);
+      const answer = await jar.fetch(`${stack.consoleBase}/auth/sign-out`, CROSS_SITE_FORM);
+      assert.equal(answer.status, 403);
+      assert.deepEqual(answer.headers.getSetCookie(), []);
+      assert.equal((await jar.fetch(`${stack.consoleBase}/api/v1/me`)).status, 200, 'still signed in');
+    });
 
-  const CROSS_SITE_FORM = {
-    method: 'POST',
-    headers: { origin: 'https://attacker.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate', 'content-type': 'application/x-www-form-urlencoded' },
-    body: 'x=1',
-  };
-
-  it("answers a cross-site form post without the browser's (SameSite=Lax) cookie with 403 and no Set-Cookie", async () => {
-    const answer = await fetch(`${stack.consoleBase}/auth/sign-out`, { ...CROSS_SITE_FORM, redirect: 'manual' });
-    assert.equal(answer.status, 403);
-    assert.deepEqual(answer.headers.getSetCookie(), []);
-  });
-
-  it('refuses a cross-site post that carries the session cookie, and the session goes on', async () => {
-    const jar = new CookieJar();
-    await signInToConsole(jar, stack.consoleBase, ADMIN_PEOPLE.manager);
-    const answer = await jar.fetch(`${stack.consoleBase}/auth/sign-out`, CROSS_SITE_FORM);
-    assert.equal(answer.status, 403);
-    assert.deepEqual(answer.headers.getSetCookie(), []);
-    assert.equal((await jar.fetch(`${stack.consoleBase}/api/v1/me`)).status, 200, 'still signed in');
-  });
-
-  it('sets no cookie when a request from the console itself has no session to end', async () => {
-    const answer = await fetch(`${stack.consoleBase}/auth/sign-out`, { method: 'POST', headers: { origin: stack.consoleBase, 'sec-fetch-site': 'same-origin' } });
-    assert.equal(answer.status, 200);
-    assert.deepEqual(answer.headers.getSetCookie(), []);
+    it('sets no cookie when a request from the console itself has no session to end', async () => {
+      const answer = await fetch(`${stack.consoleBase}/auth/sign-out`, { method: 'POST', headers: { origin: stack.consoleBase, 'sec-fetch-site': 'same-origin' } });
+      assert.equal(answer.status, 200);
+      assert.deepEqual(answer.headers.getSetCookie(), []);
+    });
   });
 });
