@@ -168,13 +168,14 @@ function checkObject(value: unknown, schema: ObjectSchema, where: string): asser
   }
   const fields = value as Record<string, unknown>;
   for (const name of Object.keys(fields)) {
-    if (!(name in schema.properties)) {
+    // Own properties only: `in` would find toString, constructor and __proto__ on every object.
+    if (!Object.hasOwn(schema.properties, name)) {
       const known = Object.keys(schema.properties);
       throw new ApiError(400, INVALID_REQUEST, `${where} has an unknown field ${JSON.stringify(name.slice(0, 64))}; ${known.length === 0 ? 'send no fields' : `the fields are ${known.join(', ')}`}`);
     }
   }
   for (const name of schema.required ?? []) {
-    if (fields[name] === undefined) throw new ApiError(400, INVALID_REQUEST, `${where} needs the field "${name}"`);
+    if (!Object.hasOwn(fields, name) || fields[name] === undefined) throw new ApiError(400, INVALID_REQUEST, `${where} needs the field "${name}"`);
   }
   for (const [name, field] of Object.entries(fields)) check(field, schema.properties[name] as Schema, `the field "${name}"`);
 }

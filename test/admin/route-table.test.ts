@@ -80,6 +80,15 @@ describe('the route table and the OpenAPI document read from it', () => {
     assert.throws(() => route('/api/v1/sites/%E0%A4%A'), ApiError);
   });
 
+  it("refuses the names every object inherits (__proto__, constructor, toString) as unknown fields, as JSON.parse gives them", () => {
+    const issueKey = ADMIN_ROUTES.find((r) => r.method === 'POST' && r.path === '/api/v1/sites/{siteId}/keys') as AdminRoute;
+    const addSite = ADMIN_ROUTES.find((r) => r.method === 'POST' && r.path === '/api/v1/sites') as AdminRoute;
+    for (const name of ['__proto__', 'constructor', 'toString']) {
+      assert.throws(() => checkedBody(issueKey, JSON.parse(`{${JSON.stringify(name)}: {}}`)), new RegExp(`unknown field "${name}"`), `POST keys with ${name}`);
+      assert.throws(() => checkedBody(addSite, JSON.parse(`{"id": "1001", ${JSON.stringify(name)}: "x"}`)), new RegExp(`unknown field "${name}"`), `POST sites with ${name}`);
+    }
+  });
+
   it('checks bodies and query parameters against the route', () => {
     const addSite = ADMIN_ROUTES.find((r) => r.method === 'POST' && r.path === '/api/v1/sites') as AdminRoute;
     assert.deepEqual(checkedBody(addSite, { id: '1001' }), { id: '1001' });

@@ -7,7 +7,7 @@ import type { ConsoleFactory } from '../start-admin.js';
 export const adminConsole: ConsoleFactory = async ({ settings, verifier, pool, logger }) => {
   if (settings.oidcClientId === undefined) return {};
   const { createConsole } = await import('./console.js');
-  const { handler, authenticator } = createConsole({
+  const { handler, authenticator } = await createConsole({
     settings,
     clientId: settings.oidcClientId,
     pool,

@@ -1,19 +1,25 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../observe/logger.js';
 import type { ConsoleHandler } from '../principal.js';
-import { clearCookie, cookieNames, readCookie, setCookie } from './cookies.js';
+import { clearCookie, cookieNames, setCookie } from './cookies.js';
 import { CSRF_HEADER, sameSecret, type ConsoleSessions } from './console-sessions.js';
 import { problemPage, shellPage, SIGNED_OUT_PAGE } from './pages.js';
 import type { RelyingParty } from './relying-party.js';
 import { applySecurityHeaders } from './security-headers.js';
 import { newSecretId, type SessionStore } from './session-store.js';
+import type { SignInCookies, SignInFound } from './sign-in-cookie.js';
 import type { StaticAsset } from './static-assets.js';
 
 /** How long a session lasts from sign-in, whatever the access token's own lifetime. */
 export const SESSION_SECONDS = 8 * 60 * 60;
-/** How long the browser has at the provider's login page before the callback is refused. */
-export const SIGN_IN_SECONDS = 10 * 60;
 const MAX_RETURN_PATH = 512;
+
+/** Why the callback found no sign-in to finish, in the words of the person who came back to it. */
+const SIGN_IN_NOT_FOUND: Readonly<Record<Exclude<SignInFound['found'], 'pending'>, string>> = {
+  none: 'No sign-in was in progress in this browser for this answer (or it took longer than ten minutes). Sign in again from the console page.',
+  expired: 'The sign-in took longer than ten minutes. Sign in again from the console page.',
+  unreadable: 'The sign-in this browser started could not be read: it was changed, or started before the console changed its key. Sign in again from the console page.',
+};
 const HTML = 'text/html; charset=utf-8';
 
 export interface ConsoleRoutesOptions {
@@ -21,6 +27,7 @@ export interface ConsoleRoutesOptions {
   readonly publicUrl: string;
   readonly store: SessionStore;
   readonly sessions: ConsoleSessions;
+  readonly signIns: SignInCookies;
   readonly relyingParty: RelyingParty;
   readonly assets: ReadonlyMap<string, StaticAsset>;
   readonly logger: Logger;
@@ -96,31 +103,30 @@ export class ConsoleRoutes implements ConsoleHandler {
       return;
     }
     let started;
+    let signInCookies;
     try {
       started = await this.options.relyingParty.startSignIn(returnPath(url));
+      signInCookies = await this.options.signIns.start(request, started.pending, Date.now());
     } catch (error) {
-      this.options.logger.warn({ err: error }, 'console sign-in: the provider cannot be reached');
-      send(response, 503, HTML, problemPage('Sign-in is not available', 'The sign-in provider cannot be reached just now. Try again in a minute.'));
+      this.options.logger.warn({ err: error }, 'console sign-in: the provider or the sign-in key cannot be reached');
+      send(response, 503, HTML, problemPage('Sign-in is not available', 'The sign-in provider or the database cannot be reached just now. Try again in a minute.'));
       return;
     }
     // A session whose token is refused keeps its cookie until the callback replaces it: the refusal may
     // be passing (the provider's keys not yet fetched after a restart), and the session is then kept.
-    const id = newSecretId();
-    await this.options.store.savePendingSignIn(id, started.pending, new Date(Date.now() + SIGN_IN_SECONDS * 1000));
-    const cookies = this.options.sessions.cookies;
-    send(response, 302, 'text/plain; charset=utf-8', 'signing in\n', { location: started.url.href, 'set-cookie': setCookie(cookies, this.names.signIn, id, SIGN_IN_SECONDS) });
+    send(response, 302, 'text/plain; charset=utf-8', 'signing in\n', { location: started.url.href, 'set-cookie': signInCookies });
   }
 
   private async callback(request: IncomingMessage, url: URL, response: ServerResponse): Promise<void> {
     const cookies = this.options.sessions.cookies;
-    const clearSignIn = clearCookie(cookies, this.names.signIn);
+    const { result, clear } = await this.options.signIns.finish(request, url.searchParams.get('state'), Date.now());
+    const clearSignIn = clear === undefined ? [] : [clear];
     const refuse = (status: number, message: string) => send(response, status, HTML, problemPage('Sign-in failed', message), { 'set-cookie': clearSignIn });
-    const signInId = readCookie(request, this.names.signIn);
-    const pending = signInId === undefined ? undefined : await this.options.store.takePendingSignIn(signInId);
-    if (pending === undefined) {
-      refuse(400, 'No sign-in was in progress in this browser, or it took longer than ten minutes. Start again from the console page.');
+    if (result.found !== 'pending') {
+      refuse(400, SIGN_IN_NOT_FOUND[result.found]);
       return;
     }
+    const { pending } = result;
     const providerError = url.searchParams.get('error');
     if (providerError !== null) {
       this.options.logger.warn({ error: providerError.slice(0, 100), description: url.searchParams.get('error_description')?.slice(0, 300) }, 'console sign-in: the provider refused');
@@ -147,18 +153,24 @@ export class ConsoleRoutes implements ConsoleHandler {
     this.options.logger.info({ subject: tokens.subject }, 'console sign-in');
     send(response, 302, 'text/plain; charset=utf-8', 'signed in\n', {
       location: pending.returnTo,
-      'set-cookie': [clearSignIn, setCookie(cookies, this.names.session, id, SESSION_SECONDS)],
+      'set-cookie': [...clearSignIn, setCookie(cookies, this.names.session, id, SESSION_SECONDS)],
     });
   }
 
-  /** Called by the page with fetch (a form's redirect to the provider would break form-action 'self'): answers where to go next. */
+  /**
+   * Called by the page with fetch (a form's redirect to the provider would break form-action 'self'):
+   * answers where to go next. Another site's form cannot end a session here, and a request without a
+   * session gets no Set-Cookie, so it cannot clear the cookie of a session its browser did not send.
+   */
   private async signOut(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const cookies = this.options.sessions.cookies;
-    const clear = clearCookie(cookies, this.names.session);
+    if (!this.fromConsolePage(request)) {
+      send(response, 403, 'application/json', JSON.stringify({ error: { code: 'CROSS_SITE_REQUEST', message: 'sign out from the console page itself: this request came from another site' } }));
+      return;
+    }
     const id = this.options.sessions.cookieId(request);
     const session = id === undefined ? undefined : await this.options.store.findSession(id);
     if (id === undefined || session === undefined) {
-      send(response, 200, 'application/json', JSON.stringify({ next: '/auth/signed-out' }), { 'set-cookie': clear });
+      send(response, 200, 'application/json', JSON.stringify({ next: '/auth/signed-out' }));
       return;
     }
     const sent = request.headers[CSRF_HEADER];
@@ -173,6 +185,17 @@ export class ConsoleRoutes implements ConsoleHandler {
     } catch (error) {
       this.options.logger.warn({ err: error }, 'console sign-out: the provider cannot be reached; signed out here only');
     }
-    send(response, 200, 'application/json', JSON.stringify({ next }), { 'set-cookie': clear });
+    send(response, 200, 'application/json', JSON.stringify({ next }), { 'set-cookie': clearCookie(this.options.sessions.cookies, this.names.session) });
+  }
+
+  /**
+   * A browser says where a request comes from (Sec-Fetch-Site, Origin); either, when sent, must be the
+   * console itself. A client that sends neither is no browser another site can drive.
+   */
+  private fromConsolePage(request: IncomingMessage): boolean {
+    const site = request.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin') return false;
+    const origin = request.headers.origin;
+    return origin === undefined || origin === new URL(this.options.publicUrl).origin;
   }
 }

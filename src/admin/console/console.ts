@@ -6,6 +6,7 @@ import { ConsoleRoutes } from './console-handler.js';
 import { ConsoleSessions, SessionAuthenticator, type AccessTokenVerifier } from './console-sessions.js';
 import { RelyingParty } from './relying-party.js';
 import { SessionStore } from './session-store.js';
+import { SignInCookies } from './sign-in-cookie.js';
 import { loadStaticAssets } from './static-assets.js';
 
 export interface ConsoleOptions {
@@ -27,7 +28,7 @@ export interface AdminConsole {
 const PROVIDER_TIMEOUT_SECONDS = 10;
 
 /** The admin console on the admin port: OpenID Connect sign-in, sessions in PostgreSQL, the pages. */
-export function createConsole(options: ConsoleOptions): AdminConsole {
+export async function createConsole(options: ConsoleOptions): Promise<AdminConsole> {
   const { settings } = options;
   const publicUrl = settings.publicUrl.replace(/\/+$/, '');
   const relyingParty = new RelyingParty({
@@ -41,8 +42,14 @@ export function createConsole(options: ConsoleOptions): AdminConsole {
   });
   const store = new SessionStore(options.pool);
   // ADMIN_PUBLIC_URL is https, or http on loopback only (loadConfig): Secure cookies unless http.
-  const sessions = new ConsoleSessions(store, relyingParty, options.verifyAccessToken, { secure: new URL(publicUrl).protocol === 'https:' });
-  const handler = new ConsoleRoutes({ publicUrl, store, sessions, relyingParty, assets: loadStaticAssets(), logger: options.logger.child({ component: 'admin-console' }) });
+  const cookies = { secure: new URL(publicUrl).protocol === 'https:' };
+  const sessions = new ConsoleSessions(store, relyingParty, options.verifyAccessToken, cookies);
+  const logger = options.logger.child({ component: 'admin-console' });
+  const signIns = new SignInCookies(cookies, () => store.signInKeyMaterial());
+  // The key is made now, if this is the first console on the database, so that no sign-in writes it;
+  // a database not yet reachable leaves it to the first sign-in.
+  await signIns.ready().catch((error: unknown) => logger.warn({ err: error }, 'console sign-in key not read at start; read again at the first sign-in'));
+  const handler = new ConsoleRoutes({ publicUrl, store, sessions, signIns, relyingParty, assets: loadStaticAssets(), logger });
   return { handler, authenticator: new SessionAuthenticator(sessions) };
 }
 

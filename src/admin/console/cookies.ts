@@ -6,28 +6,41 @@ export interface CookiePolicy {
   readonly secure: boolean;
 }
 
-/** The session cookie and the short-lived one that carries a sign-in in progress to the callback. */
-export function cookieNames(policy: CookiePolicy): { readonly session: string; readonly signIn: string } {
+/** The session cookie, and the start of the name of each short-lived one that carries a sign-in in progress to the callback. */
+export function cookieNames(policy: CookiePolicy): { readonly session: string; readonly signInPrefix: string } {
   // __Host- makes the browser refuse the cookie unless it is Secure, for Path=/ and without Domain.
   const prefix = policy.secure ? '__Host-' : '';
-  return { session: `${prefix}sitekey-console`, signIn: `${prefix}sitekey-console-sign-in` };
+  return { session: `${prefix}sitekey-console`, signInPrefix: `${prefix}sitekey-console-sign-in-` };
 }
 
-const MAX_COOKIE_HEADER = 8_192;
+/** The admin port's own bound on all headers together (admin-server.ts): a Cookie header is never longer. */
+const MAX_COOKIE_HEADER = 16_384;
+/** Our values are base64url: anything else was not set by us. */
+const OUR_VALUE = /^[A-Za-z0-9_-]+$/;
+const SESSION_ID_LENGTH = { min: 16, max: 128 };
 
-/** The value of one cookie from the request's Cookie header; undefined when absent or malformed. */
-export function readCookie(request: IncomingMessage, name: string): string | undefined {
+/** Each name=value of the request's Cookie header, in order; none when it is absent or too long. */
+function cookiePairs(request: IncomingMessage): Array<{ readonly name: string; readonly value: string }> {
   const header = request.headers.cookie;
-  if (header === undefined || header.length > MAX_COOKIE_HEADER) return undefined;
+  if (header === undefined || header.length > MAX_COOKIE_HEADER) return [];
+  const pairs = [];
   for (const part of header.split(';')) {
     const equals = part.indexOf('=');
-    if (equals < 0) continue;
-    if (part.slice(0, equals).trim() !== name) continue;
-    const value = part.slice(equals + 1).trim();
-    // Our ids are base64url: anything else was not set by us.
-    return /^[A-Za-z0-9_-]{16,128}$/.test(value) ? value : undefined;
+    if (equals >= 0) pairs.push({ name: part.slice(0, equals).trim(), value: part.slice(equals + 1).trim() });
   }
-  return undefined;
+  return pairs;
+}
+
+/** The value of one cookie (a session id unless a longer value is allowed); undefined when absent or not one of ours. */
+export function readCookie(request: IncomingMessage, name: string, maxLength = SESSION_ID_LENGTH.max): string | undefined {
+  const value = cookiePairs(request).find((pair) => pair.name === name)?.value;
+  if (value === undefined || value.length < SESSION_ID_LENGTH.min || value.length > maxLength || !OUR_VALUE.test(value)) return undefined;
+  return value;
+}
+
+/** Every cookie whose name starts with `prefix`, whatever its value. */
+export function cookiesNamed(request: IncomingMessage, prefix: string): Array<{ readonly name: string; readonly value: string }> {
+  return cookiePairs(request).filter((pair) => pair.name.startsWith(prefix));
 }
 
 /**

@@ -1,5 +1,6 @@
 import * as oidc from 'openid-client';
-import type { PendingSignIn, SessionTokens } from './session-store.js';
+import type { SessionTokens } from './session-store.js';
+import type { PendingSignIn } from './sign-in-cookie.js';
 
 export interface RelyingPartyOptions {
   /** ADMIN_ISSUER: its discovery document gives the endpoints. */

@@ -1,15 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 
-/** What the callback needs to finish a sign-in this browser started (PKCE, state, nonce). */
-export interface PendingSignIn {
-  readonly state: string;
-  readonly nonce: string;
-  readonly codeVerifier: string;
-  /** A path on the console (starting with a single /) to return to once signed in. */
-  readonly returnTo: string;
-}
-
 /** The tokens the provider gave for a person; they stay on the server, the browser holds an id. */
 export interface SessionTokens {
   readonly accessToken: string;
@@ -69,31 +60,24 @@ const sealOptional = (key: Buffer, text: string | undefined): string | null => (
 const unsealOptional = (key: Buffer, sealed: string | null): string | undefined => (sealed === null ? undefined : unseal(key, sealed));
 
 /**
- * Sign-ins in progress and sessions in PostgreSQL (migration 007), keyed by the SHA-256 of the
- * cookie's id, with the PKCE verifier and the tokens sealed by a key derived from the id itself.
+ * Sessions in PostgreSQL (migration 007), keyed by the SHA-256 of the cookie's id, with the tokens
+ * sealed by a key derived from the id itself.
  * Expired rows are never returned, and are deleted as new ones are written; a row that does not
- * unseal with the cookie's key is no sign-in or session.
+ * unseal with the cookie's key is no session.
  */
 export class SessionStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  async savePendingSignIn(id: string, pending: PendingSignIn, expiresAt: Date): Promise<void> {
-    await this.pool.query('DELETE FROM admin_console_sign_ins WHERE expires_at < now()');
-    await this.pool.query(
-      'INSERT INTO admin_console_sign_ins (id_sha256, state, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
-      [idHash(id), pending.state, pending.nonce, seal(sealingKey(id), pending.codeVerifier), pending.returnTo, expiresAt],
-    );
-  }
-
-  /** The sign-in, once: taking it deletes it, so a callback cannot be replayed. */
-  async takePendingSignIn(id: string): Promise<PendingSignIn | undefined> {
-    const { rows } = await this.pool.query<{ state: string; nonce: string; code_verifier: string; return_to: string }>(
-      'DELETE FROM admin_console_sign_ins WHERE id_sha256 = $1 AND expires_at > now() RETURNING state, nonce, code_verifier, return_to',
-      [idHash(id)],
-    );
+  /**
+   * The key material every replica seals sign-in cookies with (sign-in-cookie.ts): made at the first
+   * start on a database and kept, so a browser may come back to another replica than the one it left.
+   */
+  async signInKeyMaterial(): Promise<Buffer> {
+    await this.pool.query('INSERT INTO admin_console_sign_in_key (key_material) VALUES ($1) ON CONFLICT DO NOTHING', [randomBytes(32)]);
+    const { rows } = await this.pool.query<{ key_material: Buffer }>('SELECT key_material FROM admin_console_sign_in_key');
     const row = rows[0];
-    const codeVerifier = row && unseal(sealingKey(id), row.code_verifier);
-    return row && codeVerifier !== undefined ? { state: row.state, nonce: row.nonce, codeVerifier, returnTo: row.return_to } : undefined;
+    if (row === undefined) throw new Error('the console sign-in key is missing from admin_console_sign_in_key');
+    return row.key_material;
   }
 
   async createSession(id: string, session: ConsoleSession): Promise<void> {

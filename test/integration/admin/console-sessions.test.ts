@@ -103,14 +103,10 @@ describe('console sessions in PostgreSQL', () => {
     }
   });
 
-  it('gives a sign-in in progress to one callback only, and not after it expired', async () => {
-    const pending = { state: 's', nonce: 'n', codeVerifier: 'v', returnTo: '/' };
-    const id = newSecretId();
-    await store.savePendingSignIn(id, pending, new Date(Date.now() + 60_000));
-    assert.deepEqual(await store.takePendingSignIn(id), pending);
-    assert.equal(await store.takePendingSignIn(id), undefined, 'a replayed callback finds nothing');
-    const late = newSecretId();
-    await store.savePendingSignIn(late, pending, new Date(Date.now() - 1_000));
-    assert.equal(await store.takePendingSignIn(late), undefined);
+  it('makes the sign-in key material once per database: every replica seals with the same', async () => {
+    const [first, second] = await Promise.all([store.signInKeyMaterial(), new SessionStore(pool).signInKeyMaterial()]);
+    assert.equal(first.length, 32);
+    assert.ok(first.equals(second));
+    assert.ok((await store.signInKeyMaterial()).equals(first));
   });
 });

@@ -12,7 +12,7 @@ import { eventually } from '../../support/eventually.js';
 import { runCli, startService, type RunningService } from '../../support/service.js';
 
 const SESSION_COOKIE = 'sitekey-console';
-const SIGN_IN_COOKIE = 'sitekey-console-sign-in';
+const SIGN_IN_PREFIX = 'sitekey-console-sign-in-';
 
 function setCookieLine(answer: Response, name: string): string {
   const line = answer.headers.getSetCookie().find((cookie) => cookie.startsWith(`${name}=`));
@@ -59,7 +59,7 @@ describe('admin console: sign-in, session cookie, CSRF', () => {
     assert.match(params.get('nonce') ?? '', /^[A-Za-z0-9_-]{20,}$/);
     assert.equal(params.get('resource'), stack.issuer.audience);
     assert.match(params.get('scope') ?? '', /\bopenid\b/);
-    const cookie = setCookieLine(answer, SIGN_IN_COOKIE);
+    const cookie = setCookieLine(answer, `${SIGN_IN_PREFIX}${params.get('state')}`);
     assert.match(cookie, /; HttpOnly/);
     assert.match(cookie, /; SameSite=Lax/);
     assert.match(cookie, /; Path=\//);
@@ -77,6 +77,7 @@ describe('admin console: sign-in, session cookie, CSRF', () => {
   it('signs in through the provider: a session cookie with its attributes, the page with the strict CSP, the session id stored hashed', async () => {
     const jar = new CookieJar();
     const start = await jar.fetch(`${stack.consoleBase}/sites/1001?tab=keys`, { headers: PAGE_HEADERS });
+    const state = redirectOf(start, 'page').searchParams.get('state');
     const callback = await signInAtProvider(jar, redirectOf(start, 'page'), ADMIN_PEOPLE.manager);
     assert.equal(`${callback.origin}${callback.pathname}`, `${stack.consoleBase}/auth/callback`);
     const back = await jar.fetch(callback, { headers: PAGE_HEADERS });
@@ -88,7 +89,7 @@ describe('admin console: sign-in, session cookie, CSRF', () => {
     assert.match(cookie, /; Path=\//);
     assert.match(cookie, /; Max-Age=28800/);
     assert.doesNotMatch(cookie, /Secure/);
-    assert.match(setCookieLine(back, SIGN_IN_COOKIE), /Max-Age=0/, 'the sign-in cookie is cleared');
+    assert.match(setCookieLine(back, `${SIGN_IN_PREFIX}${state}`), /Max-Age=0/, 'the sign-in cookie is cleared');
 
     const page = await jar.fetch(`${stack.consoleBase}/sites/1001`, { headers: PAGE_HEADERS });
     assert.equal(page.status, 200);
@@ -130,7 +131,7 @@ describe('admin console: sign-in, session cookie, CSRF', () => {
     callback.searchParams.set('state', 'a-state-this-browser-never-sent');
     const back = await jar.fetch(callback, { headers: PAGE_HEADERS });
     assert.equal(back.status, 400);
-    assert.match(await back.text(), /did not match the sign-in this browser started/);
+    assert.match(await back.text(), /No sign-in was in progress in this browser for this answer[^<]*Sign in again/);
     assert.equal(jar.get(stack.consoleBase, SESSION_COOKIE), undefined, 'no session');
     assertSecurityHeaders(back, 'the refusal');
   });

@@ -1,0 +1,134 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { clearCookie, cookieNames, cookiesNamed, readCookie, setCookie, type CookiePolicy } from './cookies.js';
+
+/** What the callback needs to finish a sign-in this browser started (PKCE, state, nonce). */
+export interface PendingSignIn {
+  readonly state: string;
+  readonly nonce: string;
+  readonly codeVerifier: string;
+  /** A path on the console (starting with a single /) to return to once signed in. */
+  readonly returnTo: string;
+}
+
+/** How long the browser has at the provider's login page before the callback is refused. */
+export const SIGN_IN_SECONDS = 10 * 60;
+/**
+ * Sign-ins one browser may have in progress at once (tabs opened together each start one); a new one
+ * beyond it ends the oldest. Each cookie is at most about a kilobyte, so the Cookie header stays small.
+ */
+export const MAX_SIGN_INS_AT_ONCE = 4;
+/** A sealed sign-in with the longest return path, base64url; anything longer was not made here. */
+const MAX_SEALED_LENGTH = 1_200;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+/** A state as openid-client makes it: 32 random bytes, base64url. Anything else names no cookie of ours. */
+const STATE = /^[A-Za-z0-9_-]{43}$/;
+
+/** What the callback found of the sign-in its state names. */
+export type SignInFound =
+  | { readonly found: 'pending'; readonly pending: PendingSignIn }
+  /** No cookie for this state: another browser, a replay, or the cookie expired (Max-Age). */
+  | { readonly found: 'none' }
+  /** The cookie is there but past its time: the sealed expiry, whatever the browser kept. */
+  | { readonly found: 'expired' }
+  /** Changed, sealed under another key, or not ours. */
+  | { readonly found: 'unreadable' };
+
+interface SealedSignIn {
+  readonly nonce: string;
+  readonly codeVerifier: string;
+  readonly returnTo: string;
+  /** Epoch ms. */
+  readonly expiresAt: number;
+}
+
+/**
+ * Sign-ins in progress, kept by the browser and nowhere else: one short-lived cookie per sign-in, named
+ * after its state, holding the nonce, PKCE verifier and return path sealed with AES-256-GCM under a key
+ * every replica shares (its key material is a row in the database, made once). The cookie's name is
+ * the additional authenticated data, so a value cannot be moved to another state. An unauthenticated
+ * page load thus writes nothing to the database, however many there are.
+ */
+export class SignInCookies {
+  private key: Promise<Buffer> | undefined;
+  private readonly prefix: string;
+
+  constructor(
+    private readonly policy: CookiePolicy,
+    /** The shared key material; asked for once, and again after a failure. */
+    private readonly keyMaterial: () => Promise<Buffer>,
+  ) {
+    this.prefix = cookieNames(policy).signInPrefix;
+  }
+
+  /** Resolves once the key is at hand: a console that starts with its database answers its first sign-in at once. */
+  ready(): Promise<Buffer> {
+    if (this.key === undefined) {
+      const loading = this.keyMaterial().then((material) => Buffer.from(hkdfSync('sha256', material, '', 'sitekey-authz console sign-in cookie v1', 32)));
+      loading.catch(() => (this.key = undefined));
+      this.key = loading;
+    }
+    return this.key;
+  }
+
+  private nameOf(state: string): string {
+    return `${this.prefix}${state}`;
+  }
+
+  /** The Set-Cookie lines that start `pending`: its own cookie, and the end of the oldest beyond the bound. */
+  async start(request: IncomingMessage, pending: PendingSignIn, now: number): Promise<string[]> {
+    if (!STATE.test(pending.state)) throw new Error('a sign-in state is 32 random bytes, base64url');
+    const key = await this.ready();
+    const name = this.nameOf(pending.state);
+    const sealed: SealedSignIn = { nonce: pending.nonce, codeVerifier: pending.codeVerifier, returnTo: pending.returnTo, expiresAt: now + SIGN_IN_SECONDS * 1000 };
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(Buffer.from(name, 'utf8'));
+    const body = Buffer.concat([cipher.update(JSON.stringify(sealed), 'utf8'), cipher.final()]);
+    const value = Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+    return [...this.oldestBeyondBound(request, key, now).map((old) => clearCookie(this.policy, old)), setCookie(this.policy, name, value, SIGN_IN_SECONDS)];
+  }
+
+  /** The sign-in the callback's state names in this browser, and the Set-Cookie line that ends it. */
+  async finish(request: IncomingMessage, state: string | null, now: number): Promise<{ readonly result: SignInFound; readonly clear: string | undefined }> {
+    if (state === null || !STATE.test(state)) return { result: { found: 'none' }, clear: undefined };
+    const name = this.nameOf(state);
+    const value = readCookie(request, name, MAX_SEALED_LENGTH);
+    if (value === undefined) return { result: { found: 'none' }, clear: undefined };
+    const sealed = this.open(await this.ready(), name, value);
+    const clear = clearCookie(this.policy, name);
+    if (sealed === undefined) return { result: { found: 'unreadable' }, clear };
+    if (sealed.expiresAt <= now) return { result: { found: 'expired' }, clear };
+    return { result: { found: 'pending', pending: { state, nonce: sealed.nonce, codeVerifier: sealed.codeVerifier, returnTo: sealed.returnTo } }, clear };
+  }
+
+  private open(key: Buffer, name: string, value: string): SealedSignIn | undefined {
+    const bytes = Buffer.from(value, 'base64url');
+    if (bytes.length <= IV_BYTES + TAG_BYTES) return undefined;
+    let parsed: Partial<Record<keyof SealedSignIn, unknown>>;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES)).setAAD(Buffer.from(name, 'utf8'));
+      decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+      // Sealed by us, so of our shape; read all the same as data from outside.
+      parsed = JSON.parse(Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8')) as typeof parsed;
+    } catch {
+      return undefined;
+    }
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    const { nonce, codeVerifier, returnTo, expiresAt } = parsed;
+    if (typeof nonce !== 'string' || typeof codeVerifier !== 'string' || typeof returnTo !== 'string' || typeof expiresAt !== 'number') return undefined;
+    return { nonce, codeVerifier, returnTo, expiresAt };
+  }
+
+  /**
+   * The sign-in cookies this request carries beyond what leaves room for one more: the unreadable and
+   * expired first, then the oldest.
+   */
+  private oldestBeyondBound(request: IncomingMessage, key: Buffer, now: number): string[] {
+    const carried = cookiesNamed(request, this.prefix);
+    const excess = carried.length - (MAX_SIGN_INS_AT_ONCE - 1);
+    if (excess <= 0) return [];
+    const byAge = carried.map(({ name, value }) => ({ name, expiresAt: this.open(key, name, value)?.expiresAt ?? 0 })).sort((a, b) => a.expiresAt - b.expiresAt);
+    return byAge.slice(0, excess).map(({ name }) => name);
+  }
+}
