@@ -11,16 +11,8 @@ CREATE TABLE admin_console_sign_in_key (
   created_at    timestamptz NOT NULL DEFAULT now()
 );
 
-DROP TABLE admin_console_sign_ins;
+-- admin_console_sign_ins is no longer written, but stays until a later migration: during a rolling
+-- update, pods of the release before still write a row for each page load and would fail without it.
 
 -- Down Migration
-CREATE TABLE admin_console_sign_ins (
-  id_sha256 bytea PRIMARY KEY CHECK (octet_length(id_sha256) = 32),
-  state text NOT NULL,
-  nonce text NOT NULL,
-  code_verifier text NOT NULL,
-  return_to text NOT NULL,
-  expires_at timestamptz NOT NULL
-);
-CREATE INDEX admin_console_sign_ins_expires_at ON admin_console_sign_ins (expires_at);
 DROP TABLE admin_console_sign_in_key;
