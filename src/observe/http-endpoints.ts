@@ -43,6 +43,11 @@ export const HTTP_ENDPOINT_LIMITS = Object.freeze({
   /** Connections at once while newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed at once. */
   maxConnectionsWithNewcomers: 96,
   /**
+   * Connections at once from one address (an IPv6 /64); at this cap its newcomer replaces its own
+   * oldest, so a flood from one address never fills the places a kubelet or Prometheus needs.
+   */
+  maxConnectionsPerSource: 16,
+  /**
    * Complete requests one connection may have waiting for their answers; a client that pipelines more
    * is disconnected before any is parsed. Requests reach the parser one at a time (operator-connections.ts).
    */

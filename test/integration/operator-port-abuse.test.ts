@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startCheckLoadInChild, unexpectedOutcomes } from '../support/check-load.js';
 import { seedSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { pipelinedMetrics, slowLoris, type Attack } from '../support/operator-attacks.js';
+import { pipelinedMetrics, silentConnections, slowLoris, type Attack } from '../support/operator-attacks.js';
 import { operatorGet } from '../support/operator-http.js';
 import { startService, type RunningService } from '../support/service.js';
 
@@ -94,5 +94,9 @@ describe('serve under attack on its operator port', () => {
 
   it('answers checks and probes while 64 slow-loris connections drip headers, reconnecting when cut off', async () => {
     await underAttack(() => slowLoris(service.httpBase, 64));
+  });
+
+  it('answers checks and probes while another address opens 500 silent connections a second', async () => {
+    await underAttack(() => silentConnections(service.httpBase, 500, '127.0.0.2'));
   });
 });

@@ -66,3 +66,38 @@ export function slowLoris(metricsUrl: string, connections: number): Attack {
     },
   };
 }
+
+/**
+ * `perSecond` new connections a second that never send a byte, each kept until serve closes it, from
+ * `localAddress` (another loopback address than a prober's, as a stranger's pod is not the kubelet).
+ * Opened in catch-up steps every 10 ms, so a busy timer still reaches the rate.
+ */
+export function silentConnections(url: string, perSecond: number, localAddress?: string): Attack {
+  const { hostname, port } = new URL(url);
+  const sockets = new Set<Socket>();
+  const startedMs = performance.now();
+  let opened = 0;
+  let closedByServe = 0;
+  let attacking = true;
+  const timer = setInterval(() => {
+    const due = Math.floor(((performance.now() - startedMs) / 1000) * perSecond);
+    for (; opened < due && sockets.size < 4_000; opened++) {
+      const socket = tcpConnect({ port: Number(port), host: hostname, ...(localAddress === undefined ? {} : { localAddress }) });
+      socket.on('error', () => undefined);
+      socket.resume();
+      sockets.add(socket);
+      socket.on('close', () => {
+        sockets.delete(socket);
+        if (attacking) closedByServe += 1;
+      });
+    }
+  }, 10);
+  return {
+    describe: () => `${opened} silent connections opened (${perSecond}/s), ${closedByServe} closed by serve`,
+    stop: () => {
+      attacking = false;
+      clearInterval(timer);
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
