@@ -1,14 +1,14 @@
 import { connect as tcpConnect, type Socket } from 'node:net';
 
 /*
- * Attacks on the operator port (METRICS_PORT), each as an attacker would send it, from this process:
+ * Attacks on the operator port (METRICS_PORT) and the admin port, each as an attacker would send it, from this process:
  * for the regression tests (test/integration/operator-port-abuse.test.ts) and the abuse benchmark
  * (bench/abuse.ts). Each returns what it sent and a stop() that drops every connection it holds.
  */
 
-function connectTo(url: string): Socket {
+function connectTo(url: string, localAddress?: string): Socket {
   const { hostname, port } = new URL(url);
-  const socket = tcpConnect(Number(port), hostname);
+  const socket = tcpConnect({ port: Number(port), host: hostname, ...(localAddress === undefined ? {} : { localAddress }) });
   socket.on('error', () => undefined);
   // Reads the answers, so that the server's FIN is seen; a reader that stops is another attack.
   socket.resume();
@@ -40,13 +40,13 @@ export function pipelinedMetrics(metricsUrl: string, connections: number, reques
 }
 
 /** `connections` connections dripping one header line every 200 ms, never ending the headers; each reconnects when cut off. */
-export function slowLoris(metricsUrl: string, connections: number): Attack {
+export function slowLoris(metricsUrl: string, connections: number, localAddress?: string): Attack {
   let attacking = true;
   let opened = 0;
   const sockets = new Set<Socket>();
   const drip = (): void => {
     if (!attacking) return;
-    const socket = connectTo(metricsUrl);
+    const socket = connectTo(metricsUrl, localAddress);
     opened += 1;
     sockets.add(socket);
     socket.write('GET /metrics HTTP/1.1\r\nHost: loris\r\n');
