@@ -7,7 +7,7 @@ import pg from 'pg';
 import { GRPC_LIMITS } from '../src/envoy/grpc-server.js';
 import { loadConfig } from '../src/config.js';
 import { partialMessages } from './abuse-attacks.js';
-import { pipelinedMetrics, slowLoris, type Attack } from '../test/support/operator-attacks.js';
+import { pipelinedMetrics, silentConnections, slowLoris, type Attack } from '../test/support/operator-attacks.js';
 import { manyAddresses, notifyStorm, strangerLabels } from './abuse-store-rows.js';
 import {
   CHECK_GOAL_MS,
@@ -52,8 +52,10 @@ const ATTACK_MS = 10_000;
 /** Probes and checks go on after an attack: an unbounded operator port once stayed silent for 38–53 s after a flood. */
 const AFTER_MS = 3_000;
 
-/** ABUSE_ROWS=flood,workers runs only those rows (flood, loris, partial, notify, addresses, labels, workers); ABUSE_KEEP_LOGS=1 keeps serve's logs. */
-const ROWS = ['flood', 'loris', 'partial', 'notify', 'addresses', 'labels', 'workers'] as const;
+/** ABUSE_ROWS=flood,workers runs only those rows (flood, loris, silent, partial, notify, addresses, labels, workers); ABUSE_KEEP_LOGS=1 keeps serve's logs. */
+const ROWS = ['flood', 'loris', 'silent', 'partial', 'notify', 'addresses', 'labels', 'workers'] as const;
+/** Where the strangers of the silent row connect from: another address than the probes', as a stranger's pod is not the kubelet. */
+const STRANGER_ADDRESS = '127.0.0.2';
 const chosen = new Set((process.env.ABUSE_ROWS || ROWS.join(',')).split(','));
 for (const name of chosen) {
   if (!(ROWS as readonly string[]).includes(name)) {
@@ -171,6 +173,16 @@ try {
         `${probesText(seen.probes)}; ${checksText(seen.checks)}; ${seen.attack}`,
         'never 3 failed probes in a row',
         seen.probes.longestFailureRun < 3,
+      );
+      return withRss(measured, seen.rss);
+    });
+    await row('silent', 'silent connections on the metrics port', async () => {
+      const seen = await watched(serve, message, () => silentConnections(serve.metricsUrl!, 800, STRANGER_ADDRESS));
+      const measured = tableRow(
+        `silent connections on the metrics port, 800 new a second from ${STRANGER_ADDRESS}, each held until serve closes it`,
+        `${probesText(seen.probes)}; ${checksText(seen.checks)}; ${seen.attack}`,
+        `never 3 failed probes in a row, ≥ 90 % of checks within ${CHECK_GOAL_MS} ms`,
+        shareMet(seen.checks) && seen.probes.longestFailureRun < 3,
       );
       return withRss(measured, seen.rss);
     });

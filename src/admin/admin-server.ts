@@ -35,7 +35,7 @@ export const ADMIN_LIMITS = Object.freeze({
   /** Connections at once while newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed at once. */
   maxConnectionsWithNewcomers: 384,
   /** Connections at once from one address (an IPv6 /64); at this cap its newcomer replaces its own slowest, idle or oldest new one. */
-  maxConnectionsPerSource: 64,
+  maxConnectionsPerSource: 128,
   /** A new connection, or a request partly sent, is not replaced for this long. */
   newConnectionGraceMs: 1_000,
   /** Per person: this many requests at once, refilled at ratePerSecond; beyond, 429 with Retry-After. */

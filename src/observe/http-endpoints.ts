@@ -171,7 +171,8 @@ export async function startHttpEndpoints(options: {
   const connections = new OperatorConnections(limits, limits.connectionsCheckingIntervalMs);
   const listener = createTcpServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
     const connection = connections.admit(socket);
-    if (connection !== undefined) server.emit('connection', connection);
+    // node:http takes a connection with its first bytes: a silent one, a flood's, never costs a parser.
+    if (connection !== undefined) socket.once('data', () => server.emit('connection', connection));
   });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.setTimeout(limits.socketTimeoutMs);
