@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { freePorts } from '../src/embedded/embedded-postgres.js';
 import { GRPC_LIMITS } from '../src/envoy/grpc-server.js';
 import { loadConfig } from '../src/config.js';
 import { partialMessages } from './abuse-attacks.js';
-import { pipelinedMetrics, silentConnections, slowLoris, type Attack } from '../test/support/operator-attacks.js';
+import { pipelinedMetrics, silentConnectionsOnThread, slowLoris, type Attack } from '../test/support/operator-attacks.js';
 import { manyAddresses, notifyStorm, strangerLabels } from './abuse-store-rows.js';
 import {
   CHECK_GOAL_MS,
@@ -96,12 +97,12 @@ interface Watched {
   readonly attack: string;
 }
 
-/** Paced checks, probes and RSS around an attack that runs `attackMs`, and AFTER_MS beyond. */
-async function watched(serve: BenchServer, message: Buffer, start: () => Attack, attackMs = ATTACK_MS): Promise<Watched> {
+/** Paced checks, probes (of `healthzUrl`, by default on the metrics port) and RSS around an attack that runs `attackMs`, and AFTER_MS beyond. */
+async function watched(serve: BenchServer, message: Buffer, start: () => Attack, attackMs = ATTACK_MS, healthzUrl = serve.metricsUrl!.replace(/\/metrics$/, '/healthz')): Promise<Watched> {
   const rss = startRssPeak(serve);
   const checks = startPacedChecks(serve.grpcPort, message);
   await sleep(500);
-  const probes = startProbes(serve.metricsUrl!.replace(/\/metrics$/, '/healthz'));
+  const probes = startProbes(healthzUrl);
   const from = performance.now();
   const attack = start();
   await sleep(attackMs);
@@ -139,12 +140,14 @@ try {
   const message = encodeCheckRequest(partner);
 
   // Refusal counts flushed every 2 s, so the many-addresses row reads them soon; no periodic resync
-  // during the run, so that the storm row counts only the reloads notifications caused.
+  // during the run, so that the storm row counts only the reloads notifications caused. PROBE_PORT
+  // as the Deployment sets it, for the silent row's probes.
+  const [probePort = 0] = await freePorts(1);
   const serve = await startServe({
     name: 'serve-abuse',
     databaseUrl: database.url,
     workDir,
-    env: { LOG_LEVEL: 'warn', LAST_USED_FLUSH_SECONDS: '2', SNAPSHOT_REFRESH_SECONDS: '600' },
+    env: { LOG_LEVEL: 'warn', LAST_USED_FLUSH_SECONDS: '2', SNAPSHOT_REFRESH_SECONDS: '600', PROBE_PORT: String(probePort) },
     nodeArguments: serveNodeArguments,
   });
   try {
@@ -177,9 +180,9 @@ try {
       return withRss(measured, seen.rss);
     });
     await row('silent', 'silent connections on the metrics port', async () => {
-      const seen = await watched(serve, message, () => silentConnections(serve.metricsUrl!, 800, STRANGER_ADDRESS));
+      const seen = await watched(serve, message, () => silentConnectionsOnThread(serve.metricsUrl!, 800, STRANGER_ADDRESS), ATTACK_MS, `http://127.0.0.1:${probePort}/healthz`);
       const measured = tableRow(
-        `silent connections on the metrics port, 800 new a second from ${STRANGER_ADDRESS}, each held until serve closes it`,
+        `silent connections on the metrics port, 800 new a second from ${STRANGER_ADDRESS}, each held until serve closes it; kubelet's probes on PROBE_PORT`,
         `${probesText(seen.probes)}; ${checksText(seen.checks)}; ${seen.attack}`,
         `never 3 failed probes in a row, ≥ 90 % of checks within ${CHECK_GOAL_MS} ms`,
         shareMet(seen.checks) && seen.probes.longestFailureRun < 3,

@@ -6,7 +6,7 @@ import { freePorts } from '../../src/embedded/embedded-postgres.js';
 import { startCheckLoadInChild, unexpectedOutcomes } from '../support/check-load.js';
 import { seedSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { pipelinedMetrics, silentConnections, slowLoris, type Attack } from '../support/operator-attacks.js';
+import { pipelinedMetrics, silentConnectionsOnThread, slowLoris, type Attack } from '../support/operator-attacks.js';
 import { operatorGet } from '../support/operator-http.js';
 import { startService, type RunningService } from '../support/service.js';
 
@@ -101,7 +101,7 @@ describe('serve under attack on its operator port', () => {
   });
 
   it('answers checks and probes while another address opens 400 silent connections a second', async () => {
-    await underAttack(() => silentConnections(service.httpBase, 400, '127.0.0.2'));
+    await underAttack(() => silentConnectionsOnThread(service.httpBase, 400, '127.0.0.2'));
   });
 
   it('answers checks, and probes on PROBE_PORT, while 400 silent connections a second and pipelined scrapes come to METRICS_PORT', async () => {
@@ -111,7 +111,7 @@ describe('serve under attack on its operator port', () => {
     };
     await assertProbePortServesProbesOnly();
     await underAttack(() => {
-      const silent = silentConnections(service.httpBase, 400, '127.0.0.2');
+      const silent = silentConnectionsOnThread(service.httpBase, 400, '127.0.0.2');
       const scrapes = pipelinedMetrics(service.httpBase, 16, 500);
       return { describe: () => `${silent.describe()}; ${scrapes.describe()}`, stop: () => (silent.stop(), scrapes.stop()) };
     }, `${probeBase}/healthz`);

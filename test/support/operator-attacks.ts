@@ -1,4 +1,5 @@
 import { connect as tcpConnect, type Socket } from 'node:net';
+import { Worker } from 'node:worker_threads';
 
 /*
  * Attacks on the operator port (METRICS_PORT) and the admin port, each as an attacker would send it, from this process:
@@ -99,5 +100,33 @@ export function silentConnections(url: string, perSecond: number, localAddress?:
       clearInterval(timer);
       for (const socket of sockets) socket.destroy();
     },
+  };
+}
+
+/**
+ * silentConnections on a thread of its own: opening hundreds of connections a second takes an event
+ * loop, and a prober or a check caller on the same one would count the attacker's delays as serve's.
+ */
+export function silentConnectionsOnThread(url: string, perSecond: number, localAddress?: string): Attack {
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+    import(workerData.module).then(({ silentConnections }) => {
+      const attack = silentConnections(workerData.url, workerData.perSecond, workerData.localAddress);
+      const report = setInterval(() => parentPort.postMessage(attack.describe()), 250);
+      parentPort.on('message', () => {
+        clearInterval(report);
+        attack.stop();
+        parentPort.postMessage(attack.describe());
+        parentPort.close();
+      });
+    });`,
+    { eval: true, workerData: { module: import.meta.url, url, perSecond, localAddress } },
+  );
+  let described = 'no connection opened yet';
+  worker.on('message', (text: string) => (described = text));
+  worker.on('error', (error) => (described = `the attack failed: ${error.message}`));
+  return {
+    describe: () => described,
+    stop: () => worker.postMessage('stop'),
   };
 }
