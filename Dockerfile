@@ -60,8 +60,6 @@ USER 1000:1000
 EXPOSE 9001 9464
 # The admin API and console (ADMIN_PORT), served only when ADMIN_ISSUER is set.
 EXPOSE 9465
-# /healthz and /readyz alone (PROBE_PORT), served only when it is set (the manifests set 9466).
-EXPOSE 9466
 # node is PID 1, with no shell in between: `serve` handles SIGTERM itself (health NOT_SERVING,
 # SHUTDOWN_DELAY_SECONDS, drain, exit 0) and starts no child process, so there is nothing to reap
 # and no init is needed. Kubernetes probes gRPC health and /healthz natively: no HEALTHCHECK here.
