@@ -100,10 +100,6 @@ describe('serve under attack on its operator port', () => {
     await underAttack(() => slowLoris(service.httpBase, 64));
   });
 
-  it('answers checks and probes while another address opens 400 silent connections a second', async () => {
-    await underAttack(() => silentConnectionsOnThread(service.httpBase, 400, '127.0.0.2'));
-  });
-
   it('answers checks, and probes on PROBE_PORT, while 400 silent connections a second and pipelined scrapes come to METRICS_PORT', async () => {
     const assertProbePortServesProbesOnly = async () => {
       assert.equal((await operatorGet(`${probeBase}/readyz`, PROBE_TIMEOUT_MS)).status, 200);
