@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { freePorts } from '../src/embedded/embedded-postgres.js';
 import { GRPC_LIMITS } from '../src/envoy/grpc-server.js';
 import { loadConfig } from '../src/config.js';
 import { partialMessages } from './abuse-attacks.js';
-import { pipelinedMetrics, slowLoris, type Attack } from '../test/support/operator-attacks.js';
+import { pipelinedMetrics, silentConnectionsOnThread, slowLoris, type Attack } from '../test/support/operator-attacks.js';
 import { manyAddresses, notifyStorm, strangerLabels } from './abuse-store-rows.js';
 import {
   CHECK_GOAL_MS,
@@ -52,8 +53,10 @@ const ATTACK_MS = 10_000;
 /** Probes and checks go on after an attack: an unbounded operator port once stayed silent for 38–53 s after a flood. */
 const AFTER_MS = 3_000;
 
-/** ABUSE_ROWS=flood,workers runs only those rows (flood, loris, partial, notify, addresses, labels, workers); ABUSE_KEEP_LOGS=1 keeps serve's logs. */
-const ROWS = ['flood', 'loris', 'partial', 'notify', 'addresses', 'labels', 'workers'] as const;
+/** ABUSE_ROWS=flood,workers runs only those rows (flood, loris, silent, partial, notify, addresses, labels, workers); ABUSE_KEEP_LOGS=1 keeps serve's logs. */
+const ROWS = ['flood', 'loris', 'silent', 'partial', 'notify', 'addresses', 'labels', 'workers'] as const;
+/** Where the strangers of the silent row connect from: another address than the probes', as a stranger's pod is not the kubelet. */
+const STRANGER_ADDRESS = '127.0.0.2';
 const chosen = new Set((process.env.ABUSE_ROWS || ROWS.join(',')).split(','));
 for (const name of chosen) {
   if (!(ROWS as readonly string[]).includes(name)) {
@@ -94,12 +97,12 @@ interface Watched {
   readonly attack: string;
 }
 
-/** Paced checks, probes and RSS around an attack that runs `attackMs`, and AFTER_MS beyond. */
-async function watched(serve: BenchServer, message: Buffer, start: () => Attack, attackMs = ATTACK_MS): Promise<Watched> {
+/** Paced checks, probes (of `healthzUrl`, by default on the metrics port) and RSS around an attack that runs `attackMs`, and AFTER_MS beyond. */
+async function watched(serve: BenchServer, message: Buffer, start: () => Attack, attackMs = ATTACK_MS, healthzUrl = serve.metricsUrl!.replace(/\/metrics$/, '/healthz')): Promise<Watched> {
   const rss = startRssPeak(serve);
   const checks = startPacedChecks(serve.grpcPort, message);
   await sleep(500);
-  const probes = startProbes(serve.metricsUrl!.replace(/\/metrics$/, '/healthz'));
+  const probes = startProbes(healthzUrl);
   const from = performance.now();
   const attack = start();
   await sleep(attackMs);
@@ -137,12 +140,14 @@ try {
   const message = encodeCheckRequest(partner);
 
   // Refusal counts flushed every 2 s, so the many-addresses row reads them soon; no periodic resync
-  // during the run, so that the storm row counts only the reloads notifications caused.
+  // during the run, so that the storm row counts only the reloads notifications caused. PROBE_PORT
+  // as the Deployment sets it, for the silent row's probes.
+  const [probePort = 0] = await freePorts(1);
   const serve = await startServe({
     name: 'serve-abuse',
     databaseUrl: database.url,
     workDir,
-    env: { LOG_LEVEL: 'warn', LAST_USED_FLUSH_SECONDS: '2', SNAPSHOT_REFRESH_SECONDS: '600' },
+    env: { LOG_LEVEL: 'warn', LAST_USED_FLUSH_SECONDS: '2', SNAPSHOT_REFRESH_SECONDS: '600', PROBE_PORT: String(probePort) },
     nodeArguments: serveNodeArguments,
   });
   try {
@@ -171,6 +176,16 @@ try {
         `${probesText(seen.probes)}; ${checksText(seen.checks)}; ${seen.attack}`,
         'never 3 failed probes in a row',
         seen.probes.longestFailureRun < 3,
+      );
+      return withRss(measured, seen.rss);
+    });
+    await row('silent', 'silent connections on the metrics port', async () => {
+      const seen = await watched(serve, message, () => silentConnectionsOnThread(serve.metricsUrl!, 800, STRANGER_ADDRESS), ATTACK_MS, `http://127.0.0.1:${probePort}/healthz`);
+      const measured = tableRow(
+        `silent connections on the metrics port, 800 new a second from ${STRANGER_ADDRESS}, each held until serve closes it; kubelet's probes on PROBE_PORT`,
+        `${probesText(seen.probes)}; ${checksText(seen.checks)}; ${seen.attack}`,
+        `never 3 failed probes in a row, ≥ 90 % of checks within ${CHECK_GOAL_MS} ms`,
+        shareMet(seen.checks) && seen.probes.longestFailureRun < 3,
       );
       return withRss(measured, seen.rss);
     });

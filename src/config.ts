@@ -74,6 +74,8 @@ export interface Config {
   /** Unset: the gRPC port speaks plaintext HTTP/2. */
   readonly grpcTls: GrpcTlsFiles | undefined;
   readonly metricsPort: number;
+  /** Unset: /healthz and /readyz on METRICS_PORT only. */
+  readonly probePort: number | undefined;
   readonly bindAddress: string;
   readonly logLevel: LogLevel;
   readonly clientIpSource: ClientIpSource;
@@ -152,6 +154,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'GRPC_TLS_KEY_FILE', default: 'unset', meaning: 'PEM private key of that certificate' },
   { name: 'GRPC_TLS_CLIENT_CA_FILE', default: 'unset', meaning: 'PEM CA: when set, clients must present a certificate it issued' },
   { name: 'METRICS_PORT', default: '9464', meaning: 'HTTP port of /healthz, /readyz and /metrics' },
+  { name: 'PROBE_PORT', default: 'unset: probes use METRICS_PORT', meaning: "HTTP port of /healthz and /readyz alone, for kubelet: connections and scrapes on METRICS_PORT never queue ahead of its probes" },
   { name: 'BIND_ADDRESS', default: '127.0.0.1', meaning: 'address both ports listen on (the image and manifests set 0.0.0.0)' },
   { name: 'LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
   { name: 'CLIENT_IP_SOURCE', default: 'peer', meaning: 'where the client IP comes from: peer, xff or header:<name>' },
@@ -509,7 +512,7 @@ function refuseAdminSettingsWithoutIssuer(env: Env): undefined {
   return undefined;
 }
 
-function adminSettings(env: Env, otherPorts: { readonly grpc: number; readonly metrics: number }): AdminSettings | undefined {
+function adminSettings(env: Env, otherPorts: { readonly grpc: number; readonly metrics: number; readonly probes: number | undefined }): AdminSettings | undefined {
   const issuer = jwksUrl(env, 'ADMIN_ISSUER', 'https://login.example.com/realms/staff');
   if (issuer === undefined) return refuseAdminSettingsWithoutIssuer(env);
   const audience = text(env, 'ADMIN_AUDIENCE');
@@ -517,8 +520,8 @@ function adminSettings(env: Env, otherPorts: { readonly grpc: number; readonly m
     throw new ConfigError('ADMIN_AUDIENCE', 'is required with ADMIN_ISSUER: the audience (aud) the provider puts in access tokens for this admin API, e.g. https://authz-admin.corp.example');
   }
   const adminPort = port(env, 'ADMIN_PORT', ADMIN_PORT);
-  for (const [name, other] of [['GRPC_PORT', otherPorts.grpc], ['METRICS_PORT', otherPorts.metrics]] as const) {
-    if (adminPort !== 0 && adminPort === other) throw new ConfigError('ADMIN_PORT', `must differ from ${name} (${other}): the admin API is never served on the Check or metrics port`);
+  for (const [name, other] of [['GRPC_PORT', otherPorts.grpc], ['METRICS_PORT', otherPorts.metrics], ['PROBE_PORT', otherPorts.probes]] as const) {
+    if (adminPort !== 0 && adminPort === other) throw new ConfigError('ADMIN_PORT', `must differ from ${name} (${other}): the admin API is never served on the Check, metrics or probe port`);
   }
   const rolesClaim = text(env, 'ADMIN_ROLES_CLAIM') ?? 'roles';
   if (!CLAIM_NAME.test(rolesClaim)) throw new ConfigError('ADMIN_ROLES_CLAIM', 'expected a claim name or dotted path of at most 200 visible ASCII characters, such as roles or resource_access.sitekey-authz.roles');
@@ -570,6 +573,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   }
   const grpcPort = port(env, 'GRPC_PORT', 9001);
   const metricsPort = port(env, 'METRICS_PORT', 9464);
+  const probePort = text(env, 'PROBE_PORT') === undefined ? undefined : port(env, 'PROBE_PORT', 0);
+  for (const [name, other] of [['GRPC_PORT', grpcPort], ['METRICS_PORT', metricsPort]] as const) {
+    if (probePort !== undefined && probePort !== 0 && probePort === other) throw new ConfigError('PROBE_PORT', `must differ from ${name} (${other}): probes have a port of their own so that nothing else queues ahead of them`);
+  }
   return Object.freeze({
     databaseUrl,
     databaseListenUrl: postgresUrl(env, 'DATABASE_LISTEN_URL') ?? databaseUrl,
@@ -577,6 +584,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     grpcPort,
     grpcTls: grpcTls(env),
     metricsPort,
+    probePort,
     bindAddress,
     logLevel: logLevel as LogLevel,
     clientIpSource: clientIpSource(env),
@@ -601,6 +609,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     workers: workers(env),
     tokens: tokenSettings(env),
     shadowMode: boolean(env, 'SHADOW_MODE', false),
-    admin: adminSettings(env, { grpc: grpcPort, metrics: metricsPort }),
+    admin: adminSettings(env, { grpc: grpcPort, metrics: metricsPort, probes: probePort }),
   });
 }

@@ -39,6 +39,8 @@ describe('loadConfig', () => {
     assert.equal(config.databaseUrl, undefined);
     assert.equal(config.grpcPort, 9001);
     assert.equal(config.metricsPort, 9464);
+    assert.equal(config.probePort, undefined, 'probes on METRICS_PORT unless PROBE_PORT is set');
+    assert.equal(loadConfig({ PROBE_PORT: '9466' }).probePort, 9466);
     assert.equal(config.bindAddress, '127.0.0.1');
     assert.equal(config.logLevel, 'info');
     assert.deepEqual(config.clientIpSource, { kind: 'peer' });
@@ -184,6 +186,9 @@ describe('loadConfig', () => {
     [{ MAX_BODY_BYTES: '0' }, 'MAX_BODY_BYTES', /from 1024/],
     [{ MAX_BODY_BYTES: '67108865' }, 'MAX_BODY_BYTES', /to 67108864/],
     [{ GRPC_MAX_CONNECTIONS: '0' }, 'GRPC_MAX_CONNECTIONS', /from 1 to 1000000/],
+    [{ PROBE_PORT: '9464' }, 'PROBE_PORT', /must differ from METRICS_PORT/],
+    [{ PROBE_PORT: '9001' }, 'PROBE_PORT', /must differ from GRPC_PORT/],
+    [{ PROBE_PORT: 'probes' }, 'PROBE_PORT', /whole number from 0 to 65535/],
     [{ GRPC_MAX_CONNECTIONS: 'many' }, 'GRPC_MAX_CONNECTIONS', /whole number/],
     [{ WORKERS: '0' }, 'WORKERS', /auto or a whole number from 1 to 64/],
     [{ WORKERS: '65' }, 'WORKERS', /from 1 to 64/],

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { CredentialAdmin } from '../store/credential-admin.js';
 import { ApiError, apiErrorOf } from './api-error.js';
+import { holdAdminConnections } from './admin-connections.js';
 import { readJsonBody, sendError, sendJson, setSecurityHeaders } from './http-io.js';
 import { auditActor, hasRole, rolesHeld, type AdminPrincipal, type AuthOutcome, type ConsoleHandler, type RequestAuthenticator } from './principal.js';
 import { checkedBody, checkQuery, matchRoute, type AdminRoute } from './route-table.js';
@@ -16,8 +17,8 @@ export const ADMIN_LIMITS = Object.freeze({
   maxBodyBytes: 64 * 1024,
   /** Request line and headers, bytes (a JWT is a few kB). */
   maxHeaderBytes: 16 * 1024,
-  /** The request line and headers must have arrived by then (slow-loris). */
-  headersTimeoutMs: 10_000,
+  /** The request line and headers must have arrived by then (slow-loris); a browser sends them at once. */
+  headersTimeoutMs: 5_000,
   /** The whole request, body included. */
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
@@ -25,8 +26,18 @@ export const ADMIN_LIMITS = Object.freeze({
   socketTimeoutMs: 30_000,
   /** How often node looks for requests past the header and request time-outs. */
   connectionsCheckingIntervalMs: 1_000,
-  /** Connections at once; beyond, new ones are dropped. */
+  /**
+   * Connections at once. At the cap a new connection takes the place of one without a request being
+   * answered: first the oldest sending a request slower than a browser does, then the oldest idle, then
+   * the oldest silent past `newConnectionGraceMs` (admin-connections.ts, the operator port's order).
+   */
   maxConnections: 256,
+  /** Connections at once while newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed at once. */
+  maxConnectionsWithNewcomers: 384,
+  /** Connections at once from one address (an IPv6 /64); at this cap its newcomer replaces its own slowest, idle or oldest new one. */
+  maxConnectionsPerSource: 128,
+  /** A new connection, or a request partly sent, is not replaced for this long. */
+  newConnectionGraceMs: 1_000,
   /** Per person: this many requests at once, refilled at ratePerSecond; beyond, 429 with Retry-After. */
   rateBurst: 60,
   ratePerSecond: 10,
@@ -66,8 +77,8 @@ const NOT_FOUND = (path: string) => new ApiError(404, 'NOT_FOUND', `nothing at $
 
 /**
  * The admin port: the JSON API under /api/ dispatched on the route table, and the console's pages
- * everywhere else. node:http, bounded: body size, header and request time-outs, a connection cap, and
- * a token bucket per person. Every answer has the security headers; no log line holds a header.
+ * everywhere else. node:http, bounded: body size, header and request time-outs, a connection cap per
+ * address and in all, and a token bucket per person. Every answer has the security headers; no log line holds a header.
  */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const limits: AdminLimits = { ...ADMIN_LIMITS, ...options.limits };
@@ -164,7 +175,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  server.maxConnections = limits.maxConnections;
+  holdAdminConnections(server, limits);
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.bindAddress, () => {

@@ -1,9 +1,10 @@
 import type { IncomingMessage } from 'node:http';
-import type { JWTPayload } from 'jose';
+import { decodeJwt, type JWTPayload } from 'jose';
 import { NO_TOKEN_TYPE, type AdminSettings } from '../config.js';
-import { verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
+import { headerRule, TOKEN_MAX_CHARS, verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
 import type { KeySource } from '../token/issuer-keys.js';
 import { setWithin } from '../common/bounded-map.js';
+import { connectionSource } from '../common/connection-roster.js';
 import { sha256 } from '../common/sha256.js';
 import { rolesOf, type AdminPrincipal, type AuthOutcome, type RequestAuthenticator } from './principal.js';
 import { SubjectRateLimit } from './subject-rate-limit.js';
@@ -49,15 +50,44 @@ function isIdToken(payload: JWTPayload): boolean {
 export const invalidToken = (description: string): AuthOutcome => ({ ok: false, status: 401, error: 'invalid_token', description });
 
 /**
- * Signature checks of tokens not verified before, over every caller: the primary that serves this port
- * also answers checks (WORKERS=1), and a flood of made-up tokens must not take their CPU. People's
- * own tokens are kept once verified, so only new ones count: a burst of 20, then 10 a second.
+ * Signature checks of tokens not verified before: the primary that serves this port also answers
+ * checks (WORKERS=1), and a flood of made-up tokens must not take their CPU. People's own tokens are
+ * kept once verified, and a token that the cheap checks refuse (unverifiedRule) costs nothing, so
+ * only new well-formed ones count: per source address (an IPv6 /64), so that one stranger spends only
+ * his own budget, and in all, larger, for the console's tokens and many strangers at once.
  */
-export const NEW_TOKEN_CHECKS = Object.freeze({ burst: 20, perSecond: 10 });
+export const NEW_TOKEN_CHECKS = Object.freeze({
+  perSource: Object.freeze({ burst: 20, perSecond: 10 }),
+  all: Object.freeze({ burst: 60, perSecond: 30 }),
+});
 /** Verified tokens kept (by SHA-256, never the token) until they expire. */
 export const VERIFIED_ADMIN_TOKENS_MAX = 1_000;
 
 const tokenId = (token: string): string => sha256(token, 'base64url');
+
+/**
+ * What the token says of itself, read without its signature, that no token of ADMIN_ISSUER for this
+ * API could say: the JWS shape, alg, typ, a kid (access-token.ts's header rules), then iss, aud and
+ * exp. Such a token is refused at once, before any budget is spent on it; one that passes is checked
+ * in full. A kid the provider does not publish is left to the full check, which may fetch its keys again.
+ */
+function unverifiedRule(token: string, settings: AdminSettings, now: number): AccessTokenRule | undefined {
+  if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return 'malformed';
+  const fromHeader = headerRule(token, settings);
+  if (fromHeader !== undefined) return fromHeader;
+  let payload: JWTPayload;
+  try {
+    payload = decodeJwt(token);
+  } catch {
+    return 'malformed';
+  }
+  if (payload.iss !== settings.issuer) return 'issuer';
+  const audiences: unknown[] = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+  if (!audiences.includes(settings.audience)) return 'audience';
+  if (typeof payload.exp !== 'number') return 'claims';
+  if (payload.exp * 1000 <= now - settings.clockSkewSeconds * 1000) return 'expired';
+  return undefined;
+}
 
 function shortText(value: unknown, maxChars: number): string | undefined {
   return typeof value === 'string' && value !== '' && value.length <= maxChars && PRINTABLE.test(value) ? value : undefined;
@@ -100,26 +130,48 @@ function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | 
  */
 export class AdminTokenVerifier {
   private readonly verified = new Map<string, { readonly principal: AdminPrincipal; readonly until: number }>();
-  private readonly newTokenChecks: SubjectRateLimit;
+  /** Checks under way, by token: the same token sent again meanwhile waits for the same answer, at no cost. */
+  private readonly verifying = new Map<string, Promise<AuthOutcome>>();
+  private readonly checksPerSource: SubjectRateLimit;
+  private readonly checksInAll: SubjectRateLimit;
 
   constructor(
     private readonly settings: AdminSettings,
     private readonly keys: KeySource,
     private readonly now: () => number = Date.now,
   ) {
-    this.newTokenChecks = new SubjectRateLimit(NEW_TOKEN_CHECKS.burst, NEW_TOKEN_CHECKS.perSecond, 1, now);
+    this.checksPerSource = new SubjectRateLimit(NEW_TOKEN_CHECKS.perSource.burst, NEW_TOKEN_CHECKS.perSource.perSecond, 10_000, now);
+    this.checksInAll = new SubjectRateLimit(NEW_TOKEN_CHECKS.all.burst, NEW_TOKEN_CHECKS.all.perSecond, 1, now);
   }
 
-  async verify(token: string, now: number = this.now()): Promise<AuthOutcome> {
+  /**
+   * The person a token names, or why not. `source` is the address that sent it (connectionSource), or
+   * undefined for a token the console got from the provider itself, which counts in all only.
+   */
+  async verify(token: string, now: number = this.now(), source?: string): Promise<AuthOutcome> {
     if (!this.keys.loaded) return invalidToken("the provider's signing keys have not been fetched yet; try again in a few seconds");
     const id = tokenId(token);
     const kept = this.verified.get(id);
     if (kept !== undefined && now < kept.until) return { ok: true, principal: kept.principal };
     this.verified.delete(id);
-    const wait = this.newTokenChecks.take('every caller');
+    const refused = unverifiedRule(token, this.settings, now);
+    if (refused !== undefined) return invalidToken(ruleDescription(refused, this.settings.types));
+    const underWay = this.verifying.get(id);
+    if (underWay !== undefined) return underWay;
+    const wait = source === undefined ? 0 : this.checksPerSource.take(source);
     if (wait > 0) {
-      return { ok: false, status: 429, error: 'temporarily_unavailable', description: `too many new access tokens at once on this port; try again in ${wait} s` };
+      return { ok: false, status: 429, error: 'temporarily_unavailable', description: `too many new access tokens from this address; try again in ${wait} s` };
     }
+    const waitInAll = this.checksInAll.take('every caller');
+    if (waitInAll > 0) {
+      return { ok: false, status: 429, error: 'temporarily_unavailable', description: `too many new access tokens at once on this port; try again in ${waitInAll} s` };
+    }
+    const check = this.check(token, id, now).finally(() => this.verifying.delete(id));
+    this.verifying.set(id, check);
+    return check;
+  }
+
+  private async check(token: string, id: string, now: number): Promise<AuthOutcome> {
     const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['sub']);
     if (!outcome.valid) return invalidToken(ruleDescription(outcome.rule, this.settings.types));
     if (isIdToken(outcome.payload)) return invalidToken('this is an ID token; send an access token for ADMIN_AUDIENCE');
@@ -139,6 +191,6 @@ export class BearerAuthenticator implements RequestAuthenticator {
     if (header === undefined) return undefined;
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
     if (match === null) return { ok: false, status: 401, error: 'invalid_request', description: 'send the access token as Authorization: Bearer <token>' };
-    return this.verifier.verify(match[1] ?? '');
+    return this.verifier.verify(match[1] ?? '', undefined, connectionSource(request.socket?.remoteAddress));
   }
 }

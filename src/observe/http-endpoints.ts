@@ -43,6 +43,11 @@ export const HTTP_ENDPOINT_LIMITS = Object.freeze({
   /** Connections at once while newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed at once. */
   maxConnectionsWithNewcomers: 96,
   /**
+   * Connections at once from one address (an IPv6 /64); at this cap its newcomer replaces its own
+   * oldest, so a flood from one address never fills the places a kubelet or Prometheus needs.
+   */
+  maxConnectionsPerSource: 16,
+  /**
    * Complete requests one connection may have waiting for their answers; a client that pipelines more
    * is disconnected before any is parsed. Requests reach the parser one at a time (operator-connections.ts).
    */
@@ -166,7 +171,8 @@ export async function startHttpEndpoints(options: {
   const connections = new OperatorConnections(limits, limits.connectionsCheckingIntervalMs);
   const listener = createTcpServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
     const connection = connections.admit(socket);
-    if (connection !== undefined) server.emit('connection', connection);
+    // node:http takes a connection with its first bytes: a silent one, a flood's, never costs a parser.
+    if (connection !== undefined) socket.once('data', () => server.emit('connection', connection));
   });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.setTimeout(limits.socketTimeoutMs);

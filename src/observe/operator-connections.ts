@@ -1,11 +1,10 @@
 import { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
+import { ConnectionRoster, connectionSource, type RosterConnection, type RosterLimits } from '../common/connection-roster.js';
 
 /** What the operator port's connections are held to (the relevant part of HTTP_ENDPOINT_LIMITS). */
-export interface ConnectionLimits {
+export interface ConnectionLimits extends RosterLimits {
   readonly headersTimeoutMs: number;
-  readonly maxConnections: number;
-  readonly maxConnectionsWithNewcomers: number;
   readonly newConnectionGraceMs: number;
   readonly maxPipelinedRequests: number;
   readonly maxHeaderBytes: number;
@@ -34,7 +33,7 @@ function headerBlockEnd(bytes: Buffer, from = 0): number {
  * before another connection is served. Here a client with more than `maxPipelinedRequests` complete
  * requests waiting is disconnected before any of them is parsed.
  */
-export class GatedConnection extends Duplex {
+export class GatedConnection extends Duplex implements RosterConnection {
   readonly openedAt = performance.now();
   /**
    * Bytes received and not yet given to the parser: `storage` from `heldFrom` to `heldTo`. It doubles when
@@ -79,16 +78,20 @@ export class GatedConnection extends Duplex {
   }
 
   /**
-   * Which connection a newcomer may replace at the cap, lower first: one sending a request slower than
-   * a probe does (bytes, but no complete request), an idle keep-alive one, one that has sent nothing
-   * for `newConnectionGraceMs`. Never one with a complete request, nor one whose request may still be
-   * on its way: a probe that sends its request at once is answered.
+   * The roster's order (connection-roster.ts): 0, one sending a request slower than a probe does
+   * (bytes, but no complete request); 1, an idle keep-alive one; 2, one that has sent nothing for
+   * `newConnectionGraceMs`. Never one with a complete request, nor one whose request may still be on
+   * its way: a probe that sends its request at once is answered.
    */
   evictionRank(now: number): number | undefined {
     if (this.inFlight || this.waiting > 0) return undefined;
     if (this.held.length > 0 || (this.requestStartedAt !== undefined && this.answered > 0)) return 0;
     if (this.answered > 0) return 1;
     return now - this.openedAt >= this.limits.newConnectionGraceMs ? 2 : undefined;
+  }
+
+  isNewcomer(): boolean {
+    return this.answered === 0 && !this.inFlight && this.waiting === 0;
   }
 
   /** True when a request has been coming for longer than the headers time-out allows. */
@@ -196,66 +199,39 @@ export class GatedConnection extends Duplex {
 }
 
 /**
- * The operator port's connections, in the order they came: the cap, with the choice of which one a
+ * The operator port's connections: the roster's cap, per source and in all, with the choice of whom a
  * newcomer replaces, and the headers time-out (node:http's own applies only to sockets it accepted itself).
  */
 export class OperatorConnections {
-  private readonly open = new Set<GatedConnection>();
+  private readonly roster: ConnectionRoster<GatedConnection>;
   private readonly sweep: NodeJS.Timeout;
 
   constructor(
     private readonly limits: ConnectionLimits,
     checkingIntervalMs: number,
   ) {
+    this.roster = new ConnectionRoster(limits);
     this.sweep = setInterval(() => this.timeOutLate(), checkingIntervalMs).unref();
   }
 
   /**
-   * A new connection, or undefined when it is closed at once. At `maxConnections` it replaces another
-   * (see evictionRank); when none may be replaced, newcomers still get a place up to
-   * `maxConnectionsWithNewcomers`, so that a burst of connections does not close a probe before its
-   * request could be read; beyond, the newcomer is closed.
+   * A new connection, or undefined when it is closed at once. When no place may be made for it (see
+   * ConnectionRoster), newcomers still get one up to `maxConnectionsWithNewcomers`, so that a burst of
+   * connections does not close a probe before its request could be read; beyond, the newcomer is closed.
    */
   admit(socket: Socket): GatedConnection | undefined {
-    if (this.open.size >= this.limits.maxConnections) {
-      const replaced = this.replaceable();
-      if (replaced !== undefined) {
-        replaced.destroy();
-        this.open.delete(replaced);
-      } else if (this.open.size >= this.limits.maxConnectionsWithNewcomers) {
-        socket.destroy();
-        return undefined;
-      }
-    }
-    const connection = new GatedConnection(socket, this.limits);
-    this.open.add(connection);
-    connection.once('close', () => this.open.delete(connection));
+    const connection = this.roster.admit(connectionSource(socket.remoteAddress), () => new GatedConnection(socket, this.limits));
+    if (connection === undefined) socket.destroy();
     return connection;
   }
 
   closeAll(): void {
     clearInterval(this.sweep);
-    for (const connection of this.open) connection.destroy();
-    this.open.clear();
-  }
-
-  private replaceable(): GatedConnection | undefined {
-    let chosen: GatedConnection | undefined;
-    let chosenRank = Number.POSITIVE_INFINITY;
-    const now = performance.now();
-    for (const connection of this.open) {
-      const rank = connection.evictionRank(now);
-      if (rank !== undefined && rank < chosenRank) {
-        chosen = connection;
-        chosenRank = rank;
-        if (rank === 0) break;
-      }
-    }
-    return chosen;
+    this.roster.closeAll();
   }
 
   private timeOutLate(): void {
     const now = performance.now();
-    for (const connection of this.open) if (connection.isLate(now)) connection.timeOut();
+    for (const connection of this.roster) if (connection.isLate(now)) connection.timeOut();
   }
 }

@@ -2,7 +2,6 @@ import cluster from 'node:cluster';
 import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
-import { startHttpEndpoints } from '../observe/http-endpoints.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { holdNextTickShape } from '../common/next-tick-shape.js';
 import { memoryReducerOn, NO_MEMORY_REDUCER } from '../common/memory-reducer.js';
@@ -10,6 +9,7 @@ import { turnOffPretenuring } from '../common/pretenuring.js';
 import { startCheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
+import { startOperatorPorts } from './operator-ports.js';
 import { runCheckWorker, runWorkerPool } from './worker-pool.js';
 
 /**
@@ -34,11 +34,8 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
   try {
     const database = resources.add(await openServeDatabase(config, logger), (opened) => opened.close());
     const checks = resources.add(await startCheckService(config, database.url, logger), (service) => service.close());
-    const http = resources.add(
-      await startHttpEndpoints({ bindAddress: config.bindAddress, port: config.metricsPort, readiness: checks.readiness, metrics: checks.metrics }),
-      (endpoints) => endpoints.close(),
-    );
-    logger.info({ port: http.port }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
+    const http = resources.add(await startOperatorPorts(config, checks.readiness, checks.metrics), (endpoints) => endpoints.close());
+    logger.info({ port: http.port, probePort: http.probePort }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
     if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger, { console: adminConsole }), (admin) => admin.close());
     checks.followSnapshot();
     // The operator endpoints stay up while the checks drain, so probes and scrapes see it happen.

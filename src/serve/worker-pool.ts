@@ -5,7 +5,8 @@ import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { boundAddress, GRPC_LIMITS, listenForGrpc, processConnectionCap } from '../envoy/grpc-server.js';
-import { startHttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
+import type { MetricsExposition, Readiness } from '../observe/http-endpoints.js';
+import { startOperatorPorts } from './operator-ports.js';
 import type { Logger } from '../observe/logger.js';
 import { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
 import { ConnectionHandoff, type HandoffMessage, type ReceiptMessage } from './connection-handoff.js';
@@ -203,16 +204,8 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
     const database = resources.add(await openServeDatabase(config, logger), (opened) => opened.close());
     const workers = resources.add(new WorkerPool(config, database.url, logger), (pool) => pool.stop('shutdown'));
     await workers.listen();
-    const http = resources.add(
-      await startHttpEndpoints({
-        bindAddress: config.bindAddress,
-        port: config.metricsPort,
-        readiness: () => workers.readiness(shuttingDown),
-        metrics: workers.metrics(),
-      }),
-      (endpoints) => endpoints.close(),
-    );
-    logger.info({ port: http.port, workers: config.workers }, 'operator endpoints listening (/healthz, /readyz, /metrics); starting workers');
+    const http = resources.add(await startOperatorPorts(config, () => workers.readiness(shuttingDown), workers.metrics()), (endpoints) => endpoints.close());
+    logger.info({ port: http.port, probePort: http.probePort, workers: config.workers }, 'operator endpoints listening (/healthz, /readyz, /metrics); starting workers');
     if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger, { console: adminConsole }), (admin) => admin.close());
     const signal = await Promise.race([stopping, workers.start().then(() => stopping)]);
     shuttingDown = true;

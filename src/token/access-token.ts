@@ -49,7 +49,7 @@ function typeOf(typ: unknown): string {
 }
 
 /** What the protected header alone refuses, before any key is looked up. */
-function headerRule(token: string, rules: AccessTokenRules): AccessTokenRule | undefined {
+export function headerRule(token: string, rules: AccessTokenRules): AccessTokenRule | undefined {
   let header: ReturnType<typeof decodeProtectedHeader>;
   try {
     header = decodeProtectedHeader(token);

@@ -64,6 +64,7 @@ describe('the ADMIN_* settings', () => {
     ['an admin setting without the issuer', { ADMIN_PORT: '9465' }, 'ADMIN_PORT', /only read with ADMIN_ISSUER/],
     ['the Check port', { ...ISSUER, ADMIN_PORT: '9001' }, 'ADMIN_PORT', /must differ from GRPC_PORT/],
     ['the metrics port', { ...ISSUER, ADMIN_PORT: '9464' }, 'ADMIN_PORT', /must differ from METRICS_PORT/],
+    ['the probe port', { ...ISSUER, ADMIN_PORT: '9466', PROBE_PORT: '9466' }, 'ADMIN_PORT', /must differ from PROBE_PORT/],
     ['a port out of range', { ...ISSUER, ADMIN_PORT: '70000' }, 'ADMIN_PORT', /whole number from 0 to 65535/],
     ['a roles claim with a space', { ...ISSUER, ADMIN_ROLES_CLAIM: 'my roles' }, 'ADMIN_ROLES_CLAIM', /claim name/],
     ['a secret without a client', { ...ISSUER, ADMIN_OIDC_CLIENT_SECRET: 'hunter2' }, 'ADMIN_OIDC_CLIENT_SECRET', /only read with ADMIN_OIDC_CLIENT_ID/],

@@ -187,7 +187,7 @@ describe('admin access tokens', () => {
     assert.deepEqual(basic, { ok: false, status: 401, error: 'invalid_request', description: 'send the access token as Authorization: Bearer <token>' });
   });
 
-  it('are checked once: a verified token is kept until it expires, and a made-up one costs a check from a bounded budget', async () => {
+  it('are checked once: a verified token is kept until it expires, and a made-up one costs a check from its address\'s bounded budget', async () => {
     const key = await signingKey('admin-1');
     const jwks = createLocalJWKSet({ keys: [key.publicJwk] });
     let keyLookups = 0;
@@ -195,27 +195,64 @@ describe('admin access tokens', () => {
     const keys: KeySource = { loaded: true, getKey: (...args) => (keyLookups++, jwks(...args)) };
     const verifier = new AdminTokenVerifier(settings(), keys, () => now);
     const mine = await signedToken(key, claims());
-    assert.equal((await verifier.verify(mine)).ok, true);
-    assert.equal((await verifier.verify(mine)).ok, true);
+    assert.equal((await verifier.verify(mine, now, '192.0.2.1')).ok, true);
+    assert.equal((await verifier.verify(mine, now, '192.0.2.1')).ok, true);
     assert.equal(keyLookups, 1, 'a kept token is not checked again');
 
-    // A flood of made-up tokens: what is left of the burst (mine took one) is checked, the rest refused unchecked.
-    const forged = await Promise.all(Array.from({ length: NEW_TOKEN_CHECKS.burst + 5 }, (_, i) => signedToken(key, claims({ sub: `x${i}` }), { kid: 'not-published' })));
+    // A flood of well-formed made-up tokens from one address: its burst is checked, the rest refused unchecked.
+    const { burst } = NEW_TOKEN_CHECKS.perSource;
+    const forged = await Promise.all(Array.from({ length: burst + 5 }, (_, i) => signedToken(key, claims({ sub: `x${i}` }), { kid: 'not-published' })));
     const outcomes = [];
-    for (const token of forged) outcomes.push(await verifier.verify(token));
-    assert.equal(outcomes.filter((outcome) => !outcome.ok && outcome.status === 401).length, NEW_TOKEN_CHECKS.burst - 1);
+    for (const token of forged) outcomes.push(await verifier.verify(token, now, '203.0.113.9'));
+    assert.equal(outcomes.filter((outcome) => !outcome.ok && outcome.status === 401).length, burst);
     const refused = outcomes.filter((outcome) => !outcome.ok && outcome.status === 429);
-    assert.equal(refused.length, 6);
-    assert.match(refused[0] && !refused[0].ok ? refused[0].description : '', /too many new access tokens/);
-    assert.equal(keyLookups, NEW_TOKEN_CHECKS.burst, 'tokens beyond the budget were checked');
-    assert.equal((await verifier.verify(mine)).ok, true, 'a kept token still passes while new ones wait');
+    assert.equal(refused.length, 5);
+    assert.match(refused[0] && !refused[0].ok ? refused[0].description : '', /too many new access tokens from this address/);
+    assert.equal(keyLookups, burst + 1, 'tokens beyond the budget were checked');
+    assert.equal((await verifier.verify(mine, now, '192.0.2.1')).ok, true, 'a kept token still passes while new ones wait');
+    assert.equal((await verifier.verify(await signedToken(key, claims({ sub: 'colleague' })), now, '192.0.2.1')).ok, true, "another address's new token is checked");
+    assert.equal((await verifier.verify(await signedToken(key, claims({ sub: 'console' })))).ok, true, "the console's own token is checked");
 
     // A second later there is room for new tokens again; past its exp (and the skew) a kept token is checked again, and refused.
     now += 1_000;
-    assert.equal((await verifier.verify(await signedToken(key, claims({ sub: 'after' })))).ok, true);
+    assert.equal((await verifier.verify(await signedToken(key, claims({ sub: 'after' })), now, '203.0.113.9')).ok, true);
     now = (claims().exp as number) * 1000 + 31_000;
     const expired = await verifier.verify(mine);
     assert.equal(expired.ok, false);
     assert.equal(!expired.ok && expired.status, 401);
+  });
+
+  it('refuse junk at once, at no cost to anyone: not a JWT, another alg or typ, another iss or aud, expired', async () => {
+    let keyLookups = 0;
+    const key = await signingKey('admin-1');
+    const jwks = createLocalJWKSet({ keys: [key.publicJwk] });
+    const keys: KeySource = { loaded: true, getKey: (...args) => (keyLookups++, jwks(...args)) };
+    const verifier = new AdminTokenVerifier(settings(), keys, () => NOW);
+    const junk = [
+      ...Array.from({ length: 200 }, (_, i) => `x${i}`),
+      await signedToken(key, claims({ iss: 'https://elsewhere.example' })),
+      await signedToken(key, claims({ aud: 'https://other-api.example' })),
+      await signedToken(key, claims({ exp: NOW / 1000 - 3_600 })),
+      await signedToken(key, claims(), { typ: 'JWT' }),
+    ];
+    for (const token of junk) {
+      const outcome = await verifier.verify(token, NOW, '203.0.113.9');
+      assert.equal(!outcome.ok && outcome.status, 401, token.slice(0, 20));
+    }
+    assert.equal(keyLookups, 0, 'no key was looked up');
+    const staff = await Promise.all(Array.from({ length: NEW_TOKEN_CHECKS.perSource.burst }, (_, i) => signedToken(key, claims({ sub: `staff-${i}` }))));
+    for (const token of staff) assert.equal((await verifier.verify(token, NOW, '203.0.113.9')).ok, true, 'the budget of the address is whole');
+  });
+
+  it('check a token once while its check is under way: the same token sent again waits for that answer, at no cost', async () => {
+    const key = await signingKey('admin-1');
+    const jwks = createLocalJWKSet({ keys: [key.publicJwk] });
+    let keyLookups = 0;
+    const keys: KeySource = { loaded: true, getKey: (...args) => (keyLookups++, jwks(...args)) };
+    const verifier = new AdminTokenVerifier(settings(), keys, () => NOW);
+    const token = await signedToken(key, claims());
+    const outcomes = await Promise.all(Array.from({ length: NEW_TOKEN_CHECKS.perSource.burst * 2 }, () => verifier.verify(token, NOW, '192.0.2.1')));
+    assert.ok(outcomes.every((outcome) => outcome.ok));
+    assert.equal(keyLookups, 1);
   });
 });

@@ -94,7 +94,8 @@ describe('settings agree across the service, Kubernetes, Envoy and Istio', () =>
     assert.equal(containerPort('grpc'), service.grpcPort);
     assert.equal(containerPort('metrics'), service.metricsPort);
     assert.equal(container.readinessProbe.grpc.port, service.grpcPort);
-    assert.equal(containerPort(container.livenessProbe.httpGet.port), service.metricsPort);
+    assert.equal(containerPort('probes'), service.probePort);
+    assert.equal(containerPort(container.livenessProbe.httpGet.port), service.probePort, 'liveness on PROBE_PORT, where nothing queues ahead of it');
     assert.equal(container.livenessProbe.httpGet.path, '/healthz');
     const byName = Object.fromEntries(serviceObject.spec.ports.map((port: Json) => [port.name, port]));
     assert.equal(containerPort(byName.grpc.targetPort), service.grpcPort);

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePorts } from '../../src/embedded/embedded-postgres.js';
 import { startCheckLoadInChild, unexpectedOutcomes } from '../support/check-load.js';
 import { seedSite } from '../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { pipelinedMetrics, slowLoris, type Attack } from '../support/operator-attacks.js';
+import { pipelinedMetrics, silentConnectionsOnThread, slowLoris, type Attack } from '../support/operator-attacks.js';
 import { operatorGet } from '../support/operator-http.js';
 import { startService, type RunningService } from '../support/service.js';
 
@@ -50,13 +51,16 @@ function longestFailureRun(probes: readonly boolean[]): number {
 describe('serve under attack on its operator port', () => {
   let database: TestDatabase;
   let service: RunningService;
+  let probeBase = '';
   let peakRss = 0;
   let rssTimer: NodeJS.Timeout | undefined;
 
   before(async () => {
     database = await freshDatabase();
     await seedSite(database.url, { id: '1001', keys: [{ key: KEY }], cidrs: ['127.0.0.1/32'] });
-    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', LOG_LEVEL: 'warn' });
+    const [probePort] = await freePorts(1);
+    service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false', LOG_LEVEL: 'warn', PROBE_PORT: String(probePort) });
+    probeBase = `http://127.0.0.1:${probePort}`;
     const pid = service.process.pid ?? 0;
     rssTimer = setInterval(() => (peakRss = Math.max(peakRss, residentBytes(pid))), 100);
   });
@@ -67,14 +71,14 @@ describe('serve under attack on its operator port', () => {
     await database?.drop();
   });
 
-  async function underAttack(launch: () => Attack): Promise<void> {
+  async function underAttack(launch: () => Attack, probed = `${service.httpBase}/healthz`): Promise<void> {
     const checks = startCheckLoadInChild(service.grpcTarget, CHECK, 2);
     await checks.answered(20, 10_000);
     const answeredBefore = checks.calls.length;
     const attack = launch();
     let probes: boolean[];
     try {
-      probes = await probeDuring(`${service.httpBase}/healthz`, performance.now() + ATTACK_MS);
+      probes = await probeDuring(probed, performance.now() + ATTACK_MS);
     } finally {
       attack.stop();
     }
@@ -84,7 +88,7 @@ describe('serve under attack on its operator port', () => {
     // Two callers one check at a time: a stalled event loop answers next to none in four seconds.
     assert.ok(answeredDuring >= 100, `only ${answeredDuring} checks answered during the attack`);
     assert.ok(longestFailureRun(probes) < 3, `/healthz failed ${longestFailureRun(probes)} times in a row (${probes.filter((p) => !p).length} of ${probes.length})`);
-    assert.equal((await operatorGet(`${service.httpBase}/healthz`, PROBE_TIMEOUT_MS)).status, 200);
+    assert.equal((await operatorGet(probed, PROBE_TIMEOUT_MS)).status, 200);
     assert.ok(peakRss < POD_MEMORY_LIMIT_BYTES, `RSS reached ${Math.round(peakRss / 2 ** 20)} MiB`);
   }
 
@@ -94,5 +98,18 @@ describe('serve under attack on its operator port', () => {
 
   it('answers checks and probes while 64 slow-loris connections drip headers, reconnecting when cut off', async () => {
     await underAttack(() => slowLoris(service.httpBase, 64));
+  });
+
+  it('answers checks, and probes on PROBE_PORT, while 400 silent connections a second and pipelined scrapes come to METRICS_PORT', async () => {
+    const assertProbePortServesProbesOnly = async () => {
+      assert.equal((await operatorGet(`${probeBase}/readyz`, PROBE_TIMEOUT_MS)).status, 200);
+      assert.equal((await operatorGet(`${probeBase}/metrics`, PROBE_TIMEOUT_MS)).status, 404);
+    };
+    await assertProbePortServesProbesOnly();
+    await underAttack(() => {
+      const silent = silentConnectionsOnThread(service.httpBase, 400, '127.0.0.2');
+      const scrapes = pipelinedMetrics(service.httpBase, 16, 500);
+      return { describe: () => `${silent.describe()}; ${scrapes.describe()}`, stop: () => (silent.stop(), scrapes.stop()) };
+    }, `${probeBase}/healthz`);
   });
 });

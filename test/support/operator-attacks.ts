@@ -1,14 +1,15 @@
 import { connect as tcpConnect, type Socket } from 'node:net';
+import { Worker } from 'node:worker_threads';
 
 /*
- * Attacks on the operator port (METRICS_PORT), each as an attacker would send it, from this process:
+ * Attacks on the operator port (METRICS_PORT) and the admin port, each as an attacker would send it, from this process:
  * for the regression tests (test/integration/operator-port-abuse.test.ts) and the abuse benchmark
  * (bench/abuse.ts). Each returns what it sent and a stop() that drops every connection it holds.
  */
 
-function connectTo(url: string): Socket {
+function connectTo(url: string, localAddress?: string): Socket {
   const { hostname, port } = new URL(url);
-  const socket = tcpConnect(Number(port), hostname);
+  const socket = tcpConnect({ port: Number(port), host: hostname, ...(localAddress === undefined ? {} : { localAddress }) });
   socket.on('error', () => undefined);
   // Reads the answers, so that the server's FIN is seen; a reader that stops is another attack.
   socket.resume();
@@ -40,13 +41,13 @@ export function pipelinedMetrics(metricsUrl: string, connections: number, reques
 }
 
 /** `connections` connections dripping one header line every 200 ms, never ending the headers; each reconnects when cut off. */
-export function slowLoris(metricsUrl: string, connections: number): Attack {
+export function slowLoris(metricsUrl: string, connections: number, localAddress?: string): Attack {
   let attacking = true;
   let opened = 0;
   const sockets = new Set<Socket>();
   const drip = (): void => {
     if (!attacking) return;
-    const socket = connectTo(metricsUrl);
+    const socket = connectTo(metricsUrl, localAddress);
     opened += 1;
     sockets.add(socket);
     socket.write('GET /metrics HTTP/1.1\r\nHost: loris\r\n');
@@ -64,5 +65,68 @@ export function slowLoris(metricsUrl: string, connections: number): Attack {
       attacking = false;
       for (const socket of sockets) socket.destroy();
     },
+  };
+}
+
+/**
+ * `perSecond` new connections a second that never send a byte, each kept until serve closes it, from
+ * `localAddress` (another loopback address than a prober's, as a stranger's pod is not the kubelet).
+ * Opened in catch-up steps every 10 ms, so a busy timer still reaches the rate.
+ */
+export function silentConnections(url: string, perSecond: number, localAddress?: string): Attack {
+  const { hostname, port } = new URL(url);
+  const sockets = new Set<Socket>();
+  const startedMs = performance.now();
+  let opened = 0;
+  let closedByServe = 0;
+  let attacking = true;
+  const timer = setInterval(() => {
+    const due = Math.floor(((performance.now() - startedMs) / 1000) * perSecond);
+    for (; opened < due && sockets.size < 4_000; opened++) {
+      const socket = tcpConnect({ port: Number(port), host: hostname, ...(localAddress === undefined ? {} : { localAddress }) });
+      socket.on('error', () => undefined);
+      socket.resume();
+      sockets.add(socket);
+      socket.on('close', () => {
+        sockets.delete(socket);
+        if (attacking) closedByServe += 1;
+      });
+    }
+  }, 10);
+  return {
+    describe: () => `${opened} silent connections opened (${perSecond}/s), ${closedByServe} closed by serve`,
+    stop: () => {
+      attacking = false;
+      clearInterval(timer);
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+/**
+ * silentConnections on a thread of its own: opening hundreds of connections a second takes an event
+ * loop, and a prober or a check caller on the same one would count the attacker's delays as serve's.
+ */
+export function silentConnectionsOnThread(url: string, perSecond: number, localAddress?: string): Attack {
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+    import(workerData.module).then(({ silentConnections }) => {
+      const attack = silentConnections(workerData.url, workerData.perSecond, workerData.localAddress);
+      const report = setInterval(() => parentPort.postMessage(attack.describe()), 250);
+      parentPort.on('message', () => {
+        clearInterval(report);
+        attack.stop();
+        parentPort.postMessage(attack.describe());
+        parentPort.close();
+      });
+    });`,
+    { eval: true, workerData: { module: import.meta.url, url, perSecond, localAddress } },
+  );
+  let described = 'no connection opened yet';
+  worker.on('message', (text: string) => (described = text));
+  worker.on('error', (error) => (described = `the attack failed: ${error.message}`));
+  return {
+    describe: () => described,
+    stop: () => worker.postMessage('stop'),
   };
 }

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { startHttpEndpoints, type HttpEndpoints } from '../../../src/observe/http-endpoints.js';
+import { HTTP_ENDPOINT_LIMITS, startHttpEndpoints, type HttpEndpoints } from '../../../src/observe/http-endpoints.js';
+import { eventually } from '../../support/eventually.js';
+import { operatorGet } from '../../support/operator-http.js';
 
 /** What one request to the operator port got back: status, the two headers every answer sets, and the body. */
 async function answer(base: string, path: string, method = 'GET'): Promise<[number, string | null, string | null, string]> {
@@ -61,4 +64,40 @@ describe('operator HTTP endpoints: what each path and method answers', () => {
       assert.deepEqual(await answer(base, path), [404, JSON_TYPE, NO_STORE, '{"error":"not found; try /healthz, /readyz or /metrics"}']);
     });
   }
+});
+
+describe('operator HTTP endpoints: places per source address', () => {
+  let endpoints: HttpEndpoints;
+
+  before(async () => {
+    // A grace longer than the test: every silent connection stays a newcomer that may not be replaced.
+    endpoints = await startHttpEndpoints({ bindAddress: '127.0.0.1', port: 0, readiness: () => ({ ready: true, detail: {} }), limits: { newConnectionGraceMs: 60_000 } });
+  });
+
+  after(async () => {
+    await endpoints?.close();
+  });
+
+  it('answers a probe from one address while another holds more silent connections than there are places', async () => {
+    const { maxConnectionsWithNewcomers } = HTTP_ENDPOINT_LIMITS;
+    const flood = maxConnectionsWithNewcomers + 24;
+    let closedByServe = 0;
+    const sockets = Array.from({ length: flood }, () => {
+      const socket = connect({ port: endpoints.port, host: '127.0.0.1', localAddress: '127.0.0.2' });
+      socket.on('error', () => undefined);
+      socket.on('close', () => (closedByServe += 1));
+      return socket;
+    });
+    try {
+      // Every one of them has been taken or turned away once the places are full and the rest closed.
+      await eventually('the connections beyond the places closed', async () => closedByServe, (closed) => closed >= flood - maxConnectionsWithNewcomers, 20_000);
+      const probe = await operatorGet(`http://127.0.0.1:${endpoints.port}/healthz`, 2_000).then(
+        (answer) => answer.status,
+        (error: NodeJS.ErrnoException) => error.code ?? error.message,
+      );
+      assert.equal(probe, 200);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
+  });
 });

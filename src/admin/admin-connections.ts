@@ -1,0 +1,74 @@
+import type { Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { ConnectionRoster, connectionSource, type RosterConnection, type RosterLimits } from '../common/connection-roster.js';
+
+export interface AdminConnectionLimits extends RosterLimits {
+  /** A newcomer, or a request partly sent, is not replaced for this long: a person's request may still be on its way. */
+  readonly newConnectionGraceMs: number;
+}
+
+/**
+ * One connection of the admin port as the roster sees it. node:http reads the socket itself, so what
+ * the client sent is told by the socket's byte count and the server's request events: a request is
+ * being answered, it has sent bytes since its last answer (a request coming), or nothing.
+ */
+class AdminConnection implements RosterConnection {
+  private readonly openedAt = performance.now();
+  private answering = 0;
+  private answered = 0;
+  /** The socket's bytes read when the last answer was done: more since then are a request coming. */
+  private readAtAnswer = 0;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly graceMs: number,
+  ) {}
+
+  requestStarted(response: ServerResponse): void {
+    this.answering += 1;
+    response.once('close', () => {
+      this.answering -= 1;
+      this.answered += 1;
+      this.readAtAnswer = this.socket.bytesRead;
+    });
+  }
+
+  /** The roster's order: 0, a request coming slower than a browser sends one; 1, idle between requests; 2, silent past its grace. */
+  evictionRank(now: number): number | undefined {
+    if (this.answering > 0) return undefined;
+    const pastGrace = now - this.openedAt >= this.graceMs;
+    if (this.socket.bytesRead > this.readAtAnswer) return pastGrace ? 0 : undefined;
+    if (this.answered > 0) return 1;
+    return pastGrace ? 2 : undefined;
+  }
+
+  isNewcomer(): boolean {
+    return this.answered === 0 && this.answering === 0;
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  once(event: 'close', listener: () => void): unknown {
+    return this.socket.once(event, listener);
+  }
+}
+
+/**
+ * The admin port's connections held to the operator port's roster (connection-roster.ts): a cap per
+ * source address and in all, at which a newcomer takes the place of a slow, idle or silent connection,
+ * never of one whose request is being answered. Node's own headers time-out still cuts slow requests.
+ */
+export function holdAdminConnections(server: Server, limits: AdminConnectionLimits): { closeAll(): void } {
+  const roster = new ConnectionRoster<AdminConnection>(limits);
+  const bySocket = new WeakMap<Socket, AdminConnection>();
+  // Runs after node:http's own listener has taken the socket; a socket refused here is closed before it is read.
+  server.on('connection', (socket: Socket) => {
+    const connection = roster.admit(connectionSource(socket.remoteAddress), () => new AdminConnection(socket, limits.newConnectionGraceMs));
+    if (connection === undefined) socket.destroy();
+    else bySocket.set(socket, connection);
+  });
+  server.on('request', (request, response: ServerResponse) => bySocket.get(request.socket)?.requestStarted(response));
+  return { closeAll: () => roster.closeAll() };
+}
