@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { ClientId, SiteId } from '../decision/types.js';
-import { configuredSunsetPolicy } from '../serve/check-policies.js';
+import { configuredSunsetPolicy } from '../store/sunset-policy.js';
 import { AdminError, type AdminNextStep } from '../store/admin-transactions.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 import type { StoredRegistration, TokenClientSummary } from '../store/token-admin.js';
@@ -53,7 +53,7 @@ interface RegistrationSettings {
 /** Said wherever registration cannot be used; names what to set, and the way without it. */
 export const REGISTRATION_OFF_HELP =
   'set TOKEN_REGISTRATION_TOKEN (or TOKEN_REGISTRATION_TOKEN_FILE) to the initial access token of the issuer named by TOKEN_ISSUER; ' +
-  'for an issuer without dynamic client registration, create the client there and register it with `sitekey-authz token-client add <site-id> <client-id>`';
+  'for an issuer without dynamic client registration, create the client there and register it here by its client id';
 
 /**
  * Each operation as a whole ends by then, whatever the issuer does: under the admin port's 30 s
@@ -247,7 +247,7 @@ export class ClientOnboarding {
     } catch (undo) {
       undone = `deleting client ${registered.clientId} at the issuer failed too (${(undo as Error).message}): delete it there by hand`;
     }
-    if (error instanceof AdminError) return new AdminError(error.code, `${error.message}; ${undone}`);
+    if (error instanceof AdminError) return new AdminError(error.code, `${error.message}; ${undone}`, error.nextStep, error);
     return new Error(`storing the client failed (${(error as Error).message}); ${undone}`, { cause: error });
   }
 }

@@ -1,0 +1,25 @@
+/**
+ * A change or a report refused as asked, as a value each transport renders its own way: the CLI names
+ * the field's `--flag`, the API answers the JSON field, the console puts the message beside the input.
+ * The message is in words for people and names no flag and no command line.
+ */
+export class Refusal extends Error {
+  /** Stable for clients, e.g. DATE_IN_PAST, SITE_ID_INVALID. */
+  readonly code: string;
+  /** The body field or query parameter it concerns (`expires`, `entries`, `siteId`); undefined when none. */
+  readonly field: string | undefined;
+  /** What is wrong with the value, without the field's name: the CLI puts its flag before it. */
+  readonly problem: string;
+  /** A value that would be accepted; the CLI writes it after the flag. */
+  readonly example: string | undefined;
+
+  constructor(refused: { code: string; field?: string; label?: string; problem: string; example?: string }) {
+    const example = refused.example === undefined ? '' : `, e.g. ${refused.example}`;
+    super(`${refused.label === undefined ? '' : `${refused.label}: `}${refused.problem}${example}`);
+    this.name = 'Refusal';
+    this.code = refused.code;
+    this.field = refused.field;
+    this.problem = refused.problem;
+    this.example = refused.example;
+  }
+}
