@@ -1,4 +1,4 @@
-import type { Refusal } from '../operations/refusal.js';
+import { subjectOf, type Refusal } from '../operations/refusal.js';
 import type { Command } from './command.js';
 
 /**
@@ -35,5 +35,6 @@ export function refusalText(refusal: Refusal, command: Pick<Command, 'synopsis'>
   const flag = fieldFlag(refusal.field, command);
   const typed = (example: string) => (flag.startsWith('--') ? `${flag} ${example}` : example);
   const example = refusal.example === undefined ? '' : `, e.g. ${refusal.example.split(' or ').map(typed).join(' or ')}`;
-  return `${flag}: ${refusal.problem}${example}`;
+  const confirm = refusal.confirmedBy === undefined ? '' : `; to go ahead all the same, add ${fieldFlag(refusal.confirmedBy, command)}`;
+  return `${subjectOf(flag, refusal.problem)}${refusal.problem}${example}${confirm}`;
 }

@@ -50,8 +50,9 @@ export async function allowNetworks({ admin }: OperationContext, request: AllowR
       'ANY_ADDRESS_UNCONFIRMED',
       'entries',
       `${everyone.join(' and ')} would admit every address on the internet, and the allowlist would no longer restrict site ${siteId}; ` +
-        'nothing was changed. If every address is what you mean, confirm it as a second step (allow any address); otherwise give the partner\'s own networks',
+        "nothing was changed. If every address is what you mean, confirm it as a second step (allow any address); otherwise give the partner's own networks",
       '203.0.113.0/24',
+      'allowAnyAddress',
     );
   }
   const result = await admin.allowNetworks(siteId, entries);

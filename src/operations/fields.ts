@@ -35,8 +35,14 @@ const LABELS: Readonly<Record<string, string>> = {
 };
 
 /** A refusal of one field, labelled in people's words. */
-export function refuse(code: string, field: string | undefined, problem: string, example?: string): Refusal {
-  return new Refusal({ code, problem, ...(field === undefined ? {} : { field, label: LABELS[field] ?? field }), ...(example === undefined ? {} : { example }) });
+export function refuse(code: string, field: string | undefined, problem: string, example?: string, confirmedBy?: string): Refusal {
+  return new Refusal({
+    code,
+    problem,
+    ...(field === undefined ? {} : { field, label: LABELS[field] ?? field }),
+    ...(example === undefined ? {} : { example }),
+    ...(confirmedBy === undefined ? {} : { confirmedBy }),
+  });
 }
 
 // The forms the values take, written once for the refusal and for `--help`.
@@ -70,8 +76,8 @@ export function keyIdOf(text: string | undefined, field = 'keyId'): KeyId {
   throw refuse('KEY_ID_INVALID', field, `${whatItIs}: expected the number the list of the site's keys shows for the key`, '12');
 }
 
-export function positiveIdOf(text: string | undefined, field: string, what: string): string {
-  if (canonicalPositiveId(text ?? '') === undefined) throw refuse('ID_INVALID', field, `${quote(text ?? '')} is not ${what}: expected the number its list shows`, '3');
+export function brownoutIdOf(text: string | undefined, field = 'brownoutId'): string {
+  if (canonicalPositiveId(text ?? '') === undefined) throw refuse('BROWNOUT_ID_INVALID', field, `${quote(text ?? '')} is not a brownout id: expected the number the list of brownouts shows`, '3');
   return text ?? '';
 }
 

@@ -12,14 +12,22 @@ export class Refusal extends Error {
   readonly problem: string;
   /** A value that would be accepted; the CLI writes it after the flag. */
   readonly example: string | undefined;
+  /** The field that says "yes, I mean it", when the value is refused only until the person confirms it. */
+  readonly confirmedBy: string | undefined;
 
-  constructor(refused: { code: string; field?: string; label?: string; problem: string; example?: string }) {
+  constructor(refused: { code: string; field?: string; label?: string; problem: string; example?: string; confirmedBy?: string }) {
     const example = refused.example === undefined ? '' : `, e.g. ${refused.example}`;
-    super(`${refused.label === undefined ? '' : `${refused.label}: `}${refused.problem}${example}`);
+    super(`${refused.label === undefined ? '' : subjectOf(refused.label, refused.problem)}${refused.problem}${example}`);
     this.name = 'Refusal';
     this.code = refused.code;
     this.field = refused.field;
     this.problem = refused.problem;
     this.example = refused.example;
+    this.confirmedBy = refused.confirmedBy;
   }
+}
+
+/** "the name is 201 characters long", but "the site id: "x" is not a site id". */
+export function subjectOf(name: string, problem: string): string {
+  return /^(is|are|must|has|have)\b/.test(problem) ? `${name} ` : `${name}: `;
 }

@@ -1,7 +1,7 @@
 import { guideUrlProblem } from '../common/sunset-values.js';
 import type { BrownoutSummary, SunsetPolicyChange, SunsetPolicySummary } from '../store/sunset-admin.js';
 import { configuredSunsetPolicy } from '../store/sunset-policy.js';
-import { instantOf, MAX_NOTE, nextYearExample, positiveIdOf, refuse, siteIdOf, textOf } from './fields.js';
+import { brownoutIdOf, instantOf, MAX_NOTE, nextYearExample, refuse, siteIdOf, textOf } from './fields.js';
 import type { Changed, OperationContext } from './operation-context.js';
 
 /** The API-key sunset (the policy and brownouts; grace is a site's: site-operations.ts). */
@@ -72,5 +72,5 @@ export async function addBrownout({ admin, now }: OperationContext, request: Bro
 }
 
 export async function cancelBrownout({ admin }: OperationContext, request: { brownoutId: string | undefined }) {
-  return admin.sunset.cancelBrownout(positiveIdOf(request.brownoutId, 'brownoutId', 'a brownout id'));
+  return admin.sunset.cancelBrownout(brownoutIdOf(request.brownoutId));
 }

@@ -29,16 +29,19 @@ export interface AdminNextStep {
   readonly createClientFor?: SiteId;
 }
 
-/** Where a refusal points besides its words: the field it concerns, and the command that shows more. */
+/** Where a refusal points besides what happened: the field it concerns, and what to do next in each transport's words. */
 export interface AdminErrorDetail {
   /** The body field or argument it concerns, e.g. `id` for a site that exists. */
   readonly field?: string;
-  /** What to type next at the CLI; the API and console say it in their own words or not at all. */
+  /** What to do next, in words (the API and the console). */
+  readonly step?: string;
+  /** What to type next at the CLI, instead of `step`. */
   readonly cliStep?: string;
 }
 
 export class AdminError extends Error {
   readonly field: string | undefined;
+  readonly step: string | undefined;
   readonly cliStep: string | undefined;
 
   constructor(
@@ -52,6 +55,7 @@ export class AdminError extends Error {
     super(message);
     this.name = 'AdminError';
     this.field = detail.field;
+    this.step = detail.step;
     this.cliStep = detail.cliStep;
   }
 }
@@ -61,7 +65,10 @@ export type AdminTransport = 'cli' | 'api' | 'console';
 /** The message with its next step, as the CLI (what to type), the API (what to send) or the console (what to press) says it. */
 export function adminErrorText(error: AdminError, transport: AdminTransport): string {
   const step = error.nextStep;
-  if (step === undefined) return transport === 'cli' && error.cliStep !== undefined ? `${error.message}; ${error.cliStep}` : error.message;
+  if (step === undefined) {
+    const next = transport === 'cli' ? (error.cliStep ?? error.step) : error.step;
+    return next === undefined ? error.message : `${error.message}; ${next}`;
+  }
   const id = step.removeHereOnly;
   const remove = {
     cli: `remove this one here only: \`sitekey-authz token-client remove ${id} --local-only\``,
@@ -79,8 +86,9 @@ export function adminErrorText(error: AdminError, transport: AdminTransport): st
 }
 
 export const siteNotFound = (siteId: SiteId): AdminError =>
-  new AdminError('SITE_NOT_FOUND', `site ${siteId} does not exist: check the id among the sites, or add the site first`, undefined, {
+  new AdminError('SITE_NOT_FOUND', `site ${siteId} does not exist`, undefined, {
     field: 'siteId',
+    step: 'check the id among the sites, or add the site first',
     cliStep: `add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``,
   });
 
@@ -88,7 +96,7 @@ export const siteNotFound = (siteId: SiteId): AdminError =>
 /** A database without our tables gets a message that says how to create them. */
 function schemaHint(error: unknown): unknown {
   if ((error as { code?: string }).code !== UNDEFINED_TABLE) return error;
-  return new AdminError('SCHEMA_MISSING', "the database has no tables of this service yet: an operator must apply the migrations", undefined, { cliStep: 'create them with `sitekey-authz migrate`' });
+  return new AdminError('SCHEMA_MISSING', 'the database has no sitekey-authz tables yet', undefined, { step: 'an operator must apply the migrations', cliStep: 'create them with `sitekey-authz migrate`' });
 }
 
 /** How every administrative command reads, and changes in one transaction with its audit row. */
