@@ -242,7 +242,7 @@ describe('the admin API routes, as the CLI does them', () => {
       ['POST', '/api/v1/sites/1001/token-clients/create', {}, ['token-client', 'create', '1001'], 'REGISTRATION_OFF', undefined],
       ['POST', '/api/v1/sites/1001/token-clients/create', { jwks: privateJwks }, undefined, 'JWKS_PRIVATE_KEY', 'jwks'],
       ['POST', '/api/v1/sites/1001/token-clients/create', { jwksUri: 'http://partner.example/jwks' }, ['token-client', 'create', '1001', '--jwks-uri', 'http://partner.example/jwks'], 'JWKS_URI_INVALID', 'jwksUri'],
-      ['POST', '/api/v1/token-clients/nobody/rotate-secret', undefined, ['token-client', 'rotate-secret', 'nobody'], 'TOKEN_CLIENT_NOT_FOUND', 'clientId'],
+      ['POST', '/api/v1/token-clients/nobody/rotate-secret', undefined, ['token-client', 'rotate-secret', 'nobody'], 'REGISTRATION_OFF', undefined],
       ['POST', '/api/v1/brownouts', { from: 'now', until: '2001-01-01' }, ['brownout', 'add', '--from', 'now', '--until', '2001-01-01'], 'UNTIL_NOT_AFTER_FROM', 'until'],
       ['POST', '/api/v1/brownouts', { from: '2001-01-01', until: '2001-01-02' }, ['brownout', 'add', '--from', '2001-01-01', '--until', '2001-01-02'], 'DATE_IN_PAST', 'until'],
       ['POST', '/api/v1/brownouts', { from: '2027-01-02', until: '2027-01-01' }, ['brownout', 'add', '--from', '2027-01-02', '--until', '2027-01-01'], 'UNTIL_NOT_AFTER_FROM', 'until'],

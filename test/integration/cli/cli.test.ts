@@ -190,7 +190,7 @@ describe('sitekey-authz CLI', () => {
       refused(await runCli(database.url, ['key', 'import', '3002'], key.toLowerCase()), FAILED, /this key is already registered; issue a fresh one/);
       const duplicate = await runCli(database.url, ['key', 'import', '3002', '--json'], key);
       assert.deepEqual(JSON.parse(duplicate.stderr), {
-        error: { code: 'KEY_DUPLICATE', message: 'this key is already registered; issue a fresh one with `sitekey-authz key issue 3002`' },
+        error: { code: 'KEY_DUPLICATE', field: 'key', message: 'this key is already registered; issue a fresh one with `sitekey-authz key issue 3002`' },
       });
     });
 
@@ -336,13 +336,13 @@ describe('sitekey-authz CLI', () => {
       await cli('site', 'add', '5044');
       assert.equal((await cli('ip', 'allow', '5044', '203.0.113.0/24', '10.8.0.0/16', '10.8.1.0/24', '2001:db8:42::/48')).code, 0);
       const cases: Array<[string, RegExp]> = [
-        ['203.0.113.9', /203\.0\.113\.9\/32 is not on the allowlist of site 5044, but it lies inside 203\.0\.113\.0\/24; to remove the network: sitekey-authz ip revoke 5044 203\.0\.113\.0\/24; nothing was revoked/],
-        ['10.8.1.5', /10\.8\.1\.5\/32 .* lies inside 10\.8\.1\.0\/24 and 10\.8\.0\.0\/16; to remove those networks: sitekey-authz ip revoke 5044 10\.8\.1\.0\/24 10\.8\.0\.0\/16;/],
-        ['2001:db8:42::1', /2001:db8:42::1\/128 .* lies inside 2001:db8:42::\/48; to remove the network: sitekey-authz ip revoke 5044 2001:db8:42::\/48;/],
+        ['203.0.113.9', /203\.0\.113\.9\/32 is not on the allowlist of site 5044, but it lies inside 203\.0\.113\.0\/24, which stays and admits it: remove that network instead; nothing was revoked; to remove the network: sitekey-authz ip revoke 5044 203\.0\.113\.0\/24$/m],
+        ['10.8.1.5', /10\.8\.1\.5\/32 .* lies inside 10\.8\.1\.0\/24 and 10\.8\.0\.0\/16, which stay and admit it.*; to remove those networks: sitekey-authz ip revoke 5044 10\.8\.1\.0\/24 10\.8\.0\.0\/16$/m],
+        ['2001:db8:42::1', /2001:db8:42::1\/128 .* lies inside 2001:db8:42::\/48, .*; to remove the network: sitekey-authz ip revoke 5044 2001:db8:42::\/48$/m],
       ];
       for (const [address, message] of cases) refused(await cli('ip', 'revoke', '5044', address), FAILED, message);
       const both = await cli('ip', 'revoke', '5044', '192.0.2.1', '203.0.113.9');
-      refused(both, FAILED, /not on the allowlist of site 5044: 192\.0\.2\.1\/32; 203\.0\.113\.9\/32 .* lies inside 203\.0\.113\.0\/24;/);
+      refused(both, FAILED, /not on the allowlist of site 5044: 192\.0\.2\.1\/32; 203\.0\.113\.9\/32 .* lies inside 203\.0\.113\.0\/24,/);
       assert.equal((await sql.query('SELECT 1 FROM allowlist_entries WHERE site_id = 5044')).rows.length, 4);
     });
   });
