@@ -254,7 +254,7 @@ describe('the admin API routes, as the CLI does them', () => {
       ['PUT', '/api/v1/sunset', {}, undefined, 'NOTHING_TO_CHANGE', undefined],
       ['GET', '/api/v1/reports/denials?since=0', undefined, ['report', 'denials', '--since', '0'], 'COUNT_INVALID', 'since'],
       ['GET', '/api/v1/reports/denials?site=4242', undefined, ['report', 'denials', '--site', '4242'], 'SITE_NOT_FOUND', 'site'],
-      ['GET', '/api/v1/reports/denials?limit=all', undefined, ['report', 'denials', '--limit', 'all'], 'COUNT_INVALID', 'limit'],
+      ['GET', '/api/v1/reports/denials?limit=all', undefined, undefined, 'INVALID_REQUEST', 'limit'],
       ['GET', '/api/v1/reports/migration?since=99999', undefined, ['report', 'migration', '--since', '99999'], 'COUNT_INVALID', 'since'],
       ['GET', '/api/v1/reports/migration?sites=yes', undefined, undefined, 'FLAG_INVALID', 'sites'],
       ['GET', '/api/v1/audit?action=Key', undefined, ['audit', 'list', '--action', 'Key'], 'ACTION_INVALID', 'action'],

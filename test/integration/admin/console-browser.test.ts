@@ -248,7 +248,7 @@ describe('admin console in a browser', { skip: missing }, () => {
       30_000,
     );
     const warning = (await page.getByRole('status').filter({ hasText: 'oldest request counts held' }).textContent()) ?? '';
-    assert.match(warning, /tokenRequests, keyRequests and tokenShare count from then, not from \d{4}-\d\d-\d\dT/);
+    assert.match(warning, /token requests, key requests and the share on tokens count from then, not from \d{4}-\d\d-\d\dT/);
   });
 
   it('shows the viewer no button that changes anything, and the API refuses the viewer’s session 403', async () => {
