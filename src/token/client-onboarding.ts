@@ -54,6 +54,8 @@ interface RegistrationSettings {
 export const REGISTRATION_OFF_HELP =
   'set TOKEN_REGISTRATION_TOKEN (or TOKEN_REGISTRATION_TOKEN_FILE) to the initial access token of the issuer named by TOKEN_ISSUER; ' +
   'for an issuer without dynamic client registration, create the client there and register it here by its client id';
+/** What the CLI types for that last step. */
+const REGISTRATION_OFF_CLI = { cliStep: 'register a client made at the issuer with `sitekey-authz token-client add <site-id> <client-id>`' };
 
 /**
  * Each operation as a whole ends by then, whatever the issuer does: under the admin port's 30 s
@@ -100,7 +102,7 @@ export class ClientOnboarding {
     try {
       metadata = await discoverIssuer(settings.issuer, limits);
       if (metadata.registrationEndpoint === undefined) {
-        throw new AdminError('REGISTRATION_OFF', `the issuer ${settings.issuer} offers no dynamic client registration (its discovery document has no registration_endpoint); ${REGISTRATION_OFF_HELP}`);
+        throw new AdminError('REGISTRATION_OFF', `the issuer ${settings.issuer} offers no dynamic client registration (its discovery document has no registration_endpoint); ${REGISTRATION_OFF_HELP}`, undefined, REGISTRATION_OFF_CLI);
       }
       const name = `Partner API, site ${request.siteId}${request.note === '' ? '' : ` (${request.note})`}`;
       registered = await registerClient(metadata.registrationEndpoint, settings.initialAccessToken, clientMetadata(name, request.keys), limits);
@@ -188,7 +190,7 @@ export class ClientOnboarding {
 
   private settings(extra = ''): RegistrationSettings {
     const tokens = this.config.tokens;
-    if (tokens === undefined || tokens.registrationToken === undefined) throw new AdminError('REGISTRATION_OFF', `registering clients at the issuer is off: ${REGISTRATION_OFF_HELP}${extra}`);
+    if (tokens === undefined || tokens.registrationToken === undefined) throw new AdminError('REGISTRATION_OFF', `registering clients at the issuer is off: ${REGISTRATION_OFF_HELP}${extra}`, undefined, REGISTRATION_OFF_CLI);
     return { issuer: tokens.issuer, audience: tokens.audience, initialAccessToken: tokens.registrationToken };
   }
 
