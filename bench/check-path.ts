@@ -11,7 +11,7 @@ import { AUTHORIZATION_SERVICE, EncodedCheckResponse, type CheckResponseToSend }
 import { createDecisionLog } from '../src/observe/decision-log.js';
 import { createLogger } from '../src/observe/logger.js';
 import { ServiceMetrics } from '../src/observe/metrics.js';
-import { authorizeCheck, type CheckAuthority } from '../src/serve/authorize-check.js';
+import { authorizeCheck, type CheckAuthority } from '../src/token/authorize-check.js';
 import { decisionObserver, type Recorders } from '../src/serve/check-service.js';
 import { AuthUsageRecorder } from '../src/store/auth-usage-recorder.js';
 import { DenialStatsRecorder } from '../src/store/denial-stats-recorder.js';

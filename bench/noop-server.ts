@@ -3,7 +3,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import pg from 'pg';
 import { holdNextTickShape } from '../src/common/next-tick-shape.js';
 import { turnOffPretenuring } from '../src/common/pretenuring.js';
-import { checkPolicies } from '../src/serve/check-policies.js';
+import { checkPolicies } from '../src/envoy/check-policies.js';
 import { loadConfig } from '../src/config.js';
 import { toCheckResponse } from '../src/envoy/check-response.js';
 import { GRPC_LIMITS, grpcServerOptions } from '../src/envoy/grpc-server.js';

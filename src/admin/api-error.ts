@@ -1,7 +1,7 @@
+import { Refusal } from '../operations/refusal.js';
 import { AdminError, adminErrorText, type AdminErrorCode } from '../store/admin-transactions.js';
-import { UsageError } from '../cli/arguments.js';
 
-/** An answer other than success, as `{"error":{"code","message"}}` with its status. */
+/** An answer other than success, as `{"error":{"code","field","message"}}` with its status. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -10,6 +10,8 @@ export class ApiError extends Error {
     readonly headers: Readonly<Record<string, string>> = {},
     /** The message in the console's words, where they differ from the API's (a button, not a request). */
     readonly consoleMessage?: string,
+    /** The body field or query parameter it concerns; undefined when none. */
+    readonly field?: string,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -41,16 +43,16 @@ const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
 };
 
 /**
- * What the store and the CLI's validators say, as an answer: the store's AdminError codes keep their
- * names (404 or 409), a validator's refusal is 400 with the CLI's own message. Anything else is not
- * the caller's to see (undefined: the server answers 500 and logs it).
+ * What the operations and the store say, as an answer: an operation's refusal is 400 with its code and
+ * field, the store's AdminError codes keep their names (404 or 409). Anything else is not the caller's
+ * to see (undefined: the server answers 500 and logs it).
  */
 export function apiErrorOf(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
+  if (error instanceof Refusal) return new ApiError(400, error.code, error.message, {}, undefined, error.field);
   if (error instanceof AdminError) {
     const consoleMessage = error.nextStep === undefined ? undefined : adminErrorText(error, 'console');
-    return new ApiError(ADMIN_ERROR_STATUS[error.code], error.code, adminErrorText(error, 'api'), {}, consoleMessage);
+    return new ApiError(ADMIN_ERROR_STATUS[error.code], error.code, adminErrorText(error, 'api'), {}, consoleMessage, error.field);
   }
-  if (error instanceof UsageError) return new ApiError(400, INVALID_REQUEST, error.message);
   return undefined;
 }

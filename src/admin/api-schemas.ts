@@ -13,7 +13,7 @@ const count: Schema = { type: 'integer', minimum: 0 };
 const flag: Schema = { type: 'boolean' };
 const texts: Schema = { type: 'array', items: text };
 const authMethod: Schema = { type: 'string', enum: ['both', 'tokens'] };
-const warnings: Schema = { type: 'array', items: text, description: 'what the CLI would warn of' };
+const warnings: Schema = { type: 'array', items: text, description: 'what the change warns of, in words, though it was made' };
 
 const withFields = (schema: ObjectSchema, properties: Readonly<Record<string, Schema>>): ObjectSchema => record({ ...schema.properties, ...properties }, schema.description);
 
@@ -82,6 +82,8 @@ export const KEY = record(
 
 export const ISSUED_KEY = withFields(KEY, { key: { type: 'string', description: 'the key itself: shown in this answer only' }, warnings });
 
+export const IMPORTED_KEY = withFields(KEY, { warnings });
+
 export const KEY_CHANGE = withFields(KEY, { changed: flag });
 
 export const ALLOWED = record({ siteId: text, added: texts, alreadyAllowed: texts, warnings });
@@ -115,6 +117,8 @@ export const SUNSET_POLICY = record({
   source: { type: 'string', enum: ['database', 'environment'] },
   updatedAt: optionalTime,
 });
+
+export const SUNSET_POLICY_CHANGE = withFields(SUNSET_POLICY, { warnings });
 
 const daysLeft: Schema = { type: 'integer', nullable: true };
 
@@ -150,7 +154,7 @@ export const MIGRATION_ROWS = { perKey: MIGRATION_KEY_ROW, perSite: MIGRATION_SI
 /** With sites=true, beside the rows: where their request counts begin, and the warning when that is inside the window. */
 export const MIGRATION_ENVELOPE: Readonly<Record<string, Schema>> = {
   countsBegin: { ...optionalTime, description: 'sites=true: the oldest hour of request counts held (null: none); tokenRequests, keyRequests and tokenShare count from it' },
-  warnings: { ...warnings, description: 'sites=true: what the CLI would warn of, e.g. counts that begin inside the window' },
+  warnings: { ...warnings, description: 'sites=true: what the report warns of, e.g. counts that begin inside the window' },
 };
 
 const DENIAL_ROW = record({

@@ -32,7 +32,8 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
 
 export function sendError(response: ServerResponse, error: ApiError): void {
   const consoleMessage = error.consoleMessage === undefined ? {} : { consoleMessage: error.consoleMessage };
-  sendJson(response, error.status, { error: { code: error.code, message: error.message, ...consoleMessage } }, error.headers);
+  const field = error.field === undefined ? {} : { field: error.field };
+  sendJson(response, error.status, { error: { code: error.code, ...field, message: error.message, ...consoleMessage } }, error.headers);
 }
 
 const JSON_MEDIA_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;

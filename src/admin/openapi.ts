@@ -11,8 +11,9 @@ const ERROR_SCHEMA = {
       type: 'object',
       required: ['code', 'message'],
       properties: {
-        code: { type: 'string', description: 'stable, e.g. SITE_NOT_FOUND, INVALID_REQUEST, UNAUTHENTICATED, FORBIDDEN' },
-        message: { type: 'string', description: 'what to send instead, in the words of the CLI' },
+        code: { type: 'string', description: 'stable, e.g. SITE_NOT_FOUND, DATE_IN_PAST, ANY_ADDRESS_UNCONFIRMED, INVALID_REQUEST, UNAUTHENTICATED, FORBIDDEN' },
+        field: { type: 'string', description: 'the body field or query parameter it concerns, e.g. expires, entries, until; absent when none' },
+        message: { type: 'string', description: 'what is wrong and what to send instead, in words for people' },
         consoleMessage: { type: 'string', description: "the same in the console's words, where a next step names its buttons rather than a request" },
       },
     },

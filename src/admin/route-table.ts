@@ -131,8 +131,11 @@ function typeName(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-function check(value: unknown, schema: Schema, where: string): void {
-  const expected = (what: string) => new ApiError(400, INVALID_REQUEST, `${where} must be ${what}${schema.nullable === true ? ' or null' : ''}, not ${typeName(value)}`);
+const invalid = (message: string, field: string | undefined) => new ApiError(400, INVALID_REQUEST, message, {}, undefined, field);
+
+/** `field`: the body's field the value is (in), named in the answer. */
+function check(value: unknown, schema: Schema, where: string, field?: string): void {
+  const expected = (what: string) => invalid(`${where} must be ${what}${schema.nullable === true ? ' or null' : ''}, not ${typeName(value)}`, field);
   if (value === null && schema.nullable === true) return;
   switch (schema.type) {
     case 'any':
@@ -142,8 +145,8 @@ function check(value: unknown, schema: Schema, where: string): void {
       return;
     case 'string':
       if (typeof value !== 'string') throw expected('a string');
-      if (schema.maxLength !== undefined && value.length > schema.maxLength) throw new ApiError(400, INVALID_REQUEST, `${where} is longer than ${schema.maxLength} characters`);
-      if (schema.enum !== undefined && !schema.enum.includes(value)) throw new ApiError(400, INVALID_REQUEST, `${where} must be one of ${schema.enum.join(', ')}, not ${JSON.stringify(value.slice(0, 64))}`);
+      if (schema.maxLength !== undefined && value.length > schema.maxLength) throw invalid(`${where} is longer than ${schema.maxLength} characters`, field);
+      if (schema.enum !== undefined && !schema.enum.includes(value)) throw invalid(`${where} must be one of ${schema.enum.join(', ')}, not ${JSON.stringify(value.slice(0, 64))}`, field);
       return;
     case 'boolean':
       if (typeof value !== 'boolean') throw expected('true or false');
@@ -153,31 +156,29 @@ function check(value: unknown, schema: Schema, where: string): void {
       return;
     case 'array':
       if (!Array.isArray(value)) throw expected('an array');
-      if (schema.maxItems !== undefined && value.length > schema.maxItems) throw new ApiError(400, INVALID_REQUEST, `${where} has ${value.length} items; send at most ${schema.maxItems}`);
-      value.forEach((item, index) => check(item, schema.items, `${where}[${index}]`));
+      if (schema.maxItems !== undefined && value.length > schema.maxItems) throw invalid(`${where} has ${value.length} items; send at most ${schema.maxItems}`, field);
+      value.forEach((item, index) => check(item, schema.items, `${where}[${index}]`, field));
       return;
     case 'object':
-      checkObject(value, schema, where);
+      checkObject(value, schema, where, field);
       return;
   }
 }
 
-function checkObject(value: unknown, schema: ObjectSchema, where: string): asserts value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ApiError(400, INVALID_REQUEST, `${where} must be a JSON object, not ${typeName(value)}`);
-  }
+function checkObject(value: unknown, schema: ObjectSchema, where: string, field?: string): asserts value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid(`${where} must be a JSON object, not ${typeName(value)}`, field);
   const fields = value as Record<string, unknown>;
   for (const name of Object.keys(fields)) {
     // Own properties only: `in` would find toString, constructor and __proto__ on every object.
     if (!Object.hasOwn(schema.properties, name)) {
       const known = Object.keys(schema.properties);
-      throw new ApiError(400, INVALID_REQUEST, `${where} has an unknown field ${JSON.stringify(name.slice(0, 64))}; ${known.length === 0 ? 'send no fields' : `the fields are ${known.join(', ')}`}`);
+      throw invalid(`${where} has an unknown field ${JSON.stringify(name.slice(0, 64))}; ${known.length === 0 ? 'send no fields' : `the fields are ${known.join(', ')}`}`, field ?? name);
     }
   }
   for (const name of schema.required ?? []) {
-    if (!Object.hasOwn(fields, name) || fields[name] === undefined) throw new ApiError(400, INVALID_REQUEST, `${where} needs the field "${name}"`);
+    if (!Object.hasOwn(fields, name) || fields[name] === undefined) throw invalid(`${where} needs the field "${name}"`, field ?? name);
   }
-  for (const [name, field] of Object.entries(fields)) check(field, schema.properties[name] as Schema, `the field "${name}"`);
+  for (const [name, value] of Object.entries(fields)) check(value, schema.properties[name] as Schema, `the field "${name}"`, field ?? name);
 }
 
 /** What is wrong with a value against a schema (an answer against its route's), or undefined. */
@@ -209,15 +210,15 @@ export function checkQuery(route: AdminRoute, query: URLSearchParams): Page {
   const known = new Set([...Object.keys(route.query ?? {}), ...(route.paginated === true ? ['limit', 'cursor'] : [])]);
   for (const name of new Set(query.keys())) {
     if (!known.has(name)) {
-      throw new ApiError(400, INVALID_REQUEST, `unknown query parameter ${JSON.stringify(name.slice(0, 64))}; ${known.size === 0 ? 'this route takes none' : `it takes ${[...known].join(', ')}`}`);
+      throw invalid(`unknown query parameter ${JSON.stringify(name.slice(0, 64))}; ${known.size === 0 ? 'this route takes none' : `it takes ${[...known].join(', ')}`}`, name.slice(0, 64));
     }
-    if (query.getAll(name).length > 1) throw new ApiError(400, INVALID_REQUEST, `the query parameter ${name} is given more than once`);
+    if (query.getAll(name).length > 1) throw invalid(`the query parameter ${name} is given more than once`, name);
   }
   const limitText = query.get('limit');
   let limit = PAGE_LIMIT_DEFAULT;
   if (limitText !== null) {
     if (!/^[1-9][0-9]{0,6}$/.test(limitText) || Number(limitText) > PAGE_LIMIT_MAX) {
-      throw new ApiError(400, INVALID_REQUEST, `limit must be a whole number from 1 to ${PAGE_LIMIT_MAX}, not ${JSON.stringify(limitText.slice(0, 32))}`);
+      throw invalid(`limit must be a whole number from 1 to ${PAGE_LIMIT_MAX}, not ${JSON.stringify(limitText.slice(0, 32))}`, 'limit');
     }
     limit = Number(limitText);
   }
@@ -240,7 +241,7 @@ export function paginate<T>(items: readonly T[], page: Page): Paginated<T> {
   let start = 0;
   if (page.cursor !== undefined) {
     const offset = CURSOR.exec(Buffer.from(page.cursor, 'base64url').toString('latin1'))?.[1];
-    if (offset === undefined) throw new ApiError(400, INVALID_REQUEST, 'cursor is not one this API gave; pass the "next" of the previous page as it was');
+    if (offset === undefined) throw invalid('cursor is not one this API gave; pass the "next" of the previous page as it was', 'cursor');
     start = Number(offset);
   }
   const end = start + page.limit;

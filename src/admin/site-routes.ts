@@ -1,20 +1,10 @@
-import {
-  allowlistArguments,
-  allowlistWarnings,
-  authMethodArgument,
-  expiresOption,
-  importedKeyArgument,
-  instantOption,
-  keyIdArgument,
-  MAX_NAME,
-  MAX_NOTE,
-  siteIdArgument,
-  textOption,
-  UsageError,
-} from '../cli/arguments.js';
+import { allowNetworks, revokeNetworks } from '../operations/allowlist-operations.js';
+import { MAX_NAME, MAX_NOTE, siteIdOf } from '../operations/fields.js';
+import { importKey, issueKey, revokeKey } from '../operations/key-operations.js';
+import { addSite, revokeTokens, setAuthMethod, setGrace, setSiteEnabled } from '../operations/site-operations.js';
 import type { SiteId } from '../decision/types.js';
 import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
-import { ALLOWED, ALLOWLIST_ENTRY, GRACE, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
+import { ALLOWED, ALLOWLIST_ENTRY, GRACE, IMPORTED_KEY, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
 import { ADMIN_ROLES } from './principal.js';
 import { paginate, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
 
@@ -44,10 +34,8 @@ async function siteOf(admin: CredentialAdmin, siteId: SiteId) {
   return siteView(await admin.getSite(siteId), access);
 }
 
-export const siteId = (request: RouteRequest): SiteId => siteIdArgument(request.params['siteId'] ?? '');
+export const siteId = (request: RouteRequest): SiteId => siteIdOf(request.params['siteId']);
 export const text = (request: RouteRequest, field: string): string | undefined => request.body[field] as string | undefined;
-
-const noAllowlistWarning = (id: string) => `site ${id} has no allowlist entry yet: every request is refused (103) until an address is allowed`;
 
 export const SITE_ROUTES: readonly AdminRoute[] = [
   {
@@ -87,11 +75,9 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     response: SITE,
     body: { type: 'object', properties: { id: { type: 'string', description: 'the site id, e.g. "1001"' }, name: { type: 'string', maxLength: 4 * MAX_NAME, description: "the partner's name" } }, required: ['id'] },
     status: 201,
-    handle: async ({ admin, body }) => {
-      const id = siteIdArgument(String(body['id']));
-      const name = textOption('name', body['name'] as string | undefined, MAX_NAME);
-      await admin.addSite(id, name);
-      return siteOf(admin, id);
+    handle: async (request) => {
+      const site = await addSite(request, { id: text(request, 'id'), name: text(request, 'name') });
+      return siteOf(request.admin, site.siteId);
     },
   },
   {
@@ -118,10 +104,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
       response: SITE_CHANGE,
       params: SITE_PARAM,
       handle: async (request) => {
-        const id = siteId(request);
-        const { changed } = await request.admin.setSiteEnabled(id, verb === 'enable');
-        const site = await siteOf(request.admin, id);
-        return { ...site, changed, warnings: verb === 'enable' && site?.allowlistSize === 0 ? [noAllowlistWarning(id)] : [] };
+        const { result, warnings } = await setSiteEnabled(request, { siteId: request.params['siteId'], enabled: verb === 'enable' });
+        return { ...(await siteOf(request.admin, result.site.siteId)), changed: result.changed, warnings };
       },
     }),
   ),
@@ -134,8 +118,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     params: SITE_PARAM,
     body: { type: 'object', properties: { method: { type: 'string', description: 'both or tokens' } }, required: ['method'] },
     handle: async (request) => {
-      const { policy, previous } = await request.admin.tokens.setAuthMethod(siteId(request), authMethodArgument(String(request.body['method'])));
-      return { ...policy, changed: previous !== policy.authMethod };
+      const { policy, changed } = await setAuthMethod(request, { siteId: request.params['siteId'], method: text(request, 'method') });
+      return { ...policy, changed };
     },
   },
   {
@@ -146,7 +130,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     response: GRACE,
     params: SITE_PARAM,
     body: { type: 'object', properties: { until: { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone', example: '2027-03-31' } }, required: ['until'] },
-    handle: async (request) => request.admin.sunset.setGrace(siteId(request), instantOption('until', String(request.body['until']))),
+    handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: text(request, 'until') ?? '' }),
   },
   {
     method: 'DELETE',
@@ -155,7 +139,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     summary: 'take the grace back: the site follows brownouts and the sunset again',
     response: GRACE,
     params: SITE_PARAM,
-    handle: async (request) => request.admin.sunset.setGrace(siteId(request), null),
+    handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: null }),
   },
   {
     method: 'POST',
@@ -164,7 +148,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     summary: 'refuse every token of the site issued before now',
     response: TOKEN_POLICY,
     params: SITE_PARAM,
-    handle: async (request) => request.admin.tokens.revokeTokens(siteId(request)),
+    handle: async (request) => revokeTokens(request, { siteId: request.params['siteId'] }),
   },
   {
     method: 'GET',
@@ -185,17 +169,20 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     params: SITE_PARAM,
     body: {
       type: 'object',
-      properties: { entries: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 1_000, description: 'e.g. ["203.0.113.0/24", "2001:db8:42::/48"]' } },
+      properties: {
+        entries: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 1_000, description: 'e.g. ["203.0.113.0/24", "2001:db8:42::/48"]' },
+        allowAnyAddress: { type: 'boolean', description: 'true: yes, 0.0.0.0/0 or ::/0 is meant, admitting every address (refused with ANY_ADDRESS_UNCONFIRMED without it)' },
+      },
       required: ['entries'],
     },
     status: 201,
     handle: async (request) => {
-      const id = siteId(request);
-      const entries = request.body['entries'] as string[];
-      if (entries.length === 0) throw new UsageError('entries is empty: send at least one address or network, e.g. {"entries": ["203.0.113.0/24"]}');
-      const parsed = allowlistArguments(entries);
-      const result = await request.admin.allowNetworks(id, parsed);
-      return { siteId: id, ...result, warnings: allowlistWarnings(id, parsed) };
+      const { result, warnings } = await allowNetworks(request, {
+        siteId: request.params['siteId'],
+        entries: request.body['entries'] as string[],
+        allowAnyAddress: request.body['allowAnyAddress'] === true,
+      });
+      return { ...result, warnings };
     },
   },
   {
@@ -206,10 +193,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     response: REMOVED,
     params: { ...SITE_PARAM, entry: 'the address or network, URL-encoded' },
     handle: async (request) => {
-      const id = siteId(request);
-      const { removed } = await request.admin.revokeNetworks(id, allowlistArguments([request.params['entry'] ?? '']));
-      const remaining = await request.admin.listNetworks(id);
-      return { siteId: id, removed, warnings: remaining.length === 0 ? [noAllowlistWarning(id)] : [] };
+      const { result, warnings } = await revokeNetworks(request, { siteId: request.params['siteId'], entries: [request.params['entry'] ?? ''], field: 'entry' });
+      return { ...result, warnings };
     },
   },
   {
@@ -232,12 +217,9 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     body: { type: 'object', properties: { note, expires } },
     status: 201,
     handle: async (request) => {
-      const id = siteId(request);
-      const expiresAt = expiresOption(text(request, 'expires'), request.now);
-      const keyNote = textOption('note', text(request, 'note'), MAX_NOTE);
-      const { apiKey, ...issued } = await request.admin.issueKey(id, { expiresAt, note: keyNote });
-      const allowlist = await request.admin.listNetworks(id);
-      return { key: apiKey, ...issued, warnings: allowlist.length === 0 ? [noAllowlistWarning(id)] : [] };
+      const { result, warnings } = await issueKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note') });
+      const { apiKey, ...issued } = result;
+      return { key: apiKey, ...issued, warnings };
     },
   },
   {
@@ -245,16 +227,13 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     path: '/api/v1/sites/{siteId}/keys/import',
     role: 'account-manager',
     summary: 'register a key the partner already has; the answer shows it masked',
-    response: KEY,
+    response: IMPORTED_KEY,
     params: SITE_PARAM,
     body: { type: 'object', properties: { key: { type: 'string', maxLength: 100, description: 'the key, a UUID' }, note, expires }, required: ['key'] },
     status: 201,
     handle: async (request) => {
-      const id = siteId(request);
-      const expiresAt = expiresOption(text(request, 'expires'), request.now);
-      const keyNote = textOption('note', text(request, 'note'), MAX_NOTE);
-      const apiKey = importedKeyArgument(String(request.body['key']));
-      return request.admin.importKey(id, apiKey, { expiresAt, note: keyNote });
+      const { result, warnings } = await importKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note'), key: String(request.body['key']) });
+      return { ...result, warnings };
     },
   },
   {
@@ -265,7 +244,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     response: KEY_CHANGE,
     params: { ...SITE_PARAM, keyId: 'the key id, as GET …/keys shows it' },
     handle: async (request) => {
-      const { key, changed } = await request.admin.revokeKey(siteId(request), keyIdArgument(request.params['keyId'] ?? ''));
+      const { key, changed } = await revokeKey(request, { siteId: request.params['siteId'], keyId: request.params['keyId'] });
       return { ...key, changed };
     },
   },

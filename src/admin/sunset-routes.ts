@@ -1,29 +1,26 @@
-import { countOption, siteIdArgument, UsageError } from '../cli/arguments.js';
-import { AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS } from '../cli/audit-commands.js';
-import { auditActionArgument, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from '../cli/sunset-arguments.js';
-import { DENIAL_REPORT_ROWS, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS } from '../cli/sunset-commands.js';
-import { configuredSunsetPolicy } from '../serve/check-policies.js';
-import { COUNTS_BEGIN_WHY } from '../store/sunset-admin.js';
-import { ApiError, INVALID_REQUEST } from './api-error.js';
-import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ENVELOPE, MIGRATION_ROW, SUNSET_POLICY } from './api-schemas.js';
+import { refuse } from '../operations/fields.js';
+import {
+  AUDIT_DEFAULT_SINCE_DAYS,
+  AUDIT_MAX_SINCE_DAYS,
+  auditEntries,
+  countsBeginLateWarning,
+  DENIAL_REPORT_ROWS,
+  denialReport,
+  MAX_REPORT_ROWS,
+  MAX_SINCE_DAYS,
+  MAX_SINCE_HOURS,
+  migrationReport,
+} from '../operations/report-operations.js';
+import { addBrownout, cancelBrownout, setSunsetPolicy, sunsetPolicy } from '../operations/sunset-operations.js';
+import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ENVELOPE, MIGRATION_ROW, SUNSET_POLICY, SUNSET_POLICY_CHANGE } from './api-schemas.js';
 import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
 
 /** The API-key sunset's routes (grace is a site's: site-routes.ts), the reports and the audit trail. */
 
-const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
-
 const timeText = { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone' } as const;
 const optionalText = (request: RouteRequest, field: string): string | undefined => request.body[field] as string | undefined;
 
-function sunsetFallback(request: RouteRequest) {
-  return configuredSunsetPolicy(request.config);
-}
-
-/** ?since= as `report`'s --since, in days or hours. */
-function since(request: RouteRequest, unit: 'days' | 'hours', fallback: number, max: number): number {
-  return countOption('since', request.query.get('since') ?? undefined, unit, fallback, max);
-}
+const queryText = (request: RouteRequest, name: string): string | undefined => request.query.get(name) ?? undefined;
 
 // The audit cursor: the id of the last entry of the page, so that new changes do not shift the next page.
 const AUDIT_CURSOR = /^a([1-9][0-9]{0,18})$/;
@@ -57,17 +54,13 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     },
     status: 201,
     handle: async (request) => {
-      const brownout = brownoutArguments(
-        {
-          from: optionalText(request, 'from'),
-          until: optionalText(request, 'until'),
-          sites: (request.body['sites'] as string[] | undefined) ?? [],
-          note: optionalText(request, 'note'),
-          dryRun: request.body['dryRun'] === true,
-        },
-        request.now,
-      );
-      return request.admin.sunset.addBrownout(brownout);
+      return addBrownout(request, {
+        from: optionalText(request, 'from'),
+        until: optionalText(request, 'until'),
+        sites: (request.body['sites'] as string[] | undefined) ?? [],
+        note: optionalText(request, 'note'),
+        dryRun: request.body['dryRun'] === true,
+      });
     },
   },
   {
@@ -78,7 +71,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     response: BROWNOUT_CHANGE,
     params: { brownoutId: 'the brownout id, as GET /api/v1/brownouts shows it' },
     handle: async (request) => {
-      const { brownout, changed } = await request.admin.sunset.cancelBrownout(brownoutIdArgument(request.params['brownoutId'] ?? ''));
+      const { brownout, changed } = await cancelBrownout(request, { brownoutId: request.params['brownoutId'] });
       return { ...brownout, changed };
     },
   },
@@ -88,14 +81,14 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     role: 'viewer',
     summary: 'the sunset policy every process follows: the date API keys retire, whether it is enforced, the migration guide',
     response: SUNSET_POLICY,
-    handle: async (request) => request.admin.sunset.policy(sunsetFallback(request)),
+    handle: async (request) => sunsetPolicy(request),
   },
   {
     method: 'PUT',
     path: '/api/v1/sunset',
     role: 'admin',
     summary: 'change the sunset policy; every replica follows within a second',
-    response: SUNSET_POLICY,
+    response: SUNSET_POLICY_CHANGE,
     body: {
       type: 'object',
       properties: {
@@ -105,13 +98,12 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       },
     },
     handle: async (request) => {
-      const change = sunsetChangeArguments({
+      const { result, warnings } = await setSunsetPolicy(request, {
         at: optionalText(request, 'at'),
         enforce: request.body['enforce'] as boolean | undefined,
         guide: request.body['guide'] as string | null | undefined,
       });
-      const { policy } = await request.admin.sunset.setPolicy(change, sunsetFallback(request));
-      return policy;
+      return { ...result, warnings };
     },
   },
   {
@@ -127,20 +119,12 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     },
     paginated: true,
     handle: async (request) => {
-      const { admin, now, query } = request;
-      const sitesText = query.get('sites');
-      if (sitesText !== null && sitesText !== 'true' && sitesText !== 'false') throw new ApiError(400, INVALID_REQUEST, `sites must be true or false, not ${JSON.stringify(sitesText.slice(0, 32))}`);
-      const sinceAt = new Date(now - since(request, 'days', 30, MAX_SINCE_DAYS) * DAY_MS);
-      const sunsetAt = Date.parse((await admin.sunset.policy(sunsetFallback(request))).sunsetAt);
-      if (sitesText === 'true') {
-        const { rows, countsBegin, countsBeginLate } = await admin.sunset.migrationSiteReport(sinceAt, sunsetAt, now);
-        const warnings =
-          countsBeginLate === undefined
-            ? []
-            : [`the oldest request counts held are from ${countsBeginLate}: tokenRequests, keyRequests and tokenShare count from then, not from ${sinceAt.toISOString()} (${COUNTS_BEGIN_WHY})`];
-        return { ...paginate(rows, request.page), countsBegin, warnings };
-      }
-      return paginate(await admin.sunset.migrationReport(sinceAt, sunsetAt, now), request.page);
+      const sitesText = request.query.get('sites');
+      if (sitesText !== null && sitesText !== 'true' && sitesText !== 'false') throw refuse('FLAG_INVALID', 'sites', `must be true or false, not ${JSON.stringify(sitesText.slice(0, 32))}`, 'true');
+      const report = await migrationReport(request, { since: queryText(request, 'since'), sites: sitesText === 'true' });
+      if (!report.sites) return paginate(report.rows, request.page);
+      const warnings = report.countsBeginLate === undefined ? [] : [countsBeginLateWarning(report.countsBeginLate, report.since.toISOString())];
+      return { ...paginate(report.rows, request.page), countsBegin: report.countsBegin, warnings };
     },
   },
   {
@@ -155,11 +139,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       limit: { description: `rows, 1 to ${MAX_REPORT_ROWS} (default ${DENIAL_REPORT_ROWS}); omittedRows says how many more there were`, schema: { type: 'integer', minimum: 1, maximum: MAX_REPORT_ROWS } },
     },
     handle: async (request) => {
-      const siteText = request.query.get('site');
-      const siteId = siteText === null ? undefined : siteIdArgument(siteText);
-      const hours = since(request, 'hours', 24, MAX_SINCE_HOURS);
-      const limit = countOption('limit', request.query.get('limit') ?? undefined, 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
-      const { rows, omittedRows } = await request.admin.sunset.denialReport(new Date(request.now - hours * HOUR_MS), siteId, limit);
+      const { rows, omittedRows } = await denialReport(request, { site: queryText(request, 'site'), since: queryText(request, 'since'), limit: queryText(request, 'limit') });
       return { items: rows, omittedRows, next: null };
     },
   },
@@ -176,16 +156,18 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     },
     paginated: true,
     handle: async (request) => {
-      const siteText = request.query.get('site');
-      const siteId = siteText === null ? undefined : siteIdArgument(siteText);
-      const days = since(request, 'days', AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS);
-      const action = auditActionArgument(request.query.get('action') ?? undefined);
       let beforeId: string | undefined;
       if (request.page.cursor !== undefined) {
         beforeId = AUDIT_CURSOR.exec(Buffer.from(request.page.cursor, 'base64url').toString('latin1'))?.[1];
-        if (beforeId === undefined) throw new UsageError('cursor is not one this API gave; pass the "next" of the previous page as it was');
+        if (beforeId === undefined) throw refuse('CURSOR_INVALID', 'cursor', 'is not one this API gave; pass the "next" of the previous page as it was');
       }
-      const { entries, more } = await request.admin.auditLog.list({ since: new Date(request.now - days * DAY_MS), siteId, action, limit: request.page.limit, ...(beforeId === undefined ? {} : { beforeId }) });
+      const { entries, more } = await auditEntries(request, {
+        site: queryText(request, 'site'),
+        since: queryText(request, 'since'),
+        action: queryText(request, 'action'),
+        limit: request.page.limit,
+        ...(beforeId === undefined ? {} : { beforeId }),
+      });
       const last = entries.at(-1);
       return { items: entries, next: more && last !== undefined ? Buffer.from(`a${last.id}`, 'latin1').toString('base64url') : null };
     },

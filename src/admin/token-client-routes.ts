@@ -1,26 +1,16 @@
-import { clientIdArgument, MAX_NOTE, partnerJwksArgument, partnerJwksUriArgument, siteIdArgument, textOption, UsageError } from '../cli/arguments.js';
-import type { PartnerKeys } from '../token/client-registration.js';
-import { ClientOnboarding } from '../token/client-onboarding.js';
+import { siteIdOf } from '../operations/fields.js';
+import { addTokenClient, createTokenClient, removeTokenClient, rotateTokenClientSecret } from '../operations/token-client-operations.js';
 import { HANDOVER, TOKEN_CLIENT, TOKEN_CLIENT_REMOVED } from './api-schemas.js';
-import { note, SITE_PARAM, siteId, text } from './site-routes.js';
+import { note, SITE_PARAM, text } from './site-routes.js';
 import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
 
 /**
  * The token clients of sites: registering an existing client, and creating, rotating and removing one
- * at the issuer (dynamic client registration) with the CLI's operations.
+ * at the issuer (dynamic client registration), through the operations the CLI calls too.
  */
 
 const CLIENT_PARAM = { clientId: 'the OAuth client id, URL-encoded' } as const;
-const clientId = (request: RouteRequest): string => clientIdArgument(request.params['clientId'] ?? '');
-
-/** The partner's public keys from the body: a JWKS, or the URL where they publish one; neither, a secret. */
-function partnerKeys(request: RouteRequest): PartnerKeys {
-  const jwks = request.body['jwks'];
-  const jwksUri = text(request, 'jwksUri');
-  if (jwks !== undefined && jwksUri !== undefined) throw new UsageError("give the partner's public keys once: as a key set (jwks) or as its URL (jwksUri), not both");
-  if (jwks !== undefined) return { jwks: partnerJwksArgument(JSON.stringify(jwks)) };
-  return jwksUri === undefined ? undefined : { jwksUri: partnerJwksUriArgument(jwksUri) };
-}
+const clientId = (request: RouteRequest): string | undefined => request.params['clientId'];
 
 export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
   {
@@ -33,7 +23,7 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     paginated: true,
     handle: async ({ admin, query, page }) => {
       const wanted = query.get('siteId');
-      return paginate(await admin.tokens.listClients(wanted === null ? undefined : siteIdArgument(wanted)), page);
+      return paginate(await admin.tokens.listClients(wanted === null ? undefined : siteIdOf(wanted)), page);
     },
   },
   {
@@ -45,8 +35,7 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     params: SITE_PARAM,
     body: { type: 'object', properties: { clientId: { type: 'string', maxLength: 1_000 }, note }, required: ['clientId'] },
     status: 201,
-    handle: async (request) =>
-      request.admin.tokens.addClient(siteId(request), clientIdArgument(String(request.body['clientId'])), textOption('note', text(request, 'note'), MAX_NOTE)),
+    handle: async (request) => addTokenClient(request, { siteId: request.params['siteId'], clientId: text(request, 'clientId'), note: text(request, 'note') }),
   },
   {
     method: 'POST',
@@ -65,8 +54,13 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     },
     status: 201,
     handle: async (request) => {
-      const keys = partnerKeys(request);
-      const { handover } = await new ClientOnboarding(request.admin, request.config).create({ siteId: siteId(request), note: textOption('note', text(request, 'note'), MAX_NOTE), keys });
+      const jwks = request.body['jwks'];
+      const { handover } = await createTokenClient(request, {
+        siteId: request.params['siteId'],
+        note: text(request, 'note'),
+        jwks: jwks === undefined ? undefined : JSON.stringify(jwks),
+        jwksUri: text(request, 'jwksUri'),
+      });
       return handover;
     },
   },
@@ -77,7 +71,7 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     summary: 'a new secret at the issuer for a client created here, answered once; the old one stops working',
     response: HANDOVER,
     params: CLIENT_PARAM,
-    handle: async (request) => (await new ClientOnboarding(request.admin, request.config).rotateSecret(clientId(request))).handover,
+    handle: async (request) => (await rotateTokenClientSecret(request, { clientId: clientId(request) })).handover,
   },
   {
     method: 'DELETE',
@@ -89,7 +83,7 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     query: { localOnly: { description: 'true: remove it here only, leaving it at the issuer (unreachable, or deleted there already)', schema: { type: 'string', enum: ['true', 'false'] } } },
     handle: async (request) => {
       const localOnly = request.query.get('localOnly') === 'true';
-      const { client, deletedAtIssuer } = await new ClientOnboarding(request.admin, request.config).remove(clientId(request), localOnly);
+      const { client, deletedAtIssuer } = await removeTokenClient(request, { clientId: clientId(request), localOnly });
       return { ...client, deletedAtIssuer };
     },
   },

@@ -1,11 +1,8 @@
-import { countOption, siteIdArgument, SITE_ID_FORM } from './arguments.js';
-import { auditActionArgument } from './sunset-arguments.js';
+import { countOf, SITE_ID_FORM } from '../operations/fields.js';
+import { AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS, auditEntries } from '../operations/report-operations.js';
 import { option, type Command } from './command.js';
 import { oneLine, shortTime, table } from './output.js';
 
-const DAY_MS = 86_400_000;
-export const AUDIT_MAX_SINCE_DAYS = 3_650;
-export const AUDIT_DEFAULT_SINCE_DAYS = 30;
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 10_000;
 // Details are JSON of any size (a brownout's, a policy's): a table line shows their start.
@@ -34,13 +31,11 @@ export const AUDIT_COMMANDS: readonly Command[] = [
       '--limit N': `at most N entries, from 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}); the output says when older ones were left out`,
     },
     example: 'sitekey-authz audit list --site 1001 --since 7 --action key',
-    run: async ({ withAdmin, now }, line) => {
-      const siteText = option(line, 'site');
-      const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
-      const days = countOption('since', option(line, 'since'), 'days', AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS);
-      const limit = countOption('limit', option(line, 'limit'), 'entries', DEFAULT_LIMIT, MAX_LIMIT);
-      const action = auditActionArgument(option(line, 'action'));
-      const { entries, more } = await withAdmin((admin) => admin.auditLog.list({ since: new Date(now - days * DAY_MS), siteId, action, limit }));
+    run: async ({ withOperations }, line) => {
+      const limit = countOf(option(line, 'limit'), 'limit', 'entries', DEFAULT_LIMIT, MAX_LIMIT);
+      const { siteId, days, action, entries, more } = await withOperations((context) =>
+        auditEntries(context, { site: option(line, 'site'), since: option(line, 'since'), action: option(line, 'action'), limit }),
+      );
       const scope = `${siteId === undefined ? '' : ` of site ${siteId}`}${action === undefined ? '' : ` matching ${action}`}`;
       const rows = entries.map((entry) => [shortTime(entry.at), entry.actor, entry.action, entry.siteId ?? '-', oneLine(shortDetails(entry.details))]);
       const listed =

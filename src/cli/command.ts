@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Config, Env, Setting } from '../config.js';
 import type { Logger } from '../observe/logger.js';
+import type { OperationContext } from '../operations/operation-context.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 import type { CommandOutput } from './output.js';
 
@@ -19,6 +20,8 @@ export interface CommandContext {
   readonly readStdin: () => Promise<string>;
   /** Opens the database (migrating an embedded one), runs `work` against it, and closes it again. */
   readonly withAdmin: <T>(work: (admin: CredentialAdmin) => Promise<T>) => Promise<T>;
+  /** The same, as the operations (src/operations/) take it: every change a person makes goes through them. */
+  readonly withOperations: <T>(work: (context: OperationContext) => Promise<T>) => Promise<T>;
   /** The same, for commands that read the credential tables themselves (`explain`). */
   readonly withPool: <T>(work: (pool: pg.Pool) => Promise<T>) => Promise<T>;
 }

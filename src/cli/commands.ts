@@ -4,22 +4,11 @@ import { ALLOWLIST_ENTRY_FORM } from '../allowlist/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
 import { runningEmbeddedUrl } from '../embedded/embedded-postgres.js';
 import { migrate } from '../store/migrate.js';
-import {
-  allowlistArguments,
-  allowlistWarnings,
-  API_KEY_FORM,
-  EXPIRES_EXAMPLES,
-  EXPIRES_FORM,
-  expiresOption,
-  importedKeyArgument,
-  KEY_ID_FORM,
-  keyIdArgument,
-  MAX_NAME,
-  MAX_NOTE,
-  SITE_ID_FORM,
-  siteIdArgument,
-  textOption,
-} from './arguments.js';
+import { allowNetworks, revokeNetworks } from '../operations/allowlist-operations.js';
+import { API_KEY_FORM, DATE_EXAMPLES, DATE_FORM, MAX_NAME, MAX_NOTE, SITE_ID_FORM, siteIdOf, textOf } from '../operations/fields.js';
+import { expiresOf, importKey, issueKey, revokeKey, SUNSET_WARNING_DAYS } from '../operations/key-operations.js';
+import { addSite, setSiteEnabled } from '../operations/site-operations.js';
+import { KEY_ID_FORM } from './arguments.js';
 import { shortTime, table } from './output.js';
 import { option, positional, type Command } from './command.js';
 import { EXIT_NO_VERDICT } from './exit-codes.js';
@@ -49,13 +38,10 @@ const shortText = (maxLength: number) => `at most ${maxLength} characters, no co
 const SITE_ID_RULE = `the site id: ${SITE_ID_FORM}`;
 const SITE_RULE = { '<site>': SITE_ID_RULE };
 const KEY_RULES = {
-  '--expires ISO': `when the key stops being accepted (default: never): ${EXPIRES_FORM}, in the future; a date alone is midnight UTC, e.g. ${EXPIRES_EXAMPLES.join(' or ')}`,
+  '--expires ISO': `when the key stops being accepted (default: never): ${DATE_FORM}, in the future; a date alone is midnight UTC, e.g. ${DATE_EXAMPLES.join(' or ')}. Within ${SUNSET_WARNING_DAYS} days of the API-key sunset, a key that would outlive it is warned of`,
   '--note T': `shown in \`key list\`, e.g. who holds the key; ${shortText(MAX_NOTE)}`,
 };
 const ALLOWLIST_RULES = { ...SITE_RULE, '<cidr>...': ALLOWLIST_ENTRY_FORM };
-
-const noAllowlistWarning = (siteId: string) =>
-  `site ${siteId} has no allowlist entry yet: every request is refused (103) until you run \`sitekey-authz ip allow ${siteId} <cidr>\``;
 
 /** Every command of `sitekey-authz`, in the order `--help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -106,10 +92,9 @@ export const COMMANDS: readonly Command[] = [
       '--name N': `the partner's name, shown in \`site list\`; ${shortText(MAX_NAME)}`,
     },
     example: 'sitekey-authz site add 1001 --name "Acme Travel"',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const name = textOption('name', option(line, 'name'), MAX_NAME);
-      const site = await withAdmin((admin) => admin.addSite(siteId, name));
+    run: async ({ withOperations }, line) => {
+      const site = await withOperations((context) => addSite(context, { id: positional(line, 0), name: option(line, 'name') }));
+      const { siteId, name } = site;
       return {
         text:
           `added site ${siteId}${name ? ` "${name}"` : ''}, enabled.\n` +
@@ -126,9 +111,10 @@ export const COMMANDS: readonly Command[] = [
     arity: [1, 1],
     rules: { '<id>': SITE_ID_RULE },
     example: 'sitekey-authz site disable 1001',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const { site, changed } = await withAdmin((admin) => admin.setSiteEnabled(siteId, false));
+    run: async ({ withOperations }, line) => {
+      const { result } = await withOperations((context) => setSiteEnabled(context, { siteId: positional(line, 0), enabled: false }));
+      const { site, changed } = result;
+      const siteId = site.siteId;
       return {
         text: changed
           ? `disabled site ${siteId}: its requests are refused (101); its ${site.activeKeys} active key(s) are kept`
@@ -145,13 +131,13 @@ export const COMMANDS: readonly Command[] = [
     arity: [1, 1],
     rules: { '<id>': SITE_ID_RULE },
     example: 'sitekey-authz site enable 1001',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const { site, changed } = await withAdmin((admin) => admin.setSiteEnabled(siteId, true));
+    run: async ({ withOperations }, line) => {
+      const { result, warnings } = await withOperations((context) => setSiteEnabled(context, { siteId: positional(line, 0), enabled: true }));
+      const { site, changed } = result;
       return {
-        text: changed ? `enabled site ${siteId}` : `site ${siteId} was already enabled`,
+        text: changed ? `enabled site ${site.siteId}` : `site ${site.siteId} was already enabled`,
         json: { ...site, changed },
-        warnings: site.allowlistEntries === 0 ? [noAllowlistWarning(siteId)] : [],
+        warnings,
       };
     },
   },
@@ -186,14 +172,11 @@ export const COMMANDS: readonly Command[] = [
     arity: [1, 1],
     rules: { ...SITE_RULE, ...KEY_RULES },
     example: 'sitekey-authz key issue 1001 --expires 2027-01-31 --note "production"',
-    run: async ({ withAdmin, now }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const expiresAt = expiresOption(option(line, 'expires'), now);
-      const note = textOption('note', option(line, 'note'), MAX_NOTE);
-      const { key, allowlist } = await withAdmin(async (admin) => ({
-        key: await admin.issueKey(siteId, { expiresAt, note }),
-        allowlist: await admin.listNetworks(siteId),
-      }));
+    run: async ({ withOperations }, line) => {
+      const { result: key, warnings } = await withOperations((context) =>
+        issueKey(context, { siteId: positional(line, 0), expires: option(line, 'expires'), note: option(line, 'note') }),
+      );
+      const { siteId } = key;
       return {
         text:
           `issued key ${key.keyId} for site ${siteId} (expires ${key.expiresAt ?? 'never'}):\n\n` +
@@ -201,7 +184,7 @@ export const COMMANDS: readonly Command[] = [
           'This is the only time the key is shown: hand it to the partner over a secure channel.\n' +
           `The partner sends it as  Authorization: ${siteId}:<key>  with the same siteid and apikey in the JSON body.`,
         json: key,
-        warnings: allowlist.length === 0 ? [noAllowlistWarning(siteId)] : [],
+        warnings,
       };
     },
   },
@@ -217,13 +200,15 @@ export const COMMANDS: readonly Command[] = [
       '< key.txt': `the key on standard input, ${API_KEY_FORM}, not the nil or max UUID; never on the command line, where it would stay in shell history (at a terminal it is asked for)`,
     },
     example: 'sitekey-authz key import 1001 --note "from the old gateway" < key.txt',
-    run: async ({ withAdmin, now, readStdin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const expiresAt = expiresOption(option(line, 'expires'), now);
-      const note = textOption('note', option(line, 'note'), MAX_NOTE);
-      const apiKey = importedKeyArgument(await readStdin());
-      const key = await withAdmin((admin) => admin.importKey(siteId, apiKey, { expiresAt, note }));
-      return { text: `imported key ${key.keyId} (${key.maskedKey}) for site ${siteId}`, json: key };
+    run: async ({ withOperations, readStdin, now }, line) => {
+      const request = { siteId: positional(line, 0), expires: option(line, 'expires'), note: option(line, 'note') };
+      // Checked before the key is asked for, so that a typo in them is not found after pasting it.
+      siteIdOf(request.siteId);
+      expiresOf(request.expires, now);
+      textOf(request.note, 'note', MAX_NOTE);
+      const key = await readStdin();
+      const { result, warnings } = await withOperations((context) => importKey(context, { ...request, key }));
+      return { text: `imported key ${result.keyId} (${result.maskedKey}) for site ${result.siteId}`, json: result, warnings };
     },
   },
   {
@@ -234,10 +219,9 @@ export const COMMANDS: readonly Command[] = [
     arity: [2, 2],
     rules: { ...SITE_RULE, '<key-id>': KEY_ID_FORM },
     example: 'sitekey-authz key revoke 1001 12',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const keyId = keyIdArgument(positional(line, 1));
-      const { key, changed } = await withAdmin((admin) => admin.revokeKey(siteId, keyId));
+    run: async ({ withOperations }, line) => {
+      const { siteId, key, changed } = await withOperations((context) => revokeKey(context, { siteId: positional(line, 0), keyId: positional(line, 1) }));
+      const { keyId } = key;
       return {
         text: changed
           ? `revoked key ${keyId} (${key.maskedKey}) of site ${siteId}`
@@ -255,7 +239,7 @@ export const COMMANDS: readonly Command[] = [
     rules: SITE_RULE,
     example: 'sitekey-authz key list 1001',
     run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
+      const siteId = siteIdOf(positional(line, 0));
       const keys = await withAdmin((admin) => admin.listKeys(siteId));
       return {
         text:
@@ -268,24 +252,25 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'ip allow',
-    synopsis: '<site> <cidr>...',
+    synopsis: '<site> <cidr>... [--allow-any-address]',
     summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
-    options: {},
+    options: { 'allow-any-address': { type: 'boolean' } },
     arity: [2, Infinity],
-    rules: ALLOWLIST_RULES,
+    rules: { ...ALLOWLIST_RULES, '--allow-any-address': 'the second step for 0.0.0.0/0 or ::/0, which admit every address on the internet: without it they are refused' },
     example: 'sitekey-authz ip allow 1001 203.0.113.0/24 198.51.100.7 2001:db8:42::/48',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const entries = allowlistArguments(line.positionals.slice(1));
-      const result = await withAdmin((admin) => admin.allowNetworks(siteId, entries));
+    run: async ({ withOperations }, line) => {
+      const { result, warnings } = await withOperations((context) =>
+        allowNetworks(context, { siteId: positional(line, 0), entries: line.positionals.slice(1), allowAnyAddress: line.options['allow-any-address'] === true }),
+      );
+      const { siteId } = result;
       const lines = [
         ...(result.added.length > 0 ? [`site ${siteId} now allows ${result.added.join(', ')}`] : []),
         ...(result.alreadyAllowed.length > 0 ? [`already allowed: ${result.alreadyAllowed.join(', ')}`] : []),
       ];
       return {
         text: lines.join('\n'),
-        json: { siteId, ...result },
-        warnings: allowlistWarnings(siteId, entries),
+        json: result,
+        warnings,
       };
     },
   },
@@ -297,17 +282,12 @@ export const COMMANDS: readonly Command[] = [
     arity: [2, Infinity],
     rules: ALLOWLIST_RULES,
     example: 'sitekey-authz ip revoke 1001 203.0.113.0/24',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const entries = allowlistArguments(line.positionals.slice(1));
-      const { removed, remaining } = await withAdmin(async (admin) => ({
-        ...(await admin.revokeNetworks(siteId, entries)),
-        remaining: await admin.listNetworks(siteId),
-      }));
+    run: async ({ withOperations }, line) => {
+      const { result, warnings } = await withOperations((context) => revokeNetworks(context, { siteId: positional(line, 0), entries: line.positionals.slice(1) }));
       return {
-        text: `removed from the allowlist of site ${siteId}: ${removed.join(', ')}`,
-        json: { siteId, removed },
-        warnings: remaining.length === 0 ? [noAllowlistWarning(siteId)] : [],
+        text: `removed from the allowlist of site ${result.siteId}: ${result.removed.join(', ')}`,
+        json: result,
+        warnings,
       };
     },
   },
@@ -320,7 +300,7 @@ export const COMMANDS: readonly Command[] = [
     rules: SITE_RULE,
     example: 'sitekey-authz ip list 1001',
     run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
+      const siteId = siteIdOf(positional(line, 0));
       const entries = await withAdmin((admin) => admin.listNetworks(siteId));
       return {
         text:

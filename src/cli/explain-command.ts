@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { checkPolicies } from '../serve/check-policies.js';
+import { checkPolicies } from '../envoy/check-policies.js';
 import type { ClientIpSource, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';
@@ -9,10 +9,10 @@ import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../de
 import type { Allowed, BodyRule, CheckInput, Decision, Denial, SiteId, TokenRule } from '../decision/types.js';
 import { toCheckResponse } from '../envoy/check-response.js';
 import { viewCheckRequest } from '../envoy/request-view.js';
-import { authorizeCheck } from '../serve/authorize-check.js';
+import { authorizeCheck } from '../token/authorize-check.js';
 import { findKey, findSite, findTokenClient } from '../store/credential-lookup.js';
 import { IssuerKeys } from '../token/issuer-keys.js';
-import { issuerKeysOptions } from '../serve/token-keys.js';
+import { issuerKeysOptions } from '../store/token-key-sets.js';
 import { TokenVerifier } from '../token/token-verifier.js';
 import { SiteTable } from '../store/site-table.js';
 import { loadBrownouts, loadSites } from '../store/snapshot-loader.js';

@@ -8,12 +8,15 @@ import { createLogger, type Logger } from '../observe/logger.js';
 import { AdminError, adminErrorText, CredentialAdmin } from '../store/credential-admin.js';
 import { connectionPool, openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
-import { textOption, UsageError } from './arguments.js';
+import { textOf } from '../operations/fields.js';
+import { Refusal } from '../operations/refusal.js';
+import { UsageError } from './arguments.js';
 import type { Command, CommandContext } from './command.js';
 import { COMMANDS } from './commands.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { commandHelp, groupHelp, PROGRAM_HELP, usageLine, versionText } from './help.js';
 import { printable, type CommandOutput } from './output.js';
+import { refusalText } from './refusal-text.js';
 
 
 const MAX_ACTOR = 100;
@@ -168,6 +171,7 @@ function databaseSession(config: Config, logger: Logger): CommandContext['withPo
 interface Failure {
   readonly exit: number;
   readonly code: string;
+  readonly field?: string;
   readonly message: string;
 }
 
@@ -177,10 +181,11 @@ const DATABASE_UNREACHABLE = /^(08|28|3D|57P)/;
 const TIMED_OUT = /connection timeout|timeout expired|Connection terminated unexpectedly/i;
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
-function describeFailure(error: unknown): Failure {
+function describeFailure(error: unknown, command: Command | undefined): Failure {
   if (error instanceof UsageError) return { exit: EXIT_USAGE, code: 'USAGE', message: error.message };
+  if (error instanceof Refusal) return { exit: EXIT_USAGE, code: error.code, ...(error.field === undefined ? {} : { field: error.field }), message: refusalText(error, command) };
   if (error instanceof ConfigError) return { exit: EXIT_USAGE, code: 'CONFIG', message: `configuration: ${error.message}` };
-  if (error instanceof AdminError) return { exit: EXIT_FAILED, code: error.code, message: adminErrorText(error, 'cli') };
+  if (error instanceof AdminError) return { exit: EXIT_FAILED, code: error.code, ...(error.field === undefined ? {} : { field: error.field }), message: adminErrorText(error, 'cli') };
   const message = error instanceof Error ? error.message : `unexpected failure (${String(error)}); run again with LOG_LEVEL=debug for detail`;
   const code = (error as { code?: unknown } | null)?.code;
   const reachedNoServer = typeof code === 'string' ? NETWORK_ERRORS.has(code) || DATABASE_UNREACHABLE.test(code) : TIMED_OUT.test(message);
@@ -202,6 +207,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error.code !== 'EPIPE') throw error;
   });
   let failureExit: number | undefined;
+  let running: Command | undefined;
   try {
     const invocation = parseCommandLine(argv);
     if (invocation.command === undefined) {
@@ -209,8 +215,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       return EXIT_OK;
     }
     const { command, positionals, options } = invocation;
+    running = command;
     checkArity(command, positionals);
-    const actor = textOption('actor', typeof options.actor === 'string' ? options.actor : undefined, MAX_ACTOR, osUser());
+    const actor = textOf(typeof options.actor === 'string' ? options.actor : undefined, 'actor', MAX_ACTOR, osUser());
     if (actor.trim() === '') throw new UsageError('--actor must name who makes the change, e.g. --actor alice@example.com');
     const config = loadConfig();
     // serve and issuer log JSON lines to stdout; the other commands keep stdout for their output, and say
@@ -221,17 +228,21 @@ export async function main(argv: readonly string[]): Promise<number> {
         : createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
     const withPool = databaseSession(config, logger);
     const withAdmin: CommandContext['withAdmin'] = (work) => withPool((pool) => work(new CredentialAdmin(pool, actor)));
-    const context: CommandContext = { config, env: process.env, logger, now: Date.now(), readStdin, withAdmin, withPool };
+    const now = Date.now();
+    const withOperations: CommandContext['withOperations'] = (work) => withAdmin((admin) => work({ admin, config, now }));
+    const context: CommandContext = { config, env: process.env, logger, now, readStdin, withAdmin, withOperations, withPool };
     failureExit = command.failureExit;
     const output = await command.run(context, { positionals, options });
     if (output !== undefined) print(output, json);
     return output?.exitCode ?? EXIT_OK;
   } catch (error) {
-    const described = describeFailure(error);
+    const described = describeFailure(error, running);
     // A key typed where it does not belong must not be echoed back in the message that says so.
     const failure = { ...described, exit: failureExit ?? described.exit, message: maskApiKeysIn(described.message) };
     process.stderr.write(
-      json ? `${JSON.stringify({ error: { code: failure.code, message: failure.message } })}\n` : `sitekey-authz: ${printable(failure.message)}\n`,
+      json
+        ? `${JSON.stringify({ error: { code: failure.code, ...(failure.field === undefined ? {} : { field: failure.field }), message: failure.message } })}\n`
+        : `sitekey-authz: ${printable(failure.message)}\n`,
     );
     return failure.exit;
   }

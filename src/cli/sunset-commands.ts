@@ -1,18 +1,14 @@
-import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import { OVERFLOW_ADDRESS } from '../store/denial-stats-recorder.js';
-import { COUNTS_BEGIN_WHY, type BrownoutSummary, type DenialReportRow, type MigrationKeyRow, type MigrationSiteRow, type SunsetPolicySummary } from '../store/sunset-admin.js';
-import { countOption, instantOption, MAX_NOTE, SITE_ID_FORM, siteIdArgument, UsageError } from './arguments.js';
-import { BROWNOUT_HINT, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from './sunset-arguments.js';
+import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicySummary } from '../store/sunset-admin.js';
+import { MAX_NOTE, SITE_ID_FORM } from '../operations/fields.js';
+import { countsBeginLateWarning, DENIAL_REPORT_ROWS, denialReport, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS, migrationReport } from '../operations/report-operations.js';
+import { setGrace } from '../operations/site-operations.js';
+import { addBrownout, cancelBrownout, setSunsetPolicy, sunsetPolicy } from '../operations/sunset-operations.js';
+import { UsageError } from './arguments.js';
 import { option, options, type Command, type CommandLine } from './command.js';
 import { shortTime, table, type CommandOutput } from './output.js';
 
-export const MAX_SINCE_DAYS = 3_650;
-export const MAX_SINCE_HOURS = 24 * 3_650;
-const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
-/** `report denials` prints this many rows unless --limit says otherwise; a storm must not flood a terminal. */
-export const DENIAL_REPORT_ROWS = 100;
-export const MAX_REPORT_ROWS = 100_000;
+const BROWNOUT_EXAMPLE = 'sitekey-authz brownout add --from 2026-12-01T14:00:00Z --until 2026-12-01T15:00:00Z --site 1001 --dry-run';
 
 
 // A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), @SUM(1)):
@@ -87,8 +83,8 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     options: {},
     arity: [0, 0],
     example: 'sitekey-authz sunset show --json',
-    run: async ({ withAdmin, config }) => {
-      const policy = await withAdmin((admin) => admin.sunset.policy(configuredSunsetPolicy(config)));
+    run: async ({ withOperations }) => {
+      const policy = await withOperations(sunsetPolicy);
       return { text: policyText(policy), json: policy };
     },
   },
@@ -104,17 +100,20 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       '--guide URL, --no-guide': 'the migration guide named in 105 messages and Link headers: an https:// URL of printable ASCII, no spaces, quotes, < or >; --no-guide removes it',
     },
     example: 'sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate',
-    run: async ({ withAdmin, config }, line) => {
+    run: async ({ withOperations }, line) => {
       const guide = option(line, 'guide');
       if (line.options.enforce === true && line.options['no-enforce'] === true) throw new UsageError('give --enforce or --no-enforce, not both');
       if (guide !== undefined && line.options['no-guide'] === true) throw new UsageError('give --guide URL or --no-guide, not both');
-      const change = sunsetChangeArguments({
+      const request = {
         at: option(line, 'at'),
         enforce: line.options.enforce === true ? true : line.options['no-enforce'] === true ? false : undefined,
         guide: guide ?? (line.options['no-guide'] === true ? null : undefined),
-      });
-      const { policy } = await withAdmin((admin) => admin.sunset.setPolicy(change, configuredSunsetPolicy(config)));
-      return { text: `${policyText(policy)}\nEvery replica follows it within a second.`, json: policy };
+      };
+      if (request.at === undefined && request.enforce === undefined && request.guide === undefined) {
+        throw new UsageError('nothing to change: give --at, --enforce, --no-enforce, --guide or --no-guide; e.g. sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce');
+      }
+      const { result: policy, warnings } = await withOperations((context) => setSunsetPolicy(context, request));
+      return { text: `${policyText(policy)}\nEvery replica follows it within a second.`, json: policy, warnings };
     },
   },
   {
@@ -125,19 +124,18 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     arity: [1, 1],
     rules: {
       '<id>': SITE_ID_RULE,
-      '--until ISO': 'until when: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has',
+      '--until ISO': 'until when: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has, in the future',
       '--clear': 'take the grace back: the site follows brownouts and the sunset again',
     },
     example: 'sitekey-authz site grace 1001 --until 2027-03-31',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(line.positionals[0] ?? '');
+    run: async ({ withOperations }, line) => {
       const untilText = option(line, 'until');
       const clear = line.options.clear === true;
       if ((untilText === undefined) === !clear) {
-        throw new UsageError(`give exactly one of --until and --clear: sitekey-authz site grace ${siteId} --until 2027-03-31, or --clear`);
+        throw new UsageError(`give exactly one of --until and --clear: sitekey-authz site grace ${line.positionals[0] ?? '<id>'} --until 2027-03-31, or --clear`);
       }
-      const until = untilText === undefined ? null : instantOption('until', untilText);
-      const result = await withAdmin((admin) => admin.sunset.setGrace(siteId, until));
+      const result = await withOperations((context) => setGrace(context, { siteId: line.positionals[0], until: untilText ?? null }));
+      const { siteId } = result;
       return {
         text: result.graceUntil
           ? `site ${siteId} keeps API-key access through brownouts and the sunset until ${result.graceUntil}`
@@ -159,11 +157,11 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       '--note T': `for the record, shown in \`brownout list\`; at most ${MAX_NOTE} characters, no control characters`,
       '--dry-run': 'refuse nobody: log and count (report denials, "105 (dry run)") whom it would refuse',
     },
-    example: BROWNOUT_HINT.slice('e.g. '.length),
-    run: async ({ withAdmin, now }, line) => {
+    example: BROWNOUT_EXAMPLE,
+    run: async ({ withOperations }, line) => {
       const dryRun = line.options['dry-run'] === true;
-      const request = brownoutArguments({ from: option(line, 'from'), until: option(line, 'until'), sites: options(line, 'site'), note: option(line, 'note'), dryRun }, now);
-      const brownout = await withAdmin((admin) => admin.sunset.addBrownout(request));
+      const request = { from: option(line, 'from'), until: option(line, 'until'), sites: options(line, 'site'), note: option(line, 'note'), dryRun };
+      const brownout = await withOperations((context) => addBrownout(context, request));
       return {
         text:
           `added brownout ${brownout.brownoutId}${dryRun ? ' (dry run: refuses nobody, counts who would be refused)' : ''}: ` +
@@ -185,7 +183,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       return {
         text:
           brownouts.length === 0
-            ? `no brownouts; schedule one with ${BROWNOUT_HINT.slice('e.g. '.length)}`
+            ? `no brownouts; schedule one with ${BROWNOUT_EXAMPLE}`
             : table(
                 ['ID', 'STATE', 'FROM', 'UNTIL', 'SITES', 'MODE', 'NOTE'],
                 brownouts.map((b) => [b.brownoutId, b.state, shortTime(b.from), shortTime(b.until), sites(b), b.dryRun ? 'dry run' : 'refuse', b.note]),
@@ -202,9 +200,9 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     arity: [1, 1],
     rules: { '<id>': 'the number in the ID column of `sitekey-authz brownout list`, e.g. 3' },
     example: 'sitekey-authz brownout cancel 3',
-    run: async ({ withAdmin }, line) => {
-      const brownoutId = brownoutIdArgument(line.positionals[0] ?? '');
-      const { brownout, changed } = await withAdmin((admin) => admin.sunset.cancelBrownout(brownoutId));
+    run: async ({ withOperations }, line) => {
+      const { brownout, changed } = await withOperations((context) => cancelBrownout(context, { brownoutId: line.positionals[0] }));
+      const { brownoutId } = brownout;
       return {
         text: changed ? `cancelled brownout ${brownoutId}` : `brownout ${brownoutId} was already cancelled at ${brownout.cancelledAt}`,
         json: { ...brownout, changed },
@@ -222,23 +220,15 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
     },
     example: 'sitekey-authz report migration --since 60 --csv > migration.csv',
-    run: async ({ withAdmin, now, config }, line) => {
-      const days = countOption('since', option(line, 'since'), 'days', 30, MAX_SINCE_DAYS);
-      const since = new Date(now - days * DAY_MS);
-      // The sunset the service follows: the database's, not this terminal's environment.
-      const sunsetAt = await withAdmin(async (admin) => Date.parse((await admin.sunset.policy(configuredSunsetPolicy(config))).sunsetAt));
-      if (line.options.sites === true) {
-        const { rows: siteRows, countsBeginLate } = await withAdmin((admin) => admin.sunset.migrationSiteReport(since, sunsetAt, now));
-        const countsShort =
-          countsBeginLate === undefined
-            ? []
-            : [
-                `the oldest request counts held are from ${shortTime(countsBeginLate)}: TOKEN REQS, KEY REQS and ON TOKENS count from then, not from ${shortTime(since.toISOString())} ` +
-                  `(${COUNTS_BEGIN_WHY})`,
-              ];
+    run: async ({ withOperations }, line) => {
+      const migration = await withOperations((context) => migrationReport(context, { since: option(line, 'since'), sites: line.options.sites === true }));
+      const { days } = migration;
+      if (migration.sites) {
+        const { countsBeginLate } = migration;
+        const countsShort = countsBeginLate === undefined ? [] : [countsBeginLateWarning(shortTime(countsBeginLate), shortTime(migration.since.toISOString()))];
         const output = report<MigrationSiteRow>(
           line,
-          siteRows,
+          migration.rows,
           [
             ['SITE', 'site_id', (r) => r.siteId],
             ['NAME', 'site_name', (r) => r.siteName],
@@ -257,10 +247,9 @@ export const SUNSET_COMMANDS: readonly Command[] = [
         );
         return { ...output, warnings: countsShort };
       }
-      const rows = await withAdmin((admin) => admin.sunset.migrationReport(since, sunsetAt, now));
       return report<MigrationKeyRow>(
         line,
-        rows,
+        migration.rows,
         [
           ['SITE', 'site_id', (r) => r.siteId],
           ['NAME', 'site_name', (r) => r.siteName],
@@ -288,12 +277,10 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
     },
     example: 'sitekey-authz report denials --site 1001 --since 48 --limit 20',
-    run: async ({ withAdmin, now }, line) => {
-      const siteText = option(line, 'site');
-      const siteId = siteText === undefined ? undefined : siteIdArgument(siteText);
-      const hours = countOption('since', option(line, 'since'), 'hours', 24, MAX_SINCE_HOURS);
-      const limit = countOption('limit', option(line, 'limit'), 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
-      const { rows, omittedRows } = await withAdmin((admin) => admin.sunset.denialReport(new Date(now - hours * HOUR_MS), siteId, limit));
+    run: async ({ withOperations }, line) => {
+      const { siteId, hours, limit, rows, omittedRows } = await withOperations((context) =>
+        denialReport(context, { site: option(line, 'site'), since: option(line, 'since'), limit: option(line, 'limit') }),
+      );
       const addressed = rows.filter((row) => row.clientIp !== OVERFLOW_ADDRESS);
       const output = report<DenialReportRow>(
         line,

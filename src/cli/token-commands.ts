@@ -1,20 +1,16 @@
 import { open } from 'node:fs/promises';
 import { SETTINGS } from '../config.js';
-import type { PartnerKeys } from '../token/client-registration.js';
-import { ClientOnboarding, type Handover } from '../token/client-onboarding.js';
+import type { Handover } from '../token/client-onboarding.js';
+import { CLIENT_ID_FORM, MAX_NOTE, SITE_ID_FORM, siteIdOf } from '../operations/fields.js';
+import { revokeTokens, setAuthMethod } from '../operations/site-operations.js';
 import {
-  authMethodArgument,
-  CLIENT_ID_FORM,
-  clientIdArgument,
-  MAX_NOTE,
+  addTokenClient,
+  createTokenClient,
   MAX_PARTNER_JWKS_BYTES,
-  partnerJwksArgument,
-  partnerJwksUriArgument,
-  siteIdArgument,
-  SITE_ID_FORM,
-  textOption,
-  UsageError,
-} from './arguments.js';
+  removeTokenClient,
+  rotateTokenClientSecret,
+} from '../operations/token-client-operations.js';
+import { UsageError } from './arguments.js';
 import { option, positional, type Command, type CommandLine } from './command.js';
 import { oneLine, shortTime, table } from './output.js';
 
@@ -33,19 +29,12 @@ async function readJwksFile(path: string): Promise<string> {
   }
 }
 
-async function partnerKeysOptions(line: CommandLine): Promise<PartnerKeys> {
+/** The partner's keys as the operation takes them: the JWKS file's text, or the URL. */
+async function partnerKeysOptions(line: CommandLine): Promise<{ jwks: string | undefined; jwksUri: string | undefined }> {
   const file = option(line, 'jwks-file');
   const uri = option(line, 'jwks-uri');
   if (file !== undefined && uri !== undefined) throw new UsageError('give the partner\'s keys once: --jwks-file FILE or --jwks-uri URL, not both');
-  if (file !== undefined) {
-    try {
-      return { jwks: partnerJwksArgument(await readJwksFile(file)) };
-    } catch (error) {
-      if (error instanceof UsageError && !error.message.startsWith('--jwks-file')) throw new UsageError(`--jwks-file ${file}: ${error.message}`);
-      throw error;
-    }
-  }
-  return uri === undefined ? undefined : { jwksUri: partnerJwksUriArgument(uri) };
+  return { jwks: file === undefined ? undefined : await readJwksFile(file), jwksUri: uri };
 }
 
 /** The hand-over as lines to copy into a message to the partner. */
@@ -78,11 +67,9 @@ export const TOKEN_COMMANDS: readonly Command[] = [
       '--note TEXT': `shown in \`token-client list\`; at most ${MAX_NOTE} characters, no control characters`,
     },
     example: 'sitekey-authz token-client add 1001 partner-1001 --note "Acme production"',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const clientId = clientIdArgument(positional(line, 1));
-      const note = textOption('note', option(line, 'note'), MAX_NOTE);
-      const client = await withAdmin((admin) => admin.tokens.addClient(siteId, clientId, note));
+    run: async ({ withOperations }, line) => {
+      const client = await withOperations((context) => addTokenClient(context, { siteId: positional(line, 0), clientId: positional(line, 1), note: option(line, 'note') }));
+      const { siteId, clientId } = client;
       return {
         text:
           `registered token client ${clientId} for site ${siteId}.\n` +
@@ -105,11 +92,10 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     },
     environment: REGISTRATION_SETTINGS,
     example: 'sitekey-authz token-client create 1001 --note "Acme production" --json',
-    run: async ({ withAdmin, config }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const note = textOption('note', option(line, 'note'), MAX_NOTE);
+    run: async ({ withOperations }, line) => {
       const keys = await partnerKeysOptions(line);
-      const { handover, client } = await withAdmin((admin) => new ClientOnboarding(admin, config).create({ siteId, note, keys }));
+      const { handover, client } = await withOperations((context) => createTokenClient(context, { siteId: positional(line, 0), note: option(line, 'note'), ...keys }));
+      const { siteId } = client;
       const how = client.authMethod === 'private_key_jwt' ? "signs its token requests with the partner's own key (private_key_jwt); no secret exists" : `authenticates with the secret below (client_secret_basic). ${SECRET_ONCE}`;
       return {
         text: `created token client ${oneLine(handover.client_id)} at the issuer for site ${siteId}; it ${how}\n${handoverText(handover)}`,
@@ -126,9 +112,9 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     rules: { '<client-id>': `${CLIENT_ID_FORM}; a client that \`token-client create\` made with a secret` },
     environment: REGISTRATION_SETTINGS,
     example: 'sitekey-authz token-client rotate-secret 0d3c5d1e-partner --json',
-    run: async ({ withAdmin, config }, line) => {
-      const clientId = clientIdArgument(positional(line, 0));
-      const { handover } = await withAdmin((admin) => new ClientOnboarding(admin, config).rotateSecret(clientId));
+    run: async ({ withOperations }, line) => {
+      const { handover, client } = await withOperations((context) => rotateTokenClientSecret(context, { clientId: positional(line, 0) }));
+      const { clientId } = client;
       return {
         text: `token client ${clientId} has a new secret; the old one is refused by the issuer from now on. ${SECRET_ONCE}\n${handoverText(handover)}`,
         json: handover,
@@ -144,7 +130,7 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     rules: { '<site-id>': `the site id: ${SITE_ID_FORM}` },
     example: 'sitekey-authz token-client list 1001 --json',
     run: async ({ withAdmin }, line) => {
-      const siteId = line.positionals.length > 0 ? siteIdArgument(positional(line, 0)) : undefined;
+      const siteId = line.positionals.length > 0 ? siteIdOf(positional(line, 0)) : undefined;
       const clients = await withAdmin((admin) => admin.tokens.listClients(siteId));
       const rows = clients.map((client) => [client.siteId, client.clientId, client.authMethod ?? 'added by id', shortTime(client.createdAt), shortTime(client.lastUsedAt, 'never'), client.note]);
       return {
@@ -167,9 +153,9 @@ export const TOKEN_COMMANDS: readonly Command[] = [
       '--local-only': 'remove it here only, leaving the client at the issuer (for an issuer that cannot be reached, or has deleted it already): delete it there by hand',
     },
     example: 'sitekey-authz token-client remove partner-1001',
-    run: async ({ withAdmin, config }, line) => {
-      const clientId = clientIdArgument(positional(line, 0));
-      const { client, deletedAtIssuer } = await withAdmin((admin) => new ClientOnboarding(admin, config).remove(clientId, line.options['local-only'] === true));
+    run: async ({ withOperations }, line) => {
+      const { client, deletedAtIssuer } = await withOperations((context) => removeTokenClient(context, { clientId: positional(line, 0), localOnly: line.options['local-only'] === true }));
+      const { clientId } = client;
       const there = deletedAtIssuer ? ' and deleted it at the issuer' : client.authMethod === null ? '' : '; it still exists at the issuer: delete it there';
       return { text: `removed token client ${clientId} of site ${client.siteId}${there}: its tokens are refused from now on`, json: { ...client, deletedAtIssuer } };
     },
@@ -185,14 +171,13 @@ export const TOKEN_COMMANDS: readonly Command[] = [
       'both|tokens': 'both: API keys and access tokens; tokens: access tokens only, a valid API key is refused with 105',
     },
     example: 'sitekey-authz site auth 1001 tokens',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const method = authMethodArgument(positional(line, 1));
-      const { policy, previous } = await withAdmin((admin) => admin.tokens.setAuthMethod(siteId, method));
-      const what = method === 'tokens' ? 'access tokens only: its API keys are refused with 105' : 'API keys and access tokens';
+    run: async ({ withOperations }, line) => {
+      const { policy, changed } = await withOperations((context) => setAuthMethod(context, { siteId: positional(line, 0), method: positional(line, 1) }));
+      const { siteId, authMethod } = policy;
+      const what = authMethod === 'tokens' ? 'access tokens only: its API keys are refused with 105' : 'API keys and access tokens';
       return {
-        text: previous === method ? `site ${siteId} already accepts ${what}` : `site ${siteId} now accepts ${what}`,
-        json: { ...policy, changed: previous !== method },
+        text: changed ? `site ${siteId} now accepts ${what}` : `site ${siteId} already accepts ${what}`,
+        json: { ...policy, changed },
       };
     },
   },
@@ -204,9 +189,9 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     arity: [1, 1],
     rules: { '<site-id>': `the site id: ${SITE_ID_FORM}` },
     example: 'sitekey-authz site revoke-tokens 1001',
-    run: async ({ withAdmin }, line) => {
-      const siteId = siteIdArgument(positional(line, 0));
-      const policy = await withAdmin((admin) => admin.tokens.revokeTokens(siteId));
+    run: async ({ withOperations }, line) => {
+      const policy = await withOperations((context) => revokeTokens(context, { siteId: positional(line, 0) }));
+      const { siteId } = policy;
       return {
         text:
           `site ${siteId}: tokens issued before ${policy.tokensNotBefore} are refused (106) on every replica within a second.\n` +

@@ -1,32 +1,7 @@
 import type { Config, SunsetVariable } from '../config.js';
 import type { SunsetPolicy } from '../decision/types.js';
-import { sunsetNotice, type AllowedResponsePolicy } from '../envoy/check-response.js';
+import { checkPolicies, type CheckPolicies } from '../envoy/check-policies.js';
 import type { Logger } from '../observe/logger.js';
-
-/** What a check is decided and answered with besides the snapshot. */
-export interface CheckPolicies {
-  readonly sunset: SunsetPolicy;
-  readonly allowedResponse: AllowedResponsePolicy;
-}
-
-/** The environment's sunset policy: only the first value the database gets, when it holds none. */
-export function configuredSunsetPolicy(config: Config): SunsetPolicy {
-  return { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl };
-}
-
-/**
- * The one place `serve` and `explain` take them from, so that explain answers as the service does:
- * the sunset policy the database holds (or, while it holds none, the environment's), and the
- * headers that follow from it. The deprecation date is APIKEY_DEPRECATED_AT if set, else the
- * sunset, and never later than the sunset (RFC 9745).
- */
-export function checkPolicies(config: Config, sunset: SunsetPolicy = configuredSunsetPolicy(config)): CheckPolicies {
-  const deprecatedAt = config.sunsetVariablesSet.includes('APIKEY_DEPRECATED_AT') ? Math.min(config.apiKeyDeprecatedAt, sunset.sunsetAt) : sunset.sunsetAt;
-  return {
-    sunset,
-    allowedResponse: sunsetNotice({ deprecatedAt, sunsetAt: sunset.sunsetAt, guideUrl: sunset.guideUrl, stripAuthorization: config.stripAuthorization }),
-  };
-}
 
 /** The sunset variables this process's environment set to something other than the database holds. */
 export function sunsetDisagreements(config: Config, stored: SunsetPolicy): SunsetVariable[] {

@@ -1,4 +1,6 @@
-import { configuredSunsetPolicy, FollowedCheckPolicies, type CheckPolicies } from './check-policies.js';
+import { configuredSunsetPolicy } from '../store/sunset-policy.js';
+import type { CheckPolicies } from '../envoy/check-policies.js';
+import { FollowedCheckPolicies } from './check-policies.js';
 import type { Config } from '../config.js';
 import { parseClientIp } from '../allowlist/client-ip.js';
 import type { Socket } from 'node:net';
@@ -16,8 +18,9 @@ import { LastUsedRecorder } from '../store/last-used-recorder.js';
 import { seedSunsetPolicy } from '../store/sunset-policy.js';
 import { IssuerKeys } from '../token/issuer-keys.js';
 import { TokenVerifier } from '../token/token-verifier.js';
-import { issuerKeysOptions, tokenKeysAgeSeconds, tokenKeysReadyWords, tokenKeysStatus } from './token-keys.js';
-import { authorizeCheck } from './authorize-check.js';
+import { issuerKeysOptions } from '../store/token-key-sets.js';
+import { authorizeCheck } from '../token/authorize-check.js';
+import { tokenKeysAgeSeconds, tokenKeysReadyWords, tokenKeysStatus } from './token-keys.js';
 import { Resources } from './resources.js';
 
 const READINESS_POLL_MS = 1_000;

@@ -1,19 +1,5 @@
-import type pg from 'pg';
-import type { TokenSettings } from '../config.js';
-import type { Logger } from '../observe/logger.js';
-import { tokenKeySetStore } from '../store/token-key-sets.js';
-import type { IssuerKeys, IssuerKeysOptions, KeySetOrigin } from '../token/issuer-keys.js';
+import type { IssuerKeys, KeySetOrigin } from '../token/issuer-keys.js';
 import type { TokenVerifier } from '../token/token-verifier.js';
-
-/**
- * How serve and explain hold the issuer's keys: from TOKEN_JWKS_URL, or else from the jwks_uri of
- * TOKEN_ISSUER's discovery document, with the last good set kept in the database under the same name.
- */
-export function issuerKeysOptions(settings: TokenSettings, pool: Pick<pg.Pool, 'query'>, logger: Logger): IssuerKeysOptions {
-  const { jwksUrl, issuer } = settings;
-  if (jwksUrl !== undefined) return { jwksUrl, setting: 'TOKEN_JWKS_URL', logger, store: tokenKeySetStore(pool, { kind: 'jwks_url', value: jwksUrl }) };
-  return { issuer, setting: 'TOKEN_ISSUER', logger, store: tokenKeySetStore(pool, { kind: 'issuer', value: issuer }) };
-}
 
 /**
  * Seconds since the key set held was fetched from the issuer (for a set read from the database,

@@ -3,7 +3,7 @@ import { withPooledClient } from './pooled-client.js';
 import type pg from 'pg';
 import type { ClientId, SiteId } from '../decision/types.js';
 
-/** Why an administrative change was refused; the message says what to type instead. */
+/** Why an administrative change was refused; the message says in words what to do instead. */
 export type AdminErrorCode =
   | 'SITE_EXISTS'
   | 'SITE_NOT_FOUND'
@@ -29,15 +29,34 @@ export interface AdminNextStep {
   readonly createClientFor?: SiteId;
 }
 
+/** Where a refusal points besides what happened: the field it concerns, and what to do next in each transport's words. */
+export interface AdminErrorDetail {
+  /** The body field or argument it concerns, e.g. `id` for a site that exists. */
+  readonly field?: string;
+  /** What to do next, in words (the API and the console). */
+  readonly step?: string;
+  /** What to type next at the CLI, instead of `step`. */
+  readonly cliStep?: string;
+}
+
 export class AdminError extends Error {
+  readonly field: string | undefined;
+  readonly step: string | undefined;
+  readonly cliStep: string | undefined;
+
   constructor(
     readonly code: AdminErrorCode,
+    /** In words for every reader: no command line, no flag. */
     message: string,
     /** Said after the message, in the words of the transport that reports it. */
     readonly nextStep?: AdminNextStep,
+    detail: AdminErrorDetail = {},
   ) {
     super(message);
     this.name = 'AdminError';
+    this.field = detail.field;
+    this.step = detail.step;
+    this.cliStep = detail.cliStep;
   }
 }
 
@@ -46,7 +65,10 @@ export type AdminTransport = 'cli' | 'api' | 'console';
 /** The message with its next step, as the CLI (what to type), the API (what to send) or the console (what to press) says it. */
 export function adminErrorText(error: AdminError, transport: AdminTransport): string {
   const step = error.nextStep;
-  if (step === undefined) return error.message;
+  if (step === undefined) {
+    const next = transport === 'cli' ? (error.cliStep ?? error.step) : error.step;
+    return next === undefined ? error.message : `${error.message}; ${next}`;
+  }
   const id = step.removeHereOnly;
   const remove = {
     cli: `remove this one here only: \`sitekey-authz token-client remove ${id} --local-only\``,
@@ -64,13 +86,17 @@ export function adminErrorText(error: AdminError, transport: AdminTransport): st
 }
 
 export const siteNotFound = (siteId: SiteId): AdminError =>
-  new AdminError('SITE_NOT_FOUND', `site ${siteId} does not exist; add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``);
+  new AdminError('SITE_NOT_FOUND', `site ${siteId} does not exist`, undefined, {
+    field: 'siteId',
+    step: 'check the id among the sites, or add the site first',
+    cliStep: `add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``,
+  });
 
 
 /** A database without our tables gets a message that says how to create them. */
 function schemaHint(error: unknown): unknown {
   if ((error as { code?: string }).code !== UNDEFINED_TABLE) return error;
-  return new AdminError('SCHEMA_MISSING', 'the database has no sitekey-authz tables yet; create them with `sitekey-authz migrate`');
+  return new AdminError('SCHEMA_MISSING', 'the database has no sitekey-authz tables yet', undefined, { step: 'an operator must apply the migrations', cliStep: 'create them with `sitekey-authz migrate`' });
 }
 
 /** How every administrative command reads, and changes in one transaction with its audit row. */

@@ -149,7 +149,7 @@ export class CredentialAdmin {
     return this.change(async (sql) => {
       const inserted = await sql.query('INSERT INTO sites (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [siteId, name]);
       if (inserted.rowCount === 0) {
-        throw new AdminError('SITE_EXISTS', `site ${siteId} already exists; see it with \`sitekey-authz site list\``);
+        throw new AdminError('SITE_EXISTS', `site ${siteId} already exists`, undefined, { field: 'id', step: 'open it among the sites, or give another id', cliStep: 'see it with `sitekey-authz site list`' });
       }
       await this.audit(sql, 'site.add', siteId, { name });
       return this.site(sql, siteId);
@@ -288,7 +288,11 @@ export class CredentialAdmin {
         row = rows[0] as KeySummaryRow;
       } catch (error) {
         if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
-          throw new AdminError('KEY_DUPLICATE', `this key is already registered; issue a fresh one with \`sitekey-authz key issue ${siteId}\``);
+          throw new AdminError('KEY_DUPLICATE', 'this key is already registered', undefined, {
+            field: 'key',
+            step: 'issue a fresh one for the partner instead',
+            cliStep: `issue a fresh one with \`sitekey-authz key issue ${siteId}\``,
+          });
         }
         throw error;
       }
@@ -331,18 +335,25 @@ async function keyNotFound(sql: pg.ClientBase, siteId: SiteId, keyId: KeyId): Pr
   return new AdminError(
     'KEY_NOT_FOUND',
     owner === undefined
-      ? `site ${siteId} has no key with id ${keyId}; see its keys with \`sitekey-authz key list ${siteId}\``
-      : `key ${keyId} belongs to site ${owner}, not to site ${siteId}; see it with \`sitekey-authz key list ${owner}\``,
+      ? `site ${siteId} has no key with id ${keyId}`
+      : `key ${keyId} belongs to site ${owner}, not to site ${siteId}`,
+    undefined,
+    {
+      field: 'keyId',
+      step: owner === undefined ? "take the id from the site's list of keys" : `look for it among the keys of site ${owner}`,
+      cliStep: `see ${owner === undefined ? 'its keys' : 'it'} with \`sitekey-authz key list ${owner ?? siteId}\``,
+    },
   );
 }
 
 /**
  * Revoking an address that is not listed itself but lies inside a listed network would leave it
- * admitted; the message names those networks and the command that removes them.
+ * admitted; the message names those networks, which are what to remove instead.
  */
 async function notOnAllowlist(sql: pg.ClientBase, siteId: SiteId, missing: readonly string[]): Promise<AdminError> {
   const absent: string[] = [];
   const inside: string[] = [];
+  const holding: string[] = [];
   for (const cidr of missing) {
     const { rows } = await sql.query<{ cidr: string }>(
       'SELECT cidr::text FROM allowlist_entries WHERE site_id = $1 AND cidr >> $2::cidr ORDER BY masklen(cidr) DESC',
@@ -351,15 +362,19 @@ async function notOnAllowlist(sql: pg.ClientBase, siteId: SiteId, missing: reado
     const networks = rows.map((row) => row.cidr);
     if (networks.length === 0) absent.push(cidr);
     else {
+      holding.push(...networks);
       inside.push(
-        `${cidr} is not on the allowlist of site ${siteId}, but it lies inside ${networks.join(' and ')}; ` +
-          `to remove ${networks.length === 1 ? 'the network' : 'those networks'}: sitekey-authz ip revoke ${siteId} ${networks.join(' ')}`,
+        `${cidr} is not on the allowlist of site ${siteId}, but it lies inside ${networks.join(' and ')}, ` +
+          `which stay${networks.length === 1 ? 's' : ''} and admit${networks.length === 1 ? 's' : ''} it: remove ${networks.length === 1 ? 'that network' : 'those networks'} instead`,
       );
     }
   }
   const reasons = [...(absent.length > 0 ? [`not on the allowlist of site ${siteId}: ${absent.join(', ')}`] : []), ...inside];
-  return new AdminError(
-    'CIDR_NOT_ON_ALLOWLIST',
-    `${reasons.join('; ')}; nothing was revoked. See the entries with \`sitekey-authz ip list ${siteId}\``,
-  );
+  return new AdminError('CIDR_NOT_ON_ALLOWLIST', `${reasons.join('; ')}; nothing was revoked`, undefined, {
+    field: 'entries',
+    cliStep:
+      holding.length === 0
+        ? `see the entries with \`sitekey-authz ip list ${siteId}\``
+        : `to remove ${holding.length === 1 ? 'the network' : 'those networks'}: sitekey-authz ip revoke ${siteId} ${[...new Set(holding)].join(' ')}`,
+  });
 }

@@ -245,7 +245,11 @@ export class SunsetAdmin {
     return this.transactions.change(async (sql) => {
       const found = await sql.query<{ cancelled: boolean }>('SELECT cancelled_at IS NOT NULL AS cancelled FROM brownouts WHERE id = $1 FOR UPDATE', [brownoutId]);
       if (found.rows[0] === undefined) {
-        throw new AdminError('BROWNOUT_NOT_FOUND', `brownout ${brownoutId} does not exist; see the ids with \`sitekey-authz brownout list\``);
+        throw new AdminError('BROWNOUT_NOT_FOUND', `brownout ${brownoutId} does not exist`, undefined, {
+          field: 'brownoutId',
+          step: 'take its id from the list of brownouts',
+          cliStep: 'see the ids with `sitekey-authz brownout list`',
+        });
       }
       const changed = !found.rows[0].cancelled;
       if (changed) {
@@ -370,7 +374,9 @@ export class SunsetAdmin {
       if (siteId !== undefined && (await sql.query('SELECT 1 FROM sites WHERE id = $1', [siteId])).rowCount === 0) {
         throw new AdminError(
           'SITE_NOT_FOUND',
-          `site ${siteId} does not exist (see \`sitekey-authz site list\`); requests naming it are refused with 101 and counted with every unknown site: \`sitekey-authz report denials\` without --site`,
+          `site ${siteId} does not exist; requests naming it are refused with 101 and counted with every unknown site`,
+          undefined,
+          { field: 'site', step: 'ask for the report of every site instead', cliStep: 'see `sitekey-authz site list`, or run `sitekey-authz report denials` without --site' },
         );
       }
       const { rows } = await sql.query<{

@@ -1,5 +1,6 @@
 import { UNDEFINED_TABLE } from './database.js';
 import type pg from 'pg';
+import type { Config } from '../config.js';
 import type { SunsetPolicy } from '../decision/types.js';
 
 interface SunsetPolicyRow {
@@ -56,4 +57,9 @@ export async function writeSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, polic
                                             guide_url = EXCLUDED.guide_url, updated_at = now()`,
     [new Date(policy.sunsetAt), policy.enforce, policy.guideUrl ?? null],
   );
+}
+
+/** The environment's sunset policy: only the first value the database gets, when it holds none. */
+export function configuredSunsetPolicy(config: Pick<Config, 'apiKeySunsetAt' | 'apiKeySunsetEnforce' | 'migrationGuideUrl'>): SunsetPolicy {
+  return { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl };
 }

@@ -24,7 +24,11 @@ export interface StoredRegistration {
 }
 
 const clientNotFound = (clientId: ClientId): AdminError =>
-  new AdminError('TOKEN_CLIENT_NOT_FOUND', `token client ${clientId} is not registered; see the registered ones with \`sitekey-authz token-client list\``);
+  new AdminError('TOKEN_CLIENT_NOT_FOUND', `token client ${clientId} is not registered`, undefined, {
+    field: 'clientId',
+    step: 'take its id from the list of token clients',
+    cliStep: 'see the registered ones with `sitekey-authz token-client list`',
+  });
 
 /** Which methods a site accepts, and since when its tokens count. */
 export interface SiteTokenPolicy {
@@ -88,7 +92,9 @@ export class TokenAdmin {
         const owner = await sql.query<{ site_id: string }>('SELECT site_id::text FROM token_clients WHERE client_id = $1', [clientId]);
         throw new AdminError(
           'TOKEN_CLIENT_EXISTS',
-          `token client ${clientId} is already registered to site ${owner.rows[0]?.site_id ?? '(removed meanwhile)'}; a client belongs to one site: \`sitekey-authz token-client remove ${clientId}\` first to move it`,
+          `token client ${clientId} is already registered to site ${owner.rows[0]?.site_id ?? '(removed meanwhile)'}; a client belongs to one site`,
+          undefined,
+          { field: 'clientId', step: 'remove it there first to move it', cliStep: `\`sitekey-authz token-client remove ${clientId}\` first to move it` },
         );
       }
       if (registration === undefined) await this.transactions.audit(sql, 'token-client.add', siteId, { clientId, note });

@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import type { JSONWebKeySet } from 'jose';
-import { KEY_SET_MAX_BYTES, type KeySetStore, type StoredKeySet } from '../token/issuer-keys.js';
+import type { TokenSettings } from '../config.js';
+import type { Logger } from '../observe/logger.js';
+import { KEY_SET_MAX_BYTES, type IssuerKeysOptions, type KeySetStore, type StoredKeySet } from '../token/issuer-keys.js';
 import { UNDEFINED_TABLE } from './database.js';
 
 /** Where a key set comes from: the configured JWKS URL, or the issuer whose discovery names it. */
@@ -42,4 +44,14 @@ export function tokenKeySetStore(pool: Pick<pg.Pool, 'query'>, source: KeySetSou
       );
     },
   };
+}
+
+/**
+ * How serve and explain hold the issuer's keys: from TOKEN_JWKS_URL, or else from the jwks_uri of
+ * TOKEN_ISSUER's discovery document, with the last good set kept in the database under the same name.
+ */
+export function issuerKeysOptions(settings: TokenSettings, pool: Pick<pg.Pool, 'query'>, logger: Logger): IssuerKeysOptions {
+  const { jwksUrl, issuer } = settings;
+  if (jwksUrl !== undefined) return { jwksUrl, setting: 'TOKEN_JWKS_URL', logger, store: tokenKeySetStore(pool, { kind: 'jwks_url', value: jwksUrl }) };
+  return { issuer, setting: 'TOKEN_ISSUER', logger, store: tokenKeySetStore(pool, { kind: 'issuer', value: issuer }) };
 }

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { ClientId, SiteId } from '../decision/types.js';
-import { configuredSunsetPolicy } from '../serve/check-policies.js';
+import { configuredSunsetPolicy } from '../store/sunset-policy.js';
 import { AdminError, type AdminNextStep } from '../store/admin-transactions.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 import type { StoredRegistration, TokenClientSummary } from '../store/token-admin.js';
@@ -53,7 +53,9 @@ interface RegistrationSettings {
 /** Said wherever registration cannot be used; names what to set, and the way without it. */
 export const REGISTRATION_OFF_HELP =
   'set TOKEN_REGISTRATION_TOKEN (or TOKEN_REGISTRATION_TOKEN_FILE) to the initial access token of the issuer named by TOKEN_ISSUER; ' +
-  'for an issuer without dynamic client registration, create the client there and register it with `sitekey-authz token-client add <site-id> <client-id>`';
+  'for an issuer without dynamic client registration, create the client there and register it here by its client id';
+/** What the CLI types for that last step. */
+const REGISTRATION_OFF_CLI = { cliStep: 'register a client made at the issuer with `sitekey-authz token-client add <site-id> <client-id>`' };
 
 /**
  * Each operation as a whole ends by then, whatever the issuer does: under the admin port's 30 s
@@ -100,7 +102,7 @@ export class ClientOnboarding {
     try {
       metadata = await discoverIssuer(settings.issuer, limits);
       if (metadata.registrationEndpoint === undefined) {
-        throw new AdminError('REGISTRATION_OFF', `the issuer ${settings.issuer} offers no dynamic client registration (its discovery document has no registration_endpoint); ${REGISTRATION_OFF_HELP}`);
+        throw new AdminError('REGISTRATION_OFF', `the issuer ${settings.issuer} offers no dynamic client registration (its discovery document has no registration_endpoint); ${REGISTRATION_OFF_HELP}`, undefined, REGISTRATION_OFF_CLI);
       }
       const name = `Partner API, site ${request.siteId}${request.note === '' ? '' : ` (${request.note})`}`;
       registered = await registerClient(metadata.registrationEndpoint, settings.initialAccessToken, clientMetadata(name, request.keys), limits);
@@ -188,7 +190,7 @@ export class ClientOnboarding {
 
   private settings(extra = ''): RegistrationSettings {
     const tokens = this.config.tokens;
-    if (tokens === undefined || tokens.registrationToken === undefined) throw new AdminError('REGISTRATION_OFF', `registering clients at the issuer is off: ${REGISTRATION_OFF_HELP}${extra}`);
+    if (tokens === undefined || tokens.registrationToken === undefined) throw new AdminError('REGISTRATION_OFF', `registering clients at the issuer is off: ${REGISTRATION_OFF_HELP}${extra}`, undefined, REGISTRATION_OFF_CLI);
     return { issuer: tokens.issuer, audience: tokens.audience, initialAccessToken: tokens.registrationToken };
   }
 
@@ -247,7 +249,7 @@ export class ClientOnboarding {
     } catch (undo) {
       undone = `deleting client ${registered.clientId} at the issuer failed too (${(undo as Error).message}): delete it there by hand`;
     }
-    if (error instanceof AdminError) return new AdminError(error.code, `${error.message}; ${undone}`);
+    if (error instanceof AdminError) return new AdminError(error.code, `${error.message}; ${undone}`, error.nextStep, error);
     return new Error(`storing the client failed (${(error as Error).message}); ${undone}`, { cause: error });
   }
 }

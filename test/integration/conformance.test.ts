@@ -3,7 +3,7 @@ import type { MethodDefinition } from '@grpc/grpc-js';
 import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { checkPolicies } from '../../src/serve/check-policies.js';
+import { checkPolicies } from '../../src/envoy/check-policies.js';
 import { loadConfig } from '../../src/config.js';
 import { decide } from '../../src/decision/decide.js';
 import { startGrpcServer, type AuthzGrpcServer } from '../../src/envoy/grpc-server.js';

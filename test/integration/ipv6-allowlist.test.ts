@@ -23,7 +23,7 @@ describe('an IPv6-only allowlist, through the CLI and serve', () => {
   before(async () => {
     database = await freshDatabase();
     await cli('site', 'add', '1001');
-    const allowed = await cli('ip', 'allow', '1001', '::/0', '::/80');
+    const allowed = await cli('ip', 'allow', '1001', '::/0', '::/80', '--allow-any-address');
     assert.match(allowed.stderr, /warning: ::\/0 does not admit IPv4 clients/);
     key = (JSON.parse((await cli('key', 'issue', '1001', '--json')).stdout) as { apiKey: string }).apiKey;
     service = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false' });

@@ -49,7 +49,7 @@ describe('steady state', () => {
     database = await freshDatabase();
     observer = new pg.Client({ connectionString: testServerUrl() });
     await observer.connect();
-    for (const args of [['site', 'add', '7'], ['ip', 'allow', '7', '0.0.0.0/0']]) assert.equal((await runCli(database.url, args)).code, 0);
+    for (const args of [['site', 'add', '7'], ['ip', 'allow', '7', '0.0.0.0/0', '--allow-any-address']]) assert.equal((await runCli(database.url, args)).code, 0);
     service = await startService({
       DATABASE_URL: database.url,
       MIGRATE_ON_START: 'false',

@@ -188,7 +188,7 @@ describe('the API-key sunset', () => {
     for (const [site, { apiKey }] of keys) assert.doesNotMatch(csv.join('\n'), new RegExp(apiKey), `site ${site}'s key`);
     const refused = await runCli(database.url, ['report', 'migration', '--since', 'a month']);
     assert.equal(refused.code, 2);
-    assert.match(refused.stderr, /--since "a month" is not a number of days from 1 to 3650; try --since 30/);
+    assert.match(refused.stderr, /--since: "a month" is not a number of days from 1 to 3650, e\.g\. --since 30/);
   });
 
   describe('after the sunset, with enforcement on', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkPolicies, FollowedCheckPolicies, sunsetDisagreements } from '../../src/serve/check-policies.js';
+import { checkPolicies } from '../../src/envoy/check-policies.js';
+import { FollowedCheckPolicies, sunsetDisagreements } from '../../src/serve/check-policies.js';
 import { loadConfig } from '../../src/config.js';
 import { loggedLines } from '../support/logged-lines.js';
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createLogger } from '../../src/observe/logger.js';
-import { issuerKeysOptions, tokenKeysAgeSeconds } from '../../src/serve/token-keys.js';
+import { issuerKeysOptions } from '../../src/store/token-key-sets.js';
+import { tokenKeysAgeSeconds } from '../../src/serve/token-keys.js';
 import { tokenSettings } from '../support/jwks-server.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');

@@ -27,7 +27,7 @@ function answerProblem(route: AdminRoute, body: unknown): string | undefined {
 /**
  * Every route of the admin API against the real service, database and provider: an account manager
  * onboards a partner, an admin runs the sunset, and each change lands in the audit trail with the
- * person as actor. Bad values are refused with the CLI's own words.
+ * person as actor. Bad values are refused with a code and the field, as the CLI refuses them.
  */
 describe('the admin API routes, as the CLI does them', () => {
   let database: TestDatabase;
@@ -200,7 +200,7 @@ describe('the admin API routes, as the CLI does them', () => {
     else {
       assert.ok(Date.now() - Date.parse(bySite.countsBegin) < 2 * 3_600_000, `counts from this test's checks, not ${bySite.countsBegin}`);
       assert.equal(bySite.warnings.length, 1);
-      assert.ok(bySite.warnings[0].startsWith(`the oldest request counts held are from ${bySite.countsBegin}: tokenRequests, keyRequests and tokenShare count from then`), bySite.warnings[0]);
+      assert.ok(bySite.warnings[0].startsWith(`the oldest request counts held are from ${bySite.countsBegin}: token requests, key requests and the share on tokens count from then`), bySite.warnings[0]);
     }
     assert.equal((await ok('viewer', 'GET', '/api/v1/reports/migration')).countsBegin, undefined, 'the per-key report has no request counts');
     await eventually(
@@ -211,45 +211,100 @@ describe('the admin API routes, as the CLI does them', () => {
     );
   });
 
-  it("refuses bad values with the CLI's own message", async () => {
-    const cases: Array<[string, string, unknown, string[], string?]> = [
-      ['POST', '/api/v1/sites', { id: '01001' }, ['site', 'add', '01001']],
-      ['POST', '/api/v1/sites', { id: '1002', name: 'two\nlines' }, ['site', 'add', '1002', '--name', 'two\nlines']],
-      ['POST', '/api/v1/sites', { id: '1001' }, ['site', 'add', '1001']],
-      ['GET', '/api/v1/sites/4242', undefined, ['key', 'list', '4242']],
-      ['GET', '/api/v1/sites/abc', undefined, ['key', 'list', 'abc']],
-      ['POST', '/api/v1/sites/1001/keys', { expires: '2001-01-01' }, ['key', 'issue', '1001', '--expires', '2001-01-01']],
-      ['POST', '/api/v1/sites/1001/keys', { expires: 'tomorrow' }, ['key', 'issue', '1001', '--expires', 'tomorrow']],
-      ['POST', '/api/v1/sites/1001/keys/import', { key: 'not-a-key' }, ['key', 'import', '1001'], 'not-a-key'],
-      ['POST', '/api/v1/sites/1001/keys/abc/revoke', undefined, ['key', 'revoke', '1001', 'abc']],
-      ['POST', '/api/v1/sites/1001/keys/999/revoke', undefined, ['key', 'revoke', '1001', '999']],
-      ['POST', '/api/v1/sites/1001/allowlist', { entries: ['300.1.1.1', '10.0.0.1/33'] }, ['ip', 'allow', '1001', '300.1.1.1', '10.0.0.1/33']],
-      ['DELETE', '/api/v1/sites/1001/allowlist/198.51.100.7', undefined, ['ip', 'revoke', '1001', '198.51.100.7']],
-      ['PUT', '/api/v1/sites/1001/auth-method', { method: 'keys' }, ['site', 'auth', '1001', 'keys']],
-      ['PUT', '/api/v1/sites/1001/grace', { until: '2026-02-30' }, ['site', 'grace', '1001', '--until', '2026-02-30']],
-      ['POST', '/api/v1/sites/1001/token-clients', { clientId: 'has space' }, ['token-client', 'add', '1001', 'has space']],
-      ['DELETE', '/api/v1/token-clients/nobody', undefined, ['token-client', 'remove', 'nobody']],
+  it('refuses bad values with a stable code and the field, in words with no flag, and the CLI refuses them with the same code', async () => {
+    const privateJwks = { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', d: 'secret' }] };
+    // method, path, body, the CLI's arguments (none: the CLI has no such value), code, field, stdin
+    const cases: Array<[string, string, unknown, string[] | undefined, string, string | undefined, string?]> = [
+      ['POST', '/api/v1/sites', { id: '01001' }, ['site', 'add', '01001'], 'SITE_ID_INVALID', 'id'],
+      ['POST', '/api/v1/sites', { id: '1002', name: 'two\nlines' }, ['site', 'add', '1002', '--name', 'two\nlines'], 'TEXT_HAS_CONTROL', 'name'],
+      ['POST', '/api/v1/sites', { id: '1001' }, ['site', 'add', '1001'], 'SITE_EXISTS', 'id'],
+      ['POST', '/api/v1/sites', { id: 1001 }, undefined, 'INVALID_REQUEST', 'id'],
+      ['GET', '/api/v1/sites/4242', undefined, ['key', 'list', '4242'], 'SITE_NOT_FOUND', 'siteId'],
+      ['GET', '/api/v1/sites/abc', undefined, ['key', 'list', 'abc'], 'SITE_ID_INVALID', 'siteId'],
+      ['POST', '/api/v1/sites/1001/keys', { expires: '2001-01-01' }, ['key', 'issue', '1001', '--expires', '2001-01-01'], 'DATE_IN_PAST', 'expires'],
+      ['POST', '/api/v1/sites/1001/keys', { expires: 'tomorrow' }, ['key', 'issue', '1001', '--expires', 'tomorrow'], 'DATE_INVALID', 'expires'],
+      ['POST', '/api/v1/sites/1001/keys', { note: 'x'.repeat(501) }, ['key', 'issue', '1001', '--note', 'x'.repeat(501)], 'TEXT_TOO_LONG', 'note'],
+      ['POST', '/api/v1/sites/1001/keys/import', { key: 'not-a-key' }, ['key', 'import', '1001'], 'KEY_INVALID', 'key', 'not-a-key'],
+      ['POST', '/api/v1/sites/1001/keys/import', { key: issuedKey }, ['key', 'import', '1001'], 'KEY_DUPLICATE', 'key', issuedKey],
+      ['POST', '/api/v1/sites/1001/keys/abc/revoke', undefined, ['key', 'revoke', '1001', 'abc'], 'KEY_ID_INVALID', 'keyId'],
+      ['POST', '/api/v1/sites/1001/keys/999/revoke', undefined, ['key', 'revoke', '1001', '999'], 'KEY_NOT_FOUND', 'keyId'],
+      ['POST', '/api/v1/sites/1001/allowlist', { entries: ['300.1.1.1', '10.0.0.1/33'] }, ['ip', 'allow', '1001', '300.1.1.1', '10.0.0.1/33'], 'ENTRY_INVALID', 'entries'],
+      ['POST', '/api/v1/sites/1001/allowlist', { entries: [] }, undefined, 'ENTRIES_EMPTY', 'entries'],
+      ['POST', '/api/v1/sites/1001/allowlist', { entries: ['0.0.0.0/0'] }, ['ip', 'allow', '1001', '0.0.0.0/0'], 'ANY_ADDRESS_UNCONFIRMED', 'entries'],
+      ['POST', '/api/v1/sites/1001/allowlist', { entries: ['::/0'], allowAnyAddress: false }, ['ip', 'allow', '1001', '::/0'], 'ANY_ADDRESS_UNCONFIRMED', 'entries'],
+      ['DELETE', '/api/v1/sites/1001/allowlist/198.51.100.7', undefined, ['ip', 'revoke', '1001', '198.51.100.7'], 'CIDR_NOT_ON_ALLOWLIST', 'entries'],
+      ['PUT', '/api/v1/sites/1001/auth-method', { method: 'keys' }, ['site', 'auth', '1001', 'keys'], 'AUTH_METHOD_INVALID', 'method'],
+      ['PUT', '/api/v1/sites/1001/grace', { until: '2026-02-30' }, ['site', 'grace', '1001', '--until', '2026-02-30'], 'DATE_INVALID', 'until'],
+      ['PUT', '/api/v1/sites/1001/grace', { until: '2001-01-01' }, ['site', 'grace', '1001', '--until', '2001-01-01'], 'DATE_IN_PAST', 'until'],
+      ['POST', '/api/v1/sites/1001/token-clients', { clientId: 'has space' }, ['token-client', 'add', '1001', 'has space'], 'CLIENT_ID_INVALID', 'clientId'],
+      ['DELETE', '/api/v1/token-clients/nobody', undefined, ['token-client', 'remove', 'nobody'], 'TOKEN_CLIENT_NOT_FOUND', 'clientId'],
       // This service has no TOKEN_ISSUER: creating at the issuer is off, and says what to set.
-      ['POST', '/api/v1/sites/1001/token-clients/create', {}, ['token-client', 'create', '1001']],
-      ['POST', '/api/v1/token-clients/nobody/rotate-secret', undefined, ['token-client', 'rotate-secret', 'nobody']],
-      ['POST', '/api/v1/brownouts', { from: 'now', until: '2001-01-01' }, ['brownout', 'add', '--from', 'now', '--until', '2001-01-01']],
-      ['POST', '/api/v1/brownouts/x/cancel', undefined, ['brownout', 'cancel', 'x']],
-      ['POST', '/api/v1/brownouts/999/cancel', undefined, ['brownout', 'cancel', '999']],
-      ['PUT', '/api/v1/sunset', { guide: 'http://developers.example.com' }, ['sunset', 'set', '--guide', 'http://developers.example.com']],
-      ['PUT', '/api/v1/sunset', {}, ['sunset', 'set']],
-      ['GET', '/api/v1/reports/denials?since=0', undefined, ['report', 'denials', '--since', '0']],
-      ['GET', '/api/v1/reports/migration?since=99999', undefined, ['report', 'migration', '--since', '99999']],
-      ['GET', '/api/v1/audit?action=Key', undefined, ['audit', 'list', '--action', 'Key']],
+      ['POST', '/api/v1/sites/1001/token-clients/create', {}, ['token-client', 'create', '1001'], 'REGISTRATION_OFF', undefined],
+      ['POST', '/api/v1/sites/1001/token-clients/create', { jwks: privateJwks }, undefined, 'JWKS_PRIVATE_KEY', 'jwks'],
+      ['POST', '/api/v1/sites/1001/token-clients/create', { jwksUri: 'http://partner.example/jwks' }, ['token-client', 'create', '1001', '--jwks-uri', 'http://partner.example/jwks'], 'JWKS_URI_INVALID', 'jwksUri'],
+      ['POST', '/api/v1/token-clients/nobody/rotate-secret', undefined, ['token-client', 'rotate-secret', 'nobody'], 'REGISTRATION_OFF', undefined],
+      ['POST', '/api/v1/brownouts', { from: 'now', until: '2001-01-01' }, ['brownout', 'add', '--from', 'now', '--until', '2001-01-01'], 'UNTIL_NOT_AFTER_FROM', 'until'],
+      ['POST', '/api/v1/brownouts', { from: '2001-01-01', until: '2001-01-02' }, ['brownout', 'add', '--from', '2001-01-01', '--until', '2001-01-02'], 'DATE_IN_PAST', 'until'],
+      ['POST', '/api/v1/brownouts', { from: '2027-01-02', until: '2027-01-01' }, ['brownout', 'add', '--from', '2027-01-02', '--until', '2027-01-01'], 'UNTIL_NOT_AFTER_FROM', 'until'],
+      ['POST', '/api/v1/brownouts', { from: 'now', until: '2099-01-01', sites: ['x'] }, ['brownout', 'add', '--from', 'now', '--until', '2099-01-01', '--site', 'x'], 'SITE_ID_INVALID', 'sites'],
+      ['POST', '/api/v1/brownouts/x/cancel', undefined, ['brownout', 'cancel', 'x'], 'BROWNOUT_ID_INVALID', 'brownoutId'],
+      ['POST', '/api/v1/brownouts/999/cancel', undefined, ['brownout', 'cancel', '999'], 'BROWNOUT_NOT_FOUND', 'brownoutId'],
+      ['PUT', '/api/v1/sunset', { guide: 'http://developers.example.com' }, ['sunset', 'set', '--guide', 'http://developers.example.com'], 'GUIDE_INVALID', 'guide'],
+      ['PUT', '/api/v1/sunset', { at: '2027-02-30' }, ['sunset', 'set', '--at', '2027-02-30'], 'DATE_INVALID', 'at'],
+      ['PUT', '/api/v1/sunset', {}, undefined, 'NOTHING_TO_CHANGE', undefined],
+      ['GET', '/api/v1/reports/denials?since=0', undefined, ['report', 'denials', '--since', '0'], 'COUNT_INVALID', 'since'],
+      ['GET', '/api/v1/reports/denials?site=4242', undefined, ['report', 'denials', '--site', '4242'], 'SITE_NOT_FOUND', 'site'],
+      ['GET', '/api/v1/reports/denials?limit=all', undefined, undefined, 'INVALID_REQUEST', 'limit'],
+      ['GET', '/api/v1/reports/migration?since=99999', undefined, ['report', 'migration', '--since', '99999'], 'COUNT_INVALID', 'since'],
+      ['GET', '/api/v1/reports/migration?sites=yes', undefined, undefined, 'FLAG_INVALID', 'sites'],
+      ['GET', '/api/v1/audit?action=Key', undefined, ['audit', 'list', '--action', 'Key'], 'ACTION_INVALID', 'action'],
+      ['GET', '/api/v1/audit?cursor=nope', undefined, undefined, 'CURSOR_INVALID', 'cursor'],
+      ['GET', '/api/v1/sites?color=red', undefined, undefined, 'INVALID_REQUEST', 'color'],
     ];
-    for (const [method, path, body, cliArgs, stdin] of cases) {
+    for (const [method, path, body, cliArgs, code, field, stdin] of cases) {
+      const what = `${method} ${path} ${JSON.stringify(body ?? null).slice(0, 80)}`;
       const answer = await api('admin', method, path, body);
-      assert.ok([400, 404, 409].includes(answer.status), `${method} ${path}: ${answer.status} ${answer.text}`);
-      const message: string = answer.body.error.message;
-      const cli = await runCli(database.url, cliArgs, stdin);
-      assert.notEqual(cli.code, 0, cliArgs.join(' '));
-      assert.ok(cli.stderr.includes(message), `${method} ${path} says what \`sitekey-authz ${cliArgs.join(' ')}\` says:\n  API: ${message}\n  CLI: ${cli.stderr}`);
-      const expectedStatus = answer.body.error.code === 'INVALID_REQUEST' ? 400 : /NOT_FOUND$/.test(answer.body.error.code) ? 404 : 409;
-      assert.equal(answer.status, expectedStatus, `${method} ${path} ${answer.body.error.code}`);
+      assert.deepEqual([answer.body?.error?.code, answer.body?.error?.field], [code, field], `${what}: ${answer.text}`);
+      for (const said of [answer.body.error.message, answer.body.error.consoleMessage ?? '']) {
+        assert.doesNotMatch(said, /--[a-z]|sitekey-authz/, `${what} speaks in words, not in flags or commands`);
+      }
+      const expectedStatus = /NOT_FOUND$/.test(code) ? 404 : /EXISTS$|DUPLICATE$|NOT_ON_ALLOWLIST$|REGISTRATION_OFF$/.test(code) ? 409 : 400;
+      assert.equal(answer.status, expectedStatus, what);
+      if (cliArgs === undefined) continue;
+      const cli = await runCli(database.url, [...cliArgs, '--json'], stdin);
+      assert.equal(cli.code, expectedStatus === 400 ? 2 : 1, `${cliArgs.join(' ')}: ${cli.stderr}`);
+      const cliError = (JSON.parse(cli.stderr) as { error: { code: string; field?: string; message: string } }).error;
+      assert.deepEqual([cliError.code, cliError.field], [code, field], `sitekey-authz ${cliArgs.join(' ')} refuses as the API does: ${cli.stderr}`);
+    }
+  });
+
+  it('admits every address only when the request says so, and warns of it', async () => {
+    const refused = await api('manager', 'POST', '/api/v1/sites/1001/allowlist', { entries: ['203.0.113.64/26', '0.0.0.0/0'] });
+    assert.equal(refused.status, 400);
+    assert.match(refused.body.error.message, /0\.0\.0\.0\/0 would admit every address on the internet/);
+    assert.ok(!(await ok('viewer', 'GET', '/api/v1/sites/1001/allowlist')).items.some((entry: { cidr: string }) => entry.cidr === '203.0.113.64/26'), 'nothing was added');
+    const added = await ok('manager', 'POST', '/api/v1/sites/1001/allowlist', { entries: ['::/0'], allowAnyAddress: true }, 201);
+    assert.deepEqual(added.added, ['::/0']);
+    assert.match(added.warnings.join('\n'), /::\/0 admits every IPv6 address: the allowlist no longer restricts site 1001/);
+    await ok('manager', 'DELETE', `/api/v1/sites/1001/allowlist/${encodeURIComponent('::/0')}`);
+  });
+
+  it('warns that a key issued near the sunset stops working then, and refuses a grace or brownout already over', async () => {
+    const near = new Date(Date.now() + 20 * 86_400_000).toISOString();
+    await ok('admin', 'PUT', '/api/v1/sunset', { at: near });
+    try {
+      const issued = await ok('manager', 'POST', '/api/v1/sites/1001/keys', { note: 'near the sunset' }, 201);
+      assert.ok(issued.warnings.some((warning: string) => warning.includes(`stops working at the API-key sunset on ${near}`)), issued.warnings.join('\n'));
+      const imported = await ok('manager', 'POST', '/api/v1/sites/1001/keys/import', { key: '0b7f4c1e-2d3a-4b5c-8d6e-7f8091a2b3c4', expires: '2099-01-01' }, 201);
+      assert.equal(imported.warnings.length, 1);
+      const short = await ok('manager', 'POST', '/api/v1/sites/1001/keys', { expires: new Date(Date.now() + 86_400_000).toISOString() }, 201);
+      assert.ok(!short.warnings.some((warning: string) => warning.includes('sunset')), 'a key that expires before the sunset is not warned of');
+      const cli = await runCli(database.url, ['key', 'issue', '1001']);
+      assert.equal(cli.code, 0, cli.stderr);
+      assert.match(cli.stderr, new RegExp(`warning: this key stops working at the API-key sunset on ${near.replace(/\./g, '\\.')}`));
+      for (const keyId of [issued.keyId, imported.keyId, short.keyId]) await ok('manager', 'POST', `/api/v1/sites/1001/keys/${keyId}/revoke`);
+    } finally {
+      await ok('admin', 'PUT', '/api/v1/sunset', { at: '2027-06-30T00:00:00Z' });
     }
   });
 

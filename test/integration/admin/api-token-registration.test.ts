@@ -100,10 +100,12 @@ describe('the admin API creates partner clients at the issuer', () => {
     const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
     const refused = await api('manager', 'POST', '/api/v1/sites/1001/token-clients/create', { jwks: { keys: [await exportJWK(privateKey)] } });
     assert.equal(refused.status, 400);
-    assert.match(refused.body.error.message, /key 1 of the partner's key set is private \(it has "d"\)/);
+    assert.deepEqual([refused.body.error.code, refused.body.error.field], ['JWKS_PRIVATE_KEY', 'jwks']);
+    assert.match(refused.body.error.message, /^the partner's key set: key 1 is private \(it has "d"\)/);
     assert.doesNotMatch(refused.body.error.message, /--/, 'no CLI flag in an API answer');
     const both = await api('manager', 'POST', '/api/v1/sites/1001/token-clients/create', { jwks: { keys: [] }, jwksUri: 'https://partner.example/jwks' });
-    assert.match(both.body.error.message, /as a key set \(jwks\) or as its URL \(jwksUri\), not both/);
+    assert.deepEqual([both.status, both.body.error.code, both.body.error.field], [400, 'JWKS_TWICE', 'jwksUri']);
+    assert.match(both.body.error.message, /give the partner's public keys once: as a key set or as its URL, not both/);
     const keyed = await ok('manager', 'POST', '/api/v1/sites/1001/token-clients/create', { jwks: { keys: [await exportJWK(publicKey)] } }, 201);
     assert.equal('client_secret' in keyed, false);
     const rotate = await api('manager', 'POST', `/api/v1/token-clients/${encodeURIComponent(keyed.client_id)}/rotate-secret`);

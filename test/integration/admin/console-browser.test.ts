@@ -97,10 +97,10 @@ describe('admin console in a browser', { skip: missing }, () => {
     assert.match(listed.stdout, /203\.0\.113\.0\/24/);
   });
 
-  it('shows a bad address with the API’s message, announced', async () => {
+  it('shows a bad address with the API’s message beside the input, announced', async () => {
     await page.getByLabel('Add an address or network (CIDR)').fill('not-an-address');
     await page.getByRole('button', { name: 'Add address' }).click();
-    const alert = page.locator('#allowlist-heading ~ [role=alert]');
+    const alert = page.locator('#allowlist-add-error[role=alert]');
     await alert.waitFor();
     assert.match((await alert.textContent()) ?? '', /not-an-address/);
   });
@@ -248,7 +248,7 @@ describe('admin console in a browser', { skip: missing }, () => {
       30_000,
     );
     const warning = (await page.getByRole('status').filter({ hasText: 'oldest request counts held' }).textContent()) ?? '';
-    assert.match(warning, /tokenRequests, keyRequests and tokenShare count from then, not from \d{4}-\d\d-\d\dT/);
+    assert.match(warning, /token requests, key requests and the share on tokens count from then, not from \d{4}-\d\d-\d\dT/);
   });
 
   it('shows the viewer no button that changes anything, and the API refuses the viewer’s session 403', async () => {

@@ -127,8 +127,8 @@ describe('sitekey-authz CLI', () => {
     });
 
     it('refuses bad --expires and --note values before touching the database', async () => {
-      refused(await cli('key', 'issue', '3001', '--expires', 'next week'), USAGE, /--expires "next week" is not an ISO 8601 date.*try --expires 2027-01-31/);
-      refused(await cli('key', 'issue', '3001', '--expires', '2001-01-01'), USAGE, /in the past/);
+      refused(await cli('key', 'issue', '3001', '--expires', 'next week'), USAGE, /--expires: "next week" is not an ISO 8601 date.*, e\.g\. --expires 2027-01-31/);
+      refused(await cli('key', 'issue', '3001', '--expires', '2001-01-01'), USAGE, /^sitekey-authz: --expires: 2001-01-01 is in the past: a key must expire after it is issued; give a date after today, e\.g\. --expires \d{4}-\d\d-\d\d\n$/);
       refused(await cli('key', 'issue', '3001', '--expires'), USAGE, /--expires.*argument missing/);
       refused(await cli('key', 'issue', '4242'), FAILED, /site 4242 does not exist/);
     });
@@ -173,7 +173,7 @@ describe('sitekey-authz CLI', () => {
       refused(await cli('key', 'issue', '3004', '--note', `${note}!`), USAGE, /--note is 501 characters long; keep it to 500/);
       for (const [option, mark] of [['--name', '\u202e'], ['--note', '\u2066'], ['--actor', '\u200f'], ['--name', '\u061c']] as const) {
         const args = option === '--note' ? ['key', 'issue', '3004'] : ['site', 'add', '3005'];
-        refused(await cli(...args, option, `Acme ${mark}Travel`), USAGE, new RegExp(`${option} must not contain the invisible direction control U\\+${mark.codePointAt(0)?.toString(16).toUpperCase().padStart(4, '0')}.*type`));
+        refused(await cli(...args, option, `Acme ${mark}Travel`), USAGE, new RegExp(`${option} must not contain the invisible direction control U\\+${mark.codePointAt(0)?.toString(16).toUpperCase().padStart(4, '0')}.*write the text without it`));
       }
       refused(await cli('site', 'add', '3005', '--name', 'Acme\u0085Travel'), USAGE, /--name must not contain control characters/);
       assert.equal((await sql.query('SELECT 1 FROM sites WHERE id = 3005')).rows.length, 0);
@@ -190,17 +190,17 @@ describe('sitekey-authz CLI', () => {
       refused(await runCli(database.url, ['key', 'import', '3002'], key.toLowerCase()), FAILED, /this key is already registered; issue a fresh one/);
       const duplicate = await runCli(database.url, ['key', 'import', '3002', '--json'], key);
       assert.deepEqual(JSON.parse(duplicate.stderr), {
-        error: { code: 'KEY_DUPLICATE', message: 'this key is already registered; issue a fresh one with `sitekey-authz key issue 3002`' },
+        error: { code: 'KEY_DUPLICATE', field: 'key', message: 'this key is already registered; issue a fresh one with `sitekey-authz key issue 3002`' },
       });
     });
 
     it('refuses standard input that is not one key, without echoing it', async () => {
       const typo = 'abcdef01-2345-4678-9abc-def01234567';
       const result = await runCli(database.url, ['key', 'import', '3001'], typo);
-      refused(result, USAGE, /standard input must hold exactly one API key.*Try: sitekey-authz key import <site> < key.txt/);
+      refused(result, USAGE, /standard input must hold exactly one API key, .*; got a line that is not a UUID/);
       assert.ok(!result.stderr.includes(typo));
       // Its example must survive the masking of keys in every message, and be plainly no real key.
-      assert.match(result.stderr, /a UUID such as xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx;/);
+      assert.match(result.stderr, /a UUID such as xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx; got/);
       refused(await runCli(database.url, ['key', 'import', '3001'], ''), USAGE, /got nothing/);
     });
 
@@ -234,7 +234,7 @@ describe('sitekey-authz CLI', () => {
       refused(await cli('key', 'revoke', '3002', '999999'), FAILED, /site 3002 has no key with id 999999; see its keys with `sitekey-authz key list 3002`/);
       const byKey = await cli('key', 'revoke', '3001', key.apiKey, '--json');
       assert.equal(byKey.code, USAGE);
-      assert.match(byKey.stderr, /that is an API key, not a key id: expected the number in the KEY ID column/);
+      assert.match(byKey.stderr, /<key-id>: that is an API key, not a key id: expected the number the list of the site's keys shows for the key, e\.g\. 12/);
       assert.ok(!byKey.stderr.includes(key.apiKey), 'the key was echoed');
       const typed = await runCli(database.url, ['key', 'import', '3001', key.apiKey.toUpperCase()]);
       refused(typed, USAGE, /"key import" takes no API key on the command line, where it would stay in shell history; usage: sitekey-authz key import <site>/);
@@ -281,20 +281,23 @@ describe('sitekey-authz CLI', () => {
       refused(await cli('ip', 'allow', '4242', '10.0.0.0/8'), FAILED, /site 4242 does not exist/);
     });
 
-    it('warns when an entry admits every address', async () => {
+    it('refuses an entry that admits every address until --allow-any-address confirms it, and then warns', async () => {
       await cli('site', 'add', '5002');
-      const result = await cli('ip', 'allow', '5002', '0.0.0.0/0', '::/0');
-      assert.equal(result.code, 0);
+      const unconfirmed = await cli('ip', 'allow', '5002', '0.0.0.0/0', '::/0');
+      refused(unconfirmed, USAGE, /^sitekey-authz: <cidr>: 0\.0\.0\.0\/0 and ::\/0 would admit every address on the internet.*nothing was changed.*; to go ahead all the same, add --allow-any-address\n$/);
+      assert.equal(json<unknown[]>(await cli('ip', 'list', '5002', '--json')).length, 0);
+      const result = await cli('ip', 'allow', '5002', '0.0.0.0/0', '::/0', '--allow-any-address');
+      assert.equal(result.code, 0, result.stderr);
       assert.match(result.stderr, /warning: 0\.0\.0\.0\/0 admits every IPv4 address/);
       assert.match(result.stderr, /warning: ::\/0 admits every IPv6 address/);
     });
 
     it('warns that an IPv6 entry covering ::ffff:0:0/96 admits no IPv4 client, and what to type instead', async () => {
       await cli('site', 'add', '5004');
-      const result = await cli('ip', 'allow', '5004', '::/80', '::fffe:0:0/95', '2001:db8::/32', '::/0', '::ffff:0:0/96');
+      const result = await cli('ip', 'allow', '5004', '::/80', '::fffe:0:0/95', '2001:db8::/32', '::/0', '::ffff:0:0/96', '--allow-any-address');
       assert.equal(result.code, 0, result.stderr);
       for (const cidr of ['::/80', '::fffe:0:0/95', '::/0']) {
-        const warning = new RegExp(`^warning: ${cidr.replaceAll('/', '\\/')} does not admit IPv4 clients.*IPv4 clients match IPv4 entries only.*sitekey-authz ip allow 5004 <IPv4 network>`, 'm');
+        const warning = new RegExp(`^warning: ${cidr.replaceAll('/', '\\/')} does not admit IPv4 clients.*IPv4 clients match IPv4 entries only\\. To admit them, add an IPv4 network too, e\\.g\\. 203\\.0\\.113\\.0\\/24$`, 'm');
         assert.match(result.stderr, warning);
       }
       assert.doesNotMatch(result.stderr, /2001:db8::\/32/);
@@ -333,13 +336,13 @@ describe('sitekey-authz CLI', () => {
       await cli('site', 'add', '5044');
       assert.equal((await cli('ip', 'allow', '5044', '203.0.113.0/24', '10.8.0.0/16', '10.8.1.0/24', '2001:db8:42::/48')).code, 0);
       const cases: Array<[string, RegExp]> = [
-        ['203.0.113.9', /203\.0\.113\.9\/32 is not on the allowlist of site 5044, but it lies inside 203\.0\.113\.0\/24; to remove the network: sitekey-authz ip revoke 5044 203\.0\.113\.0\/24; nothing was revoked/],
-        ['10.8.1.5', /10\.8\.1\.5\/32 .* lies inside 10\.8\.1\.0\/24 and 10\.8\.0\.0\/16; to remove those networks: sitekey-authz ip revoke 5044 10\.8\.1\.0\/24 10\.8\.0\.0\/16;/],
-        ['2001:db8:42::1', /2001:db8:42::1\/128 .* lies inside 2001:db8:42::\/48; to remove the network: sitekey-authz ip revoke 5044 2001:db8:42::\/48;/],
+        ['203.0.113.9', /203\.0\.113\.9\/32 is not on the allowlist of site 5044, but it lies inside 203\.0\.113\.0\/24, which stays and admits it: remove that network instead; nothing was revoked; to remove the network: sitekey-authz ip revoke 5044 203\.0\.113\.0\/24$/m],
+        ['10.8.1.5', /10\.8\.1\.5\/32 .* lies inside 10\.8\.1\.0\/24 and 10\.8\.0\.0\/16, which stay and admit it.*; to remove those networks: sitekey-authz ip revoke 5044 10\.8\.1\.0\/24 10\.8\.0\.0\/16$/m],
+        ['2001:db8:42::1', /2001:db8:42::1\/128 .* lies inside 2001:db8:42::\/48, .*; to remove the network: sitekey-authz ip revoke 5044 2001:db8:42::\/48$/m],
       ];
       for (const [address, message] of cases) refused(await cli('ip', 'revoke', '5044', address), FAILED, message);
       const both = await cli('ip', 'revoke', '5044', '192.0.2.1', '203.0.113.9');
-      refused(both, FAILED, /not on the allowlist of site 5044: 192\.0\.2\.1\/32; 203\.0\.113\.9\/32 .* lies inside 203\.0\.113\.0\/24;/);
+      refused(both, FAILED, /not on the allowlist of site 5044: 192\.0\.2\.1\/32; 203\.0\.113\.9\/32 .* lies inside 203\.0\.113\.0\/24,/);
       assert.equal((await sql.query('SELECT 1 FROM allowlist_entries WHERE site_id = 5044')).rows.length, 4);
     });
   });

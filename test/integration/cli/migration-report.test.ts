@@ -121,7 +121,7 @@ describe('report migration --sites', () => {
     const oldest = `${rows[0]!.hour.toISOString().slice(0, 16).replace('T', ' ')}Z`;
     assert.match(
       beyond.stderr,
-      new RegExp(`^warning: the oldest request counts held are from ${oldest}: TOKEN REQS, KEY REQS and ON TOKENS count from then, not from \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\dZ \\(serve deletes counts older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request\\)\\n$`),
+      new RegExp(`^warning: the oldest request counts held are from ${oldest}: token requests, key requests and the share on tokens count from then, not from \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\dZ \\(serve deletes counts older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request\\)\\n$`),
     );
     assert.ok(Array.isArray(JSON.parse(beyond.stdout)), 'the report itself is still printed');
     const within = await runCli(database.url, ['report', 'migration', '--sites', '--since', '30'], undefined, { AUTH_USAGE_RETENTION_DAYS: '1' });

@@ -38,7 +38,7 @@ describe('the token commands', () => {
     assert.deepEqual(JSON.parse(await ok('token-client', 'list', '1002', '--json')), []);
     const twice = await cli('token-client', 'add', '1002', 'partner-1001');
     assert.equal(twice.code, 1);
-    assert.match(twice.stderr, /already registered to site 1001; a client belongs to one site: `sitekey-authz token-client remove partner-1001` first/);
+    assert.match(twice.stderr, /already registered to site 1001; a client belongs to one site; `sitekey-authz token-client remove partner-1001` first/);
     assert.match(await ok('token-client', 'remove', 'partner-1001'), /removed token client partner-1001 of site 1001/);
     assert.deepEqual(JSON.parse(await ok('token-client', 'list', '--json')), []);
     assert.deepEqual((await audited('token-client.add')).map((row) => [row.actor, row.site_id, row.details['clientId']]), [['am@example.com', '1001', 'partner-1001']]);
@@ -53,7 +53,7 @@ describe('the token commands', () => {
       [['token-client', 'add', '9999', 'partner-9999'], /site 9999 does not exist; add it with `sitekey-authz site add 9999`/],
       [['token-client', 'remove', 'nobody'], /token client nobody is not registered; see the registered ones with `sitekey-authz token-client list`/],
       [['token-client', 'list', '9999'], /site 9999 does not exist/],
-      [['site', 'auth', '1001', 'keys'], /"keys" is not a method: type both \(API keys and tokens\) or tokens \(tokens only\)/],
+      [['site', 'auth', '1001', 'keys'], /both\|tokens: "keys" is not a method: choose both \(API keys and tokens\) or tokens \(tokens only\), e\.g\. tokens/],
       [['site', 'auth', '9999', 'tokens'], /site 9999 does not exist/],
       [['site', 'revoke-tokens', 'abc'], /not a site id|site id/],
     ];

@@ -140,6 +140,6 @@ describe('denial stats recorder', () => {
     assert.deepEqual(json.filter((row) => row.clientIp === OVERFLOW_ADDRESS).map((row) => row.moreAddresses), [450]);
     const badLimit = await runCli(database.url, ['report', 'denials', '--limit', 'all']);
     assert.equal(badLimit.code, 2);
-    assert.match(badLimit.stderr, /--limit "all" is not a number of rows from 1 to 100000; try --limit 100/);
+    assert.match(badLimit.stderr, /--limit: "all" is not a number of rows from 1 to 100000, e\.g\. --limit 100/);
   });
 });

@@ -1,12 +1,13 @@
 // The console's one way to the JSON API: the session cookie goes by itself, the CSRF token in a header.
 const csrfToken = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
 
-/** An API refusal, with the API's own message (the CLI's words) for the page to announce. */
+/** An API refusal: its message in words, its stable code, and the field it concerns (undefined when none), for the page to put beside that input. */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, field) {
     super(message);
     this.status = status;
     this.code = code;
+    this.field = field;
   }
 }
 
@@ -32,7 +33,7 @@ export async function api(method, path, body) {
     // The API words a next step as a request to send; the console's words name its buttons.
     const worded = typeof error?.consoleMessage === 'string' ? error.consoleMessage : error?.message;
     const message = typeof worded === 'string' ? worded : `The API answered ${response.status}.`;
-    throw new ApiError(response.status, typeof error?.code === 'string' ? error.code : 'HTTP_' + response.status, message);
+    throw new ApiError(response.status, typeof error?.code === 'string' ? error.code : 'HTTP_' + response.status, message, typeof error?.field === 'string' ? error.field : undefined);
   }
   return json;
 }

@@ -6,6 +6,27 @@ export function Alert({ error }) {
   return html`<p role="alert" class="alert">${error.message ?? String(error)}</p>`;
 }
 
+/** Whether the API refused the value of this field (one of `fields`, when the form sends it under several names). */
+function refusesField(error, fields) {
+  return typeof error?.field === 'string' && [fields].flat().includes(error.field);
+}
+
+/** The attributes of an input whose value was refused: invalid, and described by the message beside it. */
+export function invalidIf(error, fields, messageId) {
+  return refusesField(error, fields) ? { 'aria-invalid': 'true', 'aria-describedby': messageId } : {};
+}
+
+/** The API's refusal of a field, beside its input (whose aria-describedby names `id`). */
+export function FieldError({ error, field, id }) {
+  if (!refusesField(error, field)) return null;
+  return html`<small id=${id} class="field-error" role="alert">${error.message}</small>`;
+}
+
+/** The form's own error: anything the inputs of `fields` do not already show beside them. */
+export function formError(error, fields) {
+  return refusesField(error, fields) ? undefined : error;
+}
+
 /** A success message, announced politely. */
 export function Notice({ text }) {
   return html`<p role="status" class="notice">${text ?? ''}</p>`;

@@ -1,6 +1,6 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode, itemsOf } from '../api.js';
-import { Alert, formatTime, Loading, Notice, PageHeading, useAction, useLoad } from '../components.js';
+import { Alert, FieldError, formError, invalidIf, formatTime, Loading, Notice, PageHeading, useAction, useLoad } from '../components.js';
 
 /** Planned refusals of API keys before the sunset; an admin schedules and cancels them. */
 export function Brownouts({ can }) {
@@ -65,13 +65,21 @@ function NewBrownout({ onCreated }) {
     <form onSubmit=${create}>
       <h2>Schedule a brownout</h2>
       <div class="grid">
-        <label>From (UTC)<input type="datetime-local" required value=${from} onInput=${(event) => setFrom(event.currentTarget.value)} /></label>
-        <label>Until (UTC)<input type="datetime-local" required value=${until} onInput=${(event) => setUntil(event.currentTarget.value)} /></label>
+        <div>
+          <label>From (UTC)<input type="datetime-local" required value=${from} onInput=${(event) => setFrom(event.currentTarget.value)} ...${invalidIf(action.error, 'from', 'brownout-from-error')} /></label>
+          <${FieldError} error=${action.error} field="from" id="brownout-from-error" />
+        </div>
+        <div>
+          <label>Until (UTC)<input type="datetime-local" required value=${until} onInput=${(event) => setUntil(event.currentTarget.value)} ...${invalidIf(action.error, 'until', 'brownout-until-error')} /></label>
+          <${FieldError} error=${action.error} field="until" id="brownout-until-error" />
+        </div>
       </div>
-      <label>Sites (ids, empty for every site)<input value=${sites} placeholder="1001, 1002" onInput=${(event) => setSites(event.currentTarget.value)} /></label>
-      <label>Note<input value=${note} onInput=${(event) => setNote(event.currentTarget.value)} /></label>
+      <label>Sites (ids, empty for every site)<input value=${sites} placeholder="1001, 1002" onInput=${(event) => setSites(event.currentTarget.value)} ...${invalidIf(action.error, 'sites', 'brownout-sites-error')} /></label>
+      <${FieldError} error=${action.error} field="sites" id="brownout-sites-error" />
+      <label>Note<input value=${note} onInput=${(event) => setNote(event.currentTarget.value)} ...${invalidIf(action.error, 'note', 'brownout-note-error')} /></label>
+      <${FieldError} error=${action.error} field="note" id="brownout-note-error" />
       <label><input type="checkbox" role="switch" checked=${dryRun} onChange=${(event) => setDryRun(event.currentTarget.checked)} /> Dry run: record what would be refused, refuse nothing</label>
-      <${Alert} error=${action.error} />
+      <${Alert} error=${formError(action.error, ['from', 'until', 'sites', 'note'])} />
       <button type="submit" disabled=${action.busy}>Schedule brownout</button>
     </form>
   `;

@@ -1,7 +1,7 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode, itemsOf } from '../api.js';
 import { navigate } from '../router.js';
-import { Alert, Loading, PageHeading, siteIdOf, useAction, useLoad } from '../components.js';
+import { Alert, FieldError, formError, invalidIf, Loading, PageHeading, siteIdOf, useAction, useLoad } from '../components.js';
 
 /** Search sites by id or name; an account manager also creates one here (onboarding starts with a site). */
 export function FindPartner({ query, can }) {
@@ -75,10 +75,16 @@ function NewSite() {
       <summary>New site</summary>
       <form onSubmit=${create}>
         <div class="grid">
-          <label>Site id<input name="siteId" required inputmode="numeric" value=${id} onInput=${(event) => setId(event.currentTarget.value)} /></label>
-          <label>Partner name<input name="name" value=${name} onInput=${(event) => setName(event.currentTarget.value)} /></label>
+          <div>
+            <label>Site id<input name="siteId" required inputmode="numeric" value=${id} onInput=${(event) => setId(event.currentTarget.value)} ...${invalidIf(action.error, 'id', 'new-site-id-error')} /></label>
+            <${FieldError} error=${action.error} field="id" id="new-site-id-error" />
+          </div>
+          <div>
+            <label>Partner name<input name="name" value=${name} onInput=${(event) => setName(event.currentTarget.value)} ...${invalidIf(action.error, 'name', 'new-site-name-error')} /></label>
+            <${FieldError} error=${action.error} field="name" id="new-site-name-error" />
+          </div>
         </div>
-        <${Alert} error=${action.error} />
+        <${Alert} error=${formError(action.error, ['id', 'name'])} />
         <button type="submit" aria-busy=${action.busy} disabled=${action.busy}>Create site</button>
       </form>
     </details>

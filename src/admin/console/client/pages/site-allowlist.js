@@ -1,6 +1,6 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
-import { Alert, formatTime, Notice, useAction, withWarnings } from '../components.js';
+import { Alert, FieldError, formError, invalidIf, formatTime, Notice, useAction, withWarnings } from '../components.js';
 
 const cidrOf = (entry) => (typeof entry === 'string' ? entry : String(entry?.cidr ?? entry?.entry ?? ''));
 
@@ -46,11 +46,12 @@ export function Allowlist({ siteId, entries, can, reload }) {
         <form onSubmit=${add}>
           <label for="allowlist-add">Add an address or network (CIDR)</label>
           <fieldset role="group">
-            <input id="allowlist-add" name="entry" required value=${text} placeholder="203.0.113.0/24" onInput=${(event) => setText(event.currentTarget.value)} />
+            <input id="allowlist-add" name="entry" required value=${text} placeholder="203.0.113.0/24" onInput=${(event) => setText(event.currentTarget.value)} ...${invalidIf(action.error, 'entries', 'allowlist-add-error')} />
             <button type="submit" disabled=${action.busy}>Add address</button>
           </fieldset>
+          <${FieldError} error=${action.error} field="entries" id="allowlist-add-error" />
         </form>`}
-      <${Alert} error=${action.error} />
+      <${Alert} error=${can.manage ? formError(action.error, 'entries') : action.error} />
       <${Notice} text=${done} />
     </section>
   `;

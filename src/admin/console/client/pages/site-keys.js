@@ -1,6 +1,6 @@
 import { html, useEffect, useRef, useState } from '../preact-htm.js';
 import { api, encode, itemsOf } from '../api.js';
-import { Alert, formatTime, Loading, Notice, useAction, useCopy, useLoad } from '../components.js';
+import { Alert, FieldError, formError, invalidIf, formatTime, Loading, Notice, useAction, useCopy, useLoad, warningsOf } from '../components.js';
 
 /** The site's keys, masked; issuing shows the new key once, here, and nowhere else ever again. */
 export function Keys({ siteId, can }) {
@@ -79,10 +79,16 @@ function IssueKey({ siteId, onIssued }) {
     <form onSubmit=${issue} aria-labelledby="issue-heading">
       <h3 id="issue-heading">Issue a key</h3>
       <div class="grid">
-        <label>Note<input name="note" value=${note} placeholder="who it is for" onInput=${(event) => setNote(event.currentTarget.value)} /></label>
-        <label>Expires (UTC date, optional)<input name="expires" type="date" value=${expires} onInput=${(event) => setExpires(event.currentTarget.value)} /></label>
+        <div>
+          <label>Note<input name="note" value=${note} placeholder="who it is for" onInput=${(event) => setNote(event.currentTarget.value)} ...${invalidIf(action.error, 'note', 'issue-note-error')} /></label>
+          <${FieldError} error=${action.error} field="note" id="issue-note-error" />
+        </div>
+        <div>
+          <label>Expires (UTC date, optional)<input name="expires" type="date" value=${expires} onInput=${(event) => setExpires(event.currentTarget.value)} ...${invalidIf(action.error, 'expires', 'issue-expires-error')} /></label>
+          <${FieldError} error=${action.error} field="expires" id="issue-expires-error" />
+        </div>
       </div>
-      <${Alert} error=${action.error} />
+      <${Alert} error=${formError(action.error, ['note', 'expires'])} />
       <button type="submit" disabled=${action.busy} aria-busy=${action.busy}>Issue key</button>
     </form>
   `;
@@ -104,6 +110,7 @@ function IssuedKey({ issued, onDismiss }) {
       </fieldset>
       <${Notice} text=${copied} />
       ${issued.expiresAt && html`<p>Expires ${formatTime(issued.expiresAt)}.</p>`}
+      ${warningsOf(issued).map((warning) => html`<p class="warning"><strong>Warning:</strong> ${warning}.</p>`)}
       <button type="button" class="secondary" onClick=${onDismiss}>I have copied it: hide the key</button>
     </article>
   `;

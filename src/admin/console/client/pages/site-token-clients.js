@@ -1,6 +1,6 @@
 import { html, useEffect, useRef, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
-import { Alert, formatTime, Notice, useAction, useCopy } from '../components.js';
+import { Alert, FieldError, formError, invalidIf, formatTime, Notice, useAction, useCopy } from '../components.js';
 
 const HOW = { client_secret_basic: 'a secret', private_key_jwt: "the partner's own keys" };
 
@@ -97,11 +97,17 @@ function CreateClient({ siteId, onCreated }) {
     <form onSubmit=${create} aria-labelledby="create-client-heading">
       <h3 id="create-client-heading">Create a client at the issuer</h3>
       <div class="grid">
-        <label>Note<input name="createNote" value=${note} placeholder="who it is for" onInput=${(event) => setNote(event.currentTarget.value)} /></label>
-        <label>Partner's public keys (optional: a JWKS or its https:// URL; empty: a secret)
-          <textarea name="partnerKeys" rows="2" value=${keys} onInput=${(event) => setKeys(event.currentTarget.value)}></textarea></label>
+        <div>
+          <label>Note<input name="createNote" value=${note} placeholder="who it is for" onInput=${(event) => setNote(event.currentTarget.value)} ...${invalidIf(action.error, 'note', 'create-note-error')} /></label>
+          <${FieldError} error=${action.error} field="note" id="create-note-error" />
+        </div>
+        <div>
+          <label>Partner's public keys (optional: a JWKS or its https:// URL; empty: a secret)
+            <textarea name="partnerKeys" rows="2" value=${keys} onInput=${(event) => setKeys(event.currentTarget.value)} ...${invalidIf(action.error, ['jwks', 'jwksUri'], 'create-keys-error')}></textarea></label>
+          <${FieldError} error=${action.error} field=${['jwks', 'jwksUri']} id="create-keys-error" />
+        </div>
       </div>
-      <${Alert} error=${action.error} />
+      <${Alert} error=${formError(action.error, ['note', 'jwks', 'jwksUri'])} />
       <button type="submit" disabled=${action.busy} aria-busy=${action.busy}>Create client</button>
     </form>
   `;
@@ -130,12 +136,18 @@ function RegisterClient({ siteId, hasClients, reload, setDone }) {
     <form onSubmit=${add} aria-labelledby="register-client-heading">
       <h3 id="register-client-heading">Register a client that exists at the issuer</h3>
       <div class="grid">
-        <label>Client id<input name="clientId" required value=${clientId} onInput=${(event) => setClientId(event.currentTarget.value)} /></label>
-        <label>Note<input name="note" value=${note} onInput=${(event) => setNote(event.currentTarget.value)} /></label>
+        <div>
+          <label>Client id<input name="clientId" required value=${clientId} onInput=${(event) => setClientId(event.currentTarget.value)} ...${invalidIf(action.error, 'clientId', 'register-client-id-error')} /></label>
+          <${FieldError} error=${action.error} field="clientId" id="register-client-id-error" />
+        </div>
+        <div>
+          <label>Note<input name="note" value=${note} onInput=${(event) => setNote(event.currentTarget.value)} ...${invalidIf(action.error, 'note', 'register-note-error')} /></label>
+          <${FieldError} error=${action.error} field="note" id="register-note-error" />
+        </div>
       </div>
       <button type="submit" disabled=${action.busy}>Add token client</button>
       ${hasClients && html` <button type="button" class="secondary" onClick=${revokeTokens} disabled=${action.busy}>Refuse tokens issued so far</button>`}
-      <${Alert} error=${action.error} />
+      <${Alert} error=${formError(action.error, ['clientId', 'note'])} />
     </form>
   `;
 }

@@ -1,6 +1,6 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
-import { Alert, formatTime, Loading, Notice, PageHeading, useAction, useLoad, withWarnings } from '../components.js';
+import { Alert, FieldError, formError, invalidIf, formatTime, Loading, Notice, PageHeading, useAction, useLoad, withWarnings } from '../components.js';
 import { Allowlist } from './site-allowlist.js';
 import { Keys } from './site-keys.js';
 import { TokenClients } from './site-token-clients.js';
@@ -71,12 +71,13 @@ function Grace({ siteId, site, can, reload }) {
         <form onSubmit=${save}>
           <label for="grace-until">Keys keep working until (UTC date)</label>
           <fieldset role="group">
-            <input id="grace-until" type="date" required value=${until} onInput=${(event) => setUntil(event.currentTarget.value)} />
+            <input id="grace-until" type="date" required value=${until} onInput=${(event) => setUntil(event.currentTarget.value)} ...${invalidIf(action.error, 'until', 'grace-until-error')} />
             <button type="submit" disabled=${action.busy}>Save grace</button>
           </fieldset>
+          <${FieldError} error=${action.error} field="until" id="grace-until-error" />
           ${current && html`<button type="button" class="secondary" onClick=${clear} disabled=${action.busy}>Remove grace</button>`}
         </form>`}
-      <${Alert} error=${action.error} />
+      <${Alert} error=${can.manage ? formError(action.error, 'until') : action.error} />
       <${Notice} text=${done} />
     </section>
   `;

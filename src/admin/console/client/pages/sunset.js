@@ -1,6 +1,6 @@
 import { html, useState } from '../preact-htm.js';
 import { api } from '../api.js';
-import { Alert, formatTime, Loading, Notice, PageHeading, useAction, useLoad } from '../components.js';
+import { Alert, FieldError, formError, invalidIf, formatTime, Loading, Notice, PageHeading, useAction, useLoad } from '../components.js';
 
 /** The date API keys stop working, whether it is enforced, and the guide partners are sent to. */
 export function Sunset({ can }) {
@@ -36,10 +36,12 @@ function SunsetForm({ policy, reload }) {
   return html`
     <form onSubmit=${save}>
       <h2>Change the sunset</h2>
-      <label>Keys stop working at (UTC date)<input type="date" required value=${at} onInput=${(event) => setAt(event.currentTarget.value)} /></label>
+      <label>Keys stop working at (UTC date)<input type="date" required value=${at} onInput=${(event) => setAt(event.currentTarget.value)} ...${invalidIf(action.error, 'at', 'sunset-at-error')} /></label>
+      <${FieldError} error=${action.error} field="at" id="sunset-at-error" />
       <label><input type="checkbox" role="switch" checked=${enforce} onChange=${(event) => setEnforce(event.currentTarget.checked)} /> Enforce: refuse keys after that date</label>
-      <label>Migration guide (https URL)<input type="url" value=${guide} onInput=${(event) => setGuide(event.currentTarget.value)} /></label>
-      <${Alert} error=${action.error} />
+      <label>Migration guide (https URL)<input type="url" value=${guide} onInput=${(event) => setGuide(event.currentTarget.value)} ...${invalidIf(action.error, 'guide', 'sunset-guide-error')} /></label>
+      <${FieldError} error=${action.error} field="guide" id="sunset-guide-error" />
+      <${Alert} error=${formError(action.error, ['at', 'guide'])} />
       <${Notice} text=${done} />
       <button type="submit" disabled=${action.busy}>Save sunset</button>
     </form>

@@ -1,7 +1,7 @@
 import { decide } from '../decision/decide.js';
 import { bearerToken } from '../decision/parse-authorization.js';
 import type { CheckInput, CredentialSnapshot, Decision, SunsetPolicy, TokenVerdict } from '../decision/types.js';
-import type { TokenVerifier } from '../token/token-verifier.js';
+import type { TokenVerifier } from './token-verifier.js';
 
 /** What a check is decided on besides the request: the same for serve and explain. */
 export interface CheckAuthority {

@@ -1,0 +1,40 @@
+import { subjectOf, type Refusal } from '../operations/refusal.js';
+import type { Command } from './command.js';
+
+/**
+ * How the CLI names the field of a refusal: its argument as the synopsis writes it, or its option.
+ * A field with several spellings takes the first one the command's synopsis uses.
+ */
+const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
+  siteId: ['<site>', '<site-id>', '<id>'],
+  id: ['<id>'],
+  keyId: ['<key-id>'],
+  clientId: ['<client-id>'],
+  entries: ['<cidr>'],
+  entry: ['<cidr>'],
+  key: ['standard input'],
+  method: ['both|tokens'],
+  brownoutId: ['<id>'],
+  sites: ['--site'],
+  site: ['--site'],
+  jwks: ['--jwks-file'],
+  allowAnyAddress: ['--allow-any-address'],
+};
+
+const kebab = (field: string) => field.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+
+/** The argument or `--option` a field is typed as in this command. */
+export function fieldFlag(field: string, command: Pick<Command, 'synopsis'> | undefined): string {
+  const spellings = ARGUMENTS[field] ?? [`--${kebab(field)}`];
+  return spellings.find((spelling) => command?.synopsis.includes(spelling) === true) ?? spellings[0] ?? field;
+}
+
+/** "--expires: 2020-01-01 is in the past; …, e.g. --expires 2027-01-31": the refusal in what to type. */
+export function refusalText(refusal: Refusal, command: Pick<Command, 'synopsis'> | undefined): string {
+  if (refusal.field === undefined) return refusal.message;
+  const flag = fieldFlag(refusal.field, command);
+  const typed = (example: string) => (flag.startsWith('--') ? `${flag} ${example}` : example);
+  const example = refusal.example === undefined ? '' : `, e.g. ${refusal.example.split(' or ').map(typed).join(' or ')}`;
+  const confirm = refusal.confirmedBy === undefined ? '' : `; to go ahead all the same, add ${fieldFlag(refusal.confirmedBy, command)}`;
+  return `${subjectOf(flag, refusal.problem)}${refusal.problem}${example}${confirm}`;
+}

@@ -1,0 +1,68 @@
+import { coversIpv4Mapped, parseAllowlistEntry, type AllowlistEntry } from '../allowlist/allowlist-entry.js';
+import { IPV4_MAPPED } from '../allowlist/client-ip.js';
+import type { SiteId } from '../decision/types.js';
+import { refuse, siteIdOf } from './fields.js';
+import type { Changed, OperationContext } from './operation-context.js';
+
+/** A site's allowlist: adding and removing addresses, with what each change leaves admitted. */
+
+export const noAllowlistWarning = (siteId: SiteId) => `site ${siteId} has no allowlist entry yet: every request is refused (103) until an address is allowed`;
+
+/** Networks as typed; every bad one is named at once, and nothing is changed. */
+export function allowlistEntriesOf(texts: readonly string[], field = 'entries'): AllowlistEntry[] {
+  if (texts.length === 0) throw refuse('ENTRIES_EMPTY', field, 'none given: give at least one address or network', '203.0.113.0/24');
+  const parsed = texts.map(parseAllowlistEntry);
+  const reasons = parsed.flatMap((result) => (result.ok ? [] : [result.reason]));
+  if (reasons.length > 0) throw refuse('ENTRY_INVALID', field, `${reasons.join('; ')} (nothing was changed)`);
+  const entries = parsed.flatMap((result) => (result.ok ? [result.entry] : []));
+  return [...new Map(entries.map((entry) => [entry.cidr, entry])).values()];
+}
+
+const admitsEveryone = (entry: AllowlistEntry) => entry.prefix === 0;
+
+/** What adding these entries warns of, though it adds them: an entry that admits everyone, and IPv6 that IPv4 clients never match. */
+export function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEntry[]): string[] {
+  return [
+    ...entries
+      .filter(admitsEveryone)
+      .map(({ cidr }) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+    ...entries.filter(coversIpv4Mapped).map(
+      ({ cidr }) =>
+        `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
+        'To admit them, add an IPv4 network too, e.g. 203.0.113.0/24',
+    ),
+  ];
+}
+
+export interface AllowRequest {
+  readonly siteId: string | undefined;
+  readonly entries: readonly string[];
+  /** The second step for 0.0.0.0/0 and ::/0: the person said they mean every address. */
+  readonly allowAnyAddress: boolean;
+}
+
+export async function allowNetworks({ admin }: OperationContext, request: AllowRequest): Promise<Changed<{ siteId: SiteId; added: string[]; alreadyAllowed: string[] }>> {
+  const siteId = siteIdOf(request.siteId);
+  const entries = allowlistEntriesOf(request.entries);
+  const everyone = entries.filter(admitsEveryone).map(({ cidr }) => cidr);
+  if (everyone.length > 0 && !request.allowAnyAddress) {
+    throw refuse(
+      'ANY_ADDRESS_UNCONFIRMED',
+      'entries',
+      `${everyone.join(' and ')} would admit every address on the internet, and the allowlist would no longer restrict site ${siteId}; ` +
+        "nothing was changed. If every address is what you mean, confirm it as a second step (allow any address); otherwise give the partner's own networks",
+      '203.0.113.0/24',
+      'allowAnyAddress',
+    );
+  }
+  const result = await admin.allowNetworks(siteId, entries);
+  return { result: { siteId, ...result }, warnings: allowlistWarnings(siteId, entries) };
+}
+
+export async function revokeNetworks({ admin }: OperationContext, request: { siteId: string | undefined; entries: readonly string[]; field?: string }): Promise<Changed<{ siteId: SiteId; removed: string[] }>> {
+  const siteId = siteIdOf(request.siteId);
+  const entries = allowlistEntriesOf(request.entries, request.field);
+  const { removed } = await admin.revokeNetworks(siteId, entries);
+  const remaining = await admin.listNetworks(siteId);
+  return { result: { siteId, removed }, warnings: remaining.length === 0 ? [noAllowlistWarning(siteId)] : [] };
+}

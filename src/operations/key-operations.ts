@@ -1,0 +1,69 @@
+import type { SiteId, SunsetPolicy } from '../decision/types.js';
+import type { IssuedKey, KeySummary } from '../store/credential-admin.js';
+import { configuredSunsetPolicy } from '../store/sunset-policy.js';
+import { noAllowlistWarning } from './allowlist-operations.js';
+import { futureInstantOf, importedKeyOf, keyIdOf, MAX_NOTE, siteIdOf, textOf } from './fields.js';
+import type { Changed, OperationContext } from './operation-context.js';
+
+/** A site's API keys: issuing, importing and revoking them. */
+
+const DAY_MS = 86_400_000;
+/** A key made this close to the API-key sunset, or after it, is told that the sunset ends it. */
+export const SUNSET_WARNING_DAYS = 60;
+
+/** When a new key stops being accepted: a date after now, or undefined for never. */
+export function expiresOf(text: string | undefined, now: number, field = 'expires'): Date | undefined {
+  return text === undefined ? undefined : futureInstantOf(text, field, now, 'a key must expire after it is issued');
+}
+
+/**
+ * What a key made now should know of the API-key sunset: within SUNSET_WARNING_DAYS of it (or after
+ * it), a key that would outlive it stops working then, unless its site has grace.
+ */
+export function keySunsetWarnings(expiresAt: Date | undefined, sunset: Pick<SunsetPolicy, 'sunsetAt' | 'enforce'>, now: number): string[] {
+  if (expiresAt !== undefined && expiresAt.getTime() <= sunset.sunsetAt) return [];
+  if (now < sunset.sunsetAt - SUNSET_WARNING_DAYS * DAY_MS) return [];
+  const at = new Date(sunset.sunsetAt).toISOString();
+  const days = Math.ceil((sunset.sunsetAt - now) / DAY_MS);
+  const when = days > 0 ? `at the API-key sunset on ${at}, in ${days} day(s)` : `since the API-key sunset on ${at}, which has passed`;
+  const enforced = sunset.enforce ? '' : ' once the sunset is enforced';
+  return [`this key stops working ${when}${enforced}, unless the site has grace: consider giving the partner an access token instead`];
+}
+
+interface KeyRequest {
+  readonly siteId: string | undefined;
+  readonly expires: string | undefined;
+  readonly note: string | undefined;
+}
+
+function keyOptions(request: KeyRequest, now: number) {
+  return { expiresAt: expiresOf(request.expires, now), note: textOf(request.note, 'note', MAX_NOTE) };
+}
+
+async function sunsetWarnings({ admin, config, now }: OperationContext, expiresAt: Date | undefined): Promise<string[]> {
+  const policy = await admin.sunset.policy(configuredSunsetPolicy(config));
+  return keySunsetWarnings(expiresAt, { sunsetAt: Date.parse(policy.sunsetAt), enforce: policy.enforce }, now);
+}
+
+export async function issueKey(context: OperationContext, request: KeyRequest): Promise<Changed<IssuedKey>> {
+  const { admin, now } = context;
+  const siteId = siteIdOf(request.siteId);
+  const options = keyOptions(request, now);
+  const key = await admin.issueKey(siteId, options);
+  const allowlist = await admin.listNetworks(siteId);
+  return { result: key, warnings: [...(allowlist.length === 0 ? [noAllowlistWarning(siteId)] : []), ...(await sunsetWarnings(context, options.expiresAt))] };
+}
+
+export async function importKey(context: OperationContext, request: KeyRequest & { readonly key: string }): Promise<Changed<KeySummary>> {
+  const siteId = siteIdOf(request.siteId);
+  const options = keyOptions(request, context.now);
+  const apiKey = importedKeyOf(request.key);
+  const key = await context.admin.importKey(siteId, apiKey, options);
+  return { result: key, warnings: await sunsetWarnings(context, options.expiresAt) };
+}
+
+export async function revokeKey({ admin }: OperationContext, request: { siteId: string | undefined; keyId: string | undefined }): Promise<{ siteId: SiteId; key: KeySummary; changed: boolean }> {
+  const siteId = siteIdOf(request.siteId);
+  const keyId = keyIdOf(request.keyId);
+  return { siteId, ...(await admin.revokeKey(siteId, keyId)) };
+}

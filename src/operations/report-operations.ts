@@ -1,0 +1,76 @@
+import { COUNTS_BEGIN_WHY } from '../store/sunset-admin.js';
+import { countOf, refuse, siteIdOf } from './fields.js';
+import type { OperationContext } from './operation-context.js';
+import { sunsetPolicy } from './sunset-operations.js';
+
+/** The reports people read: the migration board, the refusals of a partner, the audit trail. */
+
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+export const MAX_SINCE_DAYS = 3_650;
+export const MAX_SINCE_HOURS = 24 * 3_650;
+export const MIGRATION_DEFAULT_SINCE_DAYS = 30;
+export const DENIAL_DEFAULT_SINCE_HOURS = 24;
+/** The denial report shows this many rows unless asked otherwise; a storm must not flood a screen. */
+export const DENIAL_REPORT_ROWS = 100;
+export const MAX_REPORT_ROWS = 100_000;
+export const AUDIT_MAX_SINCE_DAYS = 3_650;
+export const AUDIT_DEFAULT_SINCE_DAYS = 30;
+
+const optionalSite = (text: string | undefined, field: string) => (text === undefined ? undefined : siteIdOf(text, field));
+
+/** Keys used in the window with days left; `sites`: each site's share on tokens and whether it can go tokens-only. */
+export async function migrationReport(context: OperationContext, request: { since: string | undefined; sites: boolean }) {
+  const { admin, now } = context;
+  const days = countOf(request.since, 'since', 'days', MIGRATION_DEFAULT_SINCE_DAYS, MAX_SINCE_DAYS);
+  const since = new Date(now - days * DAY_MS);
+  // The sunset the service follows: the database's, not this process's environment.
+  const sunsetAt = Date.parse((await sunsetPolicy(context)).sunsetAt);
+  if (!request.sites) return { days, since, sites: false as const, rows: await admin.sunset.migrationReport(since, sunsetAt, now) };
+  const report = await admin.sunset.migrationSiteReport(since, sunsetAt, now);
+  return { days, since, sites: true as const, ...report };
+}
+
+/** The words for a site report whose counts begin after the window does. */
+export function countsBeginLateWarning(countsBeginLate: string, since: string): string {
+  return `the oldest request counts held are from ${countsBeginLate}: token requests, key requests and the share on tokens count from then, not from ${since} (${COUNTS_BEGIN_WHY})`;
+}
+
+export async function denialReport({ admin, now }: OperationContext, request: { site: string | undefined; since: string | undefined; limit: string | undefined }) {
+  const siteId = optionalSite(request.site, 'site');
+  const hours = countOf(request.since, 'since', 'hours', DENIAL_DEFAULT_SINCE_HOURS, MAX_SINCE_HOURS);
+  const limit = countOf(request.limit, 'limit', 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
+  const report = await admin.sunset.denialReport(new Date(now - hours * HOUR_MS), siteId, limit);
+  return { siteId, hours, limit, ...report };
+}
+
+// An action such as key.revoke, site.grace.clear or token-client.add, or its group such as key.
+const ACTION = /^[a-z][a-z-]*(\.[a-z-]+)*$/;
+
+export function auditActionOf(text: string | undefined): string | undefined {
+  if (text !== undefined && !ACTION.test(text)) throw refuse('ACTION_INVALID', 'action', `${JSON.stringify(text.slice(0, 64))} is not an action name; give an action, or its group for every change of that kind`, 'key.revoke or key');
+  return text;
+}
+
+export interface AuditRequest {
+  readonly site: string | undefined;
+  readonly since: string | undefined;
+  readonly action: string | undefined;
+  readonly limit: number;
+  /** The id of the last entry of the previous page. */
+  readonly beforeId?: string;
+}
+
+export async function auditEntries({ admin, now }: OperationContext, request: AuditRequest) {
+  const siteId = optionalSite(request.site, 'site');
+  const days = countOf(request.since, 'since', 'days', AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS);
+  const action = auditActionOf(request.action);
+  const { entries, more } = await admin.auditLog.list({
+    since: new Date(now - days * DAY_MS),
+    siteId,
+    action,
+    limit: request.limit,
+    ...(request.beforeId === undefined ? {} : { beforeId: request.beforeId }),
+  });
+  return { siteId, days, action, entries, more };
+}
