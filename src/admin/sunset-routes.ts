@@ -3,6 +3,8 @@ import { AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS } from '../cli/audit-com
 import { auditActionArgument, brownoutArguments, brownoutIdArgument, sunsetChangeArguments } from '../cli/sunset-arguments.js';
 import { DENIAL_REPORT_ROWS, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS } from '../cli/sunset-commands.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
+import { CLIENT_ID_MAX_CHARS, isClientId } from '../common/client-id.js';
+import { blockedPartnerReport } from '../operations/blocked-partner-report.js';
 import { COUNTS_BEGIN_WHY } from '../store/sunset-admin.js';
 import { ApiError, INVALID_REQUEST } from './api-error.js';
 import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ENVELOPE, MIGRATION_ROW, SUNSET_POLICY } from './api-schemas.js';
@@ -147,20 +149,31 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     method: 'GET',
     path: '/api/v1/reports/denials',
     role: 'viewer',
-    summary: 'refusals by error and client address, largest counts first ("partner X says they are blocked")',
+    summary: 'refusals by error and client address or token client, largest counts first, each with why and what next ("partner X says they are blocked")',
     response: DENIAL_REPORT,
     query: {
-      site: { description: 'only this site', schema: { type: 'string' } },
+      site: { description: 'only this site (with its token clients\' refused tokens)', schema: { type: 'string' } },
+      client: { description: "only this token client's refused tokens, and where it is registered", schema: { type: 'string', maxLength: CLIENT_ID_MAX_CHARS } },
       since: { description: `hours back, 1 to ${MAX_SINCE_HOURS} (default 24)`, schema: { type: 'integer', minimum: 1, maximum: MAX_SINCE_HOURS } },
       limit: { description: `rows, 1 to ${MAX_REPORT_ROWS} (default ${DENIAL_REPORT_ROWS}); omittedRows says how many more there were`, schema: { type: 'integer', minimum: 1, maximum: MAX_REPORT_ROWS } },
     },
     handle: async (request) => {
       const siteText = request.query.get('site');
       const siteId = siteText === null ? undefined : siteIdArgument(siteText);
+      const clientText = request.query.get('client');
+      if (clientText !== null && !isClientId(clientText)) throw new ApiError(400, INVALID_REQUEST, `client must be a client id: 1 to ${CLIENT_ID_MAX_CHARS} visible ASCII characters without spaces`);
       const hours = since(request, 'hours', 24, MAX_SINCE_HOURS);
       const limit = countOption('limit', request.query.get('limit') ?? undefined, 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
-      const { rows, omittedRows } = await request.admin.sunset.denialReport(new Date(request.now - hours * HOUR_MS), siteId, limit);
-      return { items: rows, omittedRows, next: null };
+      const { sunsetAt } = await request.admin.sunset.policy(sunsetFallback(request));
+      const report = await blockedPartnerReport(request.admin, {
+        since: new Date(request.now - hours * HOUR_MS),
+        siteId,
+        clientId: clientText ?? undefined,
+        limit,
+        sunsetAt,
+        audience: request.config.tokens?.audience,
+      });
+      return { items: report.rows, omittedRows: report.omittedRows, next: null, site: report.site, client: report.client, notes: report.notes };
     },
   },
   {

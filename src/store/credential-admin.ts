@@ -1,3 +1,4 @@
+import { RefusalFacts } from './refusal-facts.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { hashApiKey, lastFive, maskApiKey } from '../decision/api-key.js';
@@ -133,6 +134,8 @@ export class CredentialAdmin {
   readonly tokens: TokenAdmin;
   /** Who changed what and when, as every change recorded it. */
   readonly auditLog: AuditLog;
+  /** What explains a partner's refusals: the site now, the changes behind it, refused tokens. */
+  readonly refusals: RefusalFacts;
 
   constructor(
     pool: pg.Pool,
@@ -143,6 +146,7 @@ export class CredentialAdmin {
     this.sunset = new SunsetAdmin(this.transactions);
     this.tokens = new TokenAdmin(this.transactions);
     this.auditLog = new AuditLog(this.transactions);
+    this.refusals = new RefusalFacts(this.transactions);
   }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {
