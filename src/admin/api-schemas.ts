@@ -204,7 +204,16 @@ export const DENIAL_REPORT = record({
   notes: { type: 'array', items: EXPLANATION, description: 'what refuses the partner whatever they send: a disabled site, tokens only, an empty allowlist, an unregistered client' },
 });
 
-export const AUDIT_ENTRY = record({ id: text, at: time, actor: text, action: text, siteId: { type: 'string', nullable: true }, details: { type: 'any' } });
+export const AUDIT_ENTRY = record({
+  id: text,
+  at: time,
+  actor: text,
+  action: text,
+  siteId: nullableText,
+  siteName: { type: 'string', nullable: true, description: "the site's name now; null for a change of no site" },
+  details: { type: 'any', description: 'as the change recorded them; newer entries hold before and after' },
+  summary: { type: 'string', description: 'the entry as a sentence: who did what to which site, before and after, when' },
+});
 
 /** Any JSON: the OpenAPI document itself. */
 export const DOCUMENT: Schema = { type: 'any', description: 'an OpenAPI 3.1 document' };

@@ -4,6 +4,8 @@ import { auditActionArgument, brownoutArguments, brownoutIdArgument, sunsetChang
 import { DENIAL_REPORT_ROWS, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS } from '../cli/sunset-commands.js';
 import { configuredSunsetPolicy } from '../serve/check-policies.js';
 import { CLIENT_ID_MAX_CHARS, isClientId } from '../common/client-id.js';
+import { parseInstant } from '../common/sunset-values.js';
+import { auditSentence } from '../operations/audit-sentences.js';
 import { blockedPartnerReport } from '../operations/blocked-partner-report.js';
 import { COUNTS_BEGIN_WHY } from '../store/sunset-admin.js';
 import { ApiError, INVALID_REQUEST } from './api-error.js';
@@ -180,11 +182,14 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     method: 'GET',
     path: '/api/v1/audit',
     role: 'viewer',
-    summary: 'who changed what and when, newest first',
+    summary: 'who changed what and when, newest first, each with a sentence that says it; by site, person, action and time',
     response: AUDIT_ENTRY,
     query: {
       site: { description: 'only changes of this site', schema: { type: 'string' } },
-      since: { description: `days back, 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS})`, schema: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_SINCE_DAYS } },
+      actor: { description: 'only changes by this person: their email address or a part of it, case ignored', schema: { type: 'string', maxLength: 200 } },
+      since: { description: `days back, 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS}); from replaces it`, schema: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_SINCE_DAYS } },
+      from: { description: 'only changes at or after this date (midnight UTC) or date-time with a zone', schema: { type: 'string', maxLength: 40 } },
+      until: { description: 'only changes before this date-time with a zone, or up to the end of this date (UTC)', schema: { type: 'string', maxLength: 40 } },
       action: { description: 'an action such as key.revoke, or a group such as key', schema: { type: 'string', maxLength: 100 } },
     },
     paginated: true,
@@ -193,14 +198,38 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       const siteId = siteText === null ? undefined : siteIdArgument(siteText);
       const days = since(request, 'days', AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS);
       const action = auditActionArgument(request.query.get('action') ?? undefined);
+      const actor = request.query.get('actor')?.trim() || undefined;
+      const from = auditInstant(request, 'from');
+      const until = auditInstant(request, 'until');
+      if (from !== undefined && until !== undefined && until <= from) throw new ApiError(400, INVALID_REQUEST, 'until must be after from');
       let beforeId: string | undefined;
       if (request.page.cursor !== undefined) {
         beforeId = AUDIT_CURSOR.exec(Buffer.from(request.page.cursor, 'base64url').toString('latin1'))?.[1];
         if (beforeId === undefined) throw new UsageError('cursor is not one this API gave; pass the "next" of the previous page as it was');
       }
-      const { entries, more } = await request.admin.auditLog.list({ since: new Date(request.now - days * DAY_MS), siteId, action, limit: request.page.limit, ...(beforeId === undefined ? {} : { beforeId }) });
+      const { entries, more } = await request.admin.auditLog.list({
+        since: from ?? new Date(request.now - days * DAY_MS),
+        ...(until === undefined ? {} : { until }),
+        siteId,
+        action,
+        ...(actor === undefined ? {} : { actor }),
+        limit: request.page.limit,
+        ...(beforeId === undefined ? {} : { beforeId }),
+      });
       const last = entries.at(-1);
-      return { items: entries, next: more && last !== undefined ? Buffer.from(`a${last.id}`, 'latin1').toString('base64url') : null };
+      return {
+        items: entries.map((entry) => ({ ...entry, summary: auditSentence(entry) })),
+        next: more && last !== undefined ? Buffer.from(`a${last.id}`, 'latin1').toString('base64url') : null,
+      };
     },
   },
 ];
+
+/** ?from= or ?until= of the audit trail; a date alone as until takes in the whole of that day. */
+function auditInstant(request: RouteRequest, field: 'from' | 'until'): Date | undefined {
+  const text = request.query.get(field)?.trim();
+  if (text === undefined || text === '') return undefined;
+  const at = parseInstant(text, { dateAlone: true });
+  if (at === undefined) throw new ApiError(400, INVALID_REQUEST, `${field} must be a date such as 2026-11-29 or a date-time with a zone such as 2026-11-29T10:00:00Z`);
+  return new Date(field === 'until' && text.length === 10 ? at + DAY_MS : at);
+}
