@@ -50,6 +50,7 @@ const UNREADABLE_ADDRESS = 'unknown';
 const ALLOWLIST_QUOTED = 5;
 
 const by = (change: AuditMention | undefined): string => (change === undefined ? '' : ` on ${instantWords(change.at)} by ${change.actor}`);
+const since = (change: AuditMention | undefined): string => (change === undefined ? '' : ` since ${instantWords(change.at)} (switched by ${change.actor})`);
 const siteNamed = (site: SiteStanding): string => `site ${site.siteId}${site.name === '' ? '' : ` (${site.name})`}`;
 const pointer = (action: string, siteId: string | null): AuditPointer => ({ action, siteId });
 
@@ -67,7 +68,7 @@ function unknownSite(refusal: CountedRefusal): RefusalExplanation {
 /** A disabled site refuses everything (101); the refusals are counted with unknown sites, so the site itself says so. */
 function disabledSite(site: SiteStanding): RefusalExplanation {
   return {
-    reason: `${siteNamed(site)} is disabled${by(site.latest['site.disable'])}: every request of it is refused (101)`,
+    reason: `${siteNamed(site)} ${site.latest['site.disable'] === undefined ? 'is disabled' : `was disabled${by(site.latest['site.disable'])}`}: every request of it is refused (101)`,
     nextStep: 'enable the site on its page if the partner should be let in again',
     audit: pointer('site.disable', site.siteId),
   };
@@ -134,7 +135,7 @@ const BODY_MISMATCH: RefusalExplanation = {
 
 function tokensOnly(site: SiteStanding): RefusalExplanation {
   return {
-    reason: `${siteNamed(site)} accepts access tokens only${by(site.latest['site.auth'])}, so its API-key requests are refused (105)`,
+    reason: `${siteNamed(site)} accepts access tokens only${since(site.latest['site.auth'])}, so its API-key requests are refused (105)`,
     nextStep: "the partner must send access tokens (register their client under Token clients); or switch the site back to API keys and tokens",
     audit: pointer('site.auth', site.siteId),
   };
