@@ -50,7 +50,7 @@ function brownoutWords(details: Details): string {
 function deed(entry: AuditEntry, details: Details): string {
   const site = siteWords(entry);
   const client = `token client ${textOf(details['clientId']) ?? '?'}`;
-  const entries = (value: unknown): string => `${textOf(value) ?? '?'} entries`;
+  const entries = (value: unknown): string => (value === 1 ? '1 entry' : `${textOf(value) ?? '?'} entries`);
   switch (entry.action) {
     case 'site.add':
       return `added ${site}`;

@@ -28,7 +28,7 @@ describe('auditSentence: who did what to which site, before and after, when', ()
     [
       'an address added',
       entry('ip.allow', { cidrs: ['203.0.113.0/24'], before: { entries: 1 }, after: { entries: 2 } }),
-      "alice@example.com added 203.0.113.0/24 to site 1001 (Acme)'s allowlist (from 1 entries to 2 entries) — 29 Nov 2026 10:14 UTC",
+      "alice@example.com added 203.0.113.0/24 to site 1001 (Acme)'s allowlist (from 1 entry to 2 entries) — 29 Nov 2026 10:14 UTC",
     ],
     ['an old address removal', entry('ip.revoke', { cidrs: ['198.51.100.7/32'] }), "alice@example.com removed 198.51.100.7/32 from site 1001 (Acme)'s allowlist — 29 Nov 2026 10:14 UTC"],
     [

@@ -17,7 +17,9 @@ export function AuditTrail({ query }) {
   // A time filter reaches as far back as it says; without one, the API's default window applies.
   if (filters.from === '' && filters.until !== '') asked.set('since', '3650');
   const key = `${asked}|${cursor}`;
-  const [answer, error] = useLoad(() => api('GET', `/audit?limit=${PAGE_SIZE}&${asked}${cursor === '' ? '' : `&cursor=${encodeURIComponent(cursor)}`}`), [key]);
+  const [loaded, error] = useLoad(async () => ({ key, answer: await api('GET', `/audit?limit=${PAGE_SIZE}&${asked}${cursor === '' ? '' : `&cursor=${encodeURIComponent(cursor)}`}`) }), [key]);
+  // The last answer stays until the next arrives: never show one page's entries under another's filters.
+  const answer = loaded?.key === key ? loaded.answer : undefined;
   const entries = itemsOf(answer);
   const apply = (event) => {
     event.preventDefault();
