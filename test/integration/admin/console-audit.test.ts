@@ -83,7 +83,7 @@ describe('the audit trail page in a browser', { skip: missing }, () => {
     assert.equal(answer.status(), 201, await answer.text());
     await filter({ 'Site id': '1001', 'Action (e.g. key, key.revoke)': 'ip.allow', 'Person (email address or part of it)': ADMIN_PEOPLE.manager.email });
     const [sentence] = await sentences();
-    assert.match(sentence ?? '', new RegExp(`^${ADMIN_PEOPLE.manager.email} .*added 203\\.0\\.113\\.0/24 to site 1001 \\(Acme Travel\\)'s allowlist \\(from ${MANY} entries to ${MANY + 1} entries\\) — \\d{1,2} \\w{3} \\d{4} \\d\\d:\\d\\d UTC$`));
+    assert.match(sentence ?? '', new RegExp(`^${ADMIN_PEOPLE.manager.email} \\(sub [^)]+\\) added 203\\.0\\.113\\.0/24 to site 1001 \\(Acme Travel\\)'s allowlist \\(from 0 entries to 1 entry\\) — \\d{1,2} \\w{3} \\d{4} \\d\\d:\\d\\d UTC$`));
   });
 
   it('filters by site and by person, each change a sentence with before and after', async () => {
