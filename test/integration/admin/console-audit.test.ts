@@ -111,6 +111,14 @@ describe('the audit trail page in a browser', { skip: missing }, () => {
     assert.deepEqual(await sentences(), [], 'nothing before the oldest change');
   });
 
+  it('refuses a time filter that is no date, or ends before it begins, naming the parameter', async () => {
+    for (const [query, field] of [['from=yesterday', /^from must be a date/], ['from=2026-11-30&until=2026-11-29', /^until must be after from$/], ['until=2026-02-30', /^until must be a date/]] as const) {
+      const answer = await page.request.get(`${stack.consoleBase}/api/v1/audit?${query}`);
+      assert.equal(answer.status(), 400, query);
+      assert.match(((await answer.json()) as { error: { message: string } }).error.message, field);
+    }
+  });
+
   it('pages with Next through more changes than a page holds, each once', async () => {
     await filter({ 'Person (email address or part of it)': 'eve@example.com' });
     const first = await sentences();

@@ -3,6 +3,9 @@ import { api, encode, itemsOf } from '../api.js';
 import { navigate } from '../router.js';
 import { Alert, formatTime, Loading, PageHeading, useLoad } from '../components.js';
 
+// Digits alone are taken for a site id that does not exist, not for a token client id: partners quote their site id.
+const SITE_ID = /^[1-9][0-9]*$/;
+
 /** The page's address for a partner and a period. */
 const pageFor = (params) => `/denials?${new URLSearchParams(params)}`;
 
@@ -58,9 +61,10 @@ function Matches({ find, hours }) {
   useEffect(() => {
     if (answer === undefined) return;
     if (only !== undefined) navigate(pageFor({ site: only.id, since: hours }), { replace: true });
-    else if (sites.length === 0) navigate(pageFor({ client: find, since: hours }), { replace: true });
+    else if (sites.length === 0 && !SITE_ID.test(find)) navigate(pageFor({ client: find, since: hours }), { replace: true });
   }, [answer]);
   if (error) return html`<${Alert} error=${error} />`;
+  if (answer !== undefined && sites.length === 0 && SITE_ID.test(find)) return html`<p>No site has the id or a name with “${find}”.</p>`;
   if (answer === undefined || only !== undefined || sites.length === 0) return html`<${Loading} />`;
   return html`
     <p>${sites.length} partners match “${find}”: choose one.</p>
