@@ -243,10 +243,7 @@ export class SunsetAdmin {
 
   async cancelBrownout(brownoutId: string): Promise<{ readonly brownout: BrownoutSummary; readonly changed: boolean }> {
     return this.transactions.change(async (sql) => {
-      const found = await sql.query<BrownoutRow & { cancelled: boolean }>(
-        `SELECT ${BROWNOUT_COLUMNS}, cancelled_at IS NOT NULL AS cancelled FROM brownouts WHERE id = $1 FOR UPDATE`,
-        [brownoutId],
-      );
+      const found = await sql.query<BrownoutRow & { cancelled: boolean }>(`SELECT ${BROWNOUT_COLUMNS}, cancelled_at IS NOT NULL AS cancelled FROM brownouts WHERE id = $1 FOR UPDATE`, [brownoutId]);
       if (found.rows[0] === undefined) {
         throw new AdminError('BROWNOUT_NOT_FOUND', `brownout ${brownoutId} does not exist; see the ids with \`sitekey-authz brownout list\``);
       }
