@@ -13,6 +13,7 @@ import { createLogger } from '../src/observe/logger.js';
 import { ServiceMetrics } from '../src/observe/metrics.js';
 import { authorizeCheck, type CheckAuthority } from '../src/token/authorize-check.js';
 import { decisionObserver, type Recorders } from '../src/serve/check-service.js';
+import { TokenRefusalRecorder } from '../src/store/token-refusal-recorder.js';
 import { AuthUsageRecorder } from '../src/store/auth-usage-recorder.js';
 import { DenialStatsRecorder } from '../src/store/denial-stats-recorder.js';
 import { LastUsedRecorder } from '../src/store/last-used-recorder.js';
@@ -121,6 +122,7 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
     clientLastUsed: new LastUsedRecorder({ pool: noStatements, of: 'token_clients', flushSeconds: HOUR_SECONDS, logger }),
     refusals: new DenialStatsRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, retentionDays: 30, maxGroups: 10_000, logger }),
     usage: new AuthUsageRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, retentionDays: 400, logger, maxGroups: 10_000 }),
+    tokenRefusals: new TokenRefusalRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, retentionDays: 30, maxGroups: 10_000, logger }),
   };
   const decisionLog = createDecisionLog(logger, { allowedSampleRate: 0, repeatWindowSeconds: 10 });
   const { tokens, token, close } = await keptPartnerToken(logger);

@@ -157,21 +157,67 @@ export const MIGRATION_ENVELOPE: Readonly<Record<string, Schema>> = {
   warnings: { ...warnings, description: 'sites=true: what the report warns of, e.g. counts that begin inside the window' },
 };
 
+const nullableText: Schema = { type: 'string', nullable: true };
+
+const AUDIT_POINTER: ObjectSchema = {
+  ...record(
+    { action: { type: 'string', description: 'an action or group of them, as ?action= of GET /api/v1/audit takes it' }, siteId: nullableText },
+    'the audit entries behind a refusal: GET /api/v1/audit?action=…&site=…',
+  ),
+  nullable: true,
+};
+
+const EXPLANATION = record({
+  reason: { type: 'string', description: 'why, in words' },
+  nextStep: { type: 'string', description: 'what to do about it' },
+  audit: AUDIT_POINTER,
+});
+
 const DENIAL_ROW = record({
-  siteId: { type: 'string', nullable: true },
+  siteId: nullableText,
   errorId: { type: 'integer' },
-  clientIp: text,
+  code: { type: 'string', description: "the error's stable code, e.g. IP_NOT_WHITELISTED" },
+  clientIp: { type: 'string', nullable: true, description: 'the client address; null for a refused token, counted by client' },
+  clientId: { type: 'string', nullable: true, description: "a refused token's client (106, 107)" },
+  rule: { type: 'string', nullable: true, description: 'the rule that refused a token (106), e.g. expired, audience' },
+  signed: {
+    type: 'boolean',
+    nullable: true,
+    description: "a refused token's: true when our issuer signed it, false when its client id is only what the sender wrote; null for an API key",
+  },
   rehearsal: flag,
   shadow: flag,
   count,
   firstSeen: time,
   lastSeen: time,
   moreAddresses: count,
+  reason: { type: 'string', nullable: true, description: 'why, in words (null only past the first 50 sites of a report of every site)' },
+  nextStep: { type: 'string', nullable: true, description: 'what to do about it' },
+  audit: AUDIT_POINTER,
 });
 
-export const DENIAL_REPORT = record({ items: { type: 'array', items: DENIAL_ROW }, omittedRows: count, next: { type: 'string', nullable: true } });
+export const DENIAL_REPORT = record({
+  items: { type: 'array', items: DENIAL_ROW },
+  omittedRows: count,
+  next: nullableText,
+  site: {
+    ...record({ siteId: text, name: text, enabled: flag, authMethod }, 'the site asked for, or the one the client asked for is registered to'),
+    nullable: true,
+  },
+  client: { ...record({ clientId: text, siteId: nullableText }, 'the token client asked for, and the site it is registered to'), nullable: true },
+  notes: { type: 'array', items: EXPLANATION, description: 'what refuses the partner whatever they send: a disabled site, tokens only, an empty allowlist, an unregistered client' },
+});
 
-export const AUDIT_ENTRY = record({ id: text, at: time, actor: text, action: text, siteId: { type: 'string', nullable: true }, details: { type: 'any' } });
+export const AUDIT_ENTRY = record({
+  id: text,
+  at: time,
+  actor: text,
+  action: text,
+  siteId: nullableText,
+  siteName: { type: 'string', nullable: true, description: "the site's name now; null for a change of no site" },
+  details: { type: 'any', description: 'as the change recorded them; newer entries hold before and after' },
+  summary: { type: 'string', description: 'the entry as a sentence: who did what to which site, before and after, when' },
+});
 
 /** Any JSON: the OpenAPI document itself. */
 export const DOCUMENT: Schema = { type: 'any', description: 'an OpenAPI 3.1 document' };

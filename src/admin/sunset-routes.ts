@@ -1,11 +1,12 @@
+import { CLIENT_ID_MAX_CHARS } from '../common/client-id.js';
 import { refuse } from '../operations/fields.js';
 import {
   AUDIT_DEFAULT_SINCE_DAYS,
   AUDIT_MAX_SINCE_DAYS,
   auditEntries,
+  blockedPartner,
   countsBeginLateWarning,
   DENIAL_REPORT_ROWS,
-  denialReport,
   MAX_REPORT_ROWS,
   MAX_SINCE_DAYS,
   MAX_SINCE_HOURS,
@@ -13,6 +14,7 @@ import {
 } from '../operations/report-operations.js';
 import { addBrownout, cancelBrownout, setSunsetPolicy, sunsetPolicy } from '../operations/sunset-operations.js';
 import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ENVELOPE, MIGRATION_ROW, SUNSET_POLICY, SUNSET_POLICY_CHANGE } from './api-schemas.js';
+import { auditSentence } from '../operations/audit-sentences.js';
 import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
 
 /** The API-key sunset's routes (grace is a site's: site-routes.ts), the reports and the audit trail. */
@@ -131,27 +133,31 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     method: 'GET',
     path: '/api/v1/reports/denials',
     role: 'viewer',
-    summary: 'refusals by error and client address, largest counts first ("partner X says they are blocked")',
+    summary: 'refusals by error and client address or token client, largest counts first, each with why and what next ("partner X says they are blocked")',
     response: DENIAL_REPORT,
     query: {
-      site: { description: 'only this site', schema: { type: 'string' } },
+      site: { description: 'only this site (with its token clients\' refused tokens)', schema: { type: 'string' } },
+      client: { description: "only this token client's refused tokens, and where it is registered", schema: { type: 'string', maxLength: CLIENT_ID_MAX_CHARS } },
       since: { description: `hours back, 1 to ${MAX_SINCE_HOURS} (default 24)`, schema: { type: 'integer', minimum: 1, maximum: MAX_SINCE_HOURS } },
       limit: { description: `rows, 1 to ${MAX_REPORT_ROWS} (default ${DENIAL_REPORT_ROWS}); omittedRows says how many more there were`, schema: { type: 'integer', minimum: 1, maximum: MAX_REPORT_ROWS } },
     },
     handle: async (request) => {
-      const { rows, omittedRows } = await denialReport(request, { site: queryText(request, 'site'), since: queryText(request, 'since'), limit: queryText(request, 'limit') });
-      return { items: rows, omittedRows, next: null };
+      const report = await blockedPartner(request, { site: queryText(request, 'site'), client: queryText(request, 'client'), since: queryText(request, 'since'), limit: queryText(request, 'limit') });
+      return { items: report.rows, omittedRows: report.omittedRows, next: null, site: report.site, client: report.client, notes: report.notes };
     },
   },
   {
     method: 'GET',
     path: '/api/v1/audit',
     role: 'viewer',
-    summary: 'who changed what and when, newest first',
+    summary: 'who changed what and when, newest first, each with a sentence that says it; by site, person, action and time',
     response: AUDIT_ENTRY,
     query: {
       site: { description: 'only changes of this site', schema: { type: 'string' } },
-      since: { description: `days back, 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS})`, schema: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_SINCE_DAYS } },
+      actor: { description: 'only changes by this person: their email address or a part of it, case ignored', schema: { type: 'string', maxLength: 200 } },
+      since: { description: `days back, 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS}); from replaces it`, schema: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_SINCE_DAYS } },
+      from: { description: 'only changes at or after this date (midnight UTC) or date-time with a zone', schema: { type: 'string', maxLength: 40 } },
+      until: { description: 'only changes before this date-time with a zone, or up to the end of this date (UTC)', schema: { type: 'string', maxLength: 40 } },
       action: { description: 'an action such as key.revoke, or a group such as key', schema: { type: 'string', maxLength: 100 } },
     },
     paginated: true,
@@ -165,11 +171,18 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
         site: queryText(request, 'site'),
         since: queryText(request, 'since'),
         action: queryText(request, 'action'),
+        actor: queryText(request, 'actor'),
+        from: queryText(request, 'from'),
+        until: queryText(request, 'until'),
         limit: request.page.limit,
         ...(beforeId === undefined ? {} : { beforeId }),
       });
       const last = entries.at(-1);
-      return { items: entries, next: more && last !== undefined ? Buffer.from(`a${last.id}`, 'latin1').toString('base64url') : null };
+      return {
+        items: entries.map((entry) => ({ ...entry, summary: auditSentence(entry) })),
+        next: more && last !== undefined ? Buffer.from(`a${last.id}`, 'latin1').toString('base64url') : null,
+      };
     },
   },
 ];
+

@@ -71,7 +71,10 @@ export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: num
  */
 function decideToken(input: CheckInput, verdict: TokenVerdict | undefined, snapshot: CredentialSnapshot): Decision {
   if (verdict === undefined) return deny({ errorId: 106, rule: 'tokens-disabled' });
-  if (!verdict.valid) return deny(verdict.resource === undefined ? { errorId: 106, rule: verdict.rule } : { errorId: 106, rule: verdict.rule, resource: verdict.resource });
+  if (!verdict.valid) {
+    const { rule, resource, claimant } = verdict;
+    return deny({ errorId: 106, rule, ...(resource !== undefined && { resource }), ...(claimant !== undefined && { claimant }) });
+  }
   const { clientId, issuedAt } = verdict.claims;
 
   const site = snapshot.siteOfTokenClient(clientId);

@@ -154,10 +154,20 @@ export interface TokenRefusal {
   readonly resource?: string;
 }
 
+/**
+ * The client a refused token names, for the refusal counts only (never for the decision): `signed`
+ * when our issuer's signature verified and a later rule (exp, aud, nbf) refused it; otherwise the
+ * claim is whatever the sender wrote, and is counted as such.
+ */
+export interface TokenClaimant {
+  readonly clientId: ClientId;
+  readonly signed: boolean;
+}
+
 /** The outcome of verifying a Bearer token; `revoked` is decided against the site, so the verifier never says it. */
 export type TokenVerdict =
   | { readonly valid: true; readonly claims: AccessTokenClaims }
-  | ({ readonly valid: false; readonly rule: Exclude<TokenRule, 'revoked'> } & Pick<TokenRefusal, 'resource'>);
+  | ({ readonly valid: false; readonly rule: Exclude<TokenRule, 'revoked'>; readonly claimant?: TokenClaimant } & Pick<TokenRefusal, 'resource'>);
 
 /** Why the body credentials were refused (error 104). */
 export type BodyRule =
@@ -193,7 +203,7 @@ interface Presented {
 
 export type Denial =
   | { readonly errorId: 108; readonly rule: HeaderRule }
-  | ({ readonly errorId: 106; readonly siteId?: SiteId; readonly clientId?: ClientId } & TokenRefusal)
+  | ({ readonly errorId: 106; readonly siteId?: SiteId; readonly clientId?: ClientId; readonly claimant?: TokenClaimant } & TokenRefusal)
   | { readonly errorId: 107; readonly clientId: ClientId }
   | ({ readonly errorId: 101; readonly siteId: SiteId } & Presented)
   | ({ readonly errorId: 103; readonly siteId: SiteId; readonly clientIp: string } & Presented)

@@ -1,6 +1,6 @@
 import { authMethodOf } from '../decision/decide.js';
 import { denialMessage } from '../decision/error-catalogue.js';
-import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenRule } from '../decision/types.js';
+import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenClaimant, TokenRule } from '../decision/types.js';
 import { clipForLog } from '../common/log-text.js';
 
 /** What every check event says, allowed or denied. */
@@ -40,6 +40,7 @@ export interface AllowedCheckEvent extends CheckEventFacts {
   readonly errorId: undefined;
   readonly rule: undefined;
   readonly errorMessage: undefined;
+  readonly claimant: undefined;
 }
 
 export interface DeniedCheckEvent extends CheckEventFacts {
@@ -54,6 +55,8 @@ export interface DeniedCheckEvent extends CheckEventFacts {
   readonly rule: HeaderRule | TokenRule | BodyRule | undefined;
   /** The message the partner received; it quotes the key masked only. */
   readonly errorMessage: string;
+  /** A refused token's client (106, 107), for the refusal counts; `signed: false` when only the token's sender says so. */
+  readonly claimant: TokenClaimant | undefined;
 }
 
 /**
@@ -75,6 +78,13 @@ export interface UndecidedCheckEvent {
 export interface ViewedRequest {
   readonly requestId: string | undefined;
   readonly input: CheckInput;
+}
+
+function claimantOf(denial: Extract<Decision, { outcome: 'deny' }>['denial']): TokenClaimant | undefined {
+  if (denial.errorId === 107) return { clientId: clipForLog(denial.clientId) ?? '', signed: true };
+  if (denial.errorId !== 106) return undefined;
+  if (denial.clientId !== undefined) return { clientId: clipForLog(denial.clientId) ?? '', signed: true };
+  return denial.claimant;
 }
 
 function bodyBytes(input: CheckInput): number | undefined {
@@ -114,6 +124,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
       clientId: byKey ? undefined : clipForLog(decision.clientId),
       rehearsalBrownoutId: byKey ? decision.rehearsal?.brownoutId : undefined,
       sunsetReason: undefined,
+      claimant: undefined,
       maskedKey: undefined,
       clientIp,
       requestId,
@@ -136,6 +147,7 @@ export function checkEvent(request: ViewedRequest, decision: Decision, durationS
     clientId: 'clientId' in denial ? clipForLog(denial.clientId) : undefined,
     rehearsalBrownoutId: undefined,
     sunsetReason: denial.errorId === 105 ? denial.reason : undefined,
+    claimant: claimantOf(denial),
     keyId: 'keyId' in denial ? denial.keyId : undefined,
     maskedKey: 'maskedKey' in denial ? denial.maskedKey : undefined,
     clientIp,

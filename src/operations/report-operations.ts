@@ -1,5 +1,6 @@
 import { COUNTS_BEGIN_WHY } from '../store/sunset-admin.js';
-import { countOf, refuse, siteIdOf } from './fields.js';
+import { blockedPartnerReport } from './blocked-partner-report.js';
+import { clientIdOf, countOf, instantOf, refuse, siteIdOf, textOf } from './fields.js';
 import type { OperationContext } from './operation-context.js';
 import { sunsetPolicy } from './sunset-operations.js';
 
@@ -44,6 +45,16 @@ export async function denialReport({ admin, now }: OperationContext, request: { 
   return { siteId, hours, limit, ...report };
 }
 
+/** "A partner says they are blocked": the refusals of a site or a token client, each with why, what next and its audit entries. */
+export async function blockedPartner(context: OperationContext, request: { site: string | undefined; client: string | undefined; since: string | undefined; limit: string | undefined }) {
+  const siteId = optionalSite(request.site, 'site');
+  const clientId = request.client === undefined ? undefined : clientIdOf(request.client, 'client');
+  const hours = countOf(request.since, 'since', 'hours', DENIAL_DEFAULT_SINCE_HOURS, MAX_SINCE_HOURS);
+  const limit = countOf(request.limit, 'limit', 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
+  const { sunsetAt } = await sunsetPolicy(context);
+  return blockedPartnerReport(context.admin, { since: new Date(context.now - hours * HOUR_MS), siteId, clientId, limit, sunsetAt, audience: context.config.tokens?.audience });
+}
+
 // An action such as key.revoke, site.grace.clear or token-client.add, or its group such as key.
 const ACTION = /^[a-z][a-z-]*(\.[a-z-]+)*$/;
 
@@ -56,17 +67,37 @@ export interface AuditRequest {
   readonly site: string | undefined;
   readonly since: string | undefined;
   readonly action: string | undefined;
+  /** Only changes by this person: the actor, or a part of it such as an e-mail address. */
+  readonly actor?: string | undefined;
+  /** Between these instants; an `until` that is a date alone takes in that whole day. */
+  readonly from?: string | undefined;
+  readonly until?: string | undefined;
   readonly limit: number;
   /** The id of the last entry of the previous page. */
   readonly beforeId?: string;
+}
+
+const MAX_ACTOR_FILTER = 200;
+
+function auditUntilOf(text: string | undefined): Date | undefined {
+  const trimmed = text?.trim();
+  if (trimmed === undefined || trimmed === '') return undefined;
+  const at = instantOf(trimmed, 'until');
+  return /^\d{4}-\d{2}-\d{2}$/.test(trimmed) ? new Date(at.getTime() + DAY_MS) : at;
 }
 
 export async function auditEntries({ admin, now }: OperationContext, request: AuditRequest) {
   const siteId = optionalSite(request.site, 'site');
   const days = countOf(request.since, 'since', 'days', AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS);
   const action = auditActionOf(request.action);
+  const actor = textOf(request.actor?.trim(), 'actor', MAX_ACTOR_FILTER) || undefined;
+  const from = request.from?.trim() ? instantOf(request.from.trim(), 'from') : undefined;
+  const until = auditUntilOf(request.until);
+  if (from !== undefined && until !== undefined && until <= from) throw refuse('UNTIL_NOT_AFTER_FROM', 'until', 'must be after the start of the period', '2026-11-30');
   const { entries, more } = await admin.auditLog.list({
-    since: new Date(now - days * DAY_MS),
+    since: from ?? new Date(now - days * DAY_MS),
+    ...(until === undefined ? {} : { until }),
+    ...(actor === undefined ? {} : { actor }),
     siteId,
     action,
     limit: request.limit,

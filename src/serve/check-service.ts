@@ -5,7 +5,8 @@ import type { Config } from '../config.js';
 import { parseClientIp } from '../allowlist/client-ip.js';
 import type { Socket } from 'node:net';
 import { startGrpcServer, startHandedConnectionsGrpcServer, type GrpcCheckServer, type HandedConnectionsOptions } from '../envoy/grpc-server.js';
-import type { CheckEvent } from '../observe/check-event.js';
+import type { CheckEvent, DeniedCheckEvent } from '../observe/check-event.js';
+import type { ClientId, SiteId, TokenRule } from '../decision/types.js';
 import { createDecisionLog, type DecisionLog } from '../observe/decision-log.js';
 import type { Readiness } from '../observe/http-endpoints.js';
 import type { Logger } from '../observe/logger.js';
@@ -15,6 +16,7 @@ import { connectionPool } from '../store/database.js';
 import { AuthUsageRecorder } from '../store/auth-usage-recorder.js';
 import { DenialStatsRecorder, UNKNOWN_SITES, UNKNOWN_SITES_ADDRESS } from '../store/denial-stats-recorder.js';
 import { LastUsedRecorder } from '../store/last-used-recorder.js';
+import { NO_SITE, TokenRefusalRecorder } from '../store/token-refusal-recorder.js';
 import { seedSunsetPolicy } from '../store/sunset-policy.js';
 import { IssuerKeys } from '../token/issuer-keys.js';
 import { TokenVerifier } from '../token/token-verifier.js';
@@ -129,7 +131,11 @@ function openRecorders(config: Config, store: CredentialStore, metrics: ServiceM
     new LastUsedRecorder({ pool, of: 'token_clients', flushSeconds: config.lastUsedFlushSeconds, logger }),
     (recorder) => recorder.stop(),
   );
-  return { lastUsed, clientLastUsed, refusals, usage };
+  const tokenRefusals = resources.add(
+    new TokenRefusalRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, retentionDays: config.denialStatsRetentionDays, maxGroups: DENIAL_GROUPS_MAX, logger }),
+    (recorder) => recorder.stop(),
+  );
+  return { lastUsed, clientLastUsed, refusals, usage, tokenRefusals };
 }
 
 /**
@@ -173,8 +179,27 @@ function refusedAddress(event: CheckEvent): string {
   return parseClientIp(event.clientIp)?.address ?? 'unknown';
 }
 
+/** The site a token client is registered to now, as the snapshot holds it. */
+export type SiteOfClient = (clientId: ClientId) => SiteId | undefined;
+
+/**
+ * A refused token's count, against the site its client is registered to, or NO_SITE for a signed
+ * 107. A client id that only the sender wrote counts against a site only when that site registered
+ * it (marked unsigned), and never under NO_SITE: strangers cannot fill the report with names.
+ */
+function recordRefusedToken(recorders: Recorders, event: DeniedCheckEvent, siteOfClient: SiteOfClient, now: number): void {
+  const { claimant, errorId, rule } = event;
+  if (claimant === undefined || (errorId !== 106 && errorId !== 107)) return;
+  // A revoked token's refusal is counted with its site's other refusals already.
+  if (errorId === 106 && event.siteKnown) return;
+  const siteId = siteOfClient(claimant.clientId) ?? (claimant.signed ? NO_SITE : undefined);
+  if (siteId === undefined) return;
+  const tokenRule = errorId === 106 ? (rule as TokenRule) : '';
+  recorders.tokenRefusals.record({ siteId, clientId: claimant.clientId, errorId, rule: tokenRule, signed: claimant.signed }, now);
+}
+
 /** What a decided check leaves behind besides its answer: metrics, a log line, last use, refusal counts. */
-export function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog) {
+export function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog, siteOfClient: SiteOfClient = () => undefined) {
   return (event: CheckEvent): void => {
     metrics.observeCheck(event);
     decisionLog.record(event);
@@ -190,6 +215,7 @@ export function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, 
     } else if (event.errorId === 101) {
       recorders.refusals.record(UNKNOWN_SITES, 101, UNKNOWN_SITES_ADDRESS, false, now, event.shadow);
     }
+    if (event.outcome === 'denied' && event.claimant !== undefined) recordRefusedToken(recorders, event, siteOfClient, now);
   };
 }
 
@@ -215,7 +241,7 @@ function startCheckServer(
       logger,
       allowedResponse: () => store.policies().allowedResponse,
       authorize: (input) => authorizeCheck(input, { snapshot: (now) => store.cache.snapshot(now), sunset: store.policies().sunset, tokens: tokens?.verifier }),
-      onDecision: decisionObserver(recorders, metrics, decisionLog),
+      onDecision: decisionObserver(recorders, metrics, decisionLog, (clientId) => store.cache.snapshot(Date.now())?.siteOfTokenClient(clientId)?.siteId),
       onFailure: (event) => metrics.observeUndecided(event),
       shadowMode: config.shadowMode,
       answerAfterTurn: true,

@@ -9,18 +9,28 @@ export interface AuditEntry {
   readonly actor: string;
   readonly action: string;
   readonly siteId: SiteId | null;
+  /** The site's name now; null for a change of no site, or of a site that is gone. */
+  readonly siteName: string | null;
   readonly details: unknown;
 }
 
 export interface AuditQuery {
+  /** Only entries at or after this instant. */
   readonly since: Date;
+  /** Only entries before this instant (exclusive); none: up to now. */
+  readonly until?: Date;
   readonly siteId: SiteId | undefined;
   /** An action (key.revoke), or a group of them (key). */
   readonly action: string | undefined;
+  /** Only changes by this person: the actor as recorded, or a part of it (an email address), case ignored. */
+  readonly actor?: string;
   readonly limit: number;
   /** Only entries older than this one (its id): where the previous page ended. */
   readonly beforeId?: string;
 }
+
+/** `actor` as a LIKE pattern that matches it anywhere, its wildcards taken literally. */
+const containing = (text: string): string => `%${text.replace(/[\\%_]/g, (wildcard) => `\\${wildcard}`)}%`;
 
 /** The audit trail every change writes in its own transaction, read newest first. */
 export class AuditLog {
@@ -29,13 +39,23 @@ export class AuditLog {
   /** At most `limit` entries, newest first; `more` says whether older ones matched too. */
   async list(query: AuditQuery): Promise<{ readonly entries: AuditEntry[]; readonly more: boolean }> {
     return this.transactions.read(async (sql) => {
-      const { rows } = await sql.query<{ id: string; at: StoredTimestamp; actor: string; action: string; site_id: string | null; details: unknown }>(
-        `SELECT id::text, at, actor, action, site_id::text, details FROM audit_log
-          WHERE at >= $1 AND ($2::bigint IS NULL OR site_id = $2)
-            AND ($3::text IS NULL OR action = $3 OR starts_with(action, $3 || '.'))
-            AND ($5::bigint IS NULL OR (at, id) < (SELECT b.at, b.id FROM audit_log b WHERE b.id = $5))
-          ORDER BY at DESC, id DESC LIMIT $4`,
-        [query.since, query.siteId ?? null, query.action ?? null, query.limit + 1, query.beforeId ?? null],
+      const { rows } = await sql.query<{ id: string; at: StoredTimestamp; actor: string; action: string; site_id: string | null; site_name: string | null; details: unknown }>(
+        `SELECT a.id::text, a.at, a.actor, a.action, a.site_id::text, s.name AS site_name, a.details FROM audit_log a LEFT JOIN sites s ON s.id = a.site_id
+          WHERE a.at >= $1 AND ($2::bigint IS NULL OR a.site_id = $2)
+            AND ($3::text IS NULL OR a.action = $3 OR starts_with(a.action, $3 || '.'))
+            AND ($5::bigint IS NULL OR (a.at, a.id) < (SELECT b.at, b.id FROM audit_log b WHERE b.id = $5))
+            AND ($6::timestamptz IS NULL OR a.at < $6)
+            AND ($7::text IS NULL OR a.actor ILIKE $7)
+          ORDER BY a.at DESC, a.id DESC LIMIT $4`,
+        [
+          query.since,
+          query.siteId ?? null,
+          query.action ?? null,
+          query.limit + 1,
+          query.beforeId ?? null,
+          query.until ?? null,
+          query.actor === undefined ? null : containing(query.actor),
+        ],
       );
       const entries = rows.slice(0, query.limit).map((row) => ({
         id: row.id,
@@ -43,6 +63,7 @@ export class AuditLog {
         actor: row.actor,
         action: row.action,
         siteId: row.site_id,
+        siteName: row.site_name,
         details: row.details,
       }));
       return { entries, more: rows.length > query.limit };

@@ -5,6 +5,7 @@ import type { ApiKey, KeyId, SiteAuthMethod, SiteId } from '../decision/types.js
 import { AdminTransactions } from './admin-transactions.js';
 import type { AllowlistEntry } from '../allowlist/allowlist-entry.js';
 import { AuditLog } from './audit-log.js';
+import { RefusalFacts } from './refusal-facts.js';
 import { SunsetAdmin } from './sunset-admin.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import { TokenAdmin } from './token-admin.js';
@@ -108,6 +109,12 @@ function keySummary(row: KeySummaryRow): KeySummary {
   };
 }
 
+/** How many entries the site's allowlist holds, for the audit row's before and after. */
+async function allowlistSize(sql: pg.ClientBase, siteId: SiteId): Promise<number> {
+  const { rows } = await sql.query<{ entries: string }>('SELECT count(*)::text AS entries FROM allowlist_entries WHERE site_id = $1', [siteId]);
+  return Number(rows[0]?.entries ?? 0);
+}
+
 function siteSummary(row: SiteSummaryRow): SiteSummary {
   return {
     siteId: row.id,
@@ -133,6 +140,8 @@ export class CredentialAdmin {
   readonly tokens: TokenAdmin;
   /** Who changed what and when, as every change recorded it. */
   readonly auditLog: AuditLog;
+  /** What explains a partner's refusals: the site now, the changes behind it, refused tokens. */
+  readonly refusals: RefusalFacts;
 
   constructor(
     pool: pg.Pool,
@@ -143,6 +152,7 @@ export class CredentialAdmin {
     this.sunset = new SunsetAdmin(this.transactions);
     this.tokens = new TokenAdmin(this.transactions);
     this.auditLog = new AuditLog(this.transactions);
+    this.refusals = new RefusalFacts(this.transactions);
   }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {
@@ -163,7 +173,7 @@ export class CredentialAdmin {
       const changed = before.enabled !== enabled;
       if (changed) {
         await sql.query('UPDATE sites SET enabled = $2, updated_at = now() WHERE id = $1', [siteId, enabled]);
-        await this.audit(sql, enabled ? 'site.enable' : 'site.disable', siteId, {});
+        await this.audit(sql, enabled ? 'site.enable' : 'site.disable', siteId, { before: { enabled: before.enabled }, after: { enabled } });
       }
       return { site: await this.site(sql, siteId), changed };
     });
@@ -215,7 +225,7 @@ export class CredentialAdmin {
       if (before === undefined) throw await keyNotFound(sql, siteId, keyId);
       if (before.revoked_at !== null) return { key: keySummary(before), changed: false };
       const revoked = await sql.query<KeySummaryRow>(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING ${KEY_COLUMNS}`, [keyId]);
-      await this.audit(sql, 'key.revoke', siteId, { keyId, maskedKey: maskApiKey(before.last_five) });
+      await this.audit(sql, 'key.revoke', siteId, { keyId, maskedKey: maskApiKey(before.last_five), before: { status: before.status }, after: { status: 'revoked' } });
       return { key: keySummary(revoked.rows[0] as KeySummaryRow), changed: true };
     });
   }
@@ -235,13 +245,16 @@ export class CredentialAdmin {
   ): Promise<{ readonly added: string[]; readonly alreadyAllowed: string[] }> {
     return this.change(async (sql) => {
       await this.lockSite(sql, siteId);
+      const entriesBefore = await allowlistSize(sql, siteId);
       const added: string[] = [];
       const alreadyAllowed: string[] = [];
       for (const { cidr } of entries) {
         const inserted = await sql.query('INSERT INTO allowlist_entries (site_id, cidr) VALUES ($1, $2) ON CONFLICT DO NOTHING', [siteId, cidr]);
         (inserted.rowCount === 0 ? alreadyAllowed : added).push(cidr);
       }
-      if (added.length > 0) await this.audit(sql, 'ip.allow', siteId, { cidrs: added });
+      if (added.length > 0) {
+        await this.audit(sql, 'ip.allow', siteId, { cidrs: added, before: { entries: entriesBefore }, after: { entries: entriesBefore + added.length } });
+      }
       return { added, alreadyAllowed };
     });
   }
@@ -250,6 +263,7 @@ export class CredentialAdmin {
   async revokeNetworks(siteId: SiteId, entries: readonly AllowlistEntry[]): Promise<{ readonly removed: string[] }> {
     return this.change(async (sql) => {
       await this.lockSite(sql, siteId);
+      const entriesBefore = await allowlistSize(sql, siteId);
       const cidrs = entries.map((entry) => entry.cidr);
       // Matched by cidr equality, one at a time: PostgreSQL's text of an address can differ from
       // ours (::1.2.3.4 against ::102:304), so comparing texts could miss a row that was deleted.
@@ -259,7 +273,7 @@ export class CredentialAdmin {
         if (deleted.rowCount === 0) missing.push(cidr);
       }
       if (missing.length > 0) throw await notOnAllowlist(sql, siteId, missing);
-      await this.audit(sql, 'ip.revoke', siteId, { cidrs });
+      await this.audit(sql, 'ip.revoke', siteId, { cidrs, before: { entries: entriesBefore }, after: { entries: entriesBefore - cidrs.length } });
       return { removed: cidrs };
     });
   }

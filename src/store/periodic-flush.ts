@@ -43,7 +43,7 @@ export class PeriodicFlush {
 export const EXPIRED_ROWS_PER_FLUSH = 10_000;
 
 /** The tables of hourly counts whose rows expire. */
-export type HourlyCounts = 'auth_usage' | 'denial_stats';
+export type HourlyCounts = 'auth_usage' | 'denial_stats' | 'token_refusal_stats';
 
 /**
  * The statement that deletes at most `limit` rows of `table` whose hour is more than `days` days old,

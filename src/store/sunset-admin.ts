@@ -243,7 +243,7 @@ export class SunsetAdmin {
 
   async cancelBrownout(brownoutId: string): Promise<{ readonly brownout: BrownoutSummary; readonly changed: boolean }> {
     return this.transactions.change(async (sql) => {
-      const found = await sql.query<{ cancelled: boolean }>('SELECT cancelled_at IS NOT NULL AS cancelled FROM brownouts WHERE id = $1 FOR UPDATE', [brownoutId]);
+      const found = await sql.query<BrownoutRow & { cancelled: boolean }>(`SELECT ${BROWNOUT_COLUMNS}, cancelled_at IS NOT NULL AS cancelled FROM brownouts WHERE id = $1 FOR UPDATE`, [brownoutId]);
       if (found.rows[0] === undefined) {
         throw new AdminError('BROWNOUT_NOT_FOUND', `brownout ${brownoutId} does not exist`, undefined, {
           field: 'brownoutId',
@@ -254,7 +254,7 @@ export class SunsetAdmin {
       const changed = !found.rows[0].cancelled;
       if (changed) {
         await sql.query('UPDATE brownouts SET cancelled_at = now() WHERE id = $1', [brownoutId]);
-        await this.transactions.audit(sql, 'brownout.cancel', null, { brownoutId });
+        await this.transactions.audit(sql, 'brownout.cancel', null, { brownoutId, before: { state: found.rows[0].state }, after: { state: 'cancelled' } });
       }
       const { rows } = await sql.query<BrownoutRow>(`SELECT ${BROWNOUT_COLUMNS} FROM brownouts WHERE id = $1`, [brownoutId]);
       return { brownout: brownoutSummary(rows[0] as BrownoutRow), changed };

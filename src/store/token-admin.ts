@@ -179,7 +179,7 @@ export class TokenAdmin {
       const before = await this.lockPolicy(sql, siteId);
       const { rows } = await sql.query<{ at: Date }>('UPDATE sites SET tokens_not_before = now(), updated_at = now() WHERE id = $1 RETURNING tokens_not_before AS at', [siteId]);
       const at = (rows[0] as { at: Date }).at.toISOString();
-      await this.transactions.audit(sql, 'site.revoke-tokens', siteId, { tokensNotBefore: at });
+      await this.transactions.audit(sql, 'site.revoke-tokens', siteId, { tokensNotBefore: at, before: { tokensNotBefore: before.tokensNotBefore }, after: { tokensNotBefore: at } });
       return { ...before, tokensNotBefore: at };
     });
   }

@@ -1,8 +1,8 @@
-import type { JWTPayload } from 'jose';
+import { decodeJwt, type JWTPayload } from 'jose';
 import { setWithin } from '../common/bounded-map.js';
 import { sha256 } from '../common/sha256.js';
 import type { TokenSettings } from '../config.js';
-import type { AccessTokenClaims, TokenVerdict } from '../decision/types.js';
+import type { AccessTokenClaims, TokenClaimant, TokenVerdict } from '../decision/types.js';
 import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
 import type { KeySource } from './issuer-keys.js';
 import { CLIENT_ID_MAX_CHARS } from '../common/client-id.js';
@@ -13,7 +13,6 @@ export { TOKEN_MAX_CHARS } from './access-token.js';
 export const VERIFIED_TOKENS_MAX = 10_000;
 
 type Refusal = Extract<TokenVerdict, { valid: false }>;
-const refuse = (rule: Refusal['rule']): Refusal => ({ valid: false, rule });
 
 /**
  * RFC 6749 Appendix A.1: a client_id is VSCHARs (printable ASCII); bounded, since a 107 quotes it
@@ -23,6 +22,24 @@ const CLIENT_ID = new RegExp(`^[\\x20-\\x7e]{1,${CLIENT_ID_MAX_CHARS}}$`);
 
 /** The rules a partner fixes by requesting the token for this API's resource. */
 const FIXED_BY_RESOURCE: ReadonlySet<Refusal['rule']> = new Set(['malformed', 'audience']);
+
+/** Rules that refuse a token only after its signature verified: its client_id is our issuer's word. */
+const RULES_AFTER_SIGNATURE: ReadonlySet<Refusal['rule']> = new Set(['expired', 'not-yet-valid', 'audience', 'claims']);
+
+/**
+ * The client a refused token names, read without trusting it, for the refusal counts: a partner whose
+ * token expires is told apart from a stranger, and the count says which of the two it was.
+ */
+function claimantOf(token: string, rule: Refusal['rule']): TokenClaimant | undefined {
+  let clientId: unknown;
+  try {
+    clientId = decodeJwt(token)['client_id'];
+  } catch {
+    return undefined;
+  }
+  if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId)) return undefined;
+  return { clientId, signed: RULES_AFTER_SIGNATURE.has(rule) };
+}
 
 function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
   const clientId = payload['client_id'];
@@ -66,9 +83,9 @@ export class TokenVerifier {
     if (kept !== undefined) {
       if (now < kept.expiresAt + this.skewMs) return { valid: true, claims: kept };
       this.verified.delete(id);
-      return refuse('expired');
+      return { valid: false, rule: 'expired', claimant: { clientId: kept.clientId, signed: true } };
     }
-    if (!this.keys.loaded) return refuse('keys-unavailable');
+    if (!this.keys.loaded) return this.refused('keys-unavailable', token);
     const running = this.inFlight.get(id);
     if (running !== undefined) return running;
     const verdict = this.verifyNew(token, now)
@@ -91,16 +108,22 @@ export class TokenVerifier {
     return this.verified.size;
   }
 
-  /** A refusal, with the resource to request for the rules that asking for it fixes. */
-  private refused(rule: Refusal['rule']): Refusal {
-    return FIXED_BY_RESOURCE.has(rule) ? { valid: false, rule, resource: this.settings.audience } : refuse(rule);
+  /** A refusal: the resource to request for the rules that asking for it fixes, and the client the token names. */
+  private refused(rule: Refusal['rule'], token?: string): Refusal {
+    const claimant = token === undefined ? undefined : claimantOf(token, rule);
+    return {
+      valid: false,
+      rule,
+      ...(FIXED_BY_RESOURCE.has(rule) && { resource: this.settings.audience }),
+      ...(claimant !== undefined && { claimant }),
+    };
   }
 
   private async verifyNew(token: string, now: number): Promise<TokenVerdict> {
     const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['client_id']);
-    if (!outcome.valid) return this.refused(outcome.rule);
+    if (!outcome.valid) return this.refused(outcome.rule, token);
     const claims = claimsOf(outcome.payload);
-    return claims === undefined ? refuse('claims') : { valid: true, claims };
+    return claims === undefined ? this.refused('claims', token) : { valid: true, claims };
   }
 }
 

@@ -88,8 +88,13 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
 
   it('names the resource to request when the token is no JWT at all or for another audience', async () => {
     assert.deepEqual(await verdict('2YotnFZFEjr1zCsicMWpAA'), { valid: false, rule: 'malformed', resource: AUDIENCE });
-    assert.deepEqual(await verdict(await signedToken(rsa, claims({ aud: 'https://billing-api.example.com' }))), { valid: false, rule: 'audience', resource: AUDIENCE });
-    assert.deepEqual(await verdict(await signedToken(rsa, claims({ exp: NOW_S - 60 }))), { valid: false, rule: 'expired' });
+    assert.deepEqual(await verdict(await signedToken(rsa, claims({ aud: 'https://billing-api.example.com' }))), {
+      valid: false,
+      rule: 'audience',
+      resource: AUDIENCE,
+      claimant: { clientId: 'partner-1001', signed: true },
+    });
+    assert.deepEqual(await verdict(await signedToken(rsa, claims({ exp: NOW_S - 60 }))), { valid: false, rule: 'expired', claimant: { clientId: 'partner-1001', signed: true } });
   });
 
   it('refuses a client_id that is not printable ASCII (RFC 6749 VSCHAR), since a 107 quotes it back', async () => {
@@ -160,7 +165,22 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     const again = verifier.verify(token, NOW + 1_000);
     assert.ok(again !== undefined && !(again instanceof Promise), 'a kept token needs no signature check');
     assert.equal(again.valid, true);
-    assert.deepEqual(verifier.verify(token, (NOW_S + 300 + 31) * 1000), { valid: false, rule: 'expired' });
+    assert.deepEqual(verifier.verify(token, (NOW_S + 300 + 31) * 1000), { valid: false, rule: 'expired', claimant: { clientId: 'partner-1001', signed: true } });
+  });
+
+  it("names a refused token's client for the refusal counts, signed only when our issuer's signature verified", async () => {
+    const claimant = async (token: string) => {
+      const result = await verdict(token);
+      assert.ok(result !== undefined && !result.valid);
+      return result.claimant;
+    };
+    assert.deepEqual(await claimant(await signedToken(rsa, claims({ exp: NOW_S - 60 }))), { clientId: 'partner-1001', signed: true });
+    // Anyone can write a client id into a token; signed by a key the issuer never published, it is only a claim.
+    assert.deepEqual(await claimant(await signedToken(unpublished, claims({ client_id: 'partner-2002' }))), { clientId: 'partner-2002', signed: false });
+    const [header, , signature] = (await signedToken(rsa, claims())).split('.');
+    assert.deepEqual(await claimant(`${header}.${b64url(claims({ client_id: 'partner-9999' }))}.${signature}`), { clientId: 'partner-9999', signed: false });
+    assert.equal(await claimant(await signedToken(rsa, claims({ client_id: 'with\nnewline', exp: NOW_S - 60 }))), undefined, 'no client id that is not one');
+    assert.equal(await claimant('2YotnFZFEjr1zCsicMWpAA'), undefined);
   });
 
   it('keeps refused tokens nowhere, and verified ones only up to its bound', async () => {

@@ -1,59 +1,70 @@
 import { html, useState } from '../preact-htm.js';
-import { api, encode, itemsOf } from '../api.js';
+import { api, itemsOf } from '../api.js';
 import { navigate } from '../router.js';
-import { Alert, formatTime, Loading, PageHeading, useAction, useLoad } from '../components.js';
+import { Alert, formatTime, Loading, PageHeading, useLoad } from '../components.js';
 
-/** Every change, who made it and when, newest first; filtered by site and action. */
+/** The filters the page takes from its address, as the API's query parameters of the same names. */
+const FILTERS = ['site', 'actor', 'from', 'until', 'action'];
+const PAGE_SIZE = '50';
+
+/** Every change as a sentence (who did what to which site, before and after, when), newest first; filtered and paged. */
 export function AuditTrail({ query }) {
-  const site = query?.get('site') ?? '';
-  const action = query?.get('action') ?? '';
-  const [siteText, setSiteText] = useState(site);
-  const [actionText, setActionText] = useState(action);
-  const filter = () => `${site === '' ? '' : `&site=${encode(site)}`}${action === '' ? '' : `&action=${encode(action)}`}`;
-  const [first, error] = useLoad(() => api('GET', `/audit?limit=50${filter()}`), [site, action]);
-  const [more, setMore] = useState({ entries: [], next: undefined, for: undefined });
-  const older = useAction();
-  const key = `${site}|${action}`;
-  const entries = [...itemsOf(first), ...(more.for === key ? more.entries : [])];
-  const next = more.for === key && more.next !== undefined ? more.next : first?.next;
-  const loadOlder = () => older.run(async () => {
-    const page = await api('GET', `/audit?limit=50${filter()}&cursor=${encode(next)}`);
-    setMore({ entries: [...(more.for === key ? more.entries : []), ...itemsOf(page)], next: page?.next ?? null, for: key });
-  });
+  const filters = Object.fromEntries(FILTERS.map((name) => [name, query?.get(name) ?? '']));
+  const cursor = query?.get('cursor') ?? '';
+  const [texts, setTexts] = useState(filters);
+  const asked = new URLSearchParams();
+  for (const name of FILTERS) if (filters[name] !== '') asked.set(name, filters[name]);
+  // A time filter reaches as far back as it says; without one, the API's default window applies.
+  if (filters.from === '' && filters.until !== '') asked.set('since', '3650');
+  const key = `${asked}|${cursor}`;
+  const [loaded, error] = useLoad(async () => ({ key, answer: await api('GET', `/audit?limit=${PAGE_SIZE}&${asked}${cursor === '' ? '' : `&cursor=${encodeURIComponent(cursor)}`}`) }), [key]);
+  // The last answer stays until the next arrives: never show one page's entries under another's filters.
+  const answer = loaded?.key === key ? loaded.answer : undefined;
+  const entries = itemsOf(answer);
   const apply = (event) => {
     event.preventDefault();
     const params = new URLSearchParams();
-    if (siteText.trim() !== '') params.set('site', siteText.trim());
-    if (actionText.trim() !== '') params.set('action', actionText.trim());
+    for (const name of FILTERS) if (texts[name].trim() !== '') params.set(name, texts[name].trim());
     navigate(`/audit${params.size > 0 ? `?${params}` : ''}`);
   };
+  const next = () => {
+    const params = new URLSearchParams(asked);
+    params.delete('since');
+    params.set('cursor', answer.next);
+    navigate(`/audit?${params}`);
+  };
+  const field = (name, label, type = 'text') => html`<label>${label}
+    <input name=${name} type=${type} value=${texts[name]} onInput=${(event) => setTexts({ ...texts, [name]: event.currentTarget.value })} />
+  </label>`;
   return html`
     <${PageHeading}>Audit trail</${PageHeading}>
     <form onSubmit=${apply}>
       <div class="grid">
-        <label>Site id<input name="site" value=${siteText} onInput=${(event) => setSiteText(event.currentTarget.value)} /></label>
-        <label>Action (e.g. key, key.revoke)<input name="action" value=${actionText} onInput=${(event) => setActionText(event.currentTarget.value)} /></label>
+        ${field('site', 'Site id')}
+        ${field('actor', 'Person (email address or part of it)')}
+        ${field('action', 'Action (e.g. key, key.revoke)')}
+      </div>
+      <div class="grid">
+        ${field('from', 'From (date, UTC)', 'date')}
+        ${field('until', 'Until (date, UTC, included)', 'date')}
       </div>
       <button type="submit">Filter</button>
     </form>
     <${Alert} error=${error} />
-    ${first === undefined && !error ? html`<${Loading} />` : entries.length === 0 ? html`<p>No change matches.</p>` : html`
+    ${answer === undefined && !error ? html`<${Loading} />` : entries.length === 0 ? !error && html`<p>No change matches.</p>` : html`
       <div class="overflow-auto">
         <table>
-          <caption>Changes, newest first</caption>
-          <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Site</th><th scope="col">Details</th></tr></thead>
+          <caption>Changes, newest first${cursor === '' ? '' : ' (a later page)'}</caption>
+          <thead><tr><th scope="col">What happened</th><th scope="col">When</th><th scope="col">Action</th></tr></thead>
           <tbody>
             ${entries.map((entry) => html`<tr key=${entry.id}>
+              <td>${entry.summary}</td>
               <td class="when">${formatTime(entry.at)}</td>
-              <td>${entry.actor}</td>
               <td><code>${entry.action}</code></td>
-              <td>${entry.siteId ? html`<a href=${`/sites/${encode(entry.siteId)}`}>${entry.siteId}</a>` : '—'}</td>
-              <td><code class="details">${entry.details === null || entry.details === undefined ? '' : JSON.stringify(entry.details)}</code></td>
             </tr>`)}
           </tbody>
         </table>
       </div>
-      ${next && html`<button type="button" class="secondary" onClick=${loadOlder} disabled=${older.busy} aria-busy=${older.busy}>Older changes</button>`}
-      <${Alert} error=${older.error} />`}
+      ${answer?.next && html`<button type="button" class="secondary" onClick=${next}>Next</button>`}`}
   `;
 }

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { auditSentence } from '../../src/operations/audit-sentences.js';
+import { instantWords } from '../../src/operations/time-words.js';
+import type { AuditEntry } from '../../src/store/audit-log.js';
+
+const AT = '2026-11-29T10:14:07.000Z';
+const entry = (action: string, details: unknown, siteId: string | null = '1001', siteName: string | null = 'Acme'): AuditEntry => ({
+  id: '1',
+  at: AT,
+  actor: 'alice@example.com',
+  action,
+  siteId,
+  siteName,
+  details,
+});
+
+describe('auditSentence: who did what to which site, before and after, when', () => {
+  const cases: ReadonlyArray<readonly [string, AuditEntry, string]> = [
+    ['a switch to tokens only', entry('site.auth', { authMethod: 'tokens', previous: 'both' }), 'alice@example.com switched site 1001 (Acme) from API keys and tokens to tokens only — 29 Nov 2026 10:14 UTC'],
+    ['a disabled site, with before and after', entry('site.disable', { before: { enabled: true }, after: { enabled: false } }), 'alice@example.com disabled site 1001 (Acme) (from enabled to disabled) — 29 Nov 2026 10:14 UTC'],
+    ['an old disable without them', entry('site.disable', {}), 'alice@example.com disabled site 1001 (Acme) — 29 Nov 2026 10:14 UTC'],
+    [
+      'a revoked key',
+      entry('key.revoke', { keyId: '7', maskedKey: '*****abcde', before: { status: 'active' }, after: { status: 'revoked' } }),
+      'alice@example.com revoked key 7 (*****abcde) of site 1001 (Acme) (from active to revoked) — 29 Nov 2026 10:14 UTC',
+    ],
+    [
+      'an address added',
+      entry('ip.allow', { cidrs: ['203.0.113.0/24'], before: { entries: 1 }, after: { entries: 2 } }),
+      "alice@example.com added 203.0.113.0/24 to site 1001 (Acme)'s allowlist (from 1 entry to 2 entries) — 29 Nov 2026 10:14 UTC",
+    ],
+    ['an old address removal', entry('ip.revoke', { cidrs: ['198.51.100.7/32'] }), "alice@example.com removed 198.51.100.7/32 from site 1001 (Acme)'s allowlist — 29 Nov 2026 10:14 UTC"],
+    [
+      'a grace',
+      entry('site.grace', { graceUntil: '2027-03-31T00:00:00.000Z', previous: null }),
+      'alice@example.com gave site 1001 (Acme) a grace for API keys until 31 Mar 2027 00:00 UTC (before: none) — 29 Nov 2026 10:14 UTC',
+    ],
+    [
+      'the sunset',
+      entry('sunset.set', { policy: { sunsetAt: '2026-12-31T23:59:59.000Z', enforce: true, guideUrl: null }, previous: { sunsetAt: '2026-12-31T23:59:59.000Z', enforce: false, guideUrl: null } }, null, null),
+      'alice@example.com changed the API-key sunset from 31 Dec 2026 23:59 UTC, not enforced, no migration guide to 31 Dec 2026 23:59 UTC, enforced, no migration guide — 29 Nov 2026 10:14 UTC',
+    ],
+    [
+      'a brownout',
+      entry('brownout.add', { brownoutId: '3', from: '2026-12-01T14:00:00.000Z', until: '2026-12-01T15:00:00.000Z', siteIds: null, dryRun: false }, null, null),
+      'alice@example.com scheduled brownout 3 for every site from 1 Dec 2026 14:00 UTC until 1 Dec 2026 15:00 UTC — 29 Nov 2026 10:14 UTC',
+    ],
+    ['a client removed', entry('token-client.remove', { clientId: 'acme-app' }), 'alice@example.com removed token client acme-app from site 1001 (Acme) — 29 Nov 2026 10:14 UTC'],
+    ['a site that is gone', entry('site.add', { name: 'Acme' }, '1001', null), 'alice@example.com added site 1001 — 29 Nov 2026 10:14 UTC'],
+    ['an action it does not know', entry('key.roll', { keyId: '9' }), 'alice@example.com made the change key.roll to site 1001 (Acme) — 29 Nov 2026 10:14 UTC'],
+  ];
+  for (const [what, given, sentence] of cases) {
+    it(`says ${what}`, () => assert.equal(auditSentence(given), sentence));
+  }
+
+  it('survives details written by hand: not an object, fields of the wrong type', () => {
+    for (const details of [null, 'text', [1, 2], { before: 'x', after: 3 }, { authMethod: { evil: true } }, { cidrs: 'not a list' }]) {
+      for (const action of ['site.auth', 'ip.allow', 'site.enable', 'brownout.add', 'sunset.set', 'key.revoke']) {
+        assert.match(auditSentence(entry(action, details)), /^alice@example\.com .+ — 29 Nov 2026 10:14 UTC$/);
+      }
+    }
+  });
+
+  it('writes instants with the month in letters, and an endless date as never', () => {
+    assert.equal(instantWords('2027-03-04T05:06:00Z'), '4 Mar 2027 05:06 UTC');
+    assert.equal(instantWords('infinity'), 'never');
+    assert.equal(instantWords('not a date'), 'not a date');
+  });
+});
