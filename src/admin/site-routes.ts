@@ -185,7 +185,10 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     params: SITE_PARAM,
     body: {
       type: 'object',
-      properties: { entries: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 1_000, description: 'e.g. ["203.0.113.0/24", "2001:db8:42::/48"]' } },
+      properties: {
+        entries: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 1_000, description: 'e.g. ["203.0.113.0/24", "2001:db8:42::/48"]' },
+        allowAnyAddress: { type: 'boolean', description: 'true: the person confirmed that 0.0.0.0/0 or ::/0 admits every address' },
+      },
       required: ['entries'],
     },
     status: 201,

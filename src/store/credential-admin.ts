@@ -8,6 +8,7 @@ import { AuditLog } from './audit-log.js';
 import { SunsetAdmin } from './sunset-admin.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import { TokenAdmin } from './token-admin.js';
+import { UsageImpact } from './usage-impact.js';
 
 export { AdminError, adminErrorText, type AdminErrorCode } from './admin-transactions.js';
 import { AdminError, siteNotFound } from './admin-transactions.js';
@@ -133,6 +134,8 @@ export class CredentialAdmin {
   readonly tokens: TokenAdmin;
   /** Who changed what and when, as every change recorded it. */
   readonly auditLog: AuditLog;
+  /** What a site or a brownout would refuse, for the confirmations that say so. */
+  readonly impact: UsageImpact;
 
   constructor(
     pool: pg.Pool,
@@ -143,6 +146,7 @@ export class CredentialAdmin {
     this.sunset = new SunsetAdmin(this.transactions);
     this.tokens = new TokenAdmin(this.transactions);
     this.auditLog = new AuditLog(this.transactions);
+    this.impact = new UsageImpact(this.transactions);
   }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {
