@@ -187,8 +187,8 @@ export function InstantInput({ id, label, value, onChange, required = false }) {
   return html`
     <label for=${`${id}-date`}>${label}</label>
     <fieldset role="group">
-      <input id=${`${id}-date`} type="date" aria-label=${`${label}: date (UTC)`} required=${required} value=${value.date} onInput=${(event) => onChange({ ...value, date: event.currentTarget.value })} />
-      <input id=${`${id}-time`} type="time" step="1" aria-label=${`${label}: time (UTC, to the second)`} required=${required} value=${value.time} onInput=${(event) => onChange({ ...value, time: event.currentTarget.value })} />
+      <input id=${`${id}-date`} type="date" aria-label=${`${label}, date`} required=${required} value=${value.date} onInput=${(event) => onChange({ ...value, date: event.currentTarget.value })} />
+      <input id=${`${id}-time`} type="time" step="1" aria-label=${`${label}, time to the second`} required=${required} value=${value.time} onInput=${(event) => onChange({ ...value, time: event.currentTarget.value })} />
     </fieldset>
   `;
 }
