@@ -31,13 +31,20 @@ export function adminApi(adminBase: string, token: string): AdminApi {
   };
 }
 
-/** Allowed requests of a site as serve's observer records them (one a minute, ending an hour ago), flushed. */
-export async function recordAllowedRequests(databaseUrl: string, counts: ReadonlyArray<readonly [siteId: string, method: AuthMethod, count: number]>): Promise<void> {
+/** Allowed requests of a site, `count` of them one a minute back from `endsAt` (default an hour ago). */
+export interface RecordedRequests {
+  readonly siteId: string;
+  readonly method: AuthMethod;
+  readonly count: number;
+  readonly endsAt?: number;
+}
+
+/** Allowed requests as serve's observer records them, flushed to the hourly counts the reports read. */
+export async function recordAllowedRequests(databaseUrl: string, requests: readonly RecordedRequests[]): Promise<void> {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
   try {
     const usage = new AuthUsageRecorder({ pool, flushSeconds: 3_600, retentionDays: 400, maxGroups: 1_000, logger: createLogger('silent') });
-    const end = Date.now() - 3_600_000;
-    for (const [siteId, method, count] of counts) for (let i = 0; i < count; i++) usage.record(siteId, method, end - i * 60_000);
+    for (const { siteId, method, count, endsAt = Date.now() - 3_600_000 } of requests) for (let i = 0; i < count; i++) usage.record(siteId, method, endsAt - i * 60_000);
     await usage.stop();
   } finally {
     await pool.end();

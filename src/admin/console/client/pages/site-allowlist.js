@@ -94,8 +94,7 @@ function RemoveDialog({ siteId, cidr, remaining, action, onConfirm, onCancel }) 
 function EveryoneDialog({ siteId, added, action, onConfirm, onCancel }) {
   const everyone = added.filter(admitsEveryone);
   return html`<${ConfirmDialog} title="Allow every address?" confirmLabel="Allow every address" busy=${action.busy} error=${action.error} onConfirm=${onConfirm} onCancel=${onCancel}>
-    <p role="alert"><strong>Warning: ${everyone.join(' and ')} ${everyone.length === 1 ? 'admits' : 'admit'} every address on the internet.</strong>
-      Anyone who holds a key or a token of site ${siteId} can use it from anywhere: the allowlist no longer protects this site.</p>
+    <p role="alert"><strong>Warning: ${everyone.join(' and ')} ${everyone.length === 1 ? 'admits' : 'admit'} every address on the internet.</strong> Anyone who holds a key or a token of site ${siteId} can use it from anywhere: the allowlist no longer protects this site.</p>
     <p>Allow it only for a partner who cannot name its addresses, and remove it once they can.</p>
   </${ConfirmDialog}>`;
 }

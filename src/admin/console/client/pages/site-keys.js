@@ -64,8 +64,7 @@ function RevokeDialog({ siteId, keyRow, action, onConfirm, onCancel }) {
   return html`<${ConfirmDialog} title=${`Revoke key ${keyRow.maskedKey}?`} confirmLabel="Revoke key" ready=${impact !== undefined}
       busy=${action.busy} error=${action.error ?? error} onConfirm=${onConfirm} onCancel=${onCancel}>
     ${impact === undefined ? html`<${Loading} />` : html`<p>Key ${keyRow.maskedKey} is refused from now on (102) by every replica within a second${keyRow.lastUsedAt ? `; it was last used ${formatTime(keyRow.lastUsedAt)}` : '; it has never been used'}.
-      Site ${siteId} sent ${counted(impact.keyRequests, 'API-key request')} ${inTheLast(impact)};
-      ${others === 0 ? html`<strong>this is its last active key: every API-key request of site ${siteId} will be refused.</strong>` : `it keeps ${counted(others, 'other active key')}.`}</p>`}
+      Site ${siteId} sent ${counted(impact.keyRequests, 'API-key request')} ${inTheLast(impact)}; ${others === 0 ? html`<strong>this is its last active key: every API-key request of site ${siteId} will be refused.</strong>` : `it keeps ${counted(others, 'other active key')}.`}</p>`}
   </${ConfirmDialog}>`;
 }
 

@@ -74,8 +74,7 @@ function RemoveClientDialog({ siteId, client, others, action, onConfirm, onHereO
       also=${atIssuer ? { label: 'Remove here only', onConfirm: onHereOnly } : undefined} ready=${impact !== undefined}
       busy=${action.busy} error=${action.error ?? error} onConfirm=${onConfirm} onCancel=${onCancel}>
     ${impact === undefined ? html`<${Loading} />` : html`<p>The access tokens of client ${client.clientId} are refused from now on (107)${client.lastUsedAt ? `; it was last used ${formatTime(client.lastUsedAt)}` : '; it has never been used'}.
-      Site ${siteId} sent ${counted(impact.tokenRequests, 'access-token request')} ${inTheLast(impact)};
-      ${others <= 0 ? html`<strong>this is its last token client: every access token of site ${siteId} will be refused.</strong>` : `it keeps ${counted(others, 'other token client')}.`}</p>
+      Site ${siteId} sent ${counted(impact.tokenRequests, 'access-token request')} ${inTheLast(impact)}; ${others <= 0 ? html`<strong>this is its last token client: every access token of site ${siteId} will be refused.</strong>` : `it keeps ${counted(others, 'other token client')}.`}</p>
       ${atIssuer && html`<p>Remove here only leaves the client at the issuer, e.g. when it is already gone there.</p>`}`}
   </${ConfirmDialog}>`;
 }
