@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
+import type { Page } from 'playwright-core';
 import type { AuthMethod } from '../../src/decision/types.js';
 import { createLogger } from '../../src/observe/logger.js';
 import { AuthUsageRecorder } from '../../src/store/auth-usage-recorder.js';
@@ -49,4 +50,21 @@ export async function recordAllowedRequests(databaseUrl: string, requests: reado
   } finally {
     await pool.end();
   }
+}
+
+/** A change a console page sent to the API. */
+export interface SentChange {
+  readonly method: string;
+  readonly path: string;
+  readonly body: unknown;
+}
+
+/** Every change `page` sends to the API from now on (GETs left out), in order, as the list fills. */
+export function changesSentBy(page: Page): SentChange[] {
+  const sent: SentChange[] = [];
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (url.pathname.startsWith('/api/') && request.method() !== 'GET') sent.push({ method: request.method(), path: url.pathname, body: request.postDataJSON() });
+  });
+  return sent;
 }

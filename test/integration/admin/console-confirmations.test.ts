@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Locator, Page, Request } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { ADMIN_PEOPLE } from '../../support/admin-issuer.js';
-import { adminApi, recordAllowedRequests, type AdminApi } from '../../support/admin-api.js';
+import { adminApi, changesSentBy, recordAllowedRequests, type AdminApi, type SentChange } from '../../support/admin-api.js';
 import { chromiumMissing, launchChromium, signInWithBrowser } from '../../support/console-browser.js';
 import { startConsoleStack, type ConsoleStack } from '../../support/console-stack.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
@@ -21,8 +21,8 @@ describe('console confirmations say what will happen', { skip: missing }, () => 
   let browser: Browser;
   let page: Page;
   let admin: AdminApi;
-  /** Every change the page sent to the API, as "METHOD path", with its body. */
-  const sent: Array<{ call: string; body: unknown }> = [];
+  /** Every change the page sent to the API. */
+  let sent: SentChange[] = [];
 
   const site = () => admin.ok('GET', '/api/v1/sites/1001');
 
@@ -70,10 +70,7 @@ describe('console confirmations say what will happen', { skip: missing }, () => 
     ]);
     browser = await launchChromium();
     page = await (await browser.newContext()).newPage();
-    page.on('request', (request: Request) => {
-      const url = new URL(request.url());
-      if (url.pathname.startsWith('/api/') && request.method() !== 'GET') sent.push({ call: `${request.method()} ${url.pathname}`, body: request.postDataJSON() });
-    });
+    sent = changesSentBy(page);
     await signInWithBrowser(page, stack.consoleBase, ADMIN_PEOPLE.admin, '/sites/1001');
     await page.getByRole('heading', { name: 'Acme Travel · site 1001' }).waitFor();
   });
@@ -177,7 +174,7 @@ describe('console confirmations say what will happen', { skip: missing }, () => 
     await page.getByRole('button', { name: 'Add address' }).click();
     await (await dialogSaying(/0\.0\.0\.0\/0 admits every address/)).getByRole('button', { name: 'Allow every address' }).click();
     await page.getByText('Added 0.0.0.0/0.', { exact: false }).waitFor();
-    assert.deepEqual(sent.at(-1), { call: 'POST /api/v1/sites/1001/allowlist', body: { entries: ['0.0.0.0/0'], allowAnyAddress: true } });
+    assert.deepEqual(sent.at(-1), { method: 'POST', path: '/api/v1/sites/1001/allowlist', body: { entries: ['0.0.0.0/0'], allowAnyAddress: true } });
     assert.deepEqual((await site()).allowlist.map((entry: { cidr: string }) => entry.cidr), ['0.0.0.0/0']);
   });
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page, Request } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { ADMIN_PEOPLE } from '../../support/admin-issuer.js';
-import { adminApi, type AdminApi } from '../../support/admin-api.js';
+import { adminApi, changesSentBy, type AdminApi, type SentChange } from '../../support/admin-api.js';
 import { chromiumMissing, launchChromium, signInWithBrowser } from '../../support/console-browser.js';
 import { startConsoleStack, type ConsoleStack } from '../../support/console-stack.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
@@ -22,8 +22,8 @@ describe('console forms change only what the person changed', { skip: missing },
   let browser: Browser;
   let page: Page;
   let admin: AdminApi;
-  /** Every change the page sent to the API, as method, path and body. */
-  const sent: Array<{ method: string; path: string; body: unknown }> = [];
+  /** Every change the page sent to the API. */
+  let sent: SentChange[] = [];
 
   before(async () => {
     database = await freshDatabase();
@@ -34,10 +34,7 @@ describe('console forms change only what the person changed', { skip: missing },
     await admin.ok('PUT', '/api/v1/sites/1001/grace', { until: GRACE_UNTIL });
     browser = await launchChromium();
     page = await (await browser.newContext()).newPage();
-    page.on('request', (request: Request) => {
-      const url = new URL(request.url());
-      if (url.pathname.startsWith('/api/') && request.method() !== 'GET') sent.push({ method: request.method(), path: url.pathname, body: request.postDataJSON() });
-    });
+    sent = changesSentBy(page);
     await signInWithBrowser(page, stack.consoleBase, ADMIN_PEOPLE.admin, '/sunset');
   });
 
