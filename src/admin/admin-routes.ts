@@ -1,5 +1,6 @@
 import { DOCUMENT } from './api-schemas.js';
 import { openApiDocument } from './openapi.js';
+import { IMPACT_ROUTES } from './impact-routes.js';
 import type { AdminRoute } from './route-table.js';
 import { SITE_ROUTES } from './site-routes.js';
 import { SUNSET_ROUTES } from './sunset-routes.js';
@@ -21,4 +22,5 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   ...SITE_ROUTES,
   ...TOKEN_CLIENT_ROUTES,
   ...SUNSET_ROUTES,
+  ...IMPACT_ROUTES,
 ];

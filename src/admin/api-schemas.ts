@@ -96,6 +96,36 @@ export const TOKEN_POLICY_CHANGE = withFields(TOKEN_POLICY, { changed: flag });
 
 export const GRACE = record({ siteId: text, graceUntil: optionalTime, previous: optionalTime });
 
+const impactDays: Schema = { type: 'integer', minimum: 1, description: 'the window the request counts cover, in days back from now' };
+const countsBegin: Schema = { ...optionalTime, description: 'the oldest hour of request counts held (null: none); the counts begin there when it is inside the window' };
+
+export const SITE_IMPACT = record(
+  {
+    siteId: text,
+    days: impactDays,
+    keyRequests: { ...count, description: 'allowed API-key requests in the window' },
+    tokenRequests: { ...count, description: 'allowed access-token requests in the window' },
+    allowlistSize: count,
+    activeKeys: count,
+    tokenClients: count,
+    enabled: flag,
+    authMethod,
+    countsBegin,
+  },
+  'what the site did in the window and holds now: what a change that refuses it would refuse',
+);
+
+export const BROWNOUT_IMPACT = record(
+  {
+    days: impactDays,
+    sites: { ...count, description: 'sites covered that accept API keys, enabled and without grace when it starts' },
+    sitesUsingKeys: { ...count, description: 'of those, the sites that sent API-key requests in the window' },
+    keyRequests: { ...count, description: 'their API-key requests in the window' },
+    countsBegin,
+  },
+  'whom a brownout would refuse (105)',
+);
+
 export const BROWNOUT = record({
   brownoutId: text,
   from: time,

@@ -9,6 +9,7 @@ import { RefusalFacts } from './refusal-facts.js';
 import { SunsetAdmin } from './sunset-admin.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import { TokenAdmin } from './token-admin.js';
+import { UsageImpact } from './usage-impact.js';
 
 export { AdminError, adminErrorText, type AdminErrorCode } from './admin-transactions.js';
 import { AdminError, siteNotFound } from './admin-transactions.js';
@@ -142,6 +143,8 @@ export class CredentialAdmin {
   readonly auditLog: AuditLog;
   /** What explains a partner's refusals: the site now, the changes behind it, refused tokens. */
   readonly refusals: RefusalFacts;
+  /** What a site or a brownout would refuse, for the confirmations that say so. */
+  readonly impact: UsageImpact;
 
   constructor(
     pool: pg.Pool,
@@ -153,6 +156,7 @@ export class CredentialAdmin {
     this.tokens = new TokenAdmin(this.transactions);
     this.auditLog = new AuditLog(this.transactions);
     this.refusals = new RefusalFacts(this.transactions);
+    this.impact = new UsageImpact(this.transactions);
   }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {

@@ -308,6 +308,13 @@ describe('the admin API routes, as the CLI does them', () => {
     }
   });
 
+  it('counts for a viewer what a change would refuse (the counts: api-impact.test.ts)', async () => {
+    const impact = await ok('viewer', 'GET', '/api/v1/sites/1001/impact');
+    assert.deepEqual([impact.siteId, impact.days, impact.allowlistSize], ['1001', 30, 1]);
+    const brownout = await ok('viewer', 'GET', '/api/v1/brownouts/impact?sites=1001');
+    assert.deepEqual([brownout.days, brownout.sites], [30, 1]);
+  });
+
   it('was called on every route of the table', () => {
     const untested = ADMIN_ROUTES.filter((route) => route.role !== 'public' && !called.has(`${route.method} ${route.path}`)).map((route) => `${route.method} ${route.path}`);
     assert.deepEqual(untested, []);

@@ -151,7 +151,7 @@ describe('admin console in a browser', { skip: missing }, () => {
   it('revoking it in the page refuses it within a second of the revoke’s response', async () => {
     await page.getByRole('button', { name: /^Revoke key / }).click();
     const revoked = page.waitForResponse((response) => response.request().method() === 'POST' && /\/keys\/[^/]+\/revoke$/.test(new URL(response.url()).pathname));
-    await page.getByRole('button', { name: /^Confirm revoke/ }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke key', exact: true }).click();
     assert.equal((await revoked).status(), 200);
     // eventually's bound starts now, at the revoke's response.
     await eventually('the revoked key to be refused', keyCheck, (answer) => answer !== 'allow', REVOCATION_BOUND_MS);
@@ -197,7 +197,7 @@ describe('admin console in a browser', { skip: missing }, () => {
 
     await page.getByRole('button', { name: `Remove token client ${partner.clientId}` }).click();
     const removed = page.waitForResponse((response) => response.request().method() === 'DELETE' && new URL(response.url()).pathname.startsWith('/api/v1/token-clients/'));
-    await page.getByRole('button', { name: `Confirm remove ${partner.clientId}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove here and at the issuer' }).click();
     assert.equal((await removed).status(), 200);
     await eventually('the removed client’s token to be refused', () => tokenCheck(token), (answer) => answer === 107, REVOCATION_BOUND_MS);
     await page.getByText(/removed here and at the issuer: its tokens are refused from now on/).waitFor();
@@ -216,12 +216,12 @@ describe('admin console in a browser', { skip: missing }, () => {
     assert.equal(deleted.status, 204);
 
     await page.getByRole('button', { name: `Remove token client ${clientId}` }).click();
-    await page.getByRole('button', { name: `Confirm remove ${clientId}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove here and at the issuer' }).click();
     const alert = page.getByRole('alert').filter({ hasText: 'may already be deleted at the issuer' });
     await alert.waitFor();
     assert.match(await alert.innerText(), /remove this one here only: Remove, then Remove here only, in client \S+'s row$/);
     assert.doesNotMatch(await alert.innerText(), /localOnly|local-only/);
-    await page.getByRole('button', { name: `Remove ${clientId} here only, leaving it at the issuer` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove here only' }).click();
     await page.getByText(/removed here only \(delete it at the issuer by hand if it is still there\): its tokens are refused from now on/).waitFor();
     await page.getByRole('cell', { name: clientId, exact: true }).waitFor({ state: 'detached' });
   });

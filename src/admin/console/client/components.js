@@ -1,4 +1,5 @@
 import { html, useEffect, useRef, useState } from './preact-htm.js';
+import { api } from './api.js';
 
 /** An error announced to screen readers (role=alert) with the API's message. */
 export function Alert({ error }) {
@@ -120,4 +121,103 @@ export function useCopy(field, what) {
     }
   };
   return [copy, copied];
+}
+
+/** A count as people read it: 1,414. */
+export function formatCount(value) {
+  return typeof value === 'number' ? value.toLocaleString('en-US') : '—';
+}
+
+/** "1 site", "212 sites": the count, formatted, with its noun. */
+export function counted(value, one, many = `${one}s`) {
+  return `${formatCount(value)} ${value === 1 ? one : many}`;
+}
+
+/**
+ * The question before a change that refuses someone, as a modal <dialog> (Pico styles it): what will
+ * happen in the service's own numbers (children), Cancel, and the confirming button. With `typed`, the
+ * button stays disabled until the person has typed that text, for the widest changes. `also` is a
+ * second way to confirm (e.g. "Remove here only"). Closing with Escape is Cancel.
+ */
+export function ConfirmDialog({ title, children, confirmLabel, onConfirm, onCancel, typed, also, busy = false, error, ready = true }) {
+  const dialog = useRef(null);
+  const [text, setText] = useState('');
+  useEffect(() => {
+    dialog.current?.showModal();
+    return () => dialog.current?.close();
+  }, []);
+  const matches = typed === undefined || text.trim() === typed;
+  const cancel = (event) => {
+    event.preventDefault();
+    if (!busy) onCancel();
+  };
+  const confirmOnEnter = (event) => {
+    if (event.key !== 'Enter') return;
+    event.preventDefault();
+    if (matches && ready && !busy) onConfirm();
+  };
+  return html`
+    <dialog ref=${dialog} onCancel=${cancel} aria-labelledby="confirm-title">
+      <article>
+        <header><h2 id="confirm-title">${title}</h2></header>
+        ${children}
+        ${typed !== undefined && html`<label>Type <strong>${typed}</strong> to confirm
+          <input name="confirmation" autocomplete="off" value=${text} onInput=${(event) => setText(event.currentTarget.value)} onKeyDown=${confirmOnEnter} /></label>`}
+        <${Alert} error=${error} />
+        <footer>
+          <button type="button" class="secondary" onClick=${cancel} disabled=${busy}>Cancel</button>
+          ${also && html`<button type="button" class="secondary outline" onClick=${also.onConfirm} disabled=${busy || !ready || !matches}>${also.label}</button>`}
+          <button type="button" class="contrast" onClick=${onConfirm} disabled=${busy || !ready || !matches} aria-busy=${busy}>${confirmLabel}</button>
+        </footer>
+      </article>
+    </dialog>
+  `;
+}
+
+/** The site's numbers for a confirmation (GET …/impact): [impact, error]; undefined while it loads. */
+export function useSiteImpact(siteId) {
+  const [impact, error] = useLoad(() => api('GET', `/sites/${encodeURIComponent(siteId)}/impact`), [siteId]);
+  return [impact, error];
+}
+
+/** The window the counts cover, said truly when the service holds counts for less of it. */
+export function inTheLast(impact) {
+  const begins = impact?.countsBegin ? Date.parse(impact.countsBegin) : Number.NaN;
+  const windowStart = Date.now() - (impact?.days ?? 30) * 86_400_000;
+  if (Number.isFinite(begins) && begins > windowStart + 3_600_000) return `since ${formatTime(impact.countsBegin)} (the counts held begin then)`;
+  return `in the last ${counted(impact?.days ?? 30, 'day')}`;
+}
+
+/** An instant as a date input and a time-with-seconds input read it, in UTC: { date, time }. */
+export function instantFields(value) {
+  const at = typeof value === 'string' || typeof value === 'number' ? new Date(value) : undefined;
+  if (at === undefined || Number.isNaN(at.getTime())) return { date: '', time: '00:00:00' };
+  const text = at.toISOString();
+  return { date: text.slice(0, 10), time: text.slice(11, 19) };
+}
+
+/** The instant a date and a time input (UTC) name, as epoch ms; NaN when they name none. */
+export function instantOf({ date, time }) {
+  if (date === '') return Number.NaN;
+  const seconds = /^\d\d:\d\d$/.test(time) ? `${time}:00` : time || '00:00:00';
+  return Date.parse(`${date}T${seconds}Z`);
+}
+
+/** A date and a time to the second, both UTC, under one label; `invalid`: what invalidIf gives, for both inputs. */
+export function InstantInput({ id, label, value, onChange, required = false, invalid = {} }) {
+  return html`
+    <label for=${`${id}-date`}>${label}</label>
+    <fieldset role="group">
+      <input id=${`${id}-date`} type="date" aria-label=${`${label}, date`} required=${required} value=${value.date} onInput=${(event) => onChange({ ...value, date: event.currentTarget.value })} ...${invalid} />
+      <input id=${`${id}-time`} type="time" step="1" aria-label=${`${label}, time to the second`} required=${required} value=${value.time} onInput=${(event) => onChange({ ...value, time: event.currentTarget.value })} ...${invalid} />
+    </fieldset>
+  `;
+}
+
+export const NOTHING_CHANGED = 'Nothing changed: nothing was sent.';
+
+/** An instant to the second, in UTC: 2026-12-31 23:59:59 UTC. */
+export function formatSecond(value) {
+  const { date, time } = instantFields(value);
+  return date === '' ? formatTime(value) : `${date} ${time} UTC`;
 }

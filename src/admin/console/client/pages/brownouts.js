@@ -1,6 +1,6 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode, itemsOf } from '../api.js';
-import { Alert, FieldError, formError, invalidIf, formatTime, Loading, Notice, PageHeading, useAction, useLoad } from '../components.js';
+import { Alert, ConfirmDialog, counted, FieldError, formError, formatTime, inTheLast, invalidIf, Loading, Notice, PageHeading, useAction, useLoad } from '../components.js';
 
 /** Planned refusals of API keys before the sunset; an admin schedules and cancels them. */
 export function Brownouts({ can }) {
@@ -46,23 +46,37 @@ function NewBrownout({ onCreated }) {
   const [sites, setSites] = useState('');
   const [note, setNote] = useState('');
   const [dryRun, setDryRun] = useState(false);
+  const [pending, setPending] = useState(undefined);
   const action = useAction();
-  const create = (event) => {
+  const review = (event) => {
     event.preventDefault();
-    void action.run(async () => {
-      const siteIds = sites.split(/[\s,]+/).filter((part) => part !== '');
-      const created = await api('POST', '/brownouts', {
-        from: new Date(`${from}Z`).toISOString(),
-        until: new Date(`${until}Z`).toISOString(),
-        ...(siteIds.length > 0 ? { sites: siteIds } : {}),
-        ...(note.trim() === '' ? {} : { note: note.trim() }),
-        dryRun,
-      });
-      await onCreated(created?.brownoutId ?? '');
+    const siteIds = sites.split(/[\s,]+/).filter((part) => part !== '');
+    setPending({
+      from: new Date(`${from}Z`).toISOString(),
+      until: new Date(`${until}Z`).toISOString(),
+      ...(siteIds.length > 0 ? { sites: siteIds } : {}),
+      ...(note.trim() === '' ? {} : { note: note.trim() }),
+      dryRun,
     });
   };
+  const create = () => action.run(async () => {
+    let created;
+    try {
+      created = await api('POST', '/brownouts', pending);
+    } catch (error) {
+      // A refused field is shown beside its input, which the dialog would cover.
+      if (error?.field !== undefined) setPending(undefined);
+      throw error;
+    }
+    setPending(undefined);
+    await onCreated(created?.brownoutId ?? '');
+  });
+  const cancel = () => {
+    setPending(undefined);
+    action.setError(undefined);
+  };
   return html`
-    <form onSubmit=${create}>
+    <form onSubmit=${review}>
       <h2>Schedule a brownout</h2>
       <div class="grid">
         <div>
@@ -79,8 +93,28 @@ function NewBrownout({ onCreated }) {
       <label>Note<input value=${note} onInput=${(event) => setNote(event.currentTarget.value)} ...${invalidIf(action.error, 'note', 'brownout-note-error')} /></label>
       <${FieldError} error=${action.error} field="note" id="brownout-note-error" />
       <label><input type="checkbox" role="switch" checked=${dryRun} onChange=${(event) => setDryRun(event.currentTarget.checked)} /> Dry run: record what would be refused, refuse nothing</label>
-      <${Alert} error=${formError(action.error, ['from', 'until', 'sites', 'note'])} />
+      ${pending === undefined && html`<${Alert} error=${formError(action.error, ['from', 'until', 'sites', 'note'])} />`}
       <button type="submit" disabled=${action.busy}>Schedule brownout</button>
     </form>
+    ${pending && html`<${BrownoutDialog} brownout=${pending} action=${action} onConfirm=${create} onCancel=${cancel} />`}
   `;
+}
+
+/** Whom the brownout refuses, counted by the service (GET /brownouts/impact); every site asks for the words typed. */
+function BrownoutDialog({ brownout, action, onConfirm, onCancel }) {
+  const query = new URLSearchParams({ from: brownout.from, ...(brownout.sites ? { sites: brownout.sites.join(',') } : {}) });
+  const [impact, error] = useLoad(() => api('GET', `/brownouts/impact?${query}`), [query.toString()]);
+  const everySite = brownout.sites === undefined;
+  const whom = everySite ? 'every site' : `sites ${brownout.sites.join(', ')}`;
+  const when = `from ${formatTime(brownout.from)} until ${formatTime(brownout.until)}`;
+  return html`<${ConfirmDialog} title=${brownout.dryRun ? `Rehearse a brownout for ${whom}?` : `Refuse API keys for ${whom}?`}
+      confirmLabel=${brownout.dryRun ? 'Schedule dry run' : 'Schedule brownout'} typed=${everySite && !brownout.dryRun ? 'every site' : undefined}
+      ready=${impact !== undefined} busy=${action.busy} error=${action.error ?? error} onConfirm=${onConfirm} onCancel=${onCancel}>
+    ${impact === undefined
+      ? html`<${Loading} />`
+      : brownout.dryRun
+        ? html`<p>A dry run refuses nobody: ${when} it records the requests it would refuse of <strong>${counted(impact.sites, 'site')}</strong> that accept API keys (${counted(impact.sitesUsingKeys, 'site')} sent ${counted(impact.keyRequests, 'API-key request')} ${inTheLast(impact)}).</p>`
+        : html`<p><strong>This brownout refuses API keys for ${counted(impact.sites, 'site')}</strong> ${when} (error 105): ${counted(impact.sitesUsingKeys, 'site')} of them sent ${counted(impact.keyRequests, 'API-key request')} ${inTheLast(impact)}.
+            Sites on tokens only and sites in grace are not affected; their access tokens keep working.</p>`}
+  </${ConfirmDialog}>`;
 }

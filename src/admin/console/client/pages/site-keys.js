@@ -1,6 +1,6 @@
 import { html, useEffect, useRef, useState } from '../preact-htm.js';
 import { api, encode, itemsOf } from '../api.js';
-import { Alert, FieldError, formError, invalidIf, formatTime, Loading, Notice, useAction, useCopy, useLoad, warningsOf } from '../components.js';
+import { Alert, ConfirmDialog, counted, FieldError, formError, formatTime, inTheLast, invalidIf, Loading, Notice, useAction, useCopy, useLoad, useSiteImpact, warningsOf } from '../components.js';
 
 /** The site's keys, masked; issuing shows the new key once, here, and nowhere else ever again. */
 export function Keys({ siteId, can }) {
@@ -29,7 +29,7 @@ function KeyTable({ siteId, keys, can, reload, setDone }) {
   const revoke = (key) => action.run(async () => {
     await api('POST', `/sites/${encode(siteId)}/keys/${encode(key.keyId)}/revoke`);
     setConfirming(undefined);
-    setDone(`Key ${key.maskedKey} revoked: it is refused from now on.`);
+    setDone(`Key ${key.maskedKey} revoked: it is refused from now on (102).`);
     await reload();
   });
   if (keys.length === 0) return html`<p>No keys.</p>`;
@@ -46,17 +46,26 @@ function KeyTable({ siteId, keys, can, reload, setDone }) {
             <td>${formatTime(key.lastUsedAt)}</td>
             <td>${key.note || '—'}</td>
             ${can.manage && html`<td>${key.status === 'active' || key.status === undefined
-              ? confirming === key.keyId
-                ? html`<button type="button" class="contrast" onClick=${() => revoke(key)} disabled=${action.busy} aria-busy=${action.busy}>Confirm revoke ${key.maskedKey}</button>
-                       <button type="button" class="secondary outline" onClick=${() => setConfirming(undefined)}>Cancel</button>`
-                : html`<button type="button" class="secondary" onClick=${() => setConfirming(key.keyId)} aria-label=${`Revoke key ${key.maskedKey}`}>Revoke</button>`
+              ? html`<button type="button" class="secondary" onClick=${() => setConfirming(key)} disabled=${action.busy} aria-label=${`Revoke key ${key.maskedKey}`}>Revoke</button>`
               : ''}</td>`}
           </tr>`)}
         </tbody>
       </table>
     </div>
-    <${Alert} error=${action.error} />
+    ${confirming && html`<${RevokeDialog} siteId=${siteId} keyRow=${confirming} action=${action} onConfirm=${() => revoke(confirming)}
+        onCancel=${() => { setConfirming(undefined); action.setError(undefined); }} />`}
+    ${!confirming && html`<${Alert} error=${action.error} />`}
   `;
+}
+
+function RevokeDialog({ siteId, keyRow, action, onConfirm, onCancel }) {
+  const [impact, error] = useSiteImpact(siteId);
+  const others = impact === undefined ? 0 : Math.max(0, impact.activeKeys - 1);
+  return html`<${ConfirmDialog} title=${`Revoke key ${keyRow.maskedKey}?`} confirmLabel="Revoke key" ready=${impact !== undefined}
+      busy=${action.busy} error=${action.error ?? error} onConfirm=${onConfirm} onCancel=${onCancel}>
+    ${impact === undefined ? html`<${Loading} />` : html`<p>Key ${keyRow.maskedKey} is refused from now on (102) by every replica within a second${keyRow.lastUsedAt ? `; it was last used ${formatTime(keyRow.lastUsedAt)}` : '; it has never been used'}.
+      Site ${siteId} sent ${counted(impact.keyRequests, 'API-key request')} ${inTheLast(impact)}; ${others === 0 ? html`<strong>this is its last active key: every API-key request of site ${siteId} will be refused.</strong>` : `it keeps ${counted(others, 'other active key')}.`}</p>`}
+  </${ConfirmDialog}>`;
 }
 
 function IssueKey({ siteId, onIssued }) {

@@ -1,6 +1,6 @@
 import { html, useEffect, useRef, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
-import { Alert, FieldError, formError, invalidIf, formatTime, Notice, useAction, useCopy } from '../components.js';
+import { Alert, ConfirmDialog, counted, FieldError, formError, formatTime, inTheLast, invalidIf, Loading, Notice, useAction, useCopy, useSiteImpact } from '../components.js';
 
 const HOW = { client_secret_basic: 'a secret', private_key_jwt: "the partner's own keys" };
 
@@ -53,18 +53,30 @@ function ClientTable({ siteId, clients, can, reload, setDone, onRotated }) {
           <td>${HOW[client.authMethod] ?? 'managed at the issuer'}</td>
           <td>${client.note || '—'}</td>
           <td>${formatTime(client.lastUsedAt)}</td>
-          ${can.manage && html`<td>${confirming?.clientId === client.clientId
-            ? html`<button type="button" class="contrast" onClick=${() => (confirming.what === 'rotate' ? rotate(client) : remove(client))} disabled=${action.busy} aria-busy=${action.busy}>
-                     ${confirming.what === 'rotate' ? `Confirm new secret for ${client.clientId}` : `Confirm remove ${client.clientId}`}</button>
-                   ${confirming.what === 'remove' && client.authMethod !== null && html`<button type="button" class="secondary" onClick=${() => remove(client, true)} disabled=${action.busy} aria-label=${`Remove ${client.clientId} here only, leaving it at the issuer`}>Remove here only</button>`}
+          ${can.manage && html`<td>${confirming?.clientId === client.clientId && confirming.what === 'rotate'
+            ? html`<button type="button" class="contrast" onClick=${() => rotate(client)} disabled=${action.busy} aria-busy=${action.busy}>Confirm new secret for ${client.clientId}</button>
                    <button type="button" class="secondary outline" onClick=${() => setConfirming(undefined)}>Cancel</button>`
             : html`${client.authMethod === 'client_secret_basic' && html`<button type="button" class="secondary" onClick=${() => setConfirming({ clientId: client.clientId, what: 'rotate' })} aria-label=${`New secret for ${client.clientId}`}>New secret</button> `}
-                   <button type="button" class="secondary outline" onClick=${() => setConfirming({ clientId: client.clientId, what: 'remove' })} aria-label=${`Remove token client ${client.clientId}`}>Remove</button>`}</td>`}
+                   <button type="button" class="secondary outline" onClick=${() => setConfirming({ clientId: client.clientId, what: 'remove', client })} aria-label=${`Remove token client ${client.clientId}`}>Remove</button>`}</td>`}
         </tr>`)}
       </tbody>
     </table></div>
-    <${Alert} error=${action.error} />
+    ${confirming?.what === 'remove' && html`<${RemoveClientDialog} siteId=${siteId} client=${confirming.client} others=${clients.length - 1} action=${action}
+        onConfirm=${() => remove(confirming.client)} onHereOnly=${() => remove(confirming.client, true)} onCancel=${() => { setConfirming(undefined); action.setError(undefined); }} />`}
+    ${confirming?.what !== 'remove' && html`<${Alert} error=${action.error} />`}
   `;
+}
+
+function RemoveClientDialog({ siteId, client, others, action, onConfirm, onHereOnly, onCancel }) {
+  const [impact, error] = useSiteImpact(siteId);
+  const atIssuer = client.authMethod !== null;
+  return html`<${ConfirmDialog} title=${`Remove token client ${client.clientId}?`} confirmLabel=${atIssuer ? 'Remove here and at the issuer' : 'Remove token client'}
+      also=${atIssuer ? { label: 'Remove here only', onConfirm: onHereOnly } : undefined} ready=${impact !== undefined}
+      busy=${action.busy} error=${action.error ?? error} onConfirm=${onConfirm} onCancel=${onCancel}>
+    ${impact === undefined ? html`<${Loading} />` : html`<p>The access tokens of client ${client.clientId} are refused from now on (107)${client.lastUsedAt ? `; it was last used ${formatTime(client.lastUsedAt)}` : '; it has never been used'}.
+      Site ${siteId} sent ${counted(impact.tokenRequests, 'access-token request')} ${inTheLast(impact)}; ${others <= 0 ? html`<strong>this is its last token client: every access token of site ${siteId} will be refused.</strong>` : `it keeps ${counted(others, 'other token client')}.`}</p>
+      ${atIssuer && html`<p>Remove here only leaves the client at the issuer, e.g. when it is already gone there.</p>`}`}
+  </${ConfirmDialog}>`;
 }
 
 /** The partner's public keys as pasted: a JWKS, or the URL where they publish one. */
@@ -127,8 +139,10 @@ function RegisterClient({ siteId, hasClients, reload, setDone }) {
       await reload();
     });
   };
+  const [revoking, setRevoking] = useState(false);
   const revokeTokens = () => action.run(async () => {
     await api('POST', `/sites/${encode(siteId)}/revoke-tokens`);
+    setRevoking(false);
     setDone('Every access token issued so far for this site is refused from now on.');
     await reload();
   });
@@ -146,10 +160,20 @@ function RegisterClient({ siteId, hasClients, reload, setDone }) {
         </div>
       </div>
       <button type="submit" disabled=${action.busy}>Add token client</button>
-      ${hasClients && html` <button type="button" class="secondary" onClick=${revokeTokens} disabled=${action.busy}>Refuse tokens issued so far</button>`}
-      <${Alert} error=${formError(action.error, ['clientId', 'note'])} />
+      ${hasClients && html` <button type="button" class="secondary" onClick=${() => setRevoking(true)} disabled=${action.busy}>Refuse tokens issued so far</button>`}
+      ${!revoking && html`<${Alert} error=${formError(action.error, ['clientId', 'note'])} />`}
     </form>
+    ${revoking && html`<${RevokeTokensDialog} siteId=${siteId} action=${action} onConfirm=${revokeTokens} onCancel=${() => { setRevoking(false); action.setError(undefined); }} />`}
   `;
+}
+
+function RevokeTokensDialog({ siteId, action, onConfirm, onCancel }) {
+  const [impact, error] = useSiteImpact(siteId);
+  return html`<${ConfirmDialog} title=${`Refuse every access token of site ${siteId} issued so far?`} confirmLabel="Refuse tokens issued so far" typed=${siteId}
+      ready=${impact !== undefined} busy=${action.busy} error=${action.error ?? error} onConfirm=${onConfirm} onCancel=${onCancel}>
+    ${impact === undefined ? html`<${Loading} />` : html`<p>Site ${siteId} sent <strong>${counted(impact.tokenRequests, 'access-token request')}</strong> ${inTheLast(impact)}.
+      Every token issued to its ${counted(impact.tokenClients, 'token client')} until now is refused (106) by every replica within a second: each client must get a new token, which works at once.</p>`}
+  </${ConfirmDialog}>`;
 }
 
 /** What the partner needs, as lines to paste into a message. */
