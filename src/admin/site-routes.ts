@@ -6,6 +6,8 @@ import {
   importedKeyArgument,
   instantOption,
   keyIdArgument,
+  oldExpiresOption,
+  ROLL_OVERLAP_DAYS,
   MAX_NAME,
   MAX_NOTE,
   siteIdArgument,
@@ -14,7 +16,7 @@ import {
 } from '../cli/arguments.js';
 import type { SiteId } from '../decision/types.js';
 import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
-import { ALLOWED, ALLOWLIST_ENTRY, GRACE, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
+import { ALLOWED, ALLOWLIST_ENTRY, GRACE, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, ROLLED_KEY, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
 import { ADMIN_ROLES } from './principal.js';
 import { paginate, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
 
@@ -255,6 +257,32 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
       const keyNote = textOption('note', text(request, 'note'), MAX_NOTE);
       const apiKey = importedKeyArgument(String(request.body['key']));
       return request.admin.importKey(id, apiKey, { expiresAt, note: keyNote });
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/keys/{keyId}/roll',
+    role: 'account-manager',
+    summary: `issue a new key (in \`key\`, the only time it is shown) and give the old one an end, by default ${ROLL_OVERLAP_DAYS} days from now`,
+    response: ROLLED_KEY,
+    params: { ...SITE_PARAM, keyId: 'the active key to replace, as GET …/keys shows it' },
+    body: {
+      type: 'object',
+      properties: {
+        oldExpires: { type: 'string', description: `when the old key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default ${ROLL_OVERLAP_DAYS} days from now; an old key that expires sooner keeps its end`, example: '2027-01-31' },
+        expires,
+        note,
+      },
+    },
+    status: 201,
+    handle: async (request) => {
+      const id = siteId(request);
+      const keyId = keyIdArgument(request.params['keyId'] ?? '');
+      const oldExpiresAt = oldExpiresOption(text(request, 'oldExpires'), request.now);
+      const expiresAt = expiresOption(text(request, 'expires'), request.now);
+      const keyNote = textOption('note', text(request, 'note'), MAX_NOTE);
+      const { key: { apiKey, ...issued }, replaced, warnings } = await request.admin.rollKey(id, keyId, oldExpiresAt, { expiresAt, note: keyNote });
+      return { key: apiKey, ...issued, replaced: { keyId: replaced.keyId, expiresAt: replaced.expiresAt }, warnings };
     },
   },
   {

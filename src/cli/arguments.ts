@@ -114,6 +114,17 @@ export function expiresOption(text: string | undefined, now: number): Date | und
   return at;
 }
 
+/** How long a rolled key keeps working by default: a week for the partner to swap in the new one. */
+export const ROLL_OVERLAP_DAYS = 7;
+
+/** `--old-expires`: when the key being rolled stops, in the future; by default ROLL_OVERLAP_DAYS from now. */
+export function oldExpiresOption(text: string | undefined, now: number): Date {
+  if (text === undefined) return new Date(now + ROLL_OVERLAP_DAYS * 86_400_000);
+  const at = instantOption('old-expires', text);
+  if (at.getTime() <= now) throw new UsageError(`--old-expires ${text} is in the past; the old key must keep working for a while, e.g. ${ROLL_OVERLAP_DAYS} days (the default)`);
+  return at;
+}
+
 /** `--since N`: a whole number of days or hours, at least 1 and at most `max`. */
 export function countOption(option: string, text: string | undefined, unit: string, fallback: number, max: number): number {
   if (text === undefined) return fallback;

@@ -28,6 +28,7 @@ import { AUDIT_COMMANDS } from './audit-commands.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
 import { TOKEN_COMMANDS } from './token-commands.js';
 import { ISSUER_COMMAND } from './issuer-command.js';
+import { keyRollCommand, newKeyText } from './key-roll-command.js';
 
 const string = { type: 'string' } as const;
 
@@ -196,10 +197,7 @@ export const COMMANDS: readonly Command[] = [
       }));
       return {
         text:
-          `issued key ${key.keyId} for site ${siteId} (expires ${key.expiresAt ?? 'never'}):\n\n` +
-          `  ${key.apiKey}\n\n` +
-          'This is the only time the key is shown: hand it to the partner over a secure channel.\n' +
-          `The partner sends it as  Authorization: ${siteId}:<key>  with the same siteid and apikey in the JSON body.`,
+          `issued key ${key.keyId} for site ${siteId} (expires ${key.expiresAt ?? 'never'}):\n\n${newKeyText(key, siteId)}`,
         json: key,
         warnings: allowlist.length === 0 ? [noAllowlistWarning(siteId)] : [],
       };
@@ -246,6 +244,7 @@ export const COMMANDS: readonly Command[] = [
       };
     },
   },
+  keyRollCommand({ ...SITE_RULE, ...KEY_RULES }),
   {
     name: 'key list',
     synopsis: '<site>',

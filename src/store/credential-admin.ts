@@ -60,6 +60,13 @@ export interface KeyOptions {
   readonly note: string;
 }
 
+/** A roll: the new key, shown once, and the old key with the end it now has. */
+export interface KeyRoll {
+  readonly key: IssuedKey;
+  readonly replaced: { readonly keyId: KeyId; readonly maskedKey: string; readonly expiresAt: string };
+  readonly warnings: readonly string[];
+}
+
 interface KeySummaryRow {
   id: string;
   site_id: string;
@@ -206,6 +213,29 @@ export class CredentialAdmin {
     return this.storeKey('key.import', siteId, apiKey, options);
   }
 
+  /**
+   * A new key, and an end for the old one (never later than the end it already has), in one
+   * transaction: the partner swaps keys while both work, and the old one stops by itself.
+   */
+  async rollKey(siteId: SiteId, keyId: KeyId, oldExpiresAt: Date, options: KeyOptions): Promise<KeyRoll> {
+    const apiKey = randomUUID();
+    return this.change(async (sql) => {
+      await this.lockSite(sql, siteId);
+      const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2 FOR UPDATE`, [keyId, siteId]);
+      const old = rows[0];
+      if (old === undefined) throw await keyNotFound(sql, siteId, keyId);
+      if (old.status !== 'active') throw new AdminError('KEY_NOT_ACTIVE', `key ${keyId} of site ${siteId} is ${old.status}: only an active key can be rolled; issue a new key instead`);
+      // LEAST ignores NULL: a key without an end gets the one asked for.
+      const ended = await sql.query<{ ends: StoredTimestamp; kept: boolean }>('UPDATE api_keys SET expires_at = LEAST(expires_at, $2) WHERE id = $1 RETURNING expires_at AS ends, expires_at < $2 AS kept', [keyId, oldExpiresAt]);
+      const { ends: endsAt, kept: keptSooner } = ended.rows[0] as { ends: StoredTimestamp; kept: boolean };
+      const replaced = { keyId, maskedKey: maskApiKey(old.last_five), expiresAt: instantText(endsAt) };
+      const key = await this.insertKey(sql, siteId, apiKey, options);
+      await this.audit(sql, 'key.roll', siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note, replaced });
+      const warnings = keptSooner ? [`the old key ${keyId} (${replaced.maskedKey}) already expired sooner, at ${replaced.expiresAt}, and keeps that expiry`] : [];
+      return { key: { ...key, apiKey }, replaced, warnings };
+    });
+  }
+
   /** Revokes one key of the site; revoking a revoked key changes nothing and says so. */
   async revokeKey(siteId: SiteId, keyId: KeyId): Promise<{ readonly key: KeySummary; readonly changed: boolean }> {
     return this.change(async (sql) => {
@@ -278,24 +308,26 @@ export class CredentialAdmin {
   private async storeKey(action: string, siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
     return this.change(async (sql) => {
       await this.lockSite(sql, siteId);
-      let row: KeySummaryRow;
-      try {
-        const { rows } = await sql.query<KeySummaryRow>(
-          `INSERT INTO api_keys (site_id, key_sha256, last_five, expires_at, note)
-           VALUES ($1, decode($2, 'hex'), $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
-          [siteId, hashApiKey(apiKey), lastFive(apiKey), options.expiresAt ?? null, options.note],
-        );
-        row = rows[0] as KeySummaryRow;
-      } catch (error) {
-        if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
-          throw new AdminError('KEY_DUPLICATE', `this key is already registered; issue a fresh one with \`sitekey-authz key issue ${siteId}\``);
-        }
-        throw error;
-      }
-      const key = keySummary(row);
+      const key = await this.insertKey(sql, siteId, apiKey, options);
       await this.audit(sql, action, siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note });
       return key;
     });
+  }
+
+  private async insertKey(sql: pg.ClientBase, siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
+    try {
+      const { rows } = await sql.query<KeySummaryRow>(
+        `INSERT INTO api_keys (site_id, key_sha256, last_five, expires_at, note)
+         VALUES ($1, decode($2, 'hex'), $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
+        [siteId, hashApiKey(apiKey), lastFive(apiKey), options.expiresAt ?? null, options.note],
+      );
+      return keySummary(rows[0] as KeySummaryRow);
+    } catch (error) {
+      if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
+        throw new AdminError('KEY_DUPLICATE', `this key is already registered; issue a fresh one with \`sitekey-authz key issue ${siteId}\``);
+      }
+      throw error;
+    }
   }
 
   private async site(sql: pg.ClientBase, siteId: SiteId): Promise<SiteSummary> {
