@@ -158,6 +158,7 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'site list',
+    changesNothing: true,
     synopsis: '',
     summary: 'sites with their state, active keys and allowlist size (names shown with control characters escaped)',
     options: {},
@@ -247,6 +248,7 @@ export const COMMANDS: readonly Command[] = [
   keyRollCommand({ ...SITE_RULE, ...KEY_RULES }),
   {
     name: 'key list',
+    changesNothing: true,
     synopsis: '<site>',
     summary: 'the keys of a site, masked, with their state and when each was last used',
     options: {},
@@ -312,6 +314,7 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'ip list',
+    changesNothing: true,
     synopsis: '<site>',
     summary: "the site's allowlist",
     options: {},

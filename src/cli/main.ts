@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { userInfo } from 'node:os';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
@@ -8,6 +7,7 @@ import { createLogger, type Logger } from '../observe/logger.js';
 import { AdminError, adminErrorText, CredentialAdmin } from '../store/credential-admin.js';
 import { connectionPool, openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
+import { actorFor, runningAccount } from './actor.js';
 import { textOption, UsageError } from './arguments.js';
 import type { Command, CommandContext } from './command.js';
 import { COMMANDS } from './commands.js';
@@ -117,14 +117,6 @@ function checkArity(command: Command, positionals: readonly string[]): void {
   }
 }
 
-function osUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return 'unknown';
-  }
-}
-
 /** The key for `key import`: piped in, or typed at a prompt (one line). */
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) {
@@ -190,6 +182,20 @@ function describeFailure(error: unknown): Failure {
   return { exit: EXIT_FAILED, code: 'FAILED', message };
 }
 
+/** --actor, else SITEKEY_ACTOR: checked as a note is, and masked (a UUID in it is no one's name). */
+function namedActor(flag: string | undefined, setting: string | undefined): string | undefined {
+  if (flag === undefined && setting === undefined) return undefined;
+  let actor: string;
+  try {
+    actor = textOption('actor', flag ?? setting, MAX_ACTOR);
+  } catch (error) {
+    if (flag === undefined && error instanceof UsageError) throw new ConfigError('SITEKEY_ACTOR', error.message.replace('--actor ', ''));
+    throw error;
+  }
+  if (actor.trim() === '') throw new UsageError('--actor must name who makes the change, e.g. --actor alice@example.com');
+  return actor;
+}
+
 function print(output: CommandOutput, json: boolean): void {
   for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${printable(maskApiKeysIn(warning))}\n`);
   process.stdout.write(json ? `${JSON.stringify(output.json, null, 2)}\n` : `${printable(output.text)}\n`);
@@ -210,9 +216,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     const { command, positionals, options } = invocation;
     checkArity(command, positionals);
-    const actor = textOption('actor', typeof options.actor === 'string' ? options.actor : undefined, MAX_ACTOR, osUser());
-    if (actor.trim() === '') throw new UsageError('--actor must name who makes the change, e.g. --actor alice@example.com');
     const config = loadConfig();
+    const named = namedActor(typeof options.actor === 'string' ? options.actor : undefined, config.actor);
     // serve and issuer log JSON lines to stdout; the other commands keep stdout for their output, and say
     // only what went wrong on stderr unless LOG_LEVEL asks for debugging detail.
     const logger =
@@ -220,7 +225,10 @@ export async function main(argv: readonly string[]): Promise<number> {
         ? createLogger(config.logLevel)
         : createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
     const withPool = databaseSession(config, logger);
-    const withAdmin: CommandContext['withAdmin'] = (work) => withPool((pool) => work(new CredentialAdmin(pool, actor)));
+    const withAdmin: CommandContext['withAdmin'] = (work) => {
+      const actor = actorFor(named, runningAccount(config.inKubernetesPod), command.changesNothing !== true);
+      return withPool((pool) => work(new CredentialAdmin(pool, actor)));
+    };
     const context: CommandContext = { config, env: process.env, logger, now: Date.now(), readStdin, withAdmin, withPool };
     failureExit = command.failureExit;
     const output = await command.run(context, { positionals, options });

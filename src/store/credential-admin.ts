@@ -231,7 +231,7 @@ export class CredentialAdmin {
       const replaced = { keyId, maskedKey: maskApiKey(old.last_five), expiresAt: instantText(endsAt) };
       const key = await this.insertKey(sql, siteId, apiKey, options);
       await this.audit(sql, 'key.roll', siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note, replaced });
-      const warnings = keptSooner ? [`the old key ${keyId} (${replaced.maskedKey}) already expired sooner, at ${replaced.expiresAt}, and keeps that expiry`] : [];
+      const warnings = keptSooner ? [`the old key ${keyId} (${replaced.maskedKey}) already expires sooner, at ${replaced.expiresAt}, and keeps that expiry`] : [];
       return { key: { ...key, apiKey }, replaced, warnings };
     });
   }
