@@ -5,6 +5,7 @@ import {
   expiresOption,
   importedKeyArgument,
   keyIdArgument,
+  oldExpiresOption,
   partnerJwksArgument,
   partnerJwksUriArgument,
   siteIdArgument,
@@ -44,6 +45,13 @@ describe('CLI arguments', () => {
     }
     refuses(() => expiresOption('2026-11-23T12:00:00Z', NOW), /in the past/);
     refuses(() => expiresOption('2020-01-01', NOW), /in the past/);
+  });
+
+  it("gives a rolled key's old key a week unless told, and refuses an end in the past", () => {
+    assert.equal(oldExpiresOption(undefined, NOW).toISOString(), '2026-11-30T12:00:00.000Z');
+    assert.equal(oldExpiresOption('2026-12-01', NOW).toISOString(), '2026-12-01T00:00:00.000Z');
+    refuses(() => oldExpiresOption('2026-11-23', NOW), /--old-expires 2026-11-23 is in the past/);
+    refuses(() => oldExpiresOption('next week', NOW), /--old-expires "next week" is not an ISO 8601 date/);
   });
 
   it('keeps names, notes and actors short and printable', () => {
