@@ -13,6 +13,7 @@ export function newKeyText(key: IssuedKey, siteId: SiteId): string {
 }
 
 /** A new key for a partner and an end for the old one, in one step: the partner swaps keys while both work. */
+/** `rules`: the site's and the new key's, as `key issue` words them. */
 export function keyRollCommand(rules: Readonly<Record<string, string>>): Command {
   return {
     name: 'key roll',
@@ -21,9 +22,10 @@ export function keyRollCommand(rules: Readonly<Record<string, string>>): Command
     options: { 'old-expires': { type: 'string' }, expires: { type: 'string' }, note: { type: 'string' } },
     arity: [2, 2],
     rules: {
-      ...rules,
+      '<site>': rules['<site>'] ?? '',
       '<key-id>': `the active key to replace: ${KEY_ID_FORM}`,
       '--old-expires ISO': `when the old key stops being accepted (default: ${ROLL_OVERLAP_DAYS} days from now): ${EXPIRES_FORM}, in the future; an old key that expires sooner keeps its sooner end`,
+      ...rules,
     },
     example: 'sitekey-authz key roll 1001 12 --old-expires 2027-01-31 --note "production, rolled"',
     run: async ({ withAdmin, now }, line) => {
