@@ -120,6 +120,10 @@ export interface Config {
   readonly shadowMode: boolean;
   /** Undefined: no admin port. */
   readonly admin: AdminSettings | undefined;
+  /** The CLI: who the audit log names for a change, when --actor does not say (else the OS user). */
+  readonly actor: string | undefined;
+  /** Kubernetes sets KUBERNETES_SERVICE_HOST in every pod: there the OS user is the image's, nobody's name. */
+  readonly inKubernetesPod: boolean;
 }
 
 /** A configuration value that cannot be used; start-up stops with this message. */
@@ -195,6 +199,8 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'TOKEN_REGISTRATION_TOKEN_FILE', default: 'unset', meaning: 'a file holding TOKEN_REGISTRATION_TOKEN (a mounted Secret), read at start' },
   { name: 'WORKERS', default: '1', meaning: 'processes answering checks on the one port, or auto' },
   { name: 'SHADOW_MODE', default: 'false', meaning: 'allow every check, reporting would-be denials: for a first rollout' },
+  { name: 'SITEKEY_ACTOR', default: 'unset: the OS user', meaning: 'CLI: who the audit log names for a change, as `--actor`; needed as root or in a pod' },
+  { name: 'KUBERNETES_SERVICE_HOST', default: 'set by Kubernetes in every pod', meaning: 'CLI: when set, a change needs `--actor` or SITEKEY_ACTOR' },
   { name: 'ADMIN_ISSUER', default: 'unset: no admin port', meaning: "turns the admin API and console on: the organisation's OpenID provider (https, or http on loopback)" },
   { name: 'ADMIN_AUDIENCE', default: 'required with ADMIN_ISSUER', meaning: "a value every admin access token's aud must contain" },
   { name: 'ADMIN_PORT', default: '9465', meaning: 'HTTP port of the admin API and console, never routed by the partner gateway' },
@@ -610,5 +616,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     tokens: tokenSettings(env),
     shadowMode: boolean(env, 'SHADOW_MODE', false),
     admin: adminSettings(env, { grpc: grpcPort, metrics: metricsPort, probes: probePort }),
+    actor: text(env, 'SITEKEY_ACTOR'),
+    inKubernetesPod: text(env, 'KUBERNETES_SERVICE_HOST') !== undefined,
   });
 }

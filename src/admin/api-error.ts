@@ -28,6 +28,8 @@ const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
   TOKEN_CLIENT_NOT_FOUND: 404,
   SITE_EXISTS: 409,
   KEY_DUPLICATE: 409,
+  // Only an active key is rolled: an expired or revoked one conflicts with the request.
+  KEY_NOT_ACTIVE: 409,
   TOKEN_CLIENT_EXISTS: 409,
   // Revoking what is not on the allowlist conflicts with what is there (the message names it).
   CIDR_NOT_ON_ALLOWLIST: 409,

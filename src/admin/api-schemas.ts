@@ -83,6 +83,8 @@ export const KEY = record(
 export const ISSUED_KEY = withFields(KEY, { key: { type: 'string', description: 'the key itself: shown in this answer only' }, warnings });
 
 export const IMPORTED_KEY = withFields(KEY, { warnings });
+/** A roll's answer: the new key as an issue answers it, and the old key's id with the end it now has. */
+export const ROLLED_KEY = withFields(ISSUED_KEY, { replaced: record({ keyId: text, expiresAt: time }, 'the old key: it keeps working until expiresAt') });
 
 export const KEY_CHANGE = withFields(KEY, { changed: flag });
 

@@ -1,10 +1,10 @@
 import { allowNetworks, revokeNetworks } from '../operations/allowlist-operations.js';
 import { MAX_NAME, MAX_NOTE, siteIdOf } from '../operations/fields.js';
-import { importKey, issueKey, revokeKey } from '../operations/key-operations.js';
+import { importKey, issueKey, revokeKey, ROLL_OVERLAP_DAYS, rollKey } from '../operations/key-operations.js';
 import { addSite, revokeTokens, setAuthMethod, setGrace, setSiteEnabled } from '../operations/site-operations.js';
 import type { SiteId } from '../decision/types.js';
 import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
-import { ALLOWED, ALLOWLIST_ENTRY, GRACE, IMPORTED_KEY, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
+import { ALLOWED, ALLOWLIST_ENTRY, GRACE, IMPORTED_KEY, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, ROLLED_KEY, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
 import { ADMIN_ROLES } from './principal.js';
 import { paginate, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
 
@@ -234,6 +234,34 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     handle: async (request) => {
       const { result, warnings } = await importKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note'), key: String(request.body['key']) });
       return { ...result, warnings };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sites/{siteId}/keys/{keyId}/roll',
+    role: 'account-manager',
+    summary: `issue a new key (in \`key\`, the only time it is shown) and give the old one an end, by default ${ROLL_OVERLAP_DAYS} days from now`,
+    response: ROLLED_KEY,
+    params: { ...SITE_PARAM, keyId: 'the active key to replace, as GET …/keys shows it' },
+    body: {
+      type: 'object',
+      properties: {
+        oldExpires: { type: 'string', description: `when the old key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default ${ROLL_OVERLAP_DAYS} days from now; an old key that expires sooner keeps its end`, example: '2027-01-31' },
+        expires,
+        note,
+      },
+    },
+    status: 201,
+    handle: async (request) => {
+      const { result, warnings } = await rollKey(request, {
+        siteId: request.params['siteId'],
+        keyId: request.params['keyId'],
+        oldExpires: text(request, 'oldExpires'),
+        expires: text(request, 'expires'),
+        note: text(request, 'note'),
+      });
+      const { key: { apiKey, ...issued }, replaced } = result;
+      return { key: apiKey, ...issued, replaced: { keyId: replaced.keyId, expiresAt: replaced.expiresAt }, warnings };
     },
   },
   {

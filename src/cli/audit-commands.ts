@@ -19,6 +19,7 @@ function shortDetails(details: unknown): string {
 export const AUDIT_COMMANDS: readonly Command[] = [
   {
     name: 'audit list',
+    changesNothing: true,
     synopsis: '[--site ID] [--since DAYS] [--action NAME] [--limit N]',
     summary: `who changed what and when, newest first (default: the last ${AUDIT_DEFAULT_SINCE_DAYS} days, at most ${DEFAULT_LIMIT} entries)`,
     options: { site: { type: 'string' }, since: { type: 'string' }, action: { type: 'string' }, limit: { type: 'string' } },

@@ -39,6 +39,11 @@ export interface Command {
   readonly summary: string;
   /** The command's own options, beside the global --json, --actor and --help. */
   readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly multiple?: boolean }>>;
+  /**
+   * It only reads: it runs under any account. Every other command that opens the store may change
+   * something, and then needs a name for the audit log where the OS user names nobody (src/cli/actor.ts).
+   */
+  readonly changesNothing?: true;
   /** How many positional arguments it takes: [min, max]. */
   readonly arity: readonly [number, number];
   /** The exit status when it fails, if not the usual 1 (`check` and `explain`: 2, no verdict; 1 means denied). */

@@ -17,6 +17,7 @@ import { AUDIT_COMMANDS } from './audit-commands.js';
 import { SUNSET_COMMANDS } from './sunset-commands.js';
 import { TOKEN_COMMANDS } from './token-commands.js';
 import { ISSUER_COMMAND } from './issuer-command.js';
+import { keyRollCommand, newKeyText } from './key-roll-command.js';
 
 const string = { type: 'string' } as const;
 
@@ -143,6 +144,7 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'site list',
+    changesNothing: true,
     synopsis: '',
     summary: 'sites with their state, active keys and allowlist size (names shown with control characters escaped)',
     options: {},
@@ -179,10 +181,7 @@ export const COMMANDS: readonly Command[] = [
       const { siteId } = key;
       return {
         text:
-          `issued key ${key.keyId} for site ${siteId} (expires ${key.expiresAt ?? 'never'}):\n\n` +
-          `  ${key.apiKey}\n\n` +
-          'This is the only time the key is shown: hand it to the partner over a secure channel.\n' +
-          `The partner sends it as  Authorization: ${siteId}:<key>  with the same siteid and apikey in the JSON body.`,
+          `issued key ${key.keyId} for site ${siteId} (expires ${key.expiresAt ?? 'never'}):\n\n${newKeyText(key, siteId)}`,
         json: key,
         warnings,
       };
@@ -230,8 +229,10 @@ export const COMMANDS: readonly Command[] = [
       };
     },
   },
+  keyRollCommand({ ...SITE_RULE, ...KEY_RULES }),
   {
     name: 'key list',
+    changesNothing: true,
     synopsis: '<site>',
     summary: 'the keys of a site, masked, with their state and when each was last used',
     options: {},
@@ -293,6 +294,7 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'ip list',
+    changesNothing: true,
     synopsis: '<site>',
     summary: "the site's allowlist",
     options: {},

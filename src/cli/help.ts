@@ -83,7 +83,7 @@ export const PROGRAM_HELP = [
   '',
   'Global options:',
   '  --json          machine-readable output on stdout (errors as {"error":{"code","message"}} on stderr)',
-  '  --actor NAME    who makes the change, for the audit log (default: the OS user)',
+  '  --actor NAME    who makes the change, for the audit log (default: SITEKEY_ACTOR, else the OS user; needed as root or in a pod)',
   '  --help, -h      this text; after a group or a command, its commands or its rules and an example:',
   '                  sitekey-authz key --help, sitekey-authz key issue --help',
   '  --version, -V   the version of sitekey-authz',

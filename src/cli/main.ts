@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { userInfo } from 'node:os';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
@@ -10,6 +9,7 @@ import { connectionPool, openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { textOf } from '../operations/fields.js';
 import { Refusal } from '../operations/refusal.js';
+import { actorFor, runningAccount } from './actor.js';
 import { UsageError } from './arguments.js';
 import type { Command, CommandContext } from './command.js';
 import { COMMANDS } from './commands.js';
@@ -120,14 +120,6 @@ function checkArity(command: Command, positionals: readonly string[]): void {
   }
 }
 
-function osUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return 'unknown';
-  }
-}
-
 /** The key for `key import`: piped in, or typed at a prompt (one line). */
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) {
@@ -195,6 +187,20 @@ function describeFailure(error: unknown, command: Command | undefined): Failure 
   return { exit: EXIT_FAILED, code: 'FAILED', message };
 }
 
+/** --actor, else SITEKEY_ACTOR: checked as a note is, and masked (a UUID in it is no one's name). */
+function namedActor(flag: string | undefined, setting: string | undefined): string | undefined {
+  if (flag === undefined && setting === undefined) return undefined;
+  let actor: string;
+  try {
+    actor = textOf(flag ?? setting, 'actor', MAX_ACTOR);
+  } catch (error) {
+    if (flag === undefined && error instanceof Refusal) throw new ConfigError('SITEKEY_ACTOR', error.message);
+    throw error;
+  }
+  if (actor.trim() === '') throw new UsageError('--actor must name who makes the change, e.g. --actor alice@example.com');
+  return actor;
+}
+
 function print(output: CommandOutput, json: boolean): void {
   for (const warning of output.warnings ?? []) process.stderr.write(`warning: ${printable(maskApiKeysIn(warning))}\n`);
   process.stdout.write(json ? `${JSON.stringify(output.json, null, 2)}\n` : `${printable(output.text)}\n`);
@@ -217,9 +223,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     const { command, positionals, options } = invocation;
     running = command;
     checkArity(command, positionals);
-    const actor = textOf(typeof options.actor === 'string' ? options.actor : undefined, 'actor', MAX_ACTOR, osUser());
-    if (actor.trim() === '') throw new UsageError('--actor must name who makes the change, e.g. --actor alice@example.com');
     const config = loadConfig();
+    const named = namedActor(typeof options.actor === 'string' ? options.actor : undefined, config.actor);
     // serve and issuer log JSON lines to stdout; the other commands keep stdout for their output, and say
     // only what went wrong on stderr unless LOG_LEVEL asks for debugging detail.
     const logger =
@@ -227,7 +232,10 @@ export async function main(argv: readonly string[]): Promise<number> {
         ? createLogger(config.logLevel)
         : createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
     const withPool = databaseSession(config, logger);
-    const withAdmin: CommandContext['withAdmin'] = (work) => withPool((pool) => work(new CredentialAdmin(pool, actor)));
+    const withAdmin: CommandContext['withAdmin'] = (work) => {
+      const actor = actorFor(named, runningAccount(config.inKubernetesPod), command.changesNothing !== true);
+      return withPool((pool) => work(new CredentialAdmin(pool, actor)));
+    };
     const now = Date.now();
     const withOperations: CommandContext['withOperations'] = (work) => withAdmin((admin) => work({ admin, config, now }));
     const context: CommandContext = { config, env: process.env, logger, now, readStdin, withAdmin, withOperations, withPool };

@@ -78,6 +78,7 @@ function policyText(policy: SunsetPolicySummary): string {
 export const SUNSET_COMMANDS: readonly Command[] = [
   {
     name: 'sunset show',
+    changesNothing: true,
     synopsis: '',
     summary: 'the sunset policy every process follows: the date API keys retire, whether that is enforced, and the migration guide',
     options: {},
@@ -173,6 +174,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
   },
   {
     name: 'brownout list',
+    changesNothing: true,
     synopsis: '',
     summary: 'brownouts, scheduled, running, over and cancelled',
     options: {},
@@ -211,6 +213,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
   },
   {
     name: 'report migration',
+    changesNothing: true,
     synopsis: '[--since DAYS] [--sites] [--csv]',
     summary: 'sites that used an API key in the window (default 30 days) with days left; --sites: each site\'s share on tokens and whether it can go tokens-only',
     options: { since: { type: 'string' }, sites: { type: 'boolean' }, csv: { type: 'boolean' } },
@@ -266,6 +269,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
   },
   {
     name: 'report denials',
+    changesNothing: true,
     synopsis: '[--site ID] [--since HOURS] [--limit ROWS] [--csv]',
     summary: 'refusals of known sites by error and client address (default: last 24 hours, the 100 largest counts), with counts and first and last seen',
     options: { site: { type: 'string' }, since: { type: 'string' }, limit: { type: 'string' }, csv: { type: 'boolean' } },

@@ -123,6 +123,7 @@ export const TOKEN_COMMANDS: readonly Command[] = [
   },
   {
     name: 'token-client list',
+    changesNothing: true,
     synopsis: '[<site-id>]',
     summary: 'the registered token clients, of every site or of one, with when each was last used',
     options: {},

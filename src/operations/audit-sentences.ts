@@ -76,6 +76,11 @@ function deed(entry: AuditEntry, details: Details): string {
       const expires = details['expiresAt'] ? `until ${dateWords(details['expiresAt'])}` : 'without expiry';
       return `${entry.action === 'key.issue' ? 'issued' : 'imported'} ${keyWords(details)} for ${site}, ${expires}`;
     }
+    case 'key.roll': {
+      const replaced = details['replaced'] !== null && typeof details['replaced'] === 'object' ? (details['replaced'] as Details) : {};
+      const expires = details['expiresAt'] ? `until ${dateWords(details['expiresAt'])}` : 'without expiry';
+      return `rolled ${keyWords(replaced)} of ${site}: issued ${keyWords(details)}, ${expires}; the old key works until ${dateWords(replaced['expiresAt'])}`;
+    }
     case 'key.revoke':
       return `revoked ${keyWords(details)} of ${site}${beforeAfter(details, 'status', (value) => textOf(value) ?? '?')}`;
     case 'ip.allow':

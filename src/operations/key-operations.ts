@@ -1,15 +1,17 @@
 import type { SiteId, SunsetPolicy } from '../decision/types.js';
-import type { IssuedKey, KeySummary } from '../store/credential-admin.js';
+import type { IssuedKey, KeyRoll, KeySummary } from '../store/credential-admin.js';
 import { configuredSunsetPolicy } from '../store/sunset-policy.js';
 import { noAllowlistWarning } from './allowlist-operations.js';
 import { futureInstantOf, importedKeyOf, keyIdOf, MAX_NOTE, siteIdOf, textOf } from './fields.js';
 import type { Changed, OperationContext } from './operation-context.js';
 
-/** A site's API keys: issuing, importing and revoking them. */
+/** A site's API keys: issuing, importing, rolling and revoking them. */
 
 const DAY_MS = 86_400_000;
 /** A key made this close to the API-key sunset, or after it, is told that the sunset ends it. */
 export const SUNSET_WARNING_DAYS = 60;
+/** How long a rolled key keeps working beside its successor unless the person says otherwise. */
+export const ROLL_OVERLAP_DAYS = 7;
 
 /** When a new key stops being accepted: a date after now, or undefined for never. */
 export function expiresOf(text: string | undefined, now: number, field = 'expires'): Date | undefined {
@@ -66,4 +68,20 @@ export async function revokeKey({ admin }: OperationContext, request: { siteId: 
   const siteId = siteIdOf(request.siteId);
   const keyId = keyIdOf(request.keyId);
   return { siteId, ...(await admin.revokeKey(siteId, keyId)) };
+}
+
+/** When the key being rolled stops: a date after now, by default ROLL_OVERLAP_DAYS from now. */
+export function oldExpiresOf(text: string | undefined, now: number): Date {
+  if (text === undefined) return new Date(now + ROLL_OVERLAP_DAYS * DAY_MS);
+  return futureInstantOf(text, 'oldExpires', now, `the old key must keep working for a while, e.g. ${ROLL_OVERLAP_DAYS} days (the default)`);
+}
+
+/** A new key, and an end for the old one, in one change: the way people replace a key without a gap. */
+export async function rollKey(context: OperationContext, request: KeyRequest & { readonly keyId: string | undefined; readonly oldExpires: string | undefined }): Promise<Changed<KeyRoll>> {
+  const siteId = siteIdOf(request.siteId);
+  const keyId = keyIdOf(request.keyId);
+  const oldExpiresAt = oldExpiresOf(request.oldExpires, context.now);
+  const options = keyOptions(request, context.now);
+  const roll = await context.admin.rollKey(siteId, keyId, oldExpiresAt, options);
+  return { result: roll, warnings: [...roll.warnings, ...(await sunsetWarnings(context, options.expiresAt))] };
 }

@@ -9,6 +9,7 @@ export type AdminErrorCode =
   | 'SITE_NOT_FOUND'
   | 'KEY_NOT_FOUND'
   | 'KEY_DUPLICATE'
+  | 'KEY_NOT_ACTIVE'
   | 'CIDR_NOT_ON_ALLOWLIST'
   | 'BROWNOUT_NOT_FOUND'
   | 'TOKEN_CLIENT_EXISTS'

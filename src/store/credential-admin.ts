@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { hashApiKey, lastFive, maskApiKey } from '../decision/api-key.js';
-import type { ApiKey, KeyId, SiteAuthMethod, SiteId } from '../decision/types.js';
+import type { ApiKey, KeyId, SiteId } from '../decision/types.js';
 import { AdminTransactions } from './admin-transactions.js';
 import type { AllowlistEntry } from '../allowlist/allowlist-entry.js';
 import { AuditLog } from './audit-log.js';
@@ -13,119 +13,29 @@ import { UsageImpact } from './usage-impact.js';
 
 export { AdminError, adminErrorText, type AdminErrorCode } from './admin-transactions.js';
 import { AdminError, siteNotFound } from './admin-transactions.js';
-
-export interface SiteSummary {
-  readonly siteId: SiteId;
-  readonly name: string;
-  readonly enabled: boolean;
-  readonly createdAt: string;
-  /** Keys neither revoked nor expired. */
-  readonly activeKeys: number;
-  readonly allowlistEntries: number;
-}
-
-/** How a site may authenticate and through what: its method, grace and token cut-off. */
-export interface SiteAccess {
-  readonly siteId: SiteId;
-  readonly authMethod: SiteAuthMethod;
-  readonly graceUntil: string | null;
-  readonly tokensNotBefore: string | null;
-}
-
-export type KeyStatus = 'active' | 'expired' | 'revoked';
-
-/** A key as an account manager may see it: masked, never the key itself. */
-export interface KeySummary {
-  readonly keyId: KeyId;
-  readonly siteId: SiteId;
-  readonly maskedKey: string;
-  readonly status: KeyStatus;
-  readonly createdAt: string;
-  readonly expiresAt: string | null;
-  readonly revokedAt: string | null;
-  readonly lastUsedAt: string | null;
-  readonly note: string;
-}
-
-/** A newly issued key: the only moment the key exists outside the partner's hands. */
-export interface IssuedKey extends KeySummary {
-  readonly apiKey: ApiKey;
-}
-
-export interface AllowlistEntrySummary {
-  readonly cidr: string;
-  readonly createdAt: string;
-}
-
-export interface KeyOptions {
-  readonly expiresAt: Date | undefined;
-  readonly note: string;
-}
-
-interface KeySummaryRow {
-  id: string;
-  site_id: string;
-  last_five: string;
-  status: KeyStatus;
-  created_at: StoredTimestamp;
-  expires_at: StoredTimestamp | null;
-  revoked_at: StoredTimestamp | null;
-  last_used_at: StoredTimestamp | null;
-  note: string;
-}
-
-interface SiteSummaryRow {
-  id: string;
-  name: string;
-  enabled: boolean;
-  created_at: StoredTimestamp;
-  active_keys: string;
-  allowlist_entries: string;
-}
-
-const UNIQUE_VIOLATION = '23505';
-
-const KEY_COLUMNS = `id::text, site_id::text, last_five, created_at, expires_at, revoked_at, last_used_at, note,
-  CASE WHEN revoked_at IS NOT NULL THEN 'revoked' WHEN expires_at <= now() THEN 'expired' ELSE 'active' END AS status`;
-
-const SITE_SUMMARY = `SELECT s.id::text, s.name, s.enabled, s.created_at,
-    (SELECT count(*) FROM api_keys k WHERE k.site_id = s.id AND k.revoked_at IS NULL
-        AND (k.expires_at IS NULL OR k.expires_at > now())) AS active_keys,
-    (SELECT count(*) FROM allowlist_entries a WHERE a.site_id = s.id) AS allowlist_entries
-  FROM sites s`;
-
-const iso = optionalInstantText;
-
-function keySummary(row: KeySummaryRow): KeySummary {
-  return {
-    keyId: row.id,
-    siteId: row.site_id,
-    maskedKey: maskApiKey(row.last_five),
-    status: row.status,
-    createdAt: instantText(row.created_at),
-    expiresAt: iso(row.expires_at),
-    revokedAt: iso(row.revoked_at),
-    lastUsedAt: iso(row.last_used_at),
-    note: row.note,
-  };
-}
-
+import {
+  KEY_COLUMNS,
+  keySummary,
+  SITE_SUMMARY,
+  siteSummary,
+  UNIQUE_VIOLATION,
+  type AllowlistEntrySummary,
+  type IssuedKey,
+  type KeyOptions,
+  type KeyRoll,
+  type KeySummary,
+  type KeySummaryRow,
+  type SiteAccess,
+  type SiteSummary,
+  type SiteSummaryRow,
+} from './admin-records.js';
+export type { AllowlistEntrySummary, IssuedKey, KeyOptions, KeyRoll, KeyStatus, KeySummary, SiteAccess, SiteSummary } from './admin-records.js';
 /** How many entries the site's allowlist holds, for the audit row's before and after. */
 async function allowlistSize(sql: pg.ClientBase, siteId: SiteId): Promise<number> {
   const { rows } = await sql.query<{ entries: string }>('SELECT count(*)::text AS entries FROM allowlist_entries WHERE site_id = $1', [siteId]);
   return Number(rows[0]?.entries ?? 0);
 }
 
-function siteSummary(row: SiteSummaryRow): SiteSummary {
-  return {
-    siteId: row.id,
-    name: row.name,
-    enabled: row.enabled,
-    createdAt: instantText(row.created_at),
-    activeKeys: Number(row.active_keys),
-    allowlistEntries: Number(row.allowlist_entries),
-  };
-}
 
 /**
  * Every administrative change to sites, keys and allowlists: each runs in one
@@ -202,8 +112,8 @@ export class CredentialAdmin {
       return rows.map((row) => ({
         siteId: row.id,
         authMethod: row.auth_method === 'both' ? 'both' : 'tokens',
-        graceUntil: iso(row.apikey_grace_until),
-        tokensNotBefore: iso(row.tokens_not_before),
+        graceUntil: optionalInstantText(row.apikey_grace_until),
+        tokensNotBefore: optionalInstantText(row.tokens_not_before),
       }));
     });
   }
@@ -218,6 +128,33 @@ export class CredentialAdmin {
   /** Registers a key the partner already has, e.g. from a system being replaced. */
   async importKey(siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
     return this.storeKey('key.import', siteId, apiKey, options);
+  }
+
+  /**
+   * A new key, and an end for the old one (never later than the end it already has), in one
+   * transaction: the partner swaps keys while both work, and the old one stops by itself.
+   */
+  async rollKey(siteId: SiteId, keyId: KeyId, oldExpiresAt: Date, options: KeyOptions): Promise<KeyRoll> {
+    const apiKey = randomUUID();
+    return this.change(async (sql) => {
+      await this.lockSite(sql, siteId);
+      const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2 FOR UPDATE`, [keyId, siteId]);
+      const old = rows[0];
+      if (old === undefined) throw await keyNotFound(sql, siteId, keyId);
+      if (old.status !== 'active') throw new AdminError('KEY_NOT_ACTIVE', `key ${keyId} of site ${siteId} is ${old.status}: only an active key can be rolled`, undefined, {
+          field: 'keyId',
+          step: 'issue a new key instead',
+          cliStep: `issue a new key with \`sitekey-authz key issue ${siteId}\``,
+        });
+      // LEAST ignores NULL: a key without an end gets the one asked for.
+      const ended = await sql.query<{ ends: StoredTimestamp; kept: boolean }>('UPDATE api_keys SET expires_at = LEAST(expires_at, $2) WHERE id = $1 RETURNING expires_at AS ends, expires_at < $2 AS kept', [keyId, oldExpiresAt]);
+      const { ends: endsAt, kept: keptSooner } = ended.rows[0] as { ends: StoredTimestamp; kept: boolean };
+      const replaced = { keyId, maskedKey: maskApiKey(old.last_five), expiresAt: instantText(endsAt) };
+      const key = await this.insertKey(sql, siteId, apiKey, options);
+      await this.audit(sql, 'key.roll', siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note, replaced });
+      const warnings = keptSooner ? [`the old key ${keyId} (${replaced.maskedKey}) already expires sooner, at ${replaced.expiresAt}, and keeps that expiry`] : [];
+      return { key: { ...key, apiKey }, replaced, warnings };
+    });
   }
 
   /** Revokes one key of the site; revoking a revoked key changes nothing and says so. */
@@ -296,28 +233,30 @@ export class CredentialAdmin {
   private async storeKey(action: string, siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
     return this.change(async (sql) => {
       await this.lockSite(sql, siteId);
-      let row: KeySummaryRow;
-      try {
-        const { rows } = await sql.query<KeySummaryRow>(
-          `INSERT INTO api_keys (site_id, key_sha256, last_five, expires_at, note)
-           VALUES ($1, decode($2, 'hex'), $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
-          [siteId, hashApiKey(apiKey), lastFive(apiKey), options.expiresAt ?? null, options.note],
-        );
-        row = rows[0] as KeySummaryRow;
-      } catch (error) {
-        if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
-          throw new AdminError('KEY_DUPLICATE', 'this key is already registered', undefined, {
-            field: 'key',
-            step: 'issue a fresh one for the partner instead',
-            cliStep: `issue a fresh one with \`sitekey-authz key issue ${siteId}\``,
-          });
-        }
-        throw error;
-      }
-      const key = keySummary(row);
+      const key = await this.insertKey(sql, siteId, apiKey, options);
       await this.audit(sql, action, siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note });
       return key;
     });
+  }
+
+  private async insertKey(sql: pg.ClientBase, siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
+    try {
+      const { rows } = await sql.query<KeySummaryRow>(
+        `INSERT INTO api_keys (site_id, key_sha256, last_five, expires_at, note)
+         VALUES ($1, decode($2, 'hex'), $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
+        [siteId, hashApiKey(apiKey), lastFive(apiKey), options.expiresAt ?? null, options.note],
+      );
+      return keySummary(rows[0] as KeySummaryRow);
+    } catch (error) {
+      if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
+        throw new AdminError('KEY_DUPLICATE', 'this key is already registered', undefined, {
+          field: 'key',
+          step: 'issue a fresh one for the partner instead',
+          cliStep: `issue a fresh one with \`sitekey-authz key issue ${siteId}\``,
+        });
+      }
+      throw error;
+    }
   }
 
   private async site(sql: pg.ClientBase, siteId: SiteId): Promise<SiteSummary> {

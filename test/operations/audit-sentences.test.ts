@@ -26,6 +26,11 @@ describe('auditSentence: who did what to which site, before and after, when', ()
       'alice@example.com revoked key 7 (*****abcde) of site 1001 (Acme) (from active to revoked) — 29 Nov 2026 10:14 UTC',
     ],
     [
+      'a rolled key',
+      entry('key.roll', { keyId: '8', maskedKey: '*****fghij', expiresAt: null, note: 'rolled', replaced: { keyId: '7', maskedKey: '*****abcde', expiresAt: '2026-12-06T10:14:07.000Z' } }),
+      'alice@example.com rolled key 7 (*****abcde) of site 1001 (Acme): issued key 8 (*****fghij), without expiry; the old key works until 6 Dec 2026 10:14 UTC — 29 Nov 2026 10:14 UTC',
+    ],
+    [
       'an address added',
       entry('ip.allow', { cidrs: ['203.0.113.0/24'], before: { entries: 1 }, after: { entries: 2 } }),
       "alice@example.com added 203.0.113.0/24 to site 1001 (Acme)'s allowlist (from 1 entry to 2 entries) — 29 Nov 2026 10:14 UTC",
@@ -48,7 +53,7 @@ describe('auditSentence: who did what to which site, before and after, when', ()
     ],
     ['a client removed', entry('token-client.remove', { clientId: 'acme-app' }), 'alice@example.com removed token client acme-app from site 1001 (Acme) — 29 Nov 2026 10:14 UTC'],
     ['a site that is gone', entry('site.add', { name: 'Acme' }, '1001', null), 'alice@example.com added site 1001 — 29 Nov 2026 10:14 UTC'],
-    ['an action it does not know', entry('key.roll', { keyId: '9' }), 'alice@example.com made the change key.roll to site 1001 (Acme) — 29 Nov 2026 10:14 UTC'],
+    ['an action it does not know', entry('key.shred', { keyId: '9' }), 'alice@example.com made the change key.shred to site 1001 (Acme) — 29 Nov 2026 10:14 UTC'],
   ];
   for (const [what, given, sentence] of cases) {
     it(`says ${what}`, () => assert.equal(auditSentence(given), sentence));
@@ -56,7 +61,7 @@ describe('auditSentence: who did what to which site, before and after, when', ()
 
   it('survives details written by hand: not an object, fields of the wrong type', () => {
     for (const details of [null, 'text', [1, 2], { before: 'x', after: 3 }, { authMethod: { evil: true } }, { cidrs: 'not a list' }]) {
-      for (const action of ['site.auth', 'ip.allow', 'site.enable', 'brownout.add', 'sunset.set', 'key.revoke']) {
+      for (const action of ['site.auth', 'ip.allow', 'site.enable', 'brownout.add', 'sunset.set', 'key.revoke', 'key.roll']) {
         assert.match(auditSentence(entry(action, details)), /^alice@example\.com .+ — 29 Nov 2026 10:14 UTC$/);
       }
     }

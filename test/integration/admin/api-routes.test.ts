@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { ADMIN_ROUTES } from '../../../src/admin/admin-routes.js';
 import { MIGRATION_ROWS } from '../../../src/admin/api-schemas.js';
 import { answerSchema, schemaProblem, type AdminRoute } from '../../../src/admin/route-table.js';
@@ -238,6 +239,8 @@ describe('the admin API routes, as the CLI does them', () => {
       ['PUT', '/api/v1/sites/1001/grace', { until: '2001-01-01' }, ['site', 'grace', '1001', '--until', '2001-01-01'], 'DATE_IN_PAST', 'until'],
       ['POST', '/api/v1/sites/1001/token-clients', { clientId: 'has space' }, ['token-client', 'add', '1001', 'has space'], 'CLIENT_ID_INVALID', 'clientId'],
       ['DELETE', '/api/v1/token-clients/nobody', undefined, ['token-client', 'remove', 'nobody'], 'TOKEN_CLIENT_NOT_FOUND', 'clientId'],
+      ['POST', '/api/v1/sites/1001/keys/999/roll', undefined, ['key', 'roll', '1001', '999'], 'KEY_NOT_FOUND', 'keyId'],
+      ['POST', '/api/v1/sites/1001/keys/999/roll', { oldExpires: '2001-01-01' }, ['key', 'roll', '1001', '999', '--old-expires', '2001-01-01'], 'DATE_IN_PAST', 'oldExpires'],
       // This service has no TOKEN_ISSUER: creating at the issuer is off, and says what to set.
       ['POST', '/api/v1/sites/1001/token-clients/create', {}, ['token-client', 'create', '1001'], 'REGISTRATION_OFF', undefined],
       ['POST', '/api/v1/sites/1001/token-clients/create', { jwks: privateJwks }, undefined, 'JWKS_PRIVATE_KEY', 'jwks'],
@@ -313,6 +316,39 @@ describe('the admin API routes, as the CLI does them', () => {
     assert.deepEqual([impact.siteId, impact.days, impact.allowlistSize], ['1001', 30, 1]);
     const brownout = await ok('viewer', 'GET', '/api/v1/brownouts/impact?sites=1001');
     assert.deepEqual([brownout.days, brownout.sites], [30, 1]);
+  });
+
+  it('rolls a key: the new one shown once and accepted, the old one accepted until the end it was given', async () => {
+    const old = await ok('manager', 'POST', '/api/v1/sites/1001/keys', { note: 'to be rolled' }, 201);
+    const rolled = await ok('manager', 'POST', `/api/v1/sites/1001/keys/${old.keyId}/roll`, { note: 'rolled' }, 201);
+    assert.match(rolled.key, UUID);
+    assert.equal(rolled.maskedKey, `*****${rolled.key.slice(-5)}`);
+    assert.equal(rolled.note, 'rolled');
+    assert.equal(rolled.replaced.keyId, old.keyId);
+    const week = Date.parse(rolled.replaced.expiresAt) - Date.now();
+    assert.ok(week > 6.9 * 86_400_000 && week <= 7 * 86_400_000, `the old key ends in 7 days by default: ${rolled.replaced.expiresAt}`);
+    assert.deepEqual(rolled.warnings, []);
+    await audited('key.roll', MANAGER, '1001');
+    const request = (key: string) => ({ authorization: `1001:${key}`, body: JSON.stringify({ siteid: 1001, apikey: key }) });
+    await eventually('the new key to be accepted', async () => verdict(await check(client, request(rolled.key))), (answer) => answer === 'allow', 5_000);
+    assert.equal(verdict(await check(client, request(old.key))), 'allow', 'the old key works until its end');
+
+    const sooner = await ok('manager', 'POST', `/api/v1/sites/1001/keys/${rolled.keyId}/roll`, { oldExpires: new Date(Date.now() + 86_400_000).toISOString() }, 201);
+    const later = await ok('manager', 'POST', `/api/v1/sites/1001/keys/${rolled.keyId}/roll`, { oldExpires: '2099-01-31' }, 201);
+    assert.equal(later.replaced.expiresAt, sooner.replaced.expiresAt, 'a key that already ends sooner keeps its end');
+    assert.match(later.warnings[0] ?? '', new RegExp(`old key ${rolled.keyId} .* keeps that expiry`));
+
+    const sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+    try {
+      await sql.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [old.keyId]);
+    } finally {
+      await sql.end();
+    }
+    await eventually('the old key to be refused once it has expired', async () => verdict(await check(client, request(old.key))), (answer) => answer === 102, 5_000);
+    const again = await api('manager', 'POST', `/api/v1/sites/1001/keys/${old.keyId}/roll`, {});
+    assert.equal(again.status, 409, again.text);
+    assert.equal(again.body.error.code, 'KEY_NOT_ACTIVE');
   });
 
   it('was called on every route of the table', () => {

@@ -1,10 +1,12 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode, itemsOf } from '../api.js';
 import { Alert, ConfirmDialog, counted, FieldError, formError, formatTime, inTheLast, invalidIf, Loading, Notice, PageHeading, useAction, useLoad } from '../components.js';
+import { Pager, usePages } from '../paging.js';
 
 /** Planned refusals of API keys before the sunset; an admin schedules and cancels them. */
 export function Brownouts({ can }) {
-  const [brownouts, error, reload] = useLoad(() => api('GET', '/brownouts').then(itemsOf), []);
+  const [page, error, reload, pager] = usePages('/brownouts');
+  const brownouts = page?.items;
   const [done, setDone] = useState('');
   const action = useAction();
   const cancel = (id) => action.run(async () => {
@@ -34,6 +36,7 @@ export function Brownouts({ can }) {
           </tbody>
         </table>
       </div>`}
+    <${Pager} pager=${pager} what="brownouts" />
     <${Alert} error=${action.error} />
     <${Notice} text=${done} />
     ${can.administer ? html`<${NewBrownout} onCreated=${async (id) => { setDone(`Brownout ${id} scheduled.`); await reload(); }} />` : html`<p>Only an admin schedules brownouts.</p>`}

@@ -1,14 +1,15 @@
 import { html, useState } from '../preact-htm.js';
-import { api, encode, itemsOf } from '../api.js';
+import { api, encode } from '../api.js';
 import { navigate } from '../router.js';
 import { Alert, FieldError, formError, invalidIf, Loading, PageHeading, siteIdOf, useAction, useLoad } from '../components.js';
+import { Pager, usePages } from '../paging.js';
 
 /** Search sites by id or name; an account manager also creates one here (onboarding starts with a site). */
 export function FindPartner({ query, can }) {
   const initial = query?.get('query') ?? '';
   const [text, setText] = useState(initial);
-  const [answer, error] = useLoad(() => api('GET', `/sites?query=${encode(initial)}&limit=100`), [initial]);
-  const sites = answer === undefined ? undefined : itemsOf(answer);
+  const [page, error, , pager] = usePages(`/sites?query=${encode(initial)}`);
+  const sites = page?.items;
 
   const search = (event) => {
     event.preventDefault();
@@ -29,7 +30,7 @@ export function FindPartner({ query, can }) {
     ${can.manage && html`<${NewSite} />`}
     <${Alert} error=${error} />
     ${sites === undefined && !error ? html`<${Loading} />` : html`<${SiteTable} sites=${sites ?? []} />`}
-    ${answer?.next && html`<p>More sites match than are shown: give more of the id or the name.</p>`}
+    <${Pager} pager=${pager} what="sites" />
   `;
 }
 

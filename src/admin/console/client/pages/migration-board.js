@@ -1,6 +1,7 @@
 import { html, useState } from '../preact-htm.js';
-import { api, encode, itemsOf } from '../api.js';
-import { Alert, formatTime, Loading, PageHeading, percent, useLoad, warningsOf } from '../components.js';
+import { encode, itemsOf } from '../api.js';
+import { Alert, formatTime, Loading, PageHeading, percent, warningsOf } from '../components.js';
+import { Pager, usePages } from '../paging.js';
 
 const BAR_HEIGHT = 22;
 const LABEL_WIDTH = 150;
@@ -15,7 +16,7 @@ function siteRows(answer) {
 /** Per site: how much traffic is on tokens already, when a key was last used, and the days left. */
 export function MigrationBoard() {
   const [days, setDays] = useState('30');
-  const [answer, error] = useLoad(() => api('GET', `/reports/migration?sites=true&since=${encode(days)}`), [days]);
+  const [answer, error, , pager] = usePages(`/reports/migration?sites=true&since=${encode(days)}`);
   const rows = answer === undefined ? undefined : siteRows(answer);
   return html`
     <${PageHeading}>Migration board</${PageHeading}>
@@ -35,6 +36,7 @@ export function MigrationBoard() {
             <${ShareChart} rows=${rows} />
             <${BoardTable} rows=${rows} />
           </div>`}
+    <${Pager} pager=${pager} what="sites" />
   `;
 }
 

@@ -1,13 +1,14 @@
 import { html, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
 import { Alert, ConfirmDialog, counted, FieldError, formError, formatTime, inTheLast, invalidIf, Loading, Notice, useAction, useSiteImpact, withWarnings } from '../components.js';
+import { Pager } from '../paging.js';
 
 const cidrOf = (entry) => (typeof entry === 'string' ? entry : String(entry?.cidr ?? entry?.entry ?? ''));
 /** A network of prefix length 0 (0.0.0.0/0, ::/0): every address of its family. */
 const admitsEveryone = (entry) => /\/0+$/.test(entry.trim());
 
 /** The addresses a partner's requests may come from; with none, every request is refused (103). */
-export function Allowlist({ siteId, entries, can, reload }) {
+export function Allowlist({ siteId, entries, can, reload, pager }) {
   const [text, setText] = useState('');
   const [done, setDone] = useState('');
   const action = useAction();
@@ -62,6 +63,7 @@ export function Allowlist({ siteId, entries, can, reload }) {
               })}
             </tbody>
           </table></div>`}
+      <${Pager} pager=${pager} what="addresses" />
       ${can.manage && html`
         <form onSubmit=${add}>
           <label for="allowlist-add">Add an address or network (CIDR)</label>

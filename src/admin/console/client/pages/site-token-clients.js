@@ -1,6 +1,7 @@
 import { html, useEffect, useRef, useState } from '../preact-htm.js';
 import { api, encode } from '../api.js';
 import { Alert, ConfirmDialog, counted, FieldError, formError, formatTime, inTheLast, invalidIf, Loading, Notice, useAction, useCopy, useSiteImpact } from '../components.js';
+import { Pager } from '../paging.js';
 
 const HOW = { client_secret_basic: 'a secret', private_key_jwt: "the partner's own keys" };
 
@@ -8,7 +9,7 @@ const HOW = { client_secret_basic: 'a secret', private_key_jwt: "the partner's o
  * The OAuth clients whose access tokens stand for this site: created at the issuer from here (the
  * hand-over shown once), their secrets rotated, removed; or an existing client registered by its id.
  */
-export function TokenClients({ siteId, clients, can, reload }) {
+export function TokenClients({ siteId, clients, can, reload, pager }) {
   const [handover, setHandover] = useState(undefined);
   const [done, setDone] = useState('');
   const handedOver = async (value, text) => {
@@ -21,6 +22,7 @@ export function TokenClients({ siteId, clients, can, reload }) {
       <h2 id="clients-heading">Token clients</h2>
       ${handover && html`<${Handover} handover=${handover} onDismiss=${() => setHandover(undefined)} />`}
       <${ClientTable} siteId=${siteId} clients=${clients} can=${can} reload=${reload} setDone=${setDone} onRotated=${(value) => handedOver(value, `Client ${value.client_id} has a new secret; the old one no longer works.`)} />
+      <${Pager} pager=${pager} what="token clients" />
       ${can.manage && html`<${CreateClient} siteId=${siteId} onCreated=${(value) => handedOver(value, `Client ${value.client_id} created at the issuer.`)} />`}
       ${can.manage && html`<${RegisterClient} siteId=${siteId} hasClients=${clients.length > 0} reload=${reload} setDone=${setDone} />`}
       <${Notice} text=${done} />

@@ -25,10 +25,15 @@ import {
 import { Allowlist } from './site-allowlist.js';
 import { Keys } from './site-keys.js';
 import { TokenClients } from './site-token-clients.js';
+import { usePages } from '../paging.js';
 
 /** Everything about one partner's site: state, addresses, keys, token clients, grace and method. */
 export function SitePage({ siteId, can }) {
-  const [site, error, reload] = useLoad(() => api('GET', `/sites/${encode(siteId)}`), [siteId]);
+  const [site, error, reloadSite] = useLoad(() => api('GET', `/sites/${encode(siteId)}`), [siteId]);
+  // The site's answer holds its whole allowlist and clients; these lists are read a page at a time.
+  const [allowlist, , reloadAllowlist, allowlistPager] = usePages(`/sites/${encode(siteId)}/allowlist`);
+  const [clients, , reloadClients, clientsPager] = usePages(`/token-clients?siteId=${encode(siteId)}`);
+  const reload = () => Promise.all([reloadSite(), reloadAllowlist(), reloadClients()]);
   if (error) return html`<${PageHeading}>Site ${siteId}</${PageHeading}><${Alert} error=${error} /><p><a href="/">Find a partner</a></p>`;
   if (!site) return html`<${Loading} />`;
   return html`
@@ -38,9 +43,9 @@ export function SitePage({ siteId, can }) {
       <a href=${`/audit?site=${encode(siteId)}`}>Audit trail of this site</a>
     </p>
     <${SiteState} siteId=${siteId} site=${site} can=${can} reload=${reload} />
-    <${Allowlist} siteId=${siteId} entries=${site.allowlist ?? []} can=${can} reload=${reload} />
+    <${Allowlist} siteId=${siteId} entries=${allowlist?.items ?? site.allowlist ?? []} can=${can} reload=${reload} pager=${allowlistPager} />
     ${can.seeKeys ? html`<${Keys} siteId=${siteId} can=${can} />` : html`<section aria-labelledby="keys-heading"><h2 id="keys-heading">Keys</h2><p>Keys are shown to account managers only.</p></section>`}
-    <${TokenClients} siteId=${siteId} clients=${site.tokenClients ?? []} can=${can} reload=${reload} />
+    <${TokenClients} siteId=${siteId} clients=${clients?.items ?? site.tokenClients ?? []} can=${can} reload=${reload} pager=${clientsPager} />
     <${Grace} siteId=${siteId} site=${site} can=${can} reload=${reload} />
     <${Method} siteId=${siteId} site=${site} can=${can} reload=${reload} />
   `;

@@ -1,0 +1,45 @@
+import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { UsageError } from './arguments.js';
+
+/** Where Kubernetes mounts a pod's service-account token, when the pod mounts one. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+export const NAME_YOURSELF = 'name yourself for the audit log: --actor alice@example.com, or set SITEKEY_ACTOR=alice@example.com';
+
+/** The account the CLI runs as, as far as it tells who is typing. */
+export interface RunningAccount {
+  /** The OS user's name: the actor when no other is given and the account is a person's. */
+  readonly user: string;
+  readonly uid: number | undefined;
+  /** KUBERNETES_SERVICE_HOST is set, or a service-account token is mounted. */
+  readonly inKubernetesPod: boolean;
+}
+
+export function runningAccount(kubernetesServiceHost: boolean, serviceAccountMounted: () => boolean = () => existsSync(SERVICE_ACCOUNT_DIR)): RunningAccount {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // A uid without a passwd entry, as in many images: nobody's name either way.
+  }
+  return { user, uid: process.getuid?.(), inKubernetesPod: kubernetesServiceHost || serviceAccountMounted() };
+}
+
+/** Why the OS user names nobody in particular (root, or a pod's account), or undefined when it names a person. */
+export function sharedAccount(account: RunningAccount): string | undefined {
+  if (account.inKubernetesPod) return `in a Kubernetes pod as its user ${account.user}`;
+  if (account.uid === 0) return 'as root';
+  return undefined;
+}
+
+/**
+ * The name the audit log gives a command's changes: the one given, else the OS user; a change made as
+ * root or in a pod without a name is refused, since the log would say "root" or "node" of everyone.
+ */
+export function actorFor(named: string | undefined, account: RunningAccount, changes: boolean): string {
+  if (named !== undefined) return named;
+  const shared = sharedAccount(account);
+  if (changes && shared !== undefined) throw new UsageError(`this command makes a change, and runs ${shared}, which names nobody; ${NAME_YOURSELF}`);
+  return account.user;
+}
