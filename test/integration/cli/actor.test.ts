@@ -62,7 +62,7 @@ describe('the actor of a CLI change', () => {
   it('refuses a bad SITEKEY_ACTOR as configuration, naming the variable', async () => {
     const refused = await cli(['site', 'add', '7005'], { SITEKEY_ACTOR: 'a\u001bb' });
     assert.equal(refused.code, EXIT_USAGE);
-    assert.match(refused.stderr, /SITEKEY_ACTOR: must not contain control characters/);
+    assert.match(refused.stderr, /SITEKEY_ACTOR: who makes the change must not contain control characters/);
   });
 
   it('as root: refuses a change without a name, with the words that say how to give one', { skip: !AS_ROOT && 'not running as root' }, async () => {

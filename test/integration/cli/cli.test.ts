@@ -247,7 +247,7 @@ describe('sitekey-authz CLI', () => {
       assert.match(revoked.stdout, new RegExp(`revoked key ${key.keyId} \\(\\*{5}${key.apiKey.slice(-5)}\\) of site 3001`));
       assert.match((await cli('key', 'revoke', '3001', key.keyId)).stdout, /was already revoked at \d{4}-/);
       const audit = (await auditActions('3001')).filter((row) => row.action === 'key.revoke');
-      assert.deepEqual(audit.map((row) => row.details), [{ keyId: key.keyId, maskedKey: `*****${key.apiKey.slice(-5)}` }]);
+      assert.deepEqual(audit.map((row) => row.details), [{ keyId: key.keyId, maskedKey: `*****${key.apiKey.slice(-5)}`, before: { status: 'active' }, after: { status: 'revoked' } }]);
     });
   });
 
@@ -321,7 +321,9 @@ describe('sitekey-authz CLI', () => {
       const revoked = await cli('ip', 'revoke', '5001', '10.1.0.0/16', '::ffff:192.0.2.0/120');
       assert.match(revoked.stdout, /removed from the allowlist of site 5001: 10\.1\.0\.0\/16, 192\.0\.2\.0\/24/);
       const audit = (await auditActions('5001')).map((row) => [row.action, row.details]);
-      assert.deepEqual(audit.at(-1), ['ip.revoke', { cidrs: ['10.1.0.0/16', '192.0.2.0/24'] }]);
+      const [action, details] = audit.at(-1) as [string, { cidrs: string[]; before: { entries: number }; after: { entries: number } }];
+      assert.deepEqual([action, details.cidrs], ['ip.revoke', ['10.1.0.0/16', '192.0.2.0/24']]);
+      assert.equal(details.after.entries, details.before.entries - 2, 'the allowlist before and after, in entries');
     });
 
     it('revokes an entry whose address PostgreSQL writes differently (IPv4-compatible IPv6)', async () => {

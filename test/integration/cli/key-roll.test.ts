@@ -101,7 +101,7 @@ describe('sitekey-authz key roll', () => {
     assert.equal(elsewhere.code, EXIT_FAILED);
     const past = await cli('key', 'roll', '1001', revoked.keyId, '--old-expires', '2001-01-01');
     assert.equal(past.code, EXIT_USAGE);
-    assert.match(past.stderr, /--old-expires 2001-01-01 is in the past/);
+    assert.match(past.stderr, /--old-expires: 2001-01-01 is in the past/);
     assert.equal((await sql.query('SELECT count(*)::int AS n FROM api_keys')).rows[0].n, keysBefore, 'no key was issued');
   });
 });
