@@ -43,8 +43,11 @@ export interface SiteCredentials {
   readonly authMethod: SiteAuthMethod;
   /** Epoch ms: the site's tokens issued (iat) before it are refused; null: none revoked. */
   readonly tokensNotBefore: number | null;
-  /** The OAuth clients whose tokens authenticate as this site. */
-  readonly tokenClients: ReadonlySet<ClientId>;
+  /**
+   * The OAuth clients whose tokens authenticate as this site, each with the epoch ms of its
+   * registration here: the client's tokens issued (iat) before it are refused as revoked.
+   */
+  readonly tokenClients: ReadonlyMap<ClientId, number>;
 }
 
 /** A scheduled refusal of API-key requests ahead of the sunset, as GitHub ran them. */
