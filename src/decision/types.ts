@@ -135,6 +135,7 @@ export type TokenRule =
   | 'audience'
   | 'expired'
   | 'not-yet-valid'
+  | 'too-old'
   | 'claims'
   | 'revoked';
 

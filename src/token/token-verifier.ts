@@ -24,6 +24,17 @@ const CLIENT_ID = new RegExp(`^[\\x20-\\x7e]{1,${CLIENT_ID_MAX_CHARS}}$`);
 /** The rules a partner fixes by requesting the token for this API's resource. */
 const FIXED_BY_RESOURCE: ReadonlySet<Refusal['rule']> = new Set(['malformed', 'audience']);
 
+/**
+ * Whether the token is older, or lives longer, than TOKEN_MAX_AGE_SECONDS: by iat (within the clock
+ * skew), and by exp - iat. An exp of 1e400 reads as Infinity, and a token issued years ago with an
+ * exp ahead would otherwise count for as long as exp says. A token within the bound has
+ * exp <= iat + bound, so none is kept verified beyond it either.
+ */
+function isTooOld(claims: AccessTokenClaims, settings: TokenSettings, now: number): boolean {
+  const bound = settings.maxAgeSeconds * 1000;
+  return !(claims.expiresAt - claims.issuedAt <= bound) || !(now - claims.issuedAt <= bound + settings.clockSkewSeconds * 1000);
+}
+
 function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
   const clientId = payload['client_id'];
   if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId)) return undefined;
@@ -33,7 +44,7 @@ function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
 
 /**
  * Verifies partners' Bearer access tokens (RFC 9068) with the rules of access-token.ts, under
- * TOKEN_ALGORITHMS and TOKEN_CLOCK_SKEW_SECONDS, and reads the claims the decision needs (client_id, iat).
+ * TOKEN_ALGORITHMS and TOKEN_CLOCK_SKEW_SECONDS, no older and no longer-lived than TOKEN_MAX_AGE_SECONDS, and reads the claims the decision needs (client_id, iat).
  *
  * A token that verified is kept by the SHA-256 of its text, never the text, until its exp, so that
  * the same token costs a hash, not a signature check, on each later request. What a kept token is
@@ -100,7 +111,8 @@ export class TokenVerifier {
     const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['client_id']);
     if (!outcome.valid) return this.refused(outcome.rule);
     const claims = claimsOf(outcome.payload);
-    return claims === undefined ? refuse('claims') : { valid: true, claims };
+    if (claims === undefined) return refuse('claims');
+    return isTooOld(claims, this.settings, now) ? refuse('too-old') : { valid: true, claims };
   }
 }
 

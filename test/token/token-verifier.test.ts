@@ -145,6 +145,25 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     assert.equal(await rule(await signedToken(rsa, claims({ iat: NOW_S + 31, jti: 'future' }))), 'not-yet-valid');
   });
 
+  it('refuses a token issued longer ago than TOKEN_MAX_AGE_SECONDS (86400), or valid for longer, and keeps neither', async () => {
+    const DAY = 86_400;
+    assert.equal(await rule(await signedToken(rsa, claims({ iat: NOW_S - 3 * 365 * DAY, exp: NOW_S + 300, jti: 'years-old' }))), 'too-old');
+    assert.equal(await rule(await signedToken(rsa, claims({ iat: NOW_S - 60, exp: NOW_S + 2 * DAY, jti: 'two-days' }))), 'too-old');
+    assert.equal(await rule(await signedToken(rsa, claims({ iat: NOW_S - 60, exp: NOW_S - 60 + DAY, jti: 'a-day' }))), 'valid');
+    // JSON has no bound on a number: 1e400 reads as Infinity, which jose takes for a time.
+    const payload = JSON.stringify(claims({ jti: 'never-expiring' })).replace(/"exp":\d+/, '"exp":1e400');
+    const neverExpiring = await new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: 'rsa-1' }).sign(rsa.privateKey);
+    assert.equal(await rule(neverExpiring), 'too-old');
+    assert.equal(await rule(neverExpiring, NOW + 1_000), 'too-old', 'not kept as verified');
+    const shortBound = new TokenVerifier(settings(JWKS_URL, { TOKEN_MAX_AGE_SECONDS: '600' }), keys);
+    const fresh = await signedToken(rsa, claims({ iat: NOW_S - 60, exp: NOW_S + 500, jti: 'within-a-short-bound' }));
+    assert.deepEqual(await shortBound.verify(fresh, NOW), { valid: true, claims: { clientId: 'partner-1001', issuedAt: (NOW_S - 60) * 1000, expiresAt: (NOW_S + 500) * 1000 } });
+    const beyond = await signedToken(rsa, claims({ iat: NOW_S - 60, exp: NOW_S + 600, jti: 'beyond-a-short-bound' }));
+    assert.equal(await rule(beyond), 'valid', 'the default bound admits it');
+    assert.deepEqual(await shortBound.verify(beyond, NOW), { valid: false, rule: 'too-old' });
+    assert.deepEqual(await shortBound.verify(await signedToken(rsa, claims({ iat: NOW_S - 700, exp: NOW_S + 200, jti: 'issued-too-long-ago' })), NOW), { valid: false, rule: 'too-old' });
+  });
+
   it('refuses what is not a compact JWS, and oversized tokens unread', async () => {
     const signedNonsense = await new CompactSign(new TextEncoder().encode('not json'))
       .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: 'rsa-1' })
@@ -185,7 +204,13 @@ describe('token settings', () => {
       algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
       types: ['at+jwt'],
       clockSkewSeconds: 30,
+      maxAgeSeconds: 86_400,
     });
+  });
+
+  it("bound a token's age by TOKEN_MAX_AGE_SECONDS, and refuse a bound that is not one, naming the variable", () => {
+    assert.equal(loadConfig({ ...base, TOKEN_MAX_AGE_SECONDS: '3600' }).tokens?.maxAgeSeconds, 3_600);
+    for (const value of ['abc', '-1', '0', '1e9', '2592001', '86400s']) refused({ ...base, TOKEN_MAX_AGE_SECONDS: value }, 'TOKEN_MAX_AGE_SECONDS', /whole number from 60 to 2592000/);
   });
 
   it('never accept none or an HMAC algorithm', () => {
