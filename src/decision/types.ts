@@ -158,6 +158,20 @@ export interface TokenRefusal {
   readonly resource?: string;
 }
 
+/**
+ * Why a check gets no decision for now, though the data to decide on is there: Envoy answers its
+ * retryable 503 (gRPC UNAVAILABLE), and the same request a moment later is decided.
+ *   unknown-kid-pending  the token names a kid the key set held lacks, and no fetch of the issuer's
+ *                        keys made since the token arrived has said yet whether the issuer publishes it
+ */
+export const UNDECIDED_REASONS = ['unknown-kid-pending'] as const;
+export type UndecidedReason = (typeof UNDECIDED_REASONS)[number];
+
+/** A check left undecided for a reason of its own (UndecidedReason). */
+export interface Undecided {
+  readonly undecided: UndecidedReason;
+}
+
 /** The outcome of verifying a Bearer token; `revoked` is decided against the site, so the verifier never says it. */
 export type TokenVerdict =
   | { readonly valid: true; readonly claims: AccessTokenClaims }

@@ -1,8 +1,8 @@
-import type { JWTPayload } from 'jose';
+import { decodeProtectedHeader, type JWTPayload } from 'jose';
 import { setWithin } from '../common/bounded-map.js';
 import { sha256 } from '../common/sha256.js';
 import type { TokenSettings } from '../config.js';
-import type { AccessTokenClaims, TokenVerdict } from '../decision/types.js';
+import type { AccessTokenClaims, TokenVerdict, Undecided } from '../decision/types.js';
 import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
 import type { KeySource } from './issuer-keys.js';
 import { CLIENT_ID_MAX_CHARS } from '../common/client-id.js';
@@ -13,6 +13,20 @@ export { TOKEN_MAX_CHARS } from './access-token.js';
 export const VERIFIED_TOKENS_MAX = 10_000;
 
 type Refusal = Extract<TokenVerdict, { valid: false }>;
+/** What verify() answers: a verdict, or none yet. */
+export type TokenOutcome = TokenVerdict | Undecided;
+
+const KID_PENDING: Undecided = Object.freeze({ undecided: 'unknown-kid-pending' });
+
+/** Whether the token's header names a kid, which the issuer's key set was searched for. */
+function namesKid(token: string): boolean {
+  try {
+    const { kid } = decodeProtectedHeader(token);
+    return typeof kid === 'string' && kid !== '';
+  } catch {
+    return false;
+  }
+}
 const refuse = (rule: Refusal['rule']): Refusal => ({ valid: false, rule });
 
 /**
@@ -54,7 +68,13 @@ function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
 export class TokenVerifier {
   private readonly verified = new Map<string, AccessTokenClaims>();
   /** Verifications under way, so that a burst of one new token verifies it once. */
-  private readonly inFlight = new Map<string, Promise<TokenVerdict>>();
+  private readonly inFlight = new Map<string, Promise<TokenOutcome>>();
+  /**
+   * Tokens whose kid the key set lacked, by hash, with the fetches started when each first arrived:
+   * one stays undecided until a fetch started after that succeeds (bounded like the verified ones;
+   * a token forgotten here only waits for a later fetch).
+   */
+  private readonly kidPending = new Map<string, number>();
   private readonly skewMs: number;
 
   constructor(
@@ -69,8 +89,11 @@ export class TokenVerifier {
    * The verdict on a token at `now` (epoch ms): at once for a token verified before, else once
    * verified. While no key set is held (the issuer unreachable since start, none stored), a token
    * not verified before is refused (keys-unavailable): API-key checks go on, tokens fail closed.
+   * A token whose kid the set lacks is undecided (unknown-kid-pending) until a fetch of the issuer's
+   * keys started after it first arrived has succeeded, and refused (unknown-key) only then: a flood
+   * of made-up kids that spends the fetches' cool-down never has the issuer's newest key refused.
    */
-  verify(token: string, now: number): TokenVerdict | Promise<TokenVerdict> {
+  verify(token: string, now: number): TokenOutcome | Promise<TokenOutcome> {
     if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return this.refused('malformed');
     const id = tokenId(token);
     const kept = this.verified.get(id);
@@ -82,14 +105,29 @@ export class TokenVerifier {
     if (!this.keys.loaded) return refuse('keys-unavailable');
     const running = this.inFlight.get(id);
     if (running !== undefined) return running;
+    const arrivedAfter = this.keys.fetches?.started ?? 0;
     const verdict = this.verifyNew(token, now)
       .then((result) => {
         if (result.valid) setWithin(this.verified, id, result.claims, this.maxEntries);
+        else if (result.rule === 'unknown-key' && namesKid(token)) return this.unknownKid(id, arrivedAfter);
         return result;
       })
       .finally(() => this.inFlight.delete(id));
     this.inFlight.set(id, verdict);
     return verdict;
+  }
+
+  /** A token whose kid the set lacks: refused once a fetch started since it first arrived has succeeded, else undecided. */
+  private unknownKid(id: string, arrivedAfter: number): TokenOutcome {
+    const fetches = this.keys.fetches;
+    if (fetches === undefined) return refuse('unknown-key');
+    const firstArrivedAfter = this.kidPending.get(id) ?? arrivedAfter;
+    if (fetches.lastSucceeded > firstArrivedAfter) {
+      this.kidPending.delete(id);
+      return refuse('unknown-key');
+    }
+    setWithin(this.kidPending, id, firstArrivedAfter, this.maxEntries);
+    return KID_PENDING;
   }
 
   /** Drops a kept token: the decision found its client unregistered or the token revoked. */
