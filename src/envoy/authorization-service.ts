@@ -68,6 +68,7 @@ function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorRespons
 /** What Envoy is told of a check left undecided for now: it answers its retryable 503. */
 const UNDECIDED_DETAILS: Readonly<Record<UndecidedReason, string>> = {
   'unknown-kid-pending': "the token names a signing key (kid) not looked up at the issuer yet; retry in a moment",
+  'verification-budget': 'too many new tokens to verify from this address right now; retry in a moment',
 };
 
 /** What a check gets when no decision could be made or sent: never read as an allow. */

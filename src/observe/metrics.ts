@@ -221,7 +221,7 @@ export class ServiceMetrics {
     for (const register of registers) register.registerMetric(this.checkDuration as unknown as Metric);
     this.undecided = new Counter({
       name: 'sitekey_authz_checks_undecided_total',
-      help: 'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE), unknown-kid-pending (a token names a kid that no fetch of the issuer\'s keys since it arrived has looked up yet, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
+      help: 'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE), unknown-kid-pending (a token names a kid that no fetch of the issuer\'s keys since it arrived has looked up yet, gRPC UNAVAILABLE), verification-budget (a new token beyond the signature checks its address or the process may start, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
       labelNames: ['reason'],
       registers,
     });

@@ -48,7 +48,7 @@ export function authorizeCheck(input: CheckInput, authority: CheckAuthority): De
     }
     return decision;
   };
-  const verdict = tokens.verify(token, now);
+  const verdict = tokens.verify(token, now, input.clientAddress);
   if (verdict instanceof Promise) return verdict.then((settled) => decideWith(settled, (authority.now ?? Date.now)()));
   return decideWith(verdict, now);
 }

@@ -5,6 +5,7 @@ import type { TokenSettings } from '../config.js';
 import type { AccessTokenClaims, TokenVerdict, Undecided } from '../decision/types.js';
 import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
 import type { KeySource } from './issuer-keys.js';
+import { VerificationBudget } from './verification-budget.js';
 import { CLIENT_ID_MAX_CHARS } from '../common/client-id.js';
 
 export { TOKEN_MAX_CHARS } from './access-token.js';
@@ -17,6 +18,7 @@ type Refusal = Extract<TokenVerdict, { valid: false }>;
 export type TokenOutcome = TokenVerdict | Undecided;
 
 const KID_PENDING: Undecided = Object.freeze({ undecided: 'unknown-kid-pending' });
+const BUDGET_SPENT: Undecided = Object.freeze({ undecided: 'verification-budget' });
 
 /** Whether the token's header names a kid, which the issuer's key set was searched for. */
 function namesKid(token: string): boolean {
@@ -81,6 +83,7 @@ export class TokenVerifier {
     private readonly settings: TokenSettings,
     private readonly keys: KeySource,
     private readonly maxEntries: number = VERIFIED_TOKENS_MAX,
+    private readonly budget: VerificationBudget = new VerificationBudget(),
   ) {
     this.skewMs = settings.clockSkewSeconds * 1000;
   }
@@ -92,8 +95,10 @@ export class TokenVerifier {
    * A token whose kid the set lacks is undecided (unknown-kid-pending) until a fetch of the issuer's
    * keys started after it first arrived has succeeded, and refused (unknown-key) only then: a flood
    * of made-up kids that spends the fetches' cool-down never has the issuer's newest key refused.
+   * The signature checks of tokens not seen before are bounded per `source` (the client address) and
+   * in all (verification-budget.ts); beyond them a new token is undecided (verification-budget).
    */
-  verify(token: string, now: number): TokenOutcome | Promise<TokenOutcome> {
+  verify(token: string, now: number, source?: string): TokenOutcome | Promise<TokenOutcome> {
     if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return this.refused('malformed');
     const id = tokenId(token);
     const kept = this.verified.get(id);
@@ -105,6 +110,7 @@ export class TokenVerifier {
     if (!this.keys.loaded) return refuse('keys-unavailable');
     const running = this.inFlight.get(id);
     if (running !== undefined) return running;
+    if (!this.budget.take(source, now)) return BUDGET_SPENT;
     const arrivedAfter = this.keys.fetches?.started ?? 0;
     const verdict = this.verifyNew(token, now)
       .then((result) => {

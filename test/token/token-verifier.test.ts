@@ -4,7 +4,8 @@ import { CompactSign, createLocalJWKSet, exportSPKI, importJWK, SignJWT, type JW
 import { loadConfig } from '../../src/config.js';
 import type { TokenVerdict } from '../../src/decision/types.js';
 import type { KeySource } from '../../src/token/issuer-keys.js';
-import { TOKEN_MAX_CHARS, TokenVerifier } from '../../src/token/token-verifier.js';
+import { TOKEN_MAX_CHARS, TokenVerifier, VERIFIED_TOKENS_MAX } from '../../src/token/token-verifier.js';
+import { VerificationBudget } from '../../src/token/verification-budget.js';
 import { signedToken, signingKey, tokenClaims, tokenSettings, type SigningKey } from '../support/jwks-server.js';
 
 const ISSUER = 'https://login.example.com/realms/partners';
@@ -163,6 +164,24 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     assert.equal(await rule(beyond), 'valid', 'the default bound admits it');
     assert.deepEqual(await shortBound.verify(beyond, NOW), { valid: false, rule: 'too-old' });
     assert.deepEqual(await shortBound.verify(await signedToken(rsa, claims({ iat: NOW_S - 700, exp: NOW_S + 200, jti: 'issued-too-long-ago' })), NOW), { valid: false, rule: 'too-old' });
+  });
+
+  it('bounds the signature checks of new tokens per source address (IPv6 by /64): a forged flood from one address is undecided, never another address\'s new token or a kept one', async () => {
+    const budget = new VerificationBudget({ perAddress: { burst: 5, perSecond: 1 }, overall: { burst: 100, perSecond: 100 } });
+    const bounded = new TokenVerifier(settings(JWKS_URL), keys, VERIFIED_TOKENS_MAX, budget);
+    const kept = await signedToken(rsa, claims({ jti: 'kept-before-the-flood' }));
+    assert.equal(((await bounded.verify(kept, NOW, '198.51.100.7')) as TokenVerdict).valid, true);
+    // Signed with a key the issuer never published, under its published kid: each costs a signature check.
+    const forged = await Promise.all(Array.from({ length: 20 }, (_, i) => signedToken(unpublished, claims({ jti: `forged-${i}` }))));
+    const answers = await Promise.all(forged.map(async (token) => bounded.verify(token, NOW, '198.51.100.7')));
+    const outcomes = answers.map((answer) => ('undecided' in answer ? answer.undecided : answer.valid ? 'valid' : answer.rule));
+    assert.deepEqual(outcomes, [...Array<string>(4).fill('signature'), ...Array<string>(16).fill('verification-budget')]);
+    assert.deepEqual(bounded.verify(kept, NOW, '198.51.100.7'), { valid: true, claims: { clientId: 'partner-1001', issuedAt: (NOW_S - 60) * 1000, expiresAt: (NOW_S + 300) * 1000 } }, 'a kept token is answered at once');
+    assert.equal(((await bounded.verify(await signedToken(rsa, claims({ jti: 'another-address' })), NOW, '203.0.113.9')) as TokenVerdict).valid, true);
+    for (let i = 0; i < 5; i++) await bounded.verify(await signedToken(unpublished, claims({ jti: `v6-${i}` })), NOW, `2001:db8:1:2::${i + 1}`);
+    assert.deepEqual(await bounded.verify(await signedToken(rsa, claims({ jti: 'same-64' })), NOW, '2001:db8:1:2:ffff::1'), { undecided: 'verification-budget' });
+    assert.equal(((await bounded.verify(await signedToken(rsa, claims({ jti: 'other-64' })), NOW, '2001:db8:1:3::1')) as TokenVerdict).valid, true);
+    assert.equal(((await bounded.verify(await signedToken(rsa, claims({ jti: 'a-second-later' })), NOW + 1_000, '198.51.100.7')) as TokenVerdict).valid, true, 'the budget refills');
   });
 
   it('refuses what is not a compact JWS, and oversized tokens unread', async () => {
