@@ -4,7 +4,8 @@ import { exportJWK, type JSONWebKeySet, type JWTPayload } from 'jose';
 import type { TokenVerdict } from '../../../src/decision/types.js';
 import { createLogger } from '../../../src/observe/logger.js';
 import { IssuerKeys, type KeySetStore, type StoredKeySet } from '../../../src/token/issuer-keys.js';
-import { TokenVerifier } from '../../../src/token/token-verifier.js';
+import { TokenVerifier, VERIFIED_TOKENS_MAX } from '../../../src/token/token-verifier.js';
+import { VerificationBudget } from '../../../src/token/verification-budget.js';
 import { eventually } from '../../support/eventually.js';
 import { JwksServer, signedToken, signingKey, tokenClaims, tokenSettings } from '../../support/jwks-server.js';
 
@@ -16,6 +17,8 @@ const settings = (jwksUrl: string) => tokenSettings(ISSUER, AUDIENCE, jwksUrl);
 const claims = (overrides: JWTPayload = {}) => tokenClaims(ISSUER, AUDIENCE, NOW / 1000, overrides);
 const PENDING = { undecided: 'unknown-kid-pending' };
 const COOL_DOWN_MS = 3_000;
+/** The tests below run at one fixed instant, where no budget refills: these verify as often as they like. */
+const UNBOUNDED = new VerificationBudget({ perAddress: { burst: 1e9, perSecond: 1e9 }, overall: { burst: 1e9, perSecond: 1e9 } });
 
 describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
   it('picks up a key the issuer publishes later when the first token names it, and keeps the old one', async () => {
@@ -25,7 +28,7 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
     const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: 0 });
     try {
       await keys.start();
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       jwks.publish([second, first]);
       assert.deepEqual(await verifier.verify(await signedToken(second, claims({ jti: 'rotated' })), NOW), { valid: true, claims: { clientId: 'partner-1001', issuedAt: NOW - 60_000, expiresAt: NOW + 300_000 } });
       assert.equal(((await verifier.verify(await signedToken(first, claims({ jti: 'old' })), NOW)) as TokenVerdict).valid, true);
@@ -44,7 +47,7 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
     const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: COOL_DOWN_MS });
     try {
       await keys.start();
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       const fetchesBefore = jwks.fetches;
       const verdicts = await Promise.all(flood.map((token) => verifier.verify(token, NOW)));
       assert.deepEqual(new Set(verdicts.map((result) => JSON.stringify(result))), new Set([JSON.stringify(PENDING)]));
@@ -68,7 +71,7 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
     const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: COOL_DOWN_MS });
     try {
       await keys.start();
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       await Promise.all(flood.map((token) => verifier.verify(token, NOW)));
       // The issuer rotates: its new key is published, and its tokens arrive while the cool-down runs.
       jwks.publish([next, current]);
@@ -101,7 +104,7 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
       assert.equal(keys.settled, true, 'the first attempt has ended, though it failed');
       await eventually('two failed fetches', async () => jwks.fetches, (fetches) => fetches >= 2, 10_000);
       assert.equal(keys.loaded, false);
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       assert.deepEqual(verifier.verify(await signedToken(key, claims()), NOW), { valid: false, rule: 'keys-unavailable' });
       jwks.publish([key]);
       await eventually('the key set fetched', async () => keys.loaded, (loaded) => loaded, 10_000);
@@ -166,7 +169,7 @@ describe('IssuerKeys with the last good key set kept in a store', () => {
       assert.equal(keys.loaded, true);
       assert.equal(keys.origin, 'database');
       assert.equal(keys.fetchedAt, fetchedAt);
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       assert.equal(((await verifier.verify(await signedToken(old, claims({ jti: 'stored' })), NOW)) as TokenVerdict).valid, true);
       jwks.publish([fresh]);
       await eventually('the set of the issuer replaces the stored one', async () => keys.origin, (origin) => origin === 'issuer', 10_000);
@@ -216,7 +219,7 @@ describe('IssuerKeys with the last good key set kept in a store', () => {
       const written = memory.saved[0]?.jwks.keys[0] ?? {};
       assert.deepEqual(['d', 'p', 'q', 'dp', 'dq', 'qi'].filter((member) => member in written), []);
       assert.equal(written.n, key.publicJwk.n);
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       // A made-up kid fetches the same set again: nothing new to write.
       await verifier.verify(await signedToken(key, claims({ jti: 'a' }), { kid: 'made-up' }), NOW);
       const second = await signingKey('k2');
