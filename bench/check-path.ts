@@ -98,7 +98,7 @@ async function keptPartnerToken(logger: ReturnType<typeof createLogger>) {
     const token = await signedToken(signing, tokenClaims(BENCH_TOKEN_ISSUER, BENCH_TOKEN_AUDIENCE, Math.floor(Date.now() / 1000), { client_id: PARTNER_CLIENT }));
     // Its first sighting, before any loop: from then on it is a kept token, found by its hash, as in serve under load.
     const firstSighting = await tokens.verify(token, Date.now());
-    assert.ok(firstSighting?.valid, 'the bench token verified');
+    assert.ok('valid' in firstSighting && firstSighting.valid, 'the bench token verified');
     return { tokens, token, close };
   } catch (error) {
     await close();
@@ -167,7 +167,7 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
     const allowed = rows[0]!.requests;
     const views = allowed.map((request) => viewCheckRequest(request, viewOptions));
     const decisions = views.map((view) => authorizeCheck(view.input, authority));
-    assert.ok(decisions.every((decision) => decision !== undefined && !(decision instanceof Promise) && decision.outcome === 'allow'), 'the allow is decided at once');
+    assert.ok(decisions.every((decision) => decision !== undefined && !(decision instanceof Promise) && 'outcome' in decision && decision.outcome === 'allow'), 'the allow is decided at once');
     lines.push('the allow, step by step (the rest is finding its encoded answer and the call itself):');
     const allowedBytes = encodeCheckRequest({ authorization: `${PARTNER}:${partnerKey}`, body: partnerBody(PARTNER, partnerKey) });
     const readRequest = checkRequestReader(namesReadBy(viewOptions.clientIpSource));

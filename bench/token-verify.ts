@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { loadConfig } from '../src/config.js';
-import type { TokenVerdict } from '../src/decision/types.js';
 import { createLogger } from '../src/observe/logger.js';
 import { IssuerKeys } from '../src/token/issuer-keys.js';
-import { TokenVerifier } from '../src/token/token-verifier.js';
+import { TokenVerifier, type TokenOutcome } from '../src/token/token-verifier.js';
 import { JwksServer, signedToken, signingKey } from '../test/support/jwks-server.js';
 import { BENCH_TOKEN_AUDIENCE, BENCH_TOKEN_ISSUER } from './bench-issuer.js';
 
@@ -12,7 +11,7 @@ const NEW_TOKENS = 1_000;
 const KEPT_LOOPS = 200_000;
 const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const;
 
-const valid = (verdict: TokenVerdict | undefined): boolean => verdict !== undefined && verdict.valid;
+const valid = (verdict: TokenOutcome | undefined): boolean => verdict !== undefined && 'valid' in verdict && verdict.valid;
 
 /**
  * What a token costs `serve` in TokenVerifier.verify, the step before decide(): a token seen for the

@@ -28,6 +28,8 @@ export interface AccessTokenRules {
 export interface TokenSettings extends AccessTokenRules {
   /** TOKEN_JWKS_URL: where the issuer publishes its signing keys; undefined: named by TOKEN_ISSUER's discovery document. */
   readonly jwksUrl: string | undefined;
+  /** TOKEN_MAX_AGE_SECONDS: a token issued (iat) longer ago, or valid (exp - iat) for longer, is refused. */
+  readonly maxAgeSeconds: number;
   /**
    * TOKEN_REGISTRATION_TOKEN, or the content of TOKEN_REGISTRATION_TOKEN_FILE: the issuer's initial
    * access token (RFC 7591 §3) for registering partners' clients; unset, `token-client create` is off.
@@ -195,6 +197,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'TOKEN_ALGORITHMS', default: 'RS256,PS256,ES256,EdDSA', meaning: 'JWS algorithms accepted; never none or HMAC' },
   { name: 'TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted (RFC 9068); none: a token without typ' },
   { name: 'TOKEN_CLOCK_SKEW_SECONDS', default: '30', meaning: 'leeway for exp, nbf and iat' },
+  { name: 'TOKEN_MAX_AGE_SECONDS', default: '86400', meaning: 'the oldest token accepted, by iat, and the longest lifetime, exp - iat: beyond it, 106' },
   { name: 'TOKEN_REGISTRATION_TOKEN', default: 'unset: no `token-client create`', meaning: "the issuer's initial access token for registering partners' clients (RFC 7591); also seals their registration access tokens" },
   { name: 'TOKEN_REGISTRATION_TOKEN_FILE', default: 'unset', meaning: 'a file holding TOKEN_REGISTRATION_TOKEN (a mounted Secret), read at start' },
   { name: 'WORKERS', default: '1', meaning: 'processes answering checks on the one port, or auto' },
@@ -435,6 +438,11 @@ const RESOURCE_MAX_CHARS = 512;
 const RESOURCE_TEXT = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${RESOURCE_MAX_CHARS}}$`);
 
 
+/** A day: what issuers hand out as the longest access-token lifetime (ISSUER_TOKEN_TTL_SECONDS stops there too). */
+const TOKEN_MAX_AGE_DEFAULT_SECONDS = 86_400;
+/** Thirty days: a longer bound is no bound on a leaked token. */
+const TOKEN_MAX_AGE_LIMIT_SECONDS = 2_592_000;
+
 function tokenSettings(env: Env): TokenSettings | undefined {
   const issuer = text(env, 'TOKEN_ISSUER');
   if (issuer === undefined) {
@@ -464,6 +472,7 @@ function tokenSettings(env: Env): TokenSettings | undefined {
     algorithms: Object.freeze(tokenAlgorithms(env)),
     types: Object.freeze(types),
     clockSkewSeconds: integer(env, 'TOKEN_CLOCK_SKEW_SECONDS', 30, 0, 300),
+    maxAgeSeconds: integer(env, 'TOKEN_MAX_AGE_SECONDS', TOKEN_MAX_AGE_DEFAULT_SECONDS, 60, TOKEN_MAX_AGE_LIMIT_SECONDS),
   };
   Object.defineProperty(settings, 'registrationToken', { value: registrationToken(env), enumerable: false });
   return Object.freeze(settings as TokenSettings);

@@ -25,6 +25,7 @@ const SITUATION_OF_RULE: Readonly<Record<string, string>> = {
   audience: 'the token audience (aud) does not include this API; request the token with resource=',
   expired: 'the token has expired',
   'not-yet-valid': 'the token is not valid yet',
+  'too-old': 'the token was issued too long ago, or is valid for longer than this API accepts',
   claims: 'the token lacks a required claim',
   revoked: "the token was issued before the site's tokens were revoked",
   'keys-unavailable': "the issuer's signing keys are unavailable to this service right now",

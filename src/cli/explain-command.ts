@@ -6,7 +6,7 @@ import { hashApiKey } from '../decision/api-key.js';
 import { authMethodOf } from '../decision/decide.js';
 import { HEADER_RULE_WORDS, tokenRuleDescription } from '../decision/error-catalogue.js';
 import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
-import type { Allowed, BodyRule, CheckInput, Decision, Denial, SiteId, TokenRule } from '../decision/types.js';
+import type { Allowed, BodyRule, CheckInput, Decision, Denial, SiteId, TokenRule, Undecided } from '../decision/types.js';
 import { toCheckResponse } from '../envoy/check-response.js';
 import { viewCheckRequest } from '../envoy/request-view.js';
 import { authorizeCheck } from '../token/authorize-check.js';
@@ -214,7 +214,9 @@ async function tokenVerifier(config: Config, input: CheckInput, pool: pg.Pool, l
   const options = issuerKeysOptions(config.tokens, pool, logger);
   // Read, never written: explain looks at the service's state and changes none of it.
   const store = options.store && { load: options.store.load, save: async () => undefined };
-  const keys = new IssuerKeys({ ...options, ...(store && { store }), retryMs: 1_000 });
+  // The request came before explain fetched any key: a kid its set lacks is looked up again at once, so
+  // that a fetch made after the token arrived decides it, as the service's next fetch does.
+  const keys = new IssuerKeys({ ...options, ...(store && { store }), retryMs: 1_000, unknownKeyCooldownMs: 0 });
   await Promise.race([keys.start(), new Promise((resolve) => setTimeout(resolve, ISSUER_KEYS_WAIT_MS).unref())]);
   return { verifier: new TokenVerifier(config.tokens, keys), stop: () => keys.stop() };
 }
@@ -225,9 +227,15 @@ async function siteToLoad(pool: pg.Pool, header: ParsedAuthorization, input: Che
   const token = bearerToken(input.authorization);
   if (verifier === undefined || token === undefined) return [];
   const verdict = await verifier.verify(token, now);
-  if (verdict === undefined || !verdict.valid) return [];
+  if ('undecided' in verdict || !verdict.valid) return [];
   const client = await findTokenClient(pool, verdict.claims.clientId);
   return client === undefined ? [] : [client.siteId];
+}
+
+/** The service leaves such a check undecided (Envoy's retryable 503), and so does explain: exit 2. */
+function undecidedOutput(undecided: Undecided, notes: readonly string[]): CommandOutput {
+  const why = "the token names a signing key (kid) that the issuer's key set lacks, and the issuer could not be asked again; the service answers UNAVAILABLE (Envoy's retryable 503) until a fetch of the issuer's keys says whether it publishes the key";
+  return { text: `no verdict (${undecided.undecided})\nwhy: ${why}`, json: { undecided: undecided.undecided, reason: why }, warnings: [...notes], exitCode: 2 };
 }
 
 const SHADOW_MODE_NOTE =
@@ -256,7 +264,9 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
       snapshot.replaceAll(sites, brownouts, now);
       // The sunset policy the service follows: the database's, not this terminal's environment.
       const { sunset, allowedResponse } = checkPolicies(config, stored && { sunsetAt: stored.sunsetAt, enforce: stored.enforce, guideUrl: stored.guideUrl });
-      const decision = (await authorizeCheck(input, { snapshot: () => snapshot, sunset, tokens: tokens?.verifier, now: () => now })) as Decision;
+      const decided = await authorizeCheck(input, { snapshot: () => snapshot, sunset, tokens: tokens?.verifier, now: () => now });
+      if (decided !== undefined && 'undecided' in decided) return undecidedOutput(decided, notes);
+      const decision = decided as Decision;
       const response = toCheckResponse(decision, allowedResponse);
       const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };
       const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now, message: answer.error?.message };

@@ -3,7 +3,7 @@ import { bodyCredentialsRule } from './body-credentials.js';
 import { parseClientIp } from '../allowlist/client-ip.js';
 import { parseAuthorization } from './parse-authorization.js';
 import { sunsetRefusal } from './sunset.js';
-import type { AuthMethod, CheckInput, CredentialSnapshot, Decision, Denial, SiteCredentials, SiteId, SunsetPolicy, TokenVerdict } from './types.js';
+import type { AuthMethod, CheckInput, ClientId, CredentialSnapshot, Decision, Denial, SiteCredentials, SiteId, SunsetPolicy, TokenVerdict } from './types.js';
 
 const deny = (denial: Denial): Decision => ({ outcome: 'deny', denial });
 
@@ -63,7 +63,7 @@ export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: num
  * A Bearer request (RFC 6750), in the precedence 106 → 107 → 106 → 101 → 103 → 104:
  *   106  the token is not one our issuer signed for us, or has expired (verified before the decision)
  *   107  its client_id is registered to no site
- *   106  it was issued before the site's tokens were revoked
+ *   106  it was issued before the client's registration to the site, or before the site's tokens were revoked
  *   101  the client's site is disabled
  *   103  the client IP is not on the site's allowlist: whitelisting stays mandatory
  *   104  the body names another site (siteid is optional: the token names the site)
@@ -80,7 +80,7 @@ function decideToken(input: CheckInput, verdict: TokenVerdict | undefined, snaps
   const site = snapshot.siteOfTokenClient(clientId);
   if (site === undefined) return deny({ errorId: 107, clientId });
   const siteId: SiteId = site.siteId;
-  if (site.tokensNotBefore !== null && issuedAt < site.tokensNotBefore) return deny({ errorId: 106, rule: 'revoked', siteId, clientId });
+  if (issuedAt < tokensNotBefore(site, clientId)) return deny({ errorId: 106, rule: 'revoked', siteId, clientId });
 
   if (!site.enabled) return deny({ errorId: 101, siteId, clientId });
 
@@ -91,6 +91,13 @@ function decideToken(input: CheckInput, verdict: TokenVerdict | undefined, snaps
   if (bodyRefusal !== undefined) return deny({ errorId: 104, siteId, clientId, ...bodyRefusal });
 
   return { outcome: 'allow', method: 'token', siteId, clientId };
+}
+
+/** Epoch ms before which the client's tokens are refused: its registration to the site, or the site's revocation if later. */
+function tokensNotBefore(site: SiteCredentials, clientId: ClientId): number {
+  // A client found through the site is among its clients; were it not, nothing it signed would count.
+  const registeredAt = site.tokenClients.get(clientId) ?? Number.POSITIVE_INFINITY;
+  return site.tokensNotBefore === null ? registeredAt : Math.max(registeredAt, site.tokensNotBefore);
 }
 
 /** The method a decided request used: a 108 header has none; past it, a decision names a key or a token's client. */

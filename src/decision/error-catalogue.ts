@@ -91,6 +91,7 @@ export const TOKEN_RULE_DESCRIPTIONS: TokenRuleDescriptions = Object.freeze({
   audience: (resource: string | undefined) => `the token audience (aud) does not include this API; request the token with ${resourceParameter(resource)}`,
   expired: 'the token has expired; request a new one',
   'not-yet-valid': 'the token is not valid yet (nbf or iat is in the future)',
+  'too-old': 'the token was issued too long ago, or is valid for longer than this API accepts; request a new one',
   claims: 'the token lacks a required claim (exp, iat or client_id) or has one of the wrong type',
   revoked: "the token was issued before the site's tokens were revoked; request a new one",
 });

@@ -43,8 +43,11 @@ export interface SiteCredentials {
   readonly authMethod: SiteAuthMethod;
   /** Epoch ms: the site's tokens issued (iat) before it are refused; null: none revoked. */
   readonly tokensNotBefore: number | null;
-  /** The OAuth clients whose tokens authenticate as this site. */
-  readonly tokenClients: ReadonlySet<ClientId>;
+  /**
+   * The OAuth clients whose tokens authenticate as this site, each with the epoch ms of its
+   * registration here: the client's tokens issued (iat) before it are refused as revoked.
+   */
+  readonly tokenClients: ReadonlyMap<ClientId, number>;
 }
 
 /** A scheduled refusal of API-key requests ahead of the sunset, as GitHub ran them. */
@@ -132,6 +135,7 @@ export type TokenRule =
   | 'audience'
   | 'expired'
   | 'not-yet-valid'
+  | 'too-old'
   | 'claims'
   | 'revoked';
 
@@ -163,6 +167,25 @@ export interface TokenClaimant {
   readonly clientId: ClientId;
   readonly signed: boolean;
 }
+
+/**
+ * Why a check gets no decision for now, though the data to decide on is there: Envoy answers its
+ * retryable 503 (gRPC UNAVAILABLE), and the same request a moment later is decided.
+ *   unknown-kid-pending  the token names a kid the key set held lacks, and no fetch of the issuer's
+ *                        keys made since the token arrived has said yet whether the issuer publishes it
+ *   verification-budget  the token was never seen before, and its source address (or the process) has
+ *                        spent the signature checks it may start for now
+ */
+export const UNDECIDED_REASONS = ['unknown-kid-pending', 'verification-budget'] as const;
+export type UndecidedReason = (typeof UNDECIDED_REASONS)[number];
+
+/** A check left undecided for a reason of its own (UndecidedReason). */
+export interface Undecided {
+  readonly undecided: UndecidedReason;
+}
+
+/** What a check comes to: a decision, undecided for a reason of its own, or undefined (no snapshot fresh enough to decide on). */
+export type Decided = Decision | Undecided | undefined;
 
 /** The outcome of verifying a Bearer token; `revoked` is decided against the site, so the verifier never says it. */
 export type TokenVerdict =

@@ -1,6 +1,6 @@
 import { status as GrpcStatus, type handleUnaryCall, type sendUnaryData, type ServerErrorResponse } from '@grpc/grpc-js';
 import { denialMessage } from '../decision/error-catalogue.js';
-import type { CheckInput, Decision } from '../decision/types.js';
+import type { CheckInput, Decided, UndecidedReason } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
 import { TurnBatch } from '../common/turn-batch.js';
 import type { Logger } from '../observe/logger.js';
@@ -11,12 +11,14 @@ import type { CheckRequestMessage } from './messages.js';
 import { encodeCheckResponse, type CheckResponseToSend } from './proto.js';
 import { viewCheckRequest, type CheckRequestView, type RequestViewOptions } from './request-view.js';
 
+export type { Decided } from '../decision/types.js';
+
 export interface AuthorizationServiceDeps extends RequestViewOptions {
   /**
    * The decision on current credential data; undefined when there is none to decide on yet. A
    * Promise only where the decision waits for something, such as a new access token's verification.
    */
-  readonly authorize: (input: CheckInput) => Decision | undefined | Promise<Decision | undefined>;
+  readonly authorize: (input: CheckInput) => Decided | Promise<Decided>;
   /**
    * What allowed responses carry besides x-site-id (sunset headers, removed credentials); a function
    * when it may change (the sunset policy lives in the database), read after each decision.
@@ -61,6 +63,12 @@ export const DENIED_RESPONSES_MAX = 10_000;
 function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorResponse> {
   return { code, details };
 }
+
+/** What Envoy is told of a check left undecided for now: it answers its retryable 503. */
+const UNDECIDED_DETAILS: Readonly<Record<UndecidedReason, string>> = {
+  'unknown-kid-pending': "the token names a signing key (kid) not looked up at the issuer yet; retry in a moment",
+  'verification-budget': 'too many new tokens to verify from this address right now; retry in a moment',
+};
 
 /** What a check gets when no decision could be made or sent: never read as an allow. */
 const failedToDecide = (): Partial<ServerErrorResponse> => rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide');
@@ -114,8 +122,9 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     }
   }
 
-  function respond(view: CheckRequestView, decision: Decision | undefined, started: number): Answer {
+  function respond(view: CheckRequestView, decision: Decided, started: number): Answer {
     if (decision === undefined) return { failure: 'unavailable', requestId: view.requestId };
+    if ('undecided' in decision) return { failure: decision.undecided, requestId: view.requestId };
     if (decision.outcome === 'allow') {
       return { response: allowedResponses.response(decision, currentAllowedPolicy()), event: checkEvent(view, decision, secondsSince(started)) };
     }
@@ -144,8 +153,10 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
       // Logged at debug: while data is missing every check lands here; the store logs why once.
       logger.debug({ requestId }, 'check answered UNAVAILABLE: no credential data loaded, or too stale');
       callback(rpcError(GrpcStatus.UNAVAILABLE, 'no credential data loaded, or it is too stale to trust; see /readyz'));
-    } else {
+    } else if (failure === 'internal') {
       callback(failedToDecide());
+    } else {
+      callback(rpcError(GrpcStatus.UNAVAILABLE, UNDECIDED_DETAILS[failure]));
     }
     notify(deps.onFailure, { requestId, reason: failure, durationSeconds: secondsSince(started) }, requestId);
     return undefined;

@@ -1,4 +1,6 @@
-import { setWithin } from '../common/bounded-map.js';
+import { addressBucket, Buckets, type RateLimit } from '../common/token-buckets.js';
+
+export { addressBucket, type RateLimit } from '../common/token-buckets.js';
 
 /**
  * The token endpoint's limits, decided before oidc-provider spends anything on a request: requests
@@ -8,13 +10,6 @@ import { setWithin } from '../common/bounded-map.js';
  * flood of bad assertions is refused unverified while other addresses' clients still get tokens.
  * Kept in memory per process: each replica bounds its own share of the work.
  */
-
-export interface RateLimit {
-  /** Requests allowed at once after a quiet spell. */
-  readonly burst: number;
-  /** Requests allowed per second after that. */
-  readonly perSecond: number;
-}
 
 export interface TokenEndpointLimits {
   readonly perAddress: RateLimit;
@@ -32,61 +27,6 @@ export const DEFAULT_TOKEN_ENDPOINT_LIMITS: TokenEndpointLimits = Object.freeze(
   perClient: { burst: 20, perSecond: 2 },
   failedPerAddress: { burst: 10, perSecond: 0.2 },
 });
-
-/** Addresses and clients remembered; past it the least recently seen is forgotten. */
-const MAX_TRACKED = 100_000;
-
-interface Bucket {
-  tokens: number;
-  at: number;
-}
-
-/** Token buckets by key: `take` spends one or says how long until one is there. */
-class Buckets {
-  private readonly buckets = new Map<string, Bucket>();
-
-  constructor(private readonly limit: RateLimit) {}
-
-  /** 0 when a request may go ahead (and is counted), else the milliseconds until one may. */
-  take(key: string, now: number): number {
-    const bucket = this.refilled(key, now);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return 0;
-    }
-    return Math.ceil(((1 - bucket.tokens) / this.limit.perSecond) * 1000);
-  }
-
-  giveBack(key: string, now: number): void {
-    const bucket = this.refilled(key, now);
-    bucket.tokens = Math.min(this.limit.burst, bucket.tokens + 1);
-  }
-
-  private refilled(key: string, now: number): Bucket {
-    const known = this.buckets.get(key);
-    const bucket = known ?? { tokens: this.limit.burst, at: now };
-    bucket.tokens = Math.min(this.limit.burst, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * this.limit.perSecond);
-    bucket.at = now;
-    // Re-inserted so that the map's first entry is the least recently seen one.
-    this.buckets.delete(key);
-    setWithin(this.buckets, key, bucket, MAX_TRACKED);
-    return bucket;
-  }
-}
-
-/**
- * The key an address is counted under: an IPv4 address itself, an IPv6 address by its /64, the block
- * one subscriber is given (RFC 6177), so that a client cannot step to a fresh bucket within it.
- */
-export function addressBucket(address: string): string {
-  if (!address.includes(':')) return address;
-  const [head = '', tail] = address.toLowerCase().split('::');
-  const headGroups = head === '' ? [] : head.split(':');
-  const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
-  const zeros = tail === undefined ? 0 : Math.max(0, 8 - headGroups.length - tailGroups.length);
-  const groups = [...headGroups, ...Array<string>(zeros).fill('0'), ...tailGroups];
-  return `${groups.slice(0, 4).join(':')}::/64`;
-}
 
 export type Admission =
   | { readonly admitted: true; readonly settle: (authenticated: boolean) => void }

@@ -1,6 +1,6 @@
 import { authMethodOf } from '../decision/decide.js';
 import { denialMessage } from '../decision/error-catalogue.js';
-import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenClaimant, TokenRule } from '../decision/types.js';
+import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenClaimant, TokenRule, UndecidedReason } from '../decision/types.js';
 import { clipForLog } from '../common/log-text.js';
 
 /** What every check event says, allowed or denied. */
@@ -69,8 +69,8 @@ export type CheckEvent = AllowedCheckEvent | DeniedCheckEvent;
 /** A check that got no decision: Envoy's failure_mode_allow / status_on_error take over. */
 export interface UndecidedCheckEvent {
   readonly requestId: string | undefined;
-  /** unavailable: no credential data to decide on; internal: an unexpected error. */
-  readonly reason: 'unavailable' | 'internal';
+  /** unavailable: no credential data to decide on; internal: an unexpected error; or why a token is not decided yet. */
+  readonly reason: 'unavailable' | 'internal' | UndecidedReason;
   readonly durationSeconds: number;
 }
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
-import type { AuthMethod, ErrorId, TokenRule } from '../decision/types.js';
+import { UNDECIDED_REASONS, type AuthMethod, type ErrorId, type TokenRule } from '../decision/types.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { SiteLabels } from './site-labels.js';
@@ -221,11 +221,11 @@ export class ServiceMetrics {
     for (const register of registers) register.registerMetric(this.checkDuration as unknown as Metric);
     this.undecided = new Counter({
       name: 'sitekey_authz_checks_undecided_total',
-      help: 'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
+      help: 'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE), unknown-kid-pending (a token names a kid that no fetch of the issuer\'s keys since it arrived has looked up yet, gRPC UNAVAILABLE), verification-budget (a new token beyond the signature checks its address or the process may start, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
       labelNames: ['reason'],
       registers,
     });
-    for (const reason of ['unavailable', 'internal']) this.undecided.inc({ reason }, 0);
+    for (const reason of ['unavailable', 'internal', ...UNDECIDED_REASONS]) this.undecided.inc({ reason }, 0);
     this.incompleteRequestsReset = new Counter({
       name: 'sitekey_authz_grpc_incomplete_requests_reset_total',
       help: 'Requests that had begun but not all arrived, answered RESOURCE_EXHAUSTED and reset (oldest first) because all of them together held more bytes than the budget.',
@@ -415,7 +415,7 @@ export class ServiceMetrics {
 
   observeUndecided(event: UndecidedCheckEvent): void {
     this.undecided.inc({ reason: event.reason });
-    this.checkDuration.observe(event.reason, event.durationSeconds);
+    this.checkDuration.observe(event.reason === 'internal' ? 'internal' : 'unavailable', event.durationSeconds);
   }
 
   onSync(outcome: SyncOutcome): void {

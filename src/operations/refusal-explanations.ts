@@ -180,7 +180,8 @@ const TOKEN_NEXT_STEPS: { readonly [R in TokenRule]: string } = {
   expired: 'the partner must request a new token before the old one expires, and not reuse an expired one',
   'not-yet-valid': "the partner's tokens are dated in the future: the issuer's clock or theirs is wrong; tell the operators",
   claims: 'the partner must request their token from our token endpoint, which writes every claim this API needs',
-  revoked: 'the partner requests a new token: tokens issued after the revocation are accepted',
+  revoked: 'the partner requests a new token: tokens issued after the revocation, or after their client was registered, are accepted',
+  'too-old': 'the partner must request a new token, and ask for one that lives no longer than a day: this API refuses older or longer-lived ones',
 };
 
 const isTokenRule = (rule: string | null): rule is TokenRule => rule !== null && Object.hasOwn(TOKEN_NEXT_STEPS, rule);

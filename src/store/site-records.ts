@@ -13,7 +13,8 @@ export const DECODED_SITES_MAX = 4_096;
 // A record: its length in bytes, flags, two times, the counts of keys and token clients, then strings
 // (each its length in UTF-16 units and the units, so that any text a row holds survives): the site id,
 // the allowlist's two packed strings, per key its hash (its 32 bytes when it is a SHA-256 in lower-case
-// hex, as every stored key's is, else a string), id and expiry, and the token clients.
+// hex, as every stored key's is, else a string), id and expiry, and per token client its id and
+// registration time.
 const LENGTH = 0;
 const FLAGS = 4;
 const GRACE_UNTIL = 8;
@@ -30,7 +31,7 @@ const HASH_AS_STRING = 0;
 /** Where a site held as an object has its ref. */
 const NO_RECORD = -1;
 
-const NO_CLIENTS: ReadonlySet<ClientId> = new Set();
+const NO_CLIENTS: ReadonlyMap<ClientId, number> = new Map();
 
 function stringBytes(text: string): number {
   return 4 + 2 * text.length;
@@ -143,7 +144,7 @@ export class SiteRecords {
   }
 
   /** The token clients of the site, decoded only when it has some. */
-  tokenClientsOf(siteId: SiteId): ReadonlySet<ClientId> {
+  tokenClientsOf(siteId: SiteId): ReadonlyMap<ClientId, number> {
     const entry = this.index.entryOf(siteId);
     if (entry < 0) return NO_CLIENTS;
     const ref = this.refs[entry]!;
@@ -165,7 +166,7 @@ export class SiteRecords {
     for (const hash of site.keysByHash.keys()) keys.push({ hash, hashAsBytes: HEX_HASH.test(hash), ...site.keysByHash.get(hash)! });
     let bytes = STRINGS + stringBytes(siteId) + stringBytes(allowlist.ipv4) + stringBytes(allowlist.ipv6);
     for (const key of keys) bytes += hashBytes(key) + stringBytes(key.keyId) + 8;
-    for (const client of site.tokenClients) bytes += stringBytes(client);
+    for (const client of site.tokenClients.keys()) bytes += stringBytes(client) + 8;
     const ref = this.reserve(bytes);
     const chunk = this.chunkOf(ref);
     let at = ref % CHUNK_BYTES;
@@ -194,7 +195,10 @@ export class SiteRecords {
       writeString(key.keyId);
       at = chunk.writeDoubleLE(key.expiresAt ?? Number.NaN, at);
     }
-    for (const client of site.tokenClients) writeString(client);
+    for (const [client, registeredAt] of site.tokenClients) {
+      writeString(client);
+      at = chunk.writeDoubleLE(registeredAt, at);
+    }
     this.refs[entry] = ref;
   }
 
@@ -335,8 +339,8 @@ export class SiteRecords {
     const allowlist = unpackAllowlist({ ipv4: fields.string(), ipv6: fields.string() });
     const keys: HashedKey[] = [];
     for (let key = 0; key < keyCount; key++) keys.push({ hash: fields.hash(), keyId: fields.string(), expiresAt: fields.time() });
-    const tokenClients = new Set<ClientId>();
-    for (let client = 0; client < clientCount; client++) tokenClients.add(fields.string());
+    const tokenClients = new Map<ClientId, number>();
+    for (let client = 0; client < clientCount; client++) tokenClients.set(fields.string(), fields.time() ?? Number.POSITIVE_INFINITY);
     return {
       siteId,
       enabled: (flags & ENABLED) !== 0,

@@ -78,7 +78,7 @@ export class SiteTable implements CredentialSnapshot {
     this.sites = sites;
     this.clientSites = new Map();
     for (const siteId of sites.keys()) {
-      for (const clientId of sites.tokenClientsOf(siteId)) this.clientSites.set(clientId, siteId);
+      for (const clientId of sites.tokenClientsOf(siteId).keys()) this.clientSites.set(clientId, siteId);
     }
     this.fullLoadStartedAt = startedAt;
   }
@@ -153,12 +153,12 @@ export class SiteTable implements CredentialSnapshot {
 
   /** One site replaced by the one `source` holds (or removed), with the client index that follows it. */
   private put(siteId: SiteId, source: SiteRecords | undefined): void {
-    for (const clientId of this.sites.tokenClientsOf(siteId)) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
+    for (const clientId of this.sites.tokenClientsOf(siteId).keys()) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
     if (source === undefined) {
       this.sites.delete(siteId);
       return;
     }
     this.sites.copyFrom(source, siteId);
-    for (const clientId of this.sites.tokenClientsOf(siteId)) this.clientSites.set(clientId, siteId);
+    for (const clientId of this.sites.tokenClientsOf(siteId).keys()) this.clientSites.set(clientId, siteId);
   }
 }

@@ -18,10 +18,11 @@ interface SiteCredentialsRow {
   auth_method: string;
   tokens_not_before_ms: number | null;
 }
-/** A token client as the decision matches it: by the token's client_id claim. */
+/** A token client as the decision matches it: by the token's client_id claim, and since when its tokens count. */
 interface TokenClientRow {
   site_id: string;
   client_id: ClientId;
+  tokens_not_before_ms: number;
 }
 /** An unrevoked key as the decision matches it: by the hex SHA-256 of the key, never the key. */
 interface ActiveKeyHashRow {
@@ -40,7 +41,7 @@ interface AllowlistNetworkRow {
 const SITES = `SELECT id::text AS id, enabled, (extract(epoch FROM apikey_grace_until) * 1000)::float8 AS grace_until_ms, auth_method,
                       (extract(epoch FROM tokens_not_before) * 1000)::float8 AS tokens_not_before_ms
                  FROM sites`;
-const TOKEN_CLIENTS = 'SELECT site_id::text AS site_id, client_id FROM token_clients';
+const TOKEN_CLIENTS = 'SELECT site_id::text AS site_id, client_id, (extract(epoch FROM tokens_not_before) * 1000)::float8 AS tokens_not_before_ms FROM token_clients';
 const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256, 'hex') AS hash,
                      (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at_ms
                 FROM api_keys WHERE revoked_at IS NULL`;
@@ -60,7 +61,7 @@ export type UnusableRowListener = (row: UnusableRow) => void;
 const ignoreUnusable: UnusableRowListener = () => undefined;
 const HASH = /^[0-9a-f]{64}$/;
 
-const NO_CLIENTS: ReadonlySet<ClientId> = new Set();
+const NO_CLIENTS: ReadonlyMap<ClientId, number> = new Map();
 
 /** A method the schema does not know (a row written by hand) is read as the stricter one. */
 function siteAuthMethod(value: string): SiteAuthMethod {
@@ -103,13 +104,15 @@ async function buildSites(
     if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
     entries.push(entry);
   }
-  const clientsBySite = new Map<SiteId, Set<ClientId>>();
+  const clientsBySite = new Map<SiteId, Map<ClientId, number>>();
   for (const client of tokenClients) {
     if (slices.over) await slices.next();
     if (wanted !== undefined && !wanted.has(client.site_id)) continue;
     let clients = clientsBySite.get(client.site_id);
-    if (clients === undefined) clientsBySite.set(client.site_id, (clients = new Set()));
-    clients.add(client.client_id);
+    if (clients === undefined) clientsBySite.set(client.site_id, (clients = new Map()));
+    // A cut-off that cannot be read admits none of the client's tokens.
+    const registeredAt = client.tokens_not_before_ms;
+    clients.set(client.client_id, typeof registeredAt === 'number' && !Number.isNaN(registeredAt) ? registeredAt : Number.POSITIVE_INFINITY);
   }
   for (const site of sites) {
     if (wanted !== undefined && !wanted.has(site.id)) continue;
@@ -229,7 +232,7 @@ function perSiteDigests(filter: SiteFilter): string {
          SELECT site_id, string_agg(host(cidr) || '/' || masklen(cidr), ',' ORDER BY cidr) AS networks
            FROM allowlist_entries WHERE ${filter('site_id')} GROUP BY site_id),
        clients AS (
-         SELECT site_id, string_agg(md5(client_id), ',' ORDER BY client_id) AS clients
+         SELECT site_id, string_agg(md5(client_id) || ':' || (extract(epoch FROM tokens_not_before) * 1000)::float8::text, ',' ORDER BY client_id) AS clients
            FROM token_clients WHERE ${filter('site_id')} GROUP BY site_id)
   SELECT s.id, s.id / ${BUCKET_SPAN} AS bucket,
          md5(s.enabled::text || '|' || coalesce((extract(epoch FROM s.apikey_grace_until) * 1000)::float8::text, '-') || '|'
@@ -258,7 +261,7 @@ const BUCKET_DIGESTS = `
     UNION ALL
     SELECT site_id / ${BUCKET_SPAN}, 'n', bit_xor(hash_record_extended((site_id, cidr), 0)) FROM allowlist_entries GROUP BY 1
     UNION ALL
-    SELECT site_id / ${BUCKET_SPAN}, 'c', bit_xor(hash_record_extended((site_id, client_id), 0)) FROM token_clients GROUP BY 1
+    SELECT site_id / ${BUCKET_SPAN}, 'c', bit_xor(hash_record_extended((site_id, client_id, tokens_not_before), 0)) FROM token_clients GROUP BY 1
   ) parts GROUP BY bucket`;
 /**
  * The site digests of the buckets asked for, one row per bucket: `<id>:<digest>` per site, joined by

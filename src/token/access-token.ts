@@ -7,7 +7,7 @@ import type { KeySource } from './issuer-keys.js';
 export const TOKEN_MAX_CHARS = 16_384;
 
 /** Why a token was refused, as a partner (error 106) or a person on the admin port (401) is told. */
-export type AccessTokenRule = Exclude<TokenRule, 'revoked' | 'tokens-disabled' | 'keys-unavailable'>;
+export type AccessTokenRule = Exclude<TokenRule, 'revoked' | 'tokens-disabled' | 'keys-unavailable' | 'too-old'>;
 
 export type AccessTokenOutcome = { readonly valid: true; readonly payload: JWTPayload } | { readonly valid: false; readonly rule: AccessTokenRule };
 

@@ -1,6 +1,6 @@
 import { decide } from '../decision/decide.js';
 import { bearerToken } from '../decision/parse-authorization.js';
-import type { CheckInput, CredentialSnapshot, Decision, SunsetPolicy, TokenVerdict } from '../decision/types.js';
+import type { CheckInput, CredentialSnapshot, Decided, SunsetPolicy, TokenVerdict, Undecided } from '../decision/types.js';
 import type { TokenVerifier } from './token-verifier.js';
 
 /** What a check is decided on besides the request: the same for serve and explain. */
@@ -12,8 +12,6 @@ export interface CheckAuthority {
   readonly tokens: TokenVerifier | undefined;
   readonly now?: () => number;
 }
-
-type Decided = Decision | undefined;
 
 /**
  * The input with a token's verdict, its fields written out: `{ ...input, bearer }` takes V8's slow
@@ -28,7 +26,8 @@ function withBearer(input: CheckInput, bearer: TokenVerdict): CheckInput {
  * The link from a viewed request to its decision. A Bearer token is verified first (asynchronously
  * the first time it is seen), since decide() is pure and takes the verdict as part of its input; then
  * decide() runs on the snapshot of that moment. A kept token that the decision refuses as revoked or
- * unregistered is dropped from the verifier.
+ * unregistered is dropped from the verifier. A token that cannot be verified yet leaves the check
+ * undecided (its kid not looked up at the issuer since it arrived).
  */
 export function authorizeCheck(input: CheckInput, authority: CheckAuthority): Decided | Promise<Decided> {
   const now = (authority.now ?? Date.now)();
@@ -38,7 +37,8 @@ export function authorizeCheck(input: CheckInput, authority: CheckAuthority): De
     return snapshot && decide(input, snapshot, now, authority.sunset);
   }
   const tokens = authority.tokens;
-  const decideWith = (verdict: TokenVerdict, at: number): Decided => {
+  const decideWith = (verdict: TokenVerdict | Undecided, at: number): Decided => {
+    if ('undecided' in verdict) return verdict;
     const snapshot = authority.snapshot(at);
     if (snapshot === undefined) return undefined;
     const decision = decide(withBearer(input, verdict), snapshot, at, authority.sunset);
@@ -47,7 +47,7 @@ export function authorizeCheck(input: CheckInput, authority: CheckAuthority): De
     }
     return decision;
   };
-  const verdict = tokens.verify(token, now);
+  const verdict = tokens.verify(token, now, input.clientAddress);
   if (verdict instanceof Promise) return verdict.then((settled) => decideWith(settled, (authority.now ?? Date.now)()));
   return decideWith(verdict, now);
 }

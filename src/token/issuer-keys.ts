@@ -9,6 +9,12 @@ export interface KeySource {
   /** A key set is held (fetched, or read from the database): tokens can be verified. */
   readonly loaded: boolean;
   readonly getKey: JWTVerifyGetKey;
+  /**
+   * For a source that fetches its set again when a kid is missing: fetches started so far, and the
+   * ordinal (1, 2, …) of the last that succeeded. A kid missing from a set that no fetch started
+   * since a token arrived has read may be the issuer's newest key. Without them, a missing kid is unknown.
+   */
+  readonly fetches?: { readonly started: number; readonly lastSucceeded: number };
 }
 
 /** The last good key set as the database keeps it; hostile like anything read back. */
@@ -92,6 +98,8 @@ export class IssuerKeys implements KeySource {
   private heldOrigin: KeySetOrigin | undefined;
   private stored: { readonly text: string; readonly fetchedAt: number } | undefined;
   private lastFetchAt = -Infinity;
+  private fetchesStarted = 0;
+  private lastSucceeded = 0;
   private fetching: Promise<boolean> | undefined;
   private saving: Promise<void> | undefined;
   private firstAttempt: Promise<void> | undefined;
@@ -118,6 +126,10 @@ export class IssuerKeys implements KeySource {
 
   get loaded(): boolean {
     return this.keySet !== undefined;
+  }
+
+  get fetches(): { readonly started: number; readonly lastSucceeded: number } {
+    return { started: this.fetchesStarted, lastSucceeded: this.lastSucceeded };
   }
 
   /** The first attempt has ended: the stored set read and one fetch tried, each with its outcome. */
@@ -256,10 +268,12 @@ export class IssuerKeys implements KeySource {
 
   private async fetchOnce(): Promise<boolean> {
     const fetchedAt = (this.lastFetchAt = this.now());
+    const ordinal = ++this.fetchesStarted;
     let ok = false;
     try {
       const jwks = publicKeySet(await this.download());
       this.hold(jwks, fetchedAt, 'issuer');
+      this.lastSucceeded = ordinal;
       this.failureLog.reset();
       this.saveFetched(jwks, fetchedAt);
       ok = true;

@@ -1,10 +1,11 @@
-import { decodeJwt, type JWTPayload } from 'jose';
+import { decodeJwt, decodeProtectedHeader, type JWTPayload } from 'jose';
 import { setWithin } from '../common/bounded-map.js';
 import { sha256 } from '../common/sha256.js';
 import type { TokenSettings } from '../config.js';
-import type { AccessTokenClaims, TokenClaimant, TokenVerdict } from '../decision/types.js';
+import type { AccessTokenClaims, TokenClaimant, TokenVerdict, Undecided } from '../decision/types.js';
 import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
 import type { KeySource } from './issuer-keys.js';
+import { VerificationBudget } from './verification-budget.js';
 import { CLIENT_ID_MAX_CHARS } from '../common/client-id.js';
 
 export { TOKEN_MAX_CHARS } from './access-token.js';
@@ -13,6 +14,21 @@ export { TOKEN_MAX_CHARS } from './access-token.js';
 export const VERIFIED_TOKENS_MAX = 10_000;
 
 type Refusal = Extract<TokenVerdict, { valid: false }>;
+/** What verify() answers: a verdict, or none yet. */
+export type TokenOutcome = TokenVerdict | Undecided;
+
+const KID_PENDING: Undecided = Object.freeze({ undecided: 'unknown-kid-pending' });
+const BUDGET_SPENT: Undecided = Object.freeze({ undecided: 'verification-budget' });
+
+/** Whether the token's header names a kid, which the issuer's key set was searched for. */
+function namesKid(token: string): boolean {
+  try {
+    const { kid } = decodeProtectedHeader(token);
+    return typeof kid === 'string' && kid !== '';
+  } catch {
+    return false;
+  }
+}
 
 /**
  * RFC 6749 Appendix A.1: a client_id is VSCHARs (printable ASCII); bounded, since a 107 quotes it
@@ -24,7 +40,7 @@ const CLIENT_ID = new RegExp(`^[\\x20-\\x7e]{1,${CLIENT_ID_MAX_CHARS}}$`);
 const FIXED_BY_RESOURCE: ReadonlySet<Refusal['rule']> = new Set(['malformed', 'audience']);
 
 /** Rules that refuse a token only after its signature verified: its client_id is our issuer's word. */
-const RULES_AFTER_SIGNATURE: ReadonlySet<Refusal['rule']> = new Set(['expired', 'not-yet-valid', 'audience', 'claims']);
+const RULES_AFTER_SIGNATURE: ReadonlySet<Refusal['rule']> = new Set(['expired', 'not-yet-valid', 'audience', 'claims', 'too-old']);
 
 /**
  * The client a refused token names, read without trusting it, for the refusal counts: a partner whose
@@ -41,6 +57,17 @@ function claimantOf(token: string, rule: Refusal['rule']): TokenClaimant | undef
   return { clientId, signed: RULES_AFTER_SIGNATURE.has(rule) };
 }
 
+/**
+ * Whether the token is older, or lives longer, than TOKEN_MAX_AGE_SECONDS: by iat (within the clock
+ * skew), and by exp - iat. An exp of 1e400 reads as Infinity, and a token issued years ago with an
+ * exp ahead would otherwise count for as long as exp says. A token within the bound has
+ * exp <= iat + bound, so none is kept verified beyond it either.
+ */
+function isTooOld(claims: AccessTokenClaims, settings: TokenSettings, now: number): boolean {
+  const bound = settings.maxAgeSeconds * 1000;
+  return !(claims.expiresAt - claims.issuedAt <= bound) || !(now - claims.issuedAt <= bound + settings.clockSkewSeconds * 1000);
+}
+
 function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
   const clientId = payload['client_id'];
   if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId)) return undefined;
@@ -50,7 +77,7 @@ function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
 
 /**
  * Verifies partners' Bearer access tokens (RFC 9068) with the rules of access-token.ts, under
- * TOKEN_ALGORITHMS and TOKEN_CLOCK_SKEW_SECONDS, and reads the claims the decision needs (client_id, iat).
+ * TOKEN_ALGORITHMS and TOKEN_CLOCK_SKEW_SECONDS, no older and no longer-lived than TOKEN_MAX_AGE_SECONDS, and reads the claims the decision needs (client_id, iat).
  *
  * A token that verified is kept by the SHA-256 of its text, never the text, until its exp, so that
  * the same token costs a hash, not a signature check, on each later request. What a kept token is
@@ -60,13 +87,20 @@ function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
 export class TokenVerifier {
   private readonly verified = new Map<string, AccessTokenClaims>();
   /** Verifications under way, so that a burst of one new token verifies it once. */
-  private readonly inFlight = new Map<string, Promise<TokenVerdict>>();
+  private readonly inFlight = new Map<string, Promise<TokenOutcome>>();
+  /**
+   * Tokens whose kid the key set lacked, by hash, with the fetches started when each first arrived:
+   * one stays undecided until a fetch started after that succeeds (bounded like the verified ones;
+   * a token forgotten here only waits for a later fetch).
+   */
+  private readonly kidPending = new Map<string, number>();
   private readonly skewMs: number;
 
   constructor(
     private readonly settings: TokenSettings,
     private readonly keys: KeySource,
     private readonly maxEntries: number = VERIFIED_TOKENS_MAX,
+    private readonly budget: VerificationBudget = new VerificationBudget(),
   ) {
     this.skewMs = settings.clockSkewSeconds * 1000;
   }
@@ -75,8 +109,13 @@ export class TokenVerifier {
    * The verdict on a token at `now` (epoch ms): at once for a token verified before, else once
    * verified. While no key set is held (the issuer unreachable since start, none stored), a token
    * not verified before is refused (keys-unavailable): API-key checks go on, tokens fail closed.
+   * A token whose kid the set lacks is undecided (unknown-kid-pending) until a fetch of the issuer's
+   * keys started after it first arrived has succeeded, and refused (unknown-key) only then: a flood
+   * of made-up kids that spends the fetches' cool-down never has the issuer's newest key refused.
+   * The signature checks of tokens not seen before are bounded per `source` (the client address) and
+   * in all (verification-budget.ts); beyond them a new token is undecided (verification-budget).
    */
-  verify(token: string, now: number): TokenVerdict | Promise<TokenVerdict> {
+  verify(token: string, now: number, source?: string): TokenOutcome | Promise<TokenOutcome> {
     if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return this.refused('malformed');
     const id = tokenId(token);
     const kept = this.verified.get(id);
@@ -88,14 +127,30 @@ export class TokenVerifier {
     if (!this.keys.loaded) return this.refused('keys-unavailable', token);
     const running = this.inFlight.get(id);
     if (running !== undefined) return running;
+    if (!this.budget.take(source, now)) return BUDGET_SPENT;
+    const arrivedAfter = this.keys.fetches?.started ?? 0;
     const verdict = this.verifyNew(token, now)
       .then((result) => {
         if (result.valid) setWithin(this.verified, id, result.claims, this.maxEntries);
+        else if (result.rule === 'unknown-key' && namesKid(token)) return this.unknownKid(id, arrivedAfter, result);
         return result;
       })
       .finally(() => this.inFlight.delete(id));
     this.inFlight.set(id, verdict);
     return verdict;
+  }
+
+  /** A token whose kid the set lacks: refused once a fetch started since it first arrived has succeeded, else undecided. */
+  private unknownKid(id: string, arrivedAfter: number, refusal: Refusal): TokenOutcome {
+    const fetches = this.keys.fetches;
+    if (fetches === undefined) return refusal;
+    const firstArrivedAfter = this.kidPending.get(id) ?? arrivedAfter;
+    if (fetches.lastSucceeded > firstArrivedAfter) {
+      this.kidPending.delete(id);
+      return refusal;
+    }
+    setWithin(this.kidPending, id, firstArrivedAfter, this.maxEntries);
+    return KID_PENDING;
   }
 
   /** Drops a kept token: the decision found its client unregistered or the token revoked. */
@@ -123,7 +178,8 @@ export class TokenVerifier {
     const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['client_id']);
     if (!outcome.valid) return this.refused(outcome.rule, token);
     const claims = claimsOf(outcome.payload);
-    return claims === undefined ? this.refused('claims', token) : { valid: true, claims };
+    if (claims === undefined) return this.refused('claims', token);
+    return isTooOld(claims, this.settings, now) ? this.refused('too-old', token) : { valid: true, claims };
   }
 }
 

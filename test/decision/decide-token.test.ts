@@ -9,11 +9,14 @@ const NOW = Date.parse('2026-11-22T12:00:00Z');
 const KEY = '3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b';
 const TOKENS_ONLY_KEY = '7c7c7c7c-0000-4000-8000-000000000007';
 const REVOKED_AT = NOW - 60_000;
+const REGISTERED_AT = NOW - 30_000;
 
 const snapshot = snapshotOf([
   { siteId: '1001', cidrs: ['203.0.113.0/24'], keys: [{ key: KEY, keyId: '11' }], tokenClients: ['partner-1001', 'partner-1001-batch'] },
   { siteId: '1002', enabled: false, cidrs: ['0.0.0.0/0'], tokenClients: ['partner-1002'] },
   { siteId: '1003', cidrs: ['0.0.0.0/0'], tokenClients: ['partner-1003'], tokensNotBefore: REVOKED_AT },
+  { siteId: '1004', cidrs: ['0.0.0.0/0'], tokenClients: ['partner-1004'], tokenClientsRegisteredAt: REGISTERED_AT },
+  { siteId: '1005', cidrs: ['0.0.0.0/0'], tokenClients: ['partner-1005'], tokenClientsRegisteredAt: REVOKED_AT, tokensNotBefore: REGISTERED_AT },
   {
     siteId: '1007',
     cidrs: ['0.0.0.0/0'],
@@ -142,6 +145,16 @@ describe('a Bearer request, in the precedence 106 → 107 → 106 (revoked) → 
   it("a token issued before the site's tokens were revoked → 106 revoked; one issued at or after the cut-off is allowed", () => {
     assert.deepEqual(denial(decideAt(bearer(valid('partner-1003', REVOKED_AT - 1)))), { errorId: 106, rule: 'revoked', siteId: '1003', clientId: 'partner-1003' });
     assert.equal(decideAt(bearer(valid('partner-1003', REVOKED_AT))).outcome, 'allow');
+  });
+
+  it('a token issued before its client was registered to the site (a client moved from another site) → 106 revoked, as the site revoking its tokens', () => {
+    assert.deepEqual(denial(decideAt(bearer(valid('partner-1004', REGISTERED_AT - 1)))), { errorId: 106, rule: 'revoked', siteId: '1004', clientId: 'partner-1004' });
+    assert.equal(decideAt(bearer(valid('partner-1004', REGISTERED_AT))).outcome, 'allow');
+  });
+
+  it("the later of the client's registration and the site's revocation is the cut-off", () => {
+    assert.equal(denial(decideAt(bearer(valid('partner-1005', REGISTERED_AT - 1)))).errorId, 106);
+    assert.equal(decideAt(bearer(valid('partner-1005', REGISTERED_AT))).outcome, 'allow');
   });
 
   it("a client of a disabled site → 101 with the site's id", () => {

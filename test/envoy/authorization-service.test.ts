@@ -68,3 +68,20 @@ describe('answerAfterTurn: the checks of one event-loop turn answered together a
     assert.deepEqual(trail, ['answered r1', 'observed r1 allowed']);
   });
 });
+
+describe('a check left undecided for a reason of its own', () => {
+  it("answers UNAVAILABLE (Envoy's retryable 503), never a denial, and tells observers the reason", async () => {
+    const trail: string[] = [];
+    const { Check } = service(trail, {
+      answerAfterTurn: false,
+      authorize: async () => ({ undecided: 'unknown-kid-pending' }),
+      onFailure: (event) => trail.push(`undecided ${event.requestId} ${event.reason}`),
+    });
+    const answered = new Promise<Partial<ServiceError> | null>((resolve) => Check(call('r1'), (error) => resolve(error)));
+    const error = await answered;
+    assert.equal(error?.code, 14, 'UNAVAILABLE');
+    assert.match(String(error?.details), /signing key \(kid\) not looked up at the issuer yet; retry/);
+    await nextTurn();
+    assert.deepEqual(trail, ['undecided r1 unknown-kid-pending']);
+  });
+});

@@ -169,6 +169,26 @@ describe('access tokens from a real issuer, beside API keys', () => {
     await cli('token-client', 'add', '1001', PARTNER.clientId);
   });
 
+  it('refuses a token from before a client was removed once the client is added to another site (106, revoked); new ones work there', async () => {
+    await cli('site', 'add', '1002');
+    await cli('ip', 'allow', '1002', '203.0.113.0/24');
+    const old = await issuer.mintAccessToken(PARTNER);
+    await eventually('the token to be accepted', () => everyWorker(bearer(old)), (answers) => answers.every((answer) => answer === 'allow'), 10_000);
+    await cli('token-client', 'remove', PARTNER.clientId);
+    // iat has whole seconds, and a token of the second of the registration counts: the move comes a second later.
+    const issuedAt = (JSON.parse(Buffer.from(old.split('.')[1]!, 'base64url').toString()) as { iat: number }).iat;
+    await eventually('the second after the token was issued', async () => Math.floor(Date.now() / 1000), (second) => second > issuedAt, 3_000);
+    await cli('token-client', 'add', '1002', PARTNER.clientId);
+    await eventually('every worker to refuse the old token as revoked', () => everyWorker(bearer(old)), (answers) => answers.every((answer) => answer === 106), 10_000);
+    const refusal = await check(clients[0]!, bearer(old));
+    assert.match(refusal.denied_response?.body ?? '', /issued before the site's tokens were revoked; request a new one/);
+    const fresh = await check(clients[0]!, bearer(await issuer.mintAccessToken(PARTNER)));
+    assert.equal(verdict(fresh), 'allow');
+    assert.equal(headerValue(fresh, 'x-site-id', 'ok'), '1002');
+    await cli('token-client', 'remove', PARTNER.clientId);
+    await cli('token-client', 'add', '1001', PARTNER.clientId);
+  });
+
   it("refuses a site's tokens issued before revoke-tokens (106) on every worker within a second; new ones work", async () => {
     const token = await issuer.mintAccessToken(PARTNER);
     await eventually('the token to be accepted', () => everyWorker(bearer(token)), (answers) => answers.every((answer) => answer === 'allow'), 10_000);

@@ -26,7 +26,7 @@ function resyncOfSite1(resynced: string, changed: boolean): SiteResync {
       allowlist: buildAllowlist([]),
       authMethod: 'both',
       tokensNotBefore: null,
-      tokenClients: new Set(),
+      tokenClients: new Map(),
     });
   }
   return { bucketDigests: new Map([['0', 'bucket-after-resync']]), siteDigests, changed: records, removed: [] };

@@ -22,7 +22,7 @@ function site(siteId: string, overrides: Partial<SiteCredentials> & { keys?: Has
     allowlist: buildAllowlist([{ network: '203.0.113.0', prefix: 24 }]),
     authMethod: 'both',
     tokensNotBefore: null,
-    tokenClients: new Set(),
+    tokenClients: new Map(),
     ...fields,
   };
 }
@@ -67,7 +67,11 @@ describe('SiteRecords', () => {
         { network: '203.0.113.0', prefix: 24 },
         { network: '2001:db8::', prefix: 32 },
       ]),
-      tokenClients: new Set(['partner-app', '\udc00lone', '']),
+      tokenClients: new Map([
+        ['partner-app', 1_700_000_000_000],
+        ['\udc00lone', Number.POSITIVE_INFINITY],
+        ['', 0],
+      ]),
     });
     records.set('1001', written);
     assert.deepEqual(facts(records.get('1001'), addresses), facts(written, addresses));
@@ -158,9 +162,15 @@ describe('SiteRecords', () => {
   it('holds a site larger than a chunk, and lets its space go when it is replaced', () => {
     const records = new SiteRecords();
     const huge = 'c'.repeat(700_000);
-    records.set('1', site('1', { tokenClients: new Set([huge, 'small']) }));
+    records.set('1', site('1', { tokenClients: new Map([
+      [huge, 1],
+      ['small', 2],
+    ]) }));
     records.set('2', site('2'));
-    assert.deepEqual([...records.get('1')!.tokenClients], [huge, 'small']);
+    assert.deepEqual([...records.get('1')!.tokenClients], [
+      [huge, 1],
+      ['small', 2],
+    ]);
     const withHuge = records.bytesHeld;
     records.set('1', site('1'));
     assert.ok(records.bytesHeld < withHuge, 'the large record stayed held');
@@ -168,7 +178,7 @@ describe('SiteRecords', () => {
   });
 
   /** A site whose record is about `kib` KiB, made so by a token client of that size after `clients`. */
-  const sized = (siteId: string, kib: number, clients: string[] = []) => site(siteId, { tokenClients: new Set([...clients, 'x'.repeat(kib * 512)]) });
+  const sized = (siteId: string, kib: number, clients: string[] = []) => site(siteId, { tokenClients: new Map([...clients, 'x'.repeat(kib * 512)].map((client) => [client, 0])) });
 
   it('never takes another site\'s record for a new entry\'s during a compaction (a site deleted and created again)', () => {
     const records = new SiteRecords();
@@ -229,12 +239,12 @@ describe('SiteRecords', () => {
 
   it('copies a site from other records as it is, and counts its keys', () => {
     const source = new SiteRecords();
-    source.set('3', site('3', { tokenClients: new Set(['app']) }));
+    source.set('3', site('3', { tokenClients: new Map([['app', 5]]) }));
     const target = new SiteRecords();
     assert.equal(target.copyFrom(source, '3'), true);
     assert.equal(target.copyFrom(source, '4'), false);
     assert.deepEqual(facts(target.get('3')), facts(source.get('3')));
-    assert.deepEqual([...target.tokenClientsOf('3')], ['app']);
+    assert.deepEqual([...target.tokenClientsOf('3')], [['app', 5]]);
     assert.equal(target.activeKeys, 1);
     assert.deepEqual([...target.tokenClientsOf('4')], []);
   });

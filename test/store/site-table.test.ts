@@ -14,7 +14,7 @@ const site = (siteId: string, enabled = true): SiteCredentials => ({
   allowlist: buildAllowlist([]),
   authMethod: 'both',
   tokensNotBefore: null,
-  tokenClients: new Set(),
+  tokenClients: new Map(),
 });
 const withKeys = (siteId: string, keys: number): SiteCredentials => ({
   ...site(siteId),
@@ -135,9 +135,9 @@ describe('site table', () => {
 
   it('keeps the token client index through a resync', async () => {
     const sites = new SiteTable();
-    sites.replaceAll(table({ ...site('1'), tokenClients: new Set(['app-a']) }), [], 1);
+    sites.replaceAll(table({ ...site('1'), tokenClients: new Map([['app-a', 0]]) }), [], 1);
     assert.equal(sites.siteOfTokenClient('app-a')?.siteId, '1');
-    await sites.applyResync(records({ ...site('2'), tokenClients: new Set(['app-a']) }), ['1'], [], 2, new Slices());
+    await sites.applyResync(records({ ...site('2'), tokenClients: new Map([['app-a', 0]]) }), ['1'], [], 2, new Slices());
     assert.equal(sites.siteOfTokenClient('app-a')?.siteId, '2');
     await sites.applyResync(records(), ['2'], [], 3, new Slices());
     assert.equal(sites.siteOfTokenClient('app-a'), undefined);

@@ -12,6 +12,8 @@ export interface SiteFixture {
   readonly authMethod?: 'both' | 'tokens';
   readonly tokensNotBefore?: number;
   readonly tokenClients?: readonly string[];
+  /** Epoch ms at which the token clients were registered to the site (default 0: before any token). */
+  readonly tokenClientsRegisteredAt?: number;
 }
 
 /** An in-memory snapshot for decision and transport tests: the same plain data the store loads. */
@@ -37,11 +39,11 @@ export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Br
       allowlist,
       authMethod: fixture.authMethod ?? 'both',
       tokensNotBefore: fixture.tokensNotBefore ?? null,
-      tokenClients: new Set(fixture.tokenClients ?? []),
+      tokenClients: new Map((fixture.tokenClients ?? []).map((clientId) => [clientId, fixture.tokenClientsRegisteredAt ?? 0])),
     });
   }
   // Indexed as SiteTable indexes it: a benchmark over 10,000 sites must not time a scan of them.
   const byTokenClient = new Map<string, SiteCredentials>();
-  for (const site of bySite.values()) for (const clientId of site.tokenClients) if (!byTokenClient.has(clientId)) byTokenClient.set(clientId, site);
+  for (const site of bySite.values()) for (const clientId of site.tokenClients.keys()) if (!byTokenClient.has(clientId)) byTokenClient.set(clientId, site);
   return { site: (siteId) => bySite.get(siteId), siteOfTokenClient: (clientId) => byTokenClient.get(clientId), brownouts };
 }

@@ -4,7 +4,8 @@ import { CompactSign, createLocalJWKSet, exportSPKI, importJWK, SignJWT, type JW
 import { loadConfig } from '../../src/config.js';
 import type { TokenVerdict } from '../../src/decision/types.js';
 import type { KeySource } from '../../src/token/issuer-keys.js';
-import { TOKEN_MAX_CHARS, TokenVerifier } from '../../src/token/token-verifier.js';
+import { TOKEN_MAX_CHARS, TokenVerifier, VERIFIED_TOKENS_MAX } from '../../src/token/token-verifier.js';
+import { VerificationBudget } from '../../src/token/verification-budget.js';
 import { signedToken, signingKey, tokenClaims, tokenSettings, type SigningKey } from '../support/jwks-server.js';
 
 const ISSUER = 'https://login.example.com/realms/partners';
@@ -33,7 +34,8 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     verifier = new TokenVerifier(settings(JWKS_URL), keys);
   });
 
-  const verdict = async (token: string, at = NOW): Promise<TokenVerdict | undefined> => verifier.verify(token, at);
+  // A key set that never fetches again: a missing kid is unknown at once, never undecided.
+  const verdict = async (token: string, at = NOW): Promise<TokenVerdict | undefined> => (await verifier.verify(token, at)) as TokenVerdict;
   const rule = async (token: string, at = NOW): Promise<string> => {
     const result = await verdict(token, at);
     assert.ok(result);
@@ -150,6 +152,43 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     assert.equal(await rule(await signedToken(rsa, claims({ iat: NOW_S + 31, jti: 'future' }))), 'not-yet-valid');
   });
 
+  it('refuses a token issued longer ago than TOKEN_MAX_AGE_SECONDS (86400), or valid for longer, and keeps neither', async () => {
+    const DAY = 86_400;
+    assert.equal(await rule(await signedToken(rsa, claims({ iat: NOW_S - 3 * 365 * DAY, exp: NOW_S + 300, jti: 'years-old' }))), 'too-old');
+    assert.equal(await rule(await signedToken(rsa, claims({ iat: NOW_S - 60, exp: NOW_S + 2 * DAY, jti: 'two-days' }))), 'too-old');
+    assert.equal(await rule(await signedToken(rsa, claims({ iat: NOW_S - 60, exp: NOW_S - 60 + DAY, jti: 'a-day' }))), 'valid');
+    // JSON has no bound on a number: 1e400 reads as Infinity, which jose takes for a time.
+    const payload = JSON.stringify(claims({ jti: 'never-expiring' })).replace(/"exp":\d+/, '"exp":1e400');
+    const neverExpiring = await new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: 'rsa-1' }).sign(rsa.privateKey);
+    assert.equal(await rule(neverExpiring), 'too-old');
+    assert.equal(await rule(neverExpiring, NOW + 1_000), 'too-old', 'not kept as verified');
+    const shortBound = new TokenVerifier(settings(JWKS_URL, { TOKEN_MAX_AGE_SECONDS: '600' }), keys);
+    const fresh = await signedToken(rsa, claims({ iat: NOW_S - 60, exp: NOW_S + 500, jti: 'within-a-short-bound' }));
+    assert.deepEqual(await shortBound.verify(fresh, NOW), { valid: true, claims: { clientId: 'partner-1001', issuedAt: (NOW_S - 60) * 1000, expiresAt: (NOW_S + 500) * 1000 } });
+    const beyond = await signedToken(rsa, claims({ iat: NOW_S - 60, exp: NOW_S + 600, jti: 'beyond-a-short-bound' }));
+    assert.equal(await rule(beyond), 'valid', 'the default bound admits it');
+    assert.deepEqual(await shortBound.verify(beyond, NOW), { valid: false, rule: 'too-old', claimant: { clientId: 'partner-1001', signed: true } });
+    assert.deepEqual(await shortBound.verify(await signedToken(rsa, claims({ iat: NOW_S - 700, exp: NOW_S + 200, jti: 'issued-too-long-ago' })), NOW), { valid: false, rule: 'too-old', claimant: { clientId: 'partner-1001', signed: true } });
+  });
+
+  it('bounds the signature checks of new tokens per source address (IPv6 by /64): a forged flood from one address is undecided, never another address\'s new token or a kept one', async () => {
+    const budget = new VerificationBudget({ perAddress: { burst: 5, perSecond: 1 }, overall: { burst: 100, perSecond: 100 } });
+    const bounded = new TokenVerifier(settings(JWKS_URL), keys, VERIFIED_TOKENS_MAX, budget);
+    const kept = await signedToken(rsa, claims({ jti: 'kept-before-the-flood' }));
+    assert.equal(((await bounded.verify(kept, NOW, '198.51.100.7')) as TokenVerdict).valid, true);
+    // Signed with a key the issuer never published, under its published kid: each costs a signature check.
+    const forged = await Promise.all(Array.from({ length: 20 }, (_, i) => signedToken(unpublished, claims({ jti: `forged-${i}` }))));
+    const answers = await Promise.all(forged.map(async (token) => bounded.verify(token, NOW, '198.51.100.7')));
+    const outcomes = answers.map((answer) => ('undecided' in answer ? answer.undecided : answer.valid ? 'valid' : answer.rule));
+    assert.deepEqual(outcomes, [...Array<string>(4).fill('signature'), ...Array<string>(16).fill('verification-budget')]);
+    assert.deepEqual(bounded.verify(kept, NOW, '198.51.100.7'), { valid: true, claims: { clientId: 'partner-1001', issuedAt: (NOW_S - 60) * 1000, expiresAt: (NOW_S + 300) * 1000 } }, 'a kept token is answered at once');
+    assert.equal(((await bounded.verify(await signedToken(rsa, claims({ jti: 'another-address' })), NOW, '203.0.113.9')) as TokenVerdict).valid, true);
+    for (let i = 0; i < 5; i++) await bounded.verify(await signedToken(unpublished, claims({ jti: `v6-${i}` })), NOW, `2001:db8:1:2::${i + 1}`);
+    assert.deepEqual(await bounded.verify(await signedToken(rsa, claims({ jti: 'same-64' })), NOW, '2001:db8:1:2:ffff::1'), { undecided: 'verification-budget' });
+    assert.equal(((await bounded.verify(await signedToken(rsa, claims({ jti: 'other-64' })), NOW, '2001:db8:1:3::1')) as TokenVerdict).valid, true);
+    assert.equal(((await bounded.verify(await signedToken(rsa, claims({ jti: 'a-second-later' })), NOW + 1_000, '198.51.100.7')) as TokenVerdict).valid, true, 'the budget refills');
+  });
+
   it('refuses what is not a compact JWS, and oversized tokens unread', async () => {
     const signedNonsense = await new CompactSign(new TextEncoder().encode('not json'))
       .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: 'rsa-1' })
@@ -164,7 +203,7 @@ describe('TokenVerifier: each RFC 9068 rule, and the attacks on it', () => {
     assert.equal(((await verdict(token)) as TokenVerdict).valid, true);
     const again = verifier.verify(token, NOW + 1_000);
     assert.ok(again !== undefined && !(again instanceof Promise), 'a kept token needs no signature check');
-    assert.equal(again.valid, true);
+    assert.deepEqual(again, { valid: true, claims: { clientId: 'partner-1001', issuedAt: (NOW_S - 60) * 1000, expiresAt: (NOW_S + 300) * 1000 } });
     assert.deepEqual(verifier.verify(token, (NOW_S + 300 + 31) * 1000), { valid: false, rule: 'expired', claimant: { clientId: 'partner-1001', signed: true } });
   });
 
@@ -205,7 +244,13 @@ describe('token settings', () => {
       algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
       types: ['at+jwt'],
       clockSkewSeconds: 30,
+      maxAgeSeconds: 86_400,
     });
+  });
+
+  it("bound a token's age by TOKEN_MAX_AGE_SECONDS, and refuse a bound that is not one, naming the variable", () => {
+    assert.equal(loadConfig({ ...base, TOKEN_MAX_AGE_SECONDS: '3600' }).tokens?.maxAgeSeconds, 3_600);
+    for (const value of ['abc', '-1', '0', '1e9', '2592001', '86400s']) refused({ ...base, TOKEN_MAX_AGE_SECONDS: value }, 'TOKEN_MAX_AGE_SECONDS', /whole number from 60 to 2592000/);
   });
 
   it('never accept none or an HMAC algorithm', () => {

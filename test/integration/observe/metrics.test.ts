@@ -263,6 +263,8 @@ describe('service metrics', () => {
     f.metrics.onLastUsedFlush({ ok: false });
     f.metrics.observeUndecided({ requestId: 'r', reason: 'unavailable', durationSeconds: 0.00001 });
     f.metrics.observeUndecided({ requestId: 'r', reason: 'internal', durationSeconds: 0.00001 });
+    f.metrics.observeUndecided({ requestId: 'r', reason: 'unknown-kid-pending', durationSeconds: 0.00001 });
+    f.metrics.observeUndecided({ requestId: 'r', reason: 'unknown-kid-pending', durationSeconds: 0.00001 });
     text = await f.scrape();
     assert.deepEqual(Object.fromEntries(samples(text, 'sitekey_authz_snapshot_syncs_total')), { '{kind="full"}': 2, '{kind="sites"}': 1 });
     assert.deepEqual(Object.fromEntries(samples(text, 'sitekey_authz_snapshot_sync_failures_total')), { '{kind="full"}': 1, '{kind="sites"}': 0 });
@@ -270,7 +272,7 @@ describe('service metrics', () => {
     assert.equal(samples(text, 'sitekey_authz_notifications_total').get(''), 2);
     assert.equal(samples(text, 'sitekey_authz_last_used_flushes_total').get(''), 2);
     assert.equal(samples(text, 'sitekey_authz_last_used_flush_failures_total').get(''), 1);
-    assert.deepEqual(Object.fromEntries(samples(text, 'sitekey_authz_checks_undecided_total')), { '{reason="unavailable"}': 1, '{reason="internal"}': 1 });
+    assert.deepEqual(Object.fromEntries(samples(text, 'sitekey_authz_checks_undecided_total')), { '{reason="unavailable"}': 1, '{reason="internal"}': 1, '{reason="unknown-kid-pending"}': 2, '{reason="verification-budget"}': 0 });
   });
 
   it('names the build, and includes the process and Node.js metrics', async () => {

@@ -15,6 +15,8 @@ const KEY = '11111111-1111-4111-8111-111111111111';
 const NEW_KEY = '22222222-2222-4222-8222-222222222222';
 const RESYNC_KEY = '33333333-3333-4333-8333-333333333333';
 const BOUND_MS = 1_000;
+/** A token client's cut-off set by hand: a whole second in the past. */
+const CLIENT_CUT_OFF = Date.parse('2026-01-02T03:04:05Z');
 
 const hasKey = (snapshot: CredentialSnapshot | undefined, site: string, key: string) =>
   snapshot?.site(site)?.keysByHash.get(hashApiKey(key)) !== undefined;
@@ -85,6 +87,18 @@ describe('credential cache', () => {
       ['allowlist entry', (s) => s?.site('1001')?.allowlist.check('192.0.2.9', 'ipv4') === true, () => sql.query("INSERT INTO allowlist_entries VALUES (1001, '192.0.2.0/24')")],
       ['allowlist removal', (s) => s?.site('1001')?.allowlist.check('192.0.2.9', 'ipv4') === false, () => sql.query("DELETE FROM allowlist_entries WHERE cidr = '192.0.2.0/24'")],
       ['new site', (s) => s?.site('2002') !== undefined, () => insertSite(sql, { id: '2002' })],
+      ['token client', (s) => s?.siteOfTokenClient('moved-app')?.siteId === '1001', () => sql.query("INSERT INTO token_clients (client_id, site_id) VALUES ('moved-app', 1001)")],
+      [
+        "a token client's cut-off",
+        (s) => s?.site('1001')?.tokenClients.get('moved-app') === CLIENT_CUT_OFF,
+        () => sql.query('UPDATE token_clients SET tokens_not_before = to_timestamp($1) WHERE client_id = $2', [CLIENT_CUT_OFF / 1000, 'moved-app']),
+      ],
+      [
+        'a token client moved to another site, registered anew there',
+        (s) => s?.siteOfTokenClient('moved-app')?.siteId === '2002' && (s.site('2002')?.tokenClients.get('moved-app') ?? 0) > CLIENT_CUT_OFF,
+        () => sql.query("UPDATE token_clients SET site_id = 2002 WHERE client_id = 'moved-app'"),
+      ],
+      ['token client removed', (s) => s?.siteOfTokenClient('moved-app') === undefined, () => sql.query("DELETE FROM token_clients WHERE client_id = 'moved-app'")],
       ['deleted site', (s) => s?.site('2002') === undefined, () => sql.query('DELETE FROM sites WHERE id = 2002')],
     ];
     for (const [name, holds, change] of changes) {

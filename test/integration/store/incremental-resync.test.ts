@@ -246,6 +246,11 @@ describe('incremental resync', () => {
       ['api_keys.key_sha256', `UPDATE api_keys SET key_sha256 = sha256(convert_to('${ROTATED_KEY}', 'UTF8')) WHERE site_id = ${keysSite}`, () => site(keysSite)?.keysByHash.get(hashApiKey(ROTATED_KEY)) !== undefined],
       ['allowlist_entries.cidr', "UPDATE allowlist_entries SET cidr = '192.0.2.0/24' WHERE site_id = 21", () => site('21')?.allowlist.check('192.0.2.9', 'ipv4') === true],
       ['token_clients', "INSERT INTO token_clients (client_id, site_id) VALUES ('resync-client', 271)", () => site('271')?.tokenClients.has('resync-client') === true],
+      [
+        'token_clients.tokens_not_before',
+        `UPDATE token_clients SET tokens_not_before = to_timestamp(${at / 1000}) WHERE client_id = 'resync-client'`,
+        () => site('271')?.tokenClients.get('resync-client') === at,
+      ],
     ];
     for (const [column, change, seen] of changes) {
       const resyncsBefore = fullSyncs(syncs).length;

@@ -4,7 +4,8 @@ import { exportJWK, type JSONWebKeySet, type JWTPayload } from 'jose';
 import type { TokenVerdict } from '../../../src/decision/types.js';
 import { createLogger } from '../../../src/observe/logger.js';
 import { IssuerKeys, type KeySetStore, type StoredKeySet } from '../../../src/token/issuer-keys.js';
-import { TokenVerifier } from '../../../src/token/token-verifier.js';
+import { TokenVerifier, VERIFIED_TOKENS_MAX } from '../../../src/token/token-verifier.js';
+import { VerificationBudget } from '../../../src/token/verification-budget.js';
 import { eventually } from '../../support/eventually.js';
 import { JwksServer, signedToken, signingKey, tokenClaims, tokenSettings } from '../../support/jwks-server.js';
 
@@ -14,6 +15,10 @@ const NOW = Date.parse('2026-11-22T12:00:00Z');
 const logger = createLogger('silent');
 const settings = (jwksUrl: string) => tokenSettings(ISSUER, AUDIENCE, jwksUrl);
 const claims = (overrides: JWTPayload = {}) => tokenClaims(ISSUER, AUDIENCE, NOW / 1000, overrides);
+const PENDING = { undecided: 'unknown-kid-pending' };
+const COOL_DOWN_MS = 3_000;
+/** The tests below run at one fixed instant, where no budget refills: these verify as often as they like. */
+const UNBOUNDED = new VerificationBudget({ perAddress: { burst: 1e9, perSecond: 1e9 }, overall: { burst: 1e9, perSecond: 1e9 } });
 
 describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
   it('picks up a key the issuer publishes later when the first token names it, and keeps the old one', async () => {
@@ -23,9 +28,9 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
     const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: 0 });
     try {
       await keys.start();
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       jwks.publish([second, first]);
-      assert.equal(((await verifier.verify(await signedToken(second, claims({ jti: 'rotated' })), NOW)) as TokenVerdict).valid, true);
+      assert.deepEqual(await verifier.verify(await signedToken(second, claims({ jti: 'rotated' })), NOW), { valid: true, claims: { clientId: 'partner-1001', issuedAt: NOW - 60_000, expiresAt: NOW + 300_000 } });
       assert.equal(((await verifier.verify(await signedToken(first, claims({ jti: 'old' })), NOW)) as TokenVerdict).valid, true);
     } finally {
       await keys.stop();
@@ -33,29 +38,56 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
     }
   });
 
-  it('asks the issuer at most once per cool-down however many made-up kids arrive, and fetches once it ends', async () => {
-    const [known, later] = await Promise.all([signingKey('known'), signingKey('later')]);
+  it('asks the issuer at most once per cool-down however many made-up kids arrive; each is undecided until a fetch made after it, then refused', async () => {
+    const known = await signingKey('known');
     const jwks = await JwksServer.start();
     jwks.publish([known]);
-    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: 1_000 });
+    // Signed before the first fetch, so that the cool-down it starts is not over before they arrive on a busy machine.
+    const flood = await Promise.all(Array.from({ length: 50 }, (_, i) => signedToken(known, claims({ jti: `flood-${i}` }), { kid: `made-up-${i}` })));
+    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: COOL_DOWN_MS });
     try {
       await keys.start();
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       const fetchesBefore = jwks.fetches;
-      const flood = await Promise.all(Array.from({ length: 50 }, (_, i) => signedToken(known, claims({ jti: `flood-${i}` }), { kid: `made-up-${i}` })));
       const verdicts = await Promise.all(flood.map((token) => verifier.verify(token, NOW)));
-      assert.ok(verdicts.every((result) => result !== undefined && !result.valid && result.rule === 'unknown-key'));
+      assert.deepEqual(new Set(verdicts.map((result) => JSON.stringify(result))), new Set([JSON.stringify(PENDING)]));
       assert.ok(jwks.fetches - fetchesBefore <= 1, `${jwks.fetches - fetchesBefore} fetches for 50 made-up kids`);
-      // The issuer publishes a key during the cool-down: it is fetched when the cool-down ends, without another token.
-      jwks.publish([known, later]);
-      await verifier.verify(await signedToken(later, claims({ jti: 'during-cooldown' })), NOW);
-      let attempt = 0;
+      const started = performance.now();
+      await eventually('a made-up kid refused once a fetch made after it has answered', async () => verifier.verify(flood[0]!, NOW), (result) => 'valid' in result && !result.valid && result.rule === 'unknown-key', 10_000);
+      const allowed = 2 + Math.ceil((performance.now() - started) / COOL_DOWN_MS);
+      assert.ok(jwks.fetches - fetchesBefore <= allowed, `${jwks.fetches - fetchesBefore} fetches (at most ${allowed})`);
+    } finally {
+      await keys.stop();
+      await jwks.close();
+    }
+  });
+
+  it("never refuses a token of the issuer's new key while a flood of made-up kids spends the cool-down: undecided until the next fetch, then allowed", async () => {
+    const [current, next] = await Promise.all([signingKey('current'), signingKey('next')]);
+    const jwks = await JwksServer.start();
+    jwks.publish([current]);
+    const flood = await Promise.all(Array.from({ length: 20 }, (_, i) => signedToken(current, claims({ jti: `spent-${i}` }), { kid: `made-up-${i}` })));
+    const partners = await Promise.all(Array.from({ length: 5 }, (_, i) => signedToken(next, claims({ jti: `partner-${i}` }))));
+    const keys = new IssuerKeys({ jwksUrl: jwks.url, logger, unknownKeyCooldownMs: COOL_DOWN_MS });
+    try {
+      await keys.start();
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
+      await Promise.all(flood.map((token) => verifier.verify(token, NOW)));
+      // The issuer rotates: its new key is published, and its tokens arrive while the cool-down runs.
+      jwks.publish([next, current]);
+      const answers: string[] = [];
       await eventually(
-        'the key published during the cool-down verifies',
-        async () => verifier.verify(await signedToken(later, claims({ jti: `after-cooldown-${attempt++}` })), NOW),
-        (result) => result !== undefined && result.valid,
+        "every partner token of the new key allowed",
+        async () => {
+          const verdicts = await Promise.all(partners.map((token) => verifier.verify(token, NOW)));
+          answers.push(...verdicts.map((result) => ('undecided' in result ? result.undecided : result.valid ? 'valid' : result.rule)));
+          return verdicts;
+        },
+        (verdicts) => verdicts.every((result) => 'valid' in result && result.valid),
         10_000,
       );
+      assert.deepEqual(answers.filter((answer) => answer !== 'valid' && answer !== 'unknown-kid-pending'), [], 'a token of the new key was refused');
+      assert.ok(answers.includes('unknown-kid-pending'), 'the cool-down was not spent: nothing was undecided');
     } finally {
       await keys.stop();
       await jwks.close();
@@ -72,7 +104,7 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
       assert.equal(keys.settled, true, 'the first attempt has ended, though it failed');
       await eventually('two failed fetches', async () => jwks.fetches, (fetches) => fetches >= 2, 10_000);
       assert.equal(keys.loaded, false);
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       assert.deepEqual(verifier.verify(await signedToken(key, claims()), NOW), { valid: false, rule: 'keys-unavailable' });
       jwks.publish([key]);
       await eventually('the key set fetched', async () => keys.loaded, (loaded) => loaded, 10_000);
@@ -137,7 +169,7 @@ describe('IssuerKeys with the last good key set kept in a store', () => {
       assert.equal(keys.loaded, true);
       assert.equal(keys.origin, 'database');
       assert.equal(keys.fetchedAt, fetchedAt);
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       assert.equal(((await verifier.verify(await signedToken(old, claims({ jti: 'stored' })), NOW)) as TokenVerdict).valid, true);
       jwks.publish([fresh]);
       await eventually('the set of the issuer replaces the stored one', async () => keys.origin, (origin) => origin === 'issuer', 10_000);
@@ -187,7 +219,7 @@ describe('IssuerKeys with the last good key set kept in a store', () => {
       const written = memory.saved[0]?.jwks.keys[0] ?? {};
       assert.deepEqual(['d', 'p', 'q', 'dp', 'dq', 'qi'].filter((member) => member in written), []);
       assert.equal(written.n, key.publicJwk.n);
-      const verifier = new TokenVerifier(settings(jwks.url), keys);
+      const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
       // A made-up kid fetches the same set again: nothing new to write.
       await verifier.verify(await signedToken(key, claims({ jti: 'a' }), { kid: 'made-up' }), NOW);
       const second = await signingKey('k2');

@@ -1,0 +1,48 @@
+import { parseClientIp } from '../allowlist/client-ip.js';
+import { addressBucket, Buckets, type RateLimit } from '../common/token-buckets.js';
+
+/** How many signature checks of tokens never seen before may start: per source address, and in all. */
+export interface VerificationLimits {
+  readonly perAddress: RateLimit;
+  readonly overall: RateLimit;
+}
+
+/**
+ * A signature check costs ~300 µs of CPU, and a partner's machine verifies its token once, then
+ * reuses it: 50 new tokens a second from one address is a fleet's worth; 1,000 a second in all holds
+ * a process to about a third of a core, leaving the rest for checks that need none.
+ */
+export const DEFAULT_VERIFICATION_LIMITS: VerificationLimits = Object.freeze({
+  perAddress: { burst: 100, perSecond: 50 },
+  overall: { burst: 1_000, perSecond: 1_000 },
+});
+
+const OVERALL = 'all';
+
+/**
+ * The signature checks a process starts for tokens it has not verified before, bounded per source
+ * address (an IPv6 address by its /64, as the issuer's token endpoint counts them) and in all: a
+ * flood of forged tokens from one address spends that address's budget, not another's, and kept
+ * tokens and API keys never spend any.
+ */
+export class VerificationBudget {
+  private readonly addresses: Buckets;
+  private readonly overall: Buckets;
+
+  constructor(limits: VerificationLimits = DEFAULT_VERIFICATION_LIMITS) {
+    this.addresses = new Buckets(limits.perAddress);
+    this.overall = new Buckets(limits.overall);
+  }
+
+  /** Whether a check of a new token from `source` (the request's client address) may start now; counted when it may. */
+  take(source: string | undefined, now: number): boolean {
+    const parsed = source === undefined ? undefined : parseClientIp(source);
+    const address = parsed === undefined ? 'unknown' : addressBucket(parsed.address);
+    if (this.addresses.take(address, now) > 0) return false;
+    if (this.overall.take(OVERALL, now) > 0) {
+      this.addresses.giveBack(address, now);
+      return false;
+    }
+    return true;
+  }
+}
