@@ -51,7 +51,8 @@ describe('report migration --sites, end to end through serve', () => {
     jwks = await JwksServer.start();
     jwks.publish([key]);
     const now = Math.floor(Date.now() / 1000);
-    token = await signedToken(key, { iss: ISSUER, aud: AUDIENCE, sub: CLIENT, client_id: CLIENT, iat: now - 5, exp: now + 600 });
+    // Issued after the client was registered: a token from before its registration is refused as revoked.
+    token = await signedToken(key, { iss: ISSUER, aud: AUDIENCE, sub: CLIENT, client_id: CLIENT, iat: now, exp: now + 600 });
     service = await startService({
       DATABASE_URL: database.url,
       MIGRATE_ON_START: 'false',

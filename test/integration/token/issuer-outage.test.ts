@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import * as grpc from '@grpc/grpc-js';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { TOKEN_RULE_DESCRIPTIONS } from '../../../src/decision/error-catalogue.js';
@@ -130,19 +131,22 @@ describe("serve while the token issuer's keys cannot be fetched", () => {
 
       await issuer.close();
       issuerUp = false;
-      // A made-up kid makes the pod fetch again, which fails: it keeps the set it has.
+      // A made-up kid makes the pod fetch again, which fails: it keeps the set it has, and leaves the
+      // token undecided (UNAVAILABLE, Envoy's retryable 503), since a failed fetch says nothing of the kid.
       const madeUp = await signingKey('made-up');
       const now = Math.floor(Date.now() / 1000);
       const stranger = await signedToken(madeUp, { iss: issuer.issuer, aud: issuer.audience, client_id: PARTNER.clientId, iat: now, exp: now + 120 });
+      const answers: Array<number | string> = [];
       await eventually(
         'a failed fetch',
         async () => {
-          await check(firstClient, { authorization: `Bearer ${stranger}` });
+          answers.push(await check(firstClient, { authorization: `Bearer ${stranger}` }).then(verdict, (error: { code?: number }) => `grpc ${error.code}`));
           return (await metric(first!, 'sitekey_authz_token_issuer_key_fetches_total', '{result="failed"}')) ?? 0;
         },
         (failed) => failed >= 1,
         20_000,
       );
+      assert.deepEqual([...new Set(answers)], [`grpc ${grpc.status.UNAVAILABLE}`], 'undecided while no fetch has told whether the kid exists');
       assert.equal(verdict(await check(firstClient, { authorization: `Bearer ${afterOutage}` })), 'allow', 'the last good set still verifies');
       await first.stop();
       first = undefined;
