@@ -1,6 +1,5 @@
-import { canonicalSiteId } from '../decision/parse-authorization.js';
+import { countOf, instantOf, refuse, siteIdOf } from '../operations/fields.js';
 import type { SiteId } from '../decision/types.js';
-import { ApiError, INVALID_REQUEST } from './api-error.js';
 import { BROWNOUT_IMPACT, SITE_IMPACT } from './api-schemas.js';
 import type { AdminRoute, RouteRequest } from './route-table.js';
 import { SITE_PARAM, siteId } from './site-routes.js';
@@ -15,39 +14,27 @@ const DAY_MS = 86_400_000;
 export const IMPACT_DEFAULT_DAYS = 30;
 const IMPACT_MAX_DAYS = 90;
 const MAX_LISTED_SITES = 10_000;
-// A date (midnight UTC) or a date-time that names its zone: a bare local time means a different instant on each machine.
-const INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
 
 const daysQuery = {
   days: { description: `days back, 1 to ${IMPACT_MAX_DAYS} (default ${IMPACT_DEFAULT_DAYS})`, schema: { type: 'integer', minimum: 1, maximum: IMPACT_MAX_DAYS } },
 } as const;
 
 function windowOf(request: RouteRequest): { readonly days: number; readonly since: Date } {
-  const text = request.query.get('days');
-  if (text !== null && (!/^[1-9][0-9]*$/.test(text) || Number(text) > IMPACT_MAX_DAYS)) {
-    throw new ApiError(400, INVALID_REQUEST, `days must be a whole number of days from 1 to ${IMPACT_MAX_DAYS}, e.g. ${IMPACT_DEFAULT_DAYS}`);
-  }
-  const days = text === null ? IMPACT_DEFAULT_DAYS : Number(text);
+  const days = countOf(request.query.get('days') ?? undefined, 'days', 'days', IMPACT_DEFAULT_DAYS, IMPACT_MAX_DAYS);
   return { days, since: new Date(request.now - days * DAY_MS) };
 }
 
 function brownoutSites(text: string | null): SiteId[] | null {
   if (text === null || text.trim() === '') return null;
   const parts = text.split(',').map((part) => part.trim()).filter((part) => part !== '');
-  if (parts.length > MAX_LISTED_SITES) throw new ApiError(400, INVALID_REQUEST, `sites lists more than ${MAX_LISTED_SITES} site ids`);
-  return parts.map((part) => {
-    const id = canonicalSiteId(part);
-    if (id === undefined) throw new ApiError(400, INVALID_REQUEST, `sites: ${JSON.stringify(part.slice(0, 32))} is not a site id (a positive whole number, e.g. 1001)`);
-    return id;
-  });
+  if (parts.length > MAX_LISTED_SITES) throw refuse('TOO_MANY_SITES', 'sites', `list more than ${MAX_LISTED_SITES} site ids; name fewer, or none for every site`);
+  return parts.map((part) => siteIdOf(part, 'sites'));
 }
 
 function startOf(request: RouteRequest): Date {
   const text = request.query.get('from');
   if (text === null || text === 'now') return new Date(request.now);
-  const at = INSTANT.test(text) ? Date.parse(text) : Number.NaN;
-  if (Number.isNaN(at)) throw new ApiError(400, INVALID_REQUEST, `from must be now, a date such as 2027-01-31 or a date-time with its zone such as 2027-01-31T09:00:00Z`);
-  return new Date(at);
+  return instantOf(text, 'from');
 }
 
 export const IMPACT_ROUTES: readonly AdminRoute[] = [

@@ -200,7 +200,8 @@ export function record(properties: Readonly<Record<string, Schema>>, description
 /** The body as the route declares it: an object of its fields (none for a route without a body schema). */
 export function checkedBody(route: AdminRoute, body: unknown): Record<string, unknown> {
   const schema: ObjectSchema = route.body ?? { type: 'object', properties: {} };
-  const value = body ?? {};
+  // No body at all is an empty one; a body of JSON null is refused like any other that is no object.
+  const value = body === undefined ? {} : body;
   checkObject(value, schema, 'the body');
   return value;
 }

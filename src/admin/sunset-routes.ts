@@ -59,7 +59,8 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       return addBrownout(request, {
         from: optionalText(request, 'from'),
         until: optionalText(request, 'until'),
-        sites: (request.body['sites'] as string[] | undefined) ?? [],
+        // Absent means every site; an empty list is refused rather than read as every site.
+        sites: request.body['sites'] as string[] | undefined,
         note: optionalText(request, 'note'),
         dryRun: request.body['dryRun'] === true,
       });

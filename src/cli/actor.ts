@@ -38,8 +38,14 @@ export function sharedAccount(account: RunningAccount): string | undefined {
  * root or in a pod without a name is refused, since the log would say "root" or "node" of everyone.
  */
 export function actorFor(named: string | undefined, account: RunningAccount, changes: boolean): string {
-  if (named !== undefined) return named;
   const shared = sharedAccount(account);
+  if (named !== undefined) {
+    // Naming the shared account itself ("root", the pod's user) names nobody either.
+    if (changes && shared !== undefined && named.trim().toLowerCase() === account.user.toLowerCase()) {
+      throw new UsageError(`this command makes a change, and runs ${shared}; "${named}" is that account, which names nobody: ${NAME_YOURSELF}`);
+    }
+    return named;
+  }
   if (changes && shared !== undefined) throw new UsageError(`this command makes a change, and runs ${shared}, which names nobody; ${NAME_YOURSELF}`);
   return account.user;
 }

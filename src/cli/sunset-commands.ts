@@ -161,7 +161,8 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     example: BROWNOUT_EXAMPLE,
     run: async ({ withOperations }, line) => {
       const dryRun = line.options['dry-run'] === true;
-      const request = { from: option(line, 'from'), until: option(line, 'until'), sites: options(line, 'site'), note: option(line, 'note'), dryRun };
+      const named = options(line, 'site');
+      const request = { from: option(line, 'from'), until: option(line, 'until'), sites: named.length === 0 ? undefined : named, note: option(line, 'note'), dryRun };
       const brownout = await withOperations((context) => addBrownout(context, request));
       return {
         text:

@@ -19,6 +19,12 @@ export function allowlistEntriesOf(texts: readonly string[], field = 'entries'):
 }
 
 const admitsEveryone = (entry: AllowlistEntry) => entry.prefix === 0;
+/**
+ * Networks wider than any partner holds (an IPv4 /7 or wider, an IPv6 /15 or wider, where registries
+ * hand out /8 and /16 at most): 0.0.0.0/1 and 128.0.0.0/1 together admit every address as 0.0.0.0/0 does.
+ */
+const WIDEST_PARTNER_PREFIX = { ipv4: 8, ipv6: 16 } as const;
+const admitsTooMany = (entry: AllowlistEntry) => entry.prefix < (entry.cidr.includes(':') ? WIDEST_PARTNER_PREFIX.ipv6 : WIDEST_PARTNER_PREFIX.ipv4);
 
 /** What adding these entries warns of, though it adds them: an entry that admits everyone, and IPv6 that IPv4 clients never match. */
 export function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEntry[]): string[] {
@@ -26,6 +32,9 @@ export function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEnt
     ...entries
       .filter(admitsEveryone)
       .map(({ cidr }) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+    ...entries
+      .filter((entry) => admitsTooMany(entry) && !admitsEveryone(entry))
+      .map(({ cidr }) => `${cidr} admits a large part of the internet: the allowlist hardly restricts site ${siteId}`),
     ...entries.filter(coversIpv4Mapped).map(
       ({ cidr }) =>
         `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
@@ -37,7 +46,7 @@ export function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEnt
 export interface AllowRequest {
   readonly siteId: string | undefined;
   readonly entries: readonly string[];
-  /** The second step for 0.0.0.0/0 and ::/0: the person said they mean every address. */
+  /** The second step for 0.0.0.0/0, ::/0 and networks nearly as wide: the person said they mean them. */
   readonly allowAnyAddress: boolean;
 }
 
@@ -45,11 +54,16 @@ export async function allowNetworks({ admin }: OperationContext, request: AllowR
   const siteId = siteIdOf(request.siteId);
   const entries = allowlistEntriesOf(request.entries);
   const everyone = entries.filter(admitsEveryone).map(({ cidr }) => cidr);
-  if (everyone.length > 0 && !request.allowAnyAddress) {
+  const tooMany = entries.filter((entry) => admitsTooMany(entry) && !admitsEveryone(entry)).map(({ cidr }) => cidr);
+  if (everyone.length + tooMany.length > 0 && !request.allowAnyAddress) {
+    const what = [
+      ...(everyone.length > 0 ? [`${everyone.join(' and ')} would admit every address on the internet`] : []),
+      ...(tooMany.length > 0 ? [`${tooMany.join(' and ')} would admit a large part of the internet, wider than any partner's network`] : []),
+    ].join(', and ');
     throw refuse(
       'ANY_ADDRESS_UNCONFIRMED',
       'entries',
-      `${everyone.join(' and ')} would admit every address on the internet, and the allowlist would no longer restrict site ${siteId}; ` +
+      `${what}, and the allowlist would no longer restrict site ${siteId}; ` +
         "nothing was changed. If every address is what you mean, confirm it as a second step (allow any address); otherwise give the partner's own networks",
       '203.0.113.0/24',
       'allowAnyAddress',

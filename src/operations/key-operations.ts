@@ -2,7 +2,7 @@ import type { SiteId, SunsetPolicy } from '../decision/types.js';
 import type { IssuedKey, KeyRoll, KeySummary } from '../store/credential-admin.js';
 import { configuredSunsetPolicy } from '../store/sunset-policy.js';
 import { noAllowlistWarning } from './allowlist-operations.js';
-import { futureInstantOf, importedKeyOf, keyIdOf, MAX_NOTE, siteIdOf, textOf } from './fields.js';
+import { futureInstantOf, importedKeyOf, keyIdOf, MAX_NOTE, refuse, siteIdOf, textOf } from './fields.js';
 import type { Changed, OperationContext } from './operation-context.js';
 
 /** A site's API keys: issuing, importing, rolling and revoking them. */
@@ -27,9 +27,13 @@ export function keySunsetWarnings(expiresAt: Date | undefined, sunset: Pick<Suns
   if (now < sunset.sunsetAt - SUNSET_WARNING_DAYS * DAY_MS) return [];
   const at = new Date(sunset.sunsetAt).toISOString();
   const days = Math.ceil((sunset.sunsetAt - now) / DAY_MS);
-  const when = days > 0 ? `at the API-key sunset on ${at}, in ${days} day(s)` : `since the API-key sunset on ${at}, which has passed`;
-  const enforced = sunset.enforce ? '' : ' once the sunset is enforced';
-  return [`this key stops working ${when}${enforced}, unless the site has grace: consider giving the partner an access token instead`];
+  const when =
+    days > 0
+      ? `stops working at the API-key sunset on ${at}, in ${days} day(s)${sunset.enforce ? '' : ' once the sunset is enforced'}`
+      : sunset.enforce
+        ? `stops working since the API-key sunset on ${at}, which has passed`
+        : `stops working as soon as the API-key sunset, which passed on ${at}, is enforced`;
+  return [`this key ${when}, unless the site has grace: consider giving the partner an access token instead`];
 }
 
 interface KeyRequest {
@@ -82,6 +86,9 @@ export async function rollKey(context: OperationContext, request: KeyRequest & {
   const keyId = keyIdOf(request.keyId);
   const oldExpiresAt = oldExpiresOf(request.oldExpires, context.now);
   const options = keyOptions(request, context.now);
+  if (options.expiresAt !== undefined && oldExpiresAt > options.expiresAt) {
+    throw refuse('OLD_KEY_OUTLIVES_NEW', 'oldExpires', `${oldExpiresAt.toISOString()} is after the new key's expiry ${options.expiresAt.toISOString()}: the old key would outlive its successor; give it an earlier last day`, new Date(context.now + ROLL_OVERLAP_DAYS * DAY_MS).toISOString().slice(0, 10));
+  }
   const roll = await context.admin.rollKey(siteId, keyId, oldExpiresAt, options);
   return { result: roll, warnings: [...roll.warnings, ...(await sunsetWarnings(context, options.expiresAt))] };
 }

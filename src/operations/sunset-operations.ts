@@ -52,7 +52,8 @@ export async function setSunsetPolicy(context: OperationContext, request: Sunset
 export interface BrownoutRequest {
   readonly from: string | undefined;
   readonly until: string | undefined;
-  readonly sites: readonly string[];
+  /** The site ids; undefined (never an empty list) for every site. */
+  readonly sites: readonly string[] | undefined;
   readonly note: string | undefined;
   readonly dryRun: boolean;
 }
@@ -66,7 +67,8 @@ export async function addBrownout({ admin, now }: OperationContext, request: Bro
   const until = instantOf(request.until, 'until');
   if (until <= from) throw refuse('UNTIL_NOT_AFTER_FROM', 'until', `${request.until} is not after the start ${from.toISOString()}: a brownout ends after it starts`, new Date(from.getTime() + HOUR_MS).toISOString());
   if (until.getTime() <= now) throw refuse('DATE_IN_PAST', 'until', `${request.until} is in the past: the brownout would never run; give an end after now`, nextYearExample(now));
-  const siteIds = [...new Set(request.sites.map((site) => siteIdOf(site, 'sites')))];
+  if (request.sites?.length === 0) throw refuse('SITES_EMPTY', 'sites', 'must not be an empty list: name the sites, or leave the field out for a brownout of every site', '1001');
+  const siteIds = [...new Set((request.sites ?? []).map((site) => siteIdOf(site, 'sites')))];
   const note = textOf(request.note, 'note', MAX_NOTE);
   return admin.sunset.addBrownout({ from, until, siteIds: siteIds.length > 0 ? siteIds : null, dryRun: request.dryRun, note });
 }

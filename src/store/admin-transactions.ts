@@ -86,9 +86,10 @@ export function adminErrorText(error: AdminError, transport: AdminTransport): st
   return `${error.message}: ${create}, then ${remove}`;
 }
 
-export const siteNotFound = (siteId: SiteId): AdminError =>
+/** `field`: where the request named the site (siteId in a path, sites in a brownout's list). */
+export const siteNotFound = (siteId: SiteId, field = 'siteId'): AdminError =>
   new AdminError('SITE_NOT_FOUND', `site ${siteId} does not exist`, undefined, {
-    field: 'siteId',
+    field,
     step: 'check the id among the sites, or add the site first',
     cliStep: `add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``,
   });

@@ -223,7 +223,7 @@ export class SunsetAdmin {
         const { rows } = await sql.query<{ id: string }>('SELECT id::text FROM sites WHERE id = ANY($1::bigint[])', [brownout.siteIds]);
         const known = new Set(rows.map((row) => row.id));
         const unknown = brownout.siteIds.find((siteId) => !known.has(siteId));
-        if (unknown !== undefined) throw siteNotFound(unknown);
+        if (unknown !== undefined) throw siteNotFound(unknown, 'sites');
       }
       const { rows } = await sql.query<BrownoutRow>(
         `INSERT INTO brownouts (starts_at, ends_at, site_ids, dry_run, note) VALUES ($1, $2, $3, $4, $5) RETURNING ${BROWNOUT_COLUMNS}`,

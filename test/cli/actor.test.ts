@@ -16,6 +16,9 @@ describe('actorFor', () => {
     ['root reading: no name needed', undefined, root, false, 'root'],
     ["a pod's account making a change without a name: refused", undefined, pod, true, /Kubernetes pod as its user node.*--actor alice@example.com/],
     ['a pod reading', undefined, pod, false, 'node'],
+    ['root naming itself root: refused, it names nobody', 'root', root, true, /"root" is that account, which names nobody: name yourself/],
+    ["a pod naming its own account: refused", 'Node', pod, true, /"Node" is that account/],
+    ['a person may name themselves as their OS user', 'alice', person, true, 'alice'],
   ];
   for (const [name, named, account, changes, expected] of cases) {
     it(name, () => {
