@@ -48,7 +48,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       properties: {
         from: { type: 'string', description: 'now, or an ISO 8601 date (midnight UTC) or date-time with a zone' },
         until: { ...timeText, description: 'when it ends (exclusive), after from and in the future' },
-        sites: { type: 'array', items: { type: 'string' }, maxItems: 10_000, description: 'only these site ids (default every site)' },
+        sites: { type: 'array', items: { type: 'string' }, maxItems: 10_000, description: 'only these site ids; leave the field out for every site (an empty list is refused)' },
         note: { type: 'string', maxLength: 2_000 },
         dryRun: { type: 'boolean', description: 'refuse nobody: count whom it would refuse' },
       },
