@@ -105,7 +105,7 @@ describe("IssuerKeys: the issuer's JWKS fetched, refreshed and bounded", () => {
       await eventually('two failed fetches', async () => jwks.fetches, (fetches) => fetches >= 2, 10_000);
       assert.equal(keys.loaded, false);
       const verifier = new TokenVerifier(settings(jwks.url), keys, VERIFIED_TOKENS_MAX, UNBOUNDED);
-      assert.deepEqual(verifier.verify(await signedToken(key, claims()), NOW), { valid: false, rule: 'keys-unavailable' });
+      assert.deepEqual(verifier.verify(await signedToken(key, claims()), NOW), { valid: false, rule: 'keys-unavailable', claimant: { clientId: 'partner-1001', signed: false } });
       jwks.publish([key]);
       await eventually('the key set fetched', async () => keys.loaded, (loaded) => loaded, 10_000);
       jwks.serve(500, 'broken');
