@@ -163,10 +163,11 @@ describe('the admin API asks every request for a token from ADMIN_ISSUER, and th
 
   it('limits each person to a burst of requests, answering 429 with Retry-After beyond, without slowing others', async () => {
     const answers = await Promise.all(
-      Array.from({ length: 200 }, () => fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${tokens.get('outsider')}` } }).then((r) => r)),
+      // Fewer than the connections one address may hold (ADMIN_LIMITS), more than a person's burst.
+      Array.from({ length: 100 }, () => fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${tokens.get('outsider')}` } }).then((r) => r)),
     );
     const limited = answers.filter((response) => response.status === 429);
-    assert.ok(limited.length > 0, `some of 200 requests at once (fewer than the 256 connections allowed) are limited: ${answers.map((r) => r.status).join(',')}`);
+    assert.ok(limited.length > 0, `some of 100 requests at once are limited: ${answers.map((r) => r.status).join(',')}`);
     assert.match(limited[0]?.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
     assert.equal(((await limited[0]?.json()) as { error: { code: string } }).error.code, 'RATE_LIMITED');
     const other = await fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${tokens.get('viewer')}` } });
