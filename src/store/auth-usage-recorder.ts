@@ -117,21 +117,20 @@ export class AuthUsageRecorder {
     const usage = [...this.usage.values()];
     this.usage = new Map();
     this.latest = undefined;
-    try {
-      await this.options.pool.query(ADD_USAGE, [
-        usage.map((group) => group.hour),
-        usage.map((group) => group.siteId),
-        usage.map((group) => group.method),
-        usage.map((group) => group.count),
-        usage.map((group) => group.lastSeen),
-        this.options.retentionDays,
-        this.options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH,
-      ]);
-      this.failures.succeeded();
-    } catch (error) {
-      // Kept for the next flush.
-      this.restore(usage);
-      this.failures.failed(error, { groups: usage.length });
-    }
+    // Kept for the next flush.
+    await this.failures.attempt(
+      () =>
+        this.options.pool.query(ADD_USAGE, [
+          usage.map((group) => group.hour),
+          usage.map((group) => group.siteId),
+          usage.map((group) => group.method),
+          usage.map((group) => group.count),
+          usage.map((group) => group.lastSeen),
+          this.options.retentionDays,
+          this.options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH,
+        ]),
+      () => this.restore(usage),
+      { groups: usage.length },
+    );
   }
 }

@@ -173,26 +173,25 @@ export class DenialStatsRecorder {
     if (overflowed > 0) {
       this.options.logger.warn({ overflowed, groups: batch.length }, `more refusal groups than fit between flushes; the rest were counted as client address "${OVERFLOW_ADDRESS}"`);
     }
-    try {
-      await this.options.pool.query(FLUSH, [
-        batch.map((group) => group.siteId),
-        batch.map((group) => group.errorId),
-        batch.map((group) => group.clientIp),
-        batch.map((group) => group.rehearsal),
-        batch.map((group) => group.count),
-        batch.map((group) => group.addresses),
-        batch.map((group) => new Date(group.firstSeen)),
-        batch.map((group) => new Date(group.lastSeen)),
-        this.options.retentionDays,
-        this.options.maxRowsPerSiteHour ?? DENIAL_ROWS_PER_SITE_HOUR,
-        batch.map((group) => group.shadow),
-        this.options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH,
-      ]);
-      this.failures.succeeded();
-    } catch (error) {
-      // Kept for the next flush, as long as they fit: a database down for long must not grow it.
-      for (const group of batch) this.add(group);
-      this.failures.failed(error, { groups: batch.length });
-    }
+    // Kept for the next flush, as long as they fit: a database down for long must not grow it.
+    await this.failures.attempt(
+      () =>
+        this.options.pool.query(FLUSH, [
+          batch.map((group) => group.siteId),
+          batch.map((group) => group.errorId),
+          batch.map((group) => group.clientIp),
+          batch.map((group) => group.rehearsal),
+          batch.map((group) => group.count),
+          batch.map((group) => group.addresses),
+          batch.map((group) => new Date(group.firstSeen)),
+          batch.map((group) => new Date(group.lastSeen)),
+          this.options.retentionDays,
+          this.options.maxRowsPerSiteHour ?? DENIAL_ROWS_PER_SITE_HOUR,
+          batch.map((group) => group.shadow),
+          this.options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH,
+        ]),
+      () => batch.forEach((group) => this.add(group)),
+      { groups: batch.length },
+    );
   }
 }

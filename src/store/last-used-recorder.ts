@@ -61,15 +61,11 @@ export class LastUsedRecorder {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    let ok = true;
-    try {
-      await this.options.pool.query(FLUSH[this.of], [[...batch.keys()], [...batch.values()].map((at) => new Date(at))]);
-      this.failures.succeeded();
-    } catch (error) {
-      ok = false;
-      for (const [id, at] of batch) this.record(id, at);
-      this.failures.failed(error, { keys: batch.size });
-    }
+    const ok = await this.failures.attempt(
+      () => this.options.pool.query(FLUSH[this.of], [[...batch.keys()], [...batch.values()].map((at) => new Date(at))]),
+      () => batch.forEach((at, id) => this.record(id, at)),
+      { keys: batch.size },
+    );
     try {
       this.options.onFlush?.({ ok, keys: batch.size });
     } catch (error) {

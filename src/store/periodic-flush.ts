@@ -100,6 +100,22 @@ export class FlushFailureLog {
     private readonly what: string,
   ) {}
 
+  /**
+   * Writes a batch taken out of memory: on failure the batch is handed back (`keep`), to be written
+   * at the next flush, and the failure logged with `fields`. Resolves whether it was written.
+   */
+  async attempt(write: () => Promise<unknown>, keep: () => void, fields: Record<string, unknown>): Promise<boolean> {
+    try {
+      await write();
+      this.succeeded();
+      return true;
+    } catch (error) {
+      keep();
+      this.failed(error, fields);
+      return false;
+    }
+  }
+
   /** `then`: what happens to what failed; a batch's counts are kept for the next flush. */
   failed(error: unknown, fields: Record<string, unknown>, then = 'keeping them for the next flush'): void {
     if (!this.gate.open()) {

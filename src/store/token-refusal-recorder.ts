@@ -134,25 +134,24 @@ export class TokenRefusalRecorder {
     if (overflowed > 0) {
       this.options.logger.warn({ overflowed, groups: batch.length }, `more token refusal groups than fit between flushes; the rest were counted as client "${OTHER_CLIENTS}"`);
     }
-    try {
-      await this.options.pool.query(FLUSH, [
-        batch.map((group) => group.siteId),
-        batch.map((group) => group.clientId),
-        batch.map((group) => group.errorId),
-        batch.map((group) => group.rule),
-        batch.map((group) => group.signed),
-        batch.map((group) => group.count),
-        batch.map((group) => new Date(group.firstSeen)),
-        this.options.retentionDays,
-        this.options.maxRowsPerSiteHour ?? TOKEN_REFUSAL_ROWS_PER_SITE_HOUR,
-        EXPIRED_ROWS_PER_FLUSH,
-        batch.map((group) => new Date(group.lastSeen)),
-      ]);
-      this.failures.succeeded();
-    } catch (error) {
-      // Kept for the next flush, as long as they fit: a database down for long must not grow it.
-      for (const group of batch) this.add(group);
-      this.failures.failed(error, { groups: batch.length });
-    }
+    // Kept for the next flush, as long as they fit: a database down for long must not grow it.
+    await this.failures.attempt(
+      () =>
+        this.options.pool.query(FLUSH, [
+          batch.map((group) => group.siteId),
+          batch.map((group) => group.clientId),
+          batch.map((group) => group.errorId),
+          batch.map((group) => group.rule),
+          batch.map((group) => group.signed),
+          batch.map((group) => group.count),
+          batch.map((group) => new Date(group.firstSeen)),
+          this.options.retentionDays,
+          this.options.maxRowsPerSiteHour ?? TOKEN_REFUSAL_ROWS_PER_SITE_HOUR,
+          EXPIRED_ROWS_PER_FLUSH,
+          batch.map((group) => new Date(group.lastSeen)),
+        ]),
+      () => batch.forEach((group) => this.add(group)),
+      { groups: batch.length },
+    );
   }
 }
