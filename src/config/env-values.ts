@@ -1,0 +1,75 @@
+/** The environment as loadConfig is handed it; the modules here read only what they are given. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** A configuration value that cannot be used; start-up stops with this message. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function text(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+export function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value)) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${value}"`);
+  const parsed = Number(value);
+  if (parsed < min || parsed > max) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got ${value}`);
+  return parsed;
+}
+
+/** A share from 0 to 1, written as a decimal (0.01, not 1% or 1e-2). */
+export function fraction(env: Env, name: string, fallback: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  const parsed = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (!(parsed >= 0 && parsed <= 1)) throw new ConfigError(name, `expected a decimal from 0 to 1, such as 0.01, got "${value}"`);
+  return parsed;
+}
+
+export function port(env: Env, name: string, fallback: number): number {
+  return integer(env, name, fallback, 0, 65535);
+}
+
+export function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const value = text(env, name)?.toLowerCase();
+  if (value === undefined) return fallback;
+  if (value === 'true' || value === '1' || value === 'yes') return true;
+  if (value === 'false' || value === '0' || value === 'no') return false;
+  throw new ConfigError(name, `expected true or false, got "${value}"`);
+}
+
+/**
+ * A URL of one of `schemes`, e.g. `an https://`. The value is never quoted back: a database URL
+ * holds a password.
+ */
+export function url(env: Env, name: string, kind: { readonly schemes: readonly string[]; readonly said: string; readonly example: string }): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(name, `expected ${kind.said} URL such as ${kind.example}`);
+  }
+  if (!kind.schemes.includes(parsed.protocol)) throw new ConfigError(name, `expected ${kind.said} URL, got the scheme "${parsed.protocol}"`);
+  return value;
+}
+
+export function postgresUrl(env: Env, name: string): string | undefined {
+  return url(env, name, { schemes: ['postgres:', 'postgresql:'], said: 'a postgres:// or postgresql://', example: 'postgres://user:password@host:5432/database' });
+}
+
+export function list(env: Env, name: string, fallback: string): string[] {
+  const items = (text(env, name) ?? fallback).split(',').map((item) => item.trim());
+  if (items.some((item) => item === '')) throw new ConfigError(name, `expected a comma-separated list such as ${fallback}, got an empty item`);
+  return items;
+}

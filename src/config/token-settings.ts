@@ -1,0 +1,144 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError, integer, list, text, url, type Env } from './env-values.js';
+import { SETTINGS } from './settings.js';
+
+/** What an RFC 9068 JWT access token must satisfy, for partners' tokens and the admin port's alike. */
+export interface AccessTokenRules {
+  /** The iss every token must carry. */
+  readonly issuer: string;
+  /** A value every token's aud must contain. */
+  readonly audience: string;
+  /** The JWS algorithms accepted; asymmetric only. */
+  readonly algorithms: readonly string[];
+  /** Accepted typ header values, lower case, without the `application/` prefix. */
+  readonly types: readonly string[];
+  /** Leeway for exp, nbf and iat. */
+  readonly clockSkewSeconds: number;
+}
+
+/** Token-based authentication (OAuth 2.0 client credentials, RFC 9068 JWT access tokens); off without TOKEN_ISSUER. */
+export interface TokenSettings extends AccessTokenRules {
+  /** TOKEN_JWKS_URL: where the issuer publishes its signing keys; undefined: named by TOKEN_ISSUER's discovery document. */
+  readonly jwksUrl: string | undefined;
+  /** TOKEN_MAX_AGE_SECONDS: a token issued (iat) longer ago, or valid (exp - iat) for longer, is refused. */
+  readonly maxAgeSeconds: number;
+  /**
+   * TOKEN_REGISTRATION_TOKEN, or the content of TOKEN_REGISTRATION_TOKEN_FILE: the issuer's initial
+   * access token (RFC 7591 §3) for registering partners' clients; unset, `token-client create` is off.
+   * Not enumerable, so that no dump of the configuration prints it.
+   */
+  readonly registrationToken?: string;
+}
+
+// Asymmetric JWS algorithms only (RFC 7518, RFC 8037): with an HMAC algorithm the issuer's public
+// key could serve as the secret, and `none` signs nothing.
+const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+export const DEFAULT_TOKEN_ALGORITHMS = 'RS256,PS256,ES256,EdDSA';
+const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+function tokenAlgorithms(env: Env): string[] {
+  const algorithms = list(env, 'TOKEN_ALGORITHMS', DEFAULT_TOKEN_ALGORITHMS);
+  for (const algorithm of algorithms) {
+    if (/^(none|HS\d+)$/i.test(algorithm)) {
+      throw new ConfigError('TOKEN_ALGORITHMS', `${algorithm} is never accepted: a token must be signed with the issuer's private key; use e.g. ${DEFAULT_TOKEN_ALGORITHMS}`);
+    }
+    if (!TOKEN_ALGORITHMS.includes(algorithm)) throw new ConfigError('TOKEN_ALGORITHMS', `"${algorithm}" is not one of ${TOKEN_ALGORITHMS.join(', ')}`);
+  }
+  return algorithms;
+}
+
+/** In a list of accepted types: a token without a typ header (a typ that says "none" is no type at all). */
+export const NO_TOKEN_TYPE = 'none';
+
+/** A media type as RFC 9068 §4 compares typ: without case and without the `application/` prefix. */
+export function normalizedTokenType(type: string): string {
+  const lower = type.toLowerCase();
+  return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
+}
+
+/**
+ * Whether a URL may be fetched for keys or trusted as an issuer: https, or http to a loopback address
+ * only. Anything else, a text that is no URL included, is not.
+ */
+export function isSecureOrLoopbackUrl(value: unknown): boolean {
+  if (typeof value !== 'string' || !URL.canParse(value)) return false;
+  const parsed = new URL(value);
+  return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && LOOPBACK_HOSTS.test(parsed.hostname));
+}
+
+/** https, or http to a loopback address only (a local issuer for tests and trying it out). */
+export function jwksUrl(env: Env, name: string, example = 'https://login.example.com/.well-known/jwks.json'): string | undefined {
+  const value = url(env, name, { schemes: ['https:', 'http:'], said: 'an https://', example });
+  if (value !== undefined && !isSecureOrLoopbackUrl(value)) {
+    throw new ConfigError(name, 'must be https:// (http:// only to a loopback address such as 127.0.0.1, for tests)');
+  }
+  return value;
+}
+
+const RESOURCE_MAX_CHARS = 512;
+const RESOURCE_TEXT = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${RESOURCE_MAX_CHARS}}$`);
+
+/** A day: what issuers hand out as the longest access-token lifetime (ISSUER_TOKEN_TTL_SECONDS stops there too). */
+const TOKEN_MAX_AGE_DEFAULT_SECONDS = 86_400;
+/** Thirty days: a longer bound is no bound on a leaked token. */
+const TOKEN_MAX_AGE_LIMIT_SECONDS = 2_592_000;
+
+export function tokenSettings(env: Env): TokenSettings | undefined {
+  const issuer = text(env, 'TOKEN_ISSUER');
+  if (issuer === undefined) {
+    for (const { name } of SETTINGS.filter((setting) => setting.name.startsWith('TOKEN_') && setting.name !== 'TOKEN_ISSUER')) {
+      if (text(env, name) !== undefined) throw new ConfigError(name, 'is only read with TOKEN_ISSUER set: set TOKEN_ISSUER to turn token-based authentication on');
+    }
+    return undefined;
+  }
+  const audience = text(env, 'TOKEN_AUDIENCE');
+  if (audience === undefined) throw new ConfigError('TOKEN_AUDIENCE', 'is required with TOKEN_ISSUER: the audience (aud) tokens for this API carry, e.g. https://partner-api.example.com');
+  // Partners are told to request resource=<TOKEN_AUDIENCE>, in the JSON body and in WWW-Authenticate's error_description (RFC 6750 §3).
+  if (!RESOURCE_TEXT.test(audience)) {
+    throw new ConfigError('TOKEN_AUDIENCE', `must be printable ASCII without spaces, quotes or backslashes, at most ${RESOURCE_MAX_CHARS} characters: the resource URI partners request tokens for, e.g. https://partner-api.example.com`);
+  }
+  const keys = jwksUrl(env, 'TOKEN_JWKS_URL');
+  if (keys === undefined && !isSecureOrLoopbackUrl(issuer)) {
+    throw new ConfigError(
+      'TOKEN_ISSUER',
+      "is not an https:// URL (http:// only to a loopback address), so its discovery document cannot be read for the signing keys: set TOKEN_JWKS_URL to the issuer's jwks_uri",
+    );
+  }
+  const types = list(env, 'TOKEN_TYPES', 'at+jwt').map(normalizedTokenType);
+  const settings = {
+    issuer,
+    audience,
+    jwksUrl: keys,
+    algorithms: Object.freeze(tokenAlgorithms(env)),
+    types: Object.freeze(types),
+    clockSkewSeconds: integer(env, 'TOKEN_CLOCK_SKEW_SECONDS', 30, 0, 300),
+    maxAgeSeconds: integer(env, 'TOKEN_MAX_AGE_SECONDS', TOKEN_MAX_AGE_DEFAULT_SECONDS, 60, TOKEN_MAX_AGE_LIMIT_SECONDS),
+  };
+  Object.defineProperty(settings, 'registrationToken', { value: registrationToken(env), enumerable: false });
+  return Object.freeze(settings as TokenSettings);
+}
+
+// An initial access token is a bearer string (RFC 6750 b64token, as issuers write them); a file's
+// trailing newline is not part of it. The token is never quoted back: it would land in a log.
+const REGISTRATION_TOKEN = /^[\x21-\x7e]{16,4096}$/;
+
+function registrationToken(env: Env): string | undefined {
+  const value = text(env, 'TOKEN_REGISTRATION_TOKEN');
+  const file = text(env, 'TOKEN_REGISTRATION_TOKEN_FILE');
+  if (value !== undefined && file !== undefined) {
+    throw new ConfigError('TOKEN_REGISTRATION_TOKEN_FILE', 'is set together with TOKEN_REGISTRATION_TOKEN: set one of them, the file for a mounted Secret');
+  }
+  let token = value;
+  if (file !== undefined) {
+    try {
+      token = readFileSync(file, 'utf8').trim();
+    } catch (error) {
+      throw new ConfigError('TOKEN_REGISTRATION_TOKEN_FILE', `cannot read ${JSON.stringify(file)}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    }
+  }
+  if (token !== undefined && !REGISTRATION_TOKEN.test(token)) {
+    const from = file === undefined ? 'TOKEN_REGISTRATION_TOKEN' : 'TOKEN_REGISTRATION_TOKEN_FILE';
+    throw new ConfigError(from, "expected the issuer's initial access token: 16 to 4096 visible ASCII characters, no spaces");
+  }
+  return token;
+}
