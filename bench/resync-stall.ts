@@ -13,7 +13,7 @@ import { podLimits } from '../test/deploy/pod-limits.js';
 import { startNoop, startServe, type BenchServer } from './server-process.js';
 import { SiteDigests } from '../src/store/site-digests.js';
 import { Slices } from '../src/common/slices.js';
-import { resyncSites } from '../src/store/snapshot-loader.js';
+import { resyncSites } from '../src/store/snapshot-resync.js';
 import { positiveIntegerSetting, wordsSetting } from './settings.js';
 
 const SITES = 100_000;

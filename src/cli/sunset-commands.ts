@@ -1,5 +1,6 @@
 import { OVERFLOW_ADDRESS } from '../store/denial-stats-recorder.js';
-import type { BrownoutSummary, DenialReportRow, MigrationKeyRow, MigrationSiteRow, SunsetPolicySummary } from '../store/sunset-admin.js';
+import type { BrownoutSummary, SunsetPolicySummary } from '../store/sunset-admin.js';
+import type { DenialReportRow, MigrationKeyRow, MigrationSiteRow } from '../store/sunset-reports.js';
 import { MAX_NOTE, SITE_ID_FORM } from '../operations/fields.js';
 import { countsBeginLateWarning, DENIAL_REPORT_ROWS, denialReport, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS, migrationReport } from '../operations/report-operations.js';
 import { setGrace } from '../operations/site-operations.js';

@@ -50,7 +50,7 @@ export async function blockedPartnerReport(admin: CredentialAdmin, query: Blocke
   const denials =
     query.clientId !== undefined && query.siteId === undefined
       ? { rows: [], omittedRows: 0 }
-      : await admin.sunset.denialReport(query.since, siteId, query.limit);
+      : await admin.sunsetReports.denialReport(query.since, siteId, query.limit);
   const tokens =
     query.clientId !== undefined
       ? await admin.refusals.tokenRefusals(query.since, { clientId: query.clientId })

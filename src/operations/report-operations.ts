@@ -1,4 +1,4 @@
-import { COUNTS_BEGIN_WHY } from '../store/sunset-admin.js';
+import { COUNTS_BEGIN_WHY } from '../store/sunset-reports.js';
 import { blockedPartnerReport } from './blocked-partner-report.js';
 import { clientIdOf, countOf, instantOf, refuse, siteIdOf, textOf } from './fields.js';
 import type { OperationContext } from './operation-context.js';
@@ -27,8 +27,8 @@ export async function migrationReport(context: OperationContext, request: { sinc
   const since = new Date(now - days * DAY_MS);
   // The sunset the service follows: the database's, not this process's environment.
   const sunsetAt = Date.parse((await sunsetPolicy(context)).sunsetAt);
-  if (!request.sites) return { days, since, sites: false as const, rows: await admin.sunset.migrationReport(since, sunsetAt, now) };
-  const report = await admin.sunset.migrationSiteReport(since, sunsetAt, now);
+  if (!request.sites) return { days, since, sites: false as const, rows: await admin.sunsetReports.migrationReport(since, sunsetAt, now) };
+  const report = await admin.sunsetReports.migrationSiteReport(since, sunsetAt, now);
   return { days, since, sites: true as const, ...report };
 }
 
@@ -41,7 +41,7 @@ export async function denialReport({ admin, now }: OperationContext, request: { 
   const siteId = optionalSite(request.site, 'site');
   const hours = countOf(request.since, 'since', 'hours', DENIAL_DEFAULT_SINCE_HOURS, MAX_SINCE_HOURS);
   const limit = countOf(request.limit, 'limit', 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
-  const report = await admin.sunset.denialReport(new Date(now - hours * HOUR_MS), siteId, limit);
+  const report = await admin.sunsetReports.denialReport(new Date(now - hours * HOUR_MS), siteId, limit);
   return { siteId, hours, limit, ...report };
 }
 

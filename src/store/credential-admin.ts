@@ -7,6 +7,7 @@ import type { AllowlistEntry } from '../allowlist/allowlist-entry.js';
 import { AuditLog } from './audit-log.js';
 import { RefusalFacts } from './refusal-facts.js';
 import { SunsetAdmin } from './sunset-admin.js';
+import { SunsetReports } from './sunset-reports.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import { TokenAdmin } from './token-admin.js';
 import { UsageImpact } from './usage-impact.js';
@@ -45,8 +46,10 @@ async function allowlistSize(sql: pg.ClientBase, siteId: SiteId): Promise<number
  */
 export class CredentialAdmin {
   private readonly transactions: AdminTransactions;
-  /** Grace, brownouts and the reports of the API-key sunset. */
+  /** The API-key sunset's policy, grace and brownouts. */
   readonly sunset: SunsetAdmin;
+  /** The reports of the API-key sunset: keys and sites still on keys, refusals. */
+  readonly sunsetReports: SunsetReports;
   /** Token clients, each site's methods and the revocation of its tokens. */
   readonly tokens: TokenAdmin;
   /** Who changed what and when, as every change recorded it. */
@@ -63,6 +66,7 @@ export class CredentialAdmin {
   ) {
     this.transactions = new AdminTransactions(pool, actor);
     this.sunset = new SunsetAdmin(this.transactions);
+    this.sunsetReports = new SunsetReports(this.transactions);
     this.tokens = new TokenAdmin(this.transactions);
     this.auditLog = new AuditLog(this.transactions);
     this.refusals = new RefusalFacts(this.transactions);

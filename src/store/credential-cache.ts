@@ -1,4 +1,3 @@
-import { UNDEFINED_TABLE } from './database.js';
 import type pg from 'pg';
 import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CredentialSnapshot, SiteId, SunsetPolicy } from '../decision/types.js';
@@ -6,12 +5,15 @@ import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { Slices } from '../common/slices.js';
 import { CREDENTIALS_CHANNEL, ListenSession } from './listen-session.js';
-import { loadBrownouts, loadSitesWithDigests, resyncSites, type UnusableRow } from './snapshot-loader.js';
+import { loadBrownouts, type UnusableRow } from './snapshot-loader.js';
+import { loadSitesWithDigests, resyncSites } from './snapshot-resync.js';
 import { SiteDigests, type SiteDigest } from './site-digests.js';
 import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
+import { databaseTimeoutMs, SnapshotFreshness, warnOfOutage, SyncObservers, type CacheStatus, type SyncEvent, type SyncFailureEvent } from './snapshot-freshness.js';
 
 export { CREDENTIALS_CHANNEL, LISTEN_APPLICATION_NAME } from './listen-session.js';
+export { databaseTimeoutMs, type CacheStatus, type SyncEvent, type SyncFailureEvent } from './snapshot-freshness.js';
 
 export interface CredentialCacheOptions {
   /** For the snapshot queries; its connections should carry databaseTimeoutMs (see connectionPool). */
@@ -25,35 +27,6 @@ export interface CredentialCacheOptions {
   readonly logger: Logger;
 }
 
-export interface CacheStatus {
-  readonly loaded: boolean;
-  /** Loaded, and not staler than the limit: checks can be decided. */
-  readonly ready: boolean;
-  readonly listening: boolean;
-  readonly sites: number;
-  readonly activeKeys: number;
-  /** When the last full load that succeeded began: every change committed before it is in the snapshot. */
-  readonly lastSyncAt: string | null;
-  /** Seconds since lastSyncAt on this process's clock, whatever the connections do: what readiness is judged on. */
-  readonly staleSeconds: number;
-  readonly maxStalenessSeconds: number;
-  /** Sites notified as changed whose reload has not succeeded yet. */
-  readonly pendingSites: number;
-}
-
-export interface SyncEvent {
-  readonly kind: 'full' | 'sites';
-  readonly sites: number;
-  /** Sites whose rows this sync read and built again: a resync that found nothing changed read none. */
-  readonly sitesRead: number;
-  readonly durationSeconds: number;
-}
-
-export interface SyncFailureEvent {
-  readonly kind: 'full' | 'sites';
-  readonly error: unknown;
-}
-
 const RELOAD_RETRY_MS = 1_000;
 /**
  * Anyone who can log in may NOTIFY '*': after a full load that a notification started, the next one
@@ -63,17 +36,6 @@ export const NOTIFIED_FULL_LOAD_INTERVAL_MS = 5_000;
 /** More sites than this named before their reload are served by one (coalesced) full load instead. */
 export const PENDING_SITES_MAX = 10_000;
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
-const TICK_MAX_MS = 1_000;
-
-/**
- * The bound on every database wait of the service: connecting, each query, each lock. A third of
- * the staleness limit, so that a load that hangs fails, and is retried, well before the snapshot
- * it would have renewed is too old.
- */
-export function databaseTimeoutMs(maxStalenessSeconds: number): number {
-  if (maxStalenessSeconds === 0) return 30_000;
-  return Math.min(30_000, Math.max(500, (maxStalenessSeconds * 1000) / 3));
-}
 
 /**
  * The in-memory credential snapshot a check reads: loaded whole at start, kept current by
@@ -105,8 +67,7 @@ export class CredentialCache {
   /** When the running full resync began (performance.now()); undefined when none runs. */
   private resyncStartedAt: number | undefined;
   private readonly session: ListenSession;
-  private loaded = false;
-  private lastFullLoadStartedAt: number | undefined;
+  private readonly freshness: SnapshotFreshness;
   private stopped = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
@@ -128,10 +89,10 @@ export class CredentialCache {
   /** The LISTEN session's losses have lines of their own: the load failures of the same outage must not hide that changes now wait for the resync. */
   private readonly listenLostLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly ignoredLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
-  private readonly syncListeners: Array<(event: SyncEvent) => void> = [];
-  private readonly failureListeners: Array<(event: SyncFailureEvent) => void> = [];
-  private readonly notificationListeners: Array<(event: undefined) => void> = [];
-  private readonly unusableRowListeners: Array<(event: UnusableRow) => void> = [];
+  private readonly syncObservers: SyncObservers<SyncEvent>;
+  private readonly failureObservers: SyncObservers<SyncFailureEvent>;
+  private readonly notificationObservers: SyncObservers<undefined>;
+  private readonly unusableRowObservers: SyncObservers<UnusableRow>;
   /** Rows already logged as left out: each is said once, however often it is loaded again. */
   private readonly unusableRowsSaid = new Set<string>();
   private readonly onUnusableRow = (row: UnusableRow): void => {
@@ -140,13 +101,18 @@ export class CredentialCache {
       this.unusableRowsSaid.add(said);
       this.options.logger.warn({ table: row.table, row: row.row, reason: row.reason }, 'left a row out of the credential snapshot that it cannot use; fix or delete it with SQL');
     }
-    this.notify(this.unusableRowListeners, row);
+    this.unusableRowObservers.tell(row);
   };
   private resolveStarted: () => void = () => undefined;
   /** Settles start(): on the first successful load, or on stop(). */
   private readonly started = new Promise<void>((resolveStarted) => (this.resolveStarted = resolveStarted));
 
   constructor(private readonly options: CredentialCacheOptions) {
+    this.freshness = new SnapshotFreshness(options.maxStalenessSeconds);
+    this.syncObservers = new SyncObservers(options.logger);
+    this.failureObservers = new SyncObservers(options.logger);
+    this.notificationObservers = new SyncObservers(options.logger);
+    this.unusableRowObservers = new SyncObservers(options.logger);
     this.session = new ListenSession({
       url: options.listenUrl,
       timeoutMs: databaseTimeoutMs(options.maxStalenessSeconds),
@@ -160,14 +126,14 @@ export class CredentialCache {
   /** Resolves once the first snapshot is loaded; keeps retrying until then (or until stop()). */
   async start(): Promise<void> {
     this.every(this.options.refreshSeconds * 1000, () => this.requestFullLoad());
-    this.every(this.tickMs(), () => this.keepCurrent());
+    this.every(this.freshness.tickMs(), () => this.keepCurrent());
     this.session.start();
     await this.started;
   }
 
   /** The snapshot to decide on, or undefined when none is loaded or it is too stale to trust. */
   snapshot(now: number): CredentialSnapshot | undefined {
-    return this.isFresh(now) ? this.table : undefined;
+    return this.freshness.isFresh(now) ? this.table : undefined;
   }
 
   /** The sunset policy the database held at the last full load; undefined: none stored yet. */
@@ -177,13 +143,13 @@ export class CredentialCache {
 
   status(now: number): CacheStatus {
     return {
-      loaded: this.loaded,
-      ready: this.isFresh(now),
+      loaded: this.freshness.loaded,
+      ready: this.freshness.isFresh(now),
       listening: this.session.listening,
       sites: this.table.size,
       activeKeys: this.table.activeKeys,
-      lastSyncAt: this.lastFullLoadStartedAt === undefined ? null : new Date(this.lastFullLoadStartedAt).toISOString(),
-      staleSeconds: this.ageSeconds(now) ?? 0,
+      lastSyncAt: this.freshness.lastSyncAt(),
+      staleSeconds: this.freshness.ageSeconds(now) ?? 0,
       maxStalenessSeconds: this.options.maxStalenessSeconds,
       pendingSites: this.pendingSites.size,
     };
@@ -191,22 +157,22 @@ export class CredentialCache {
 
   /** Observers (metrics, logs) of every successful sync. */
   onSync(listener: (event: SyncEvent) => void): void {
-    this.syncListeners.push(listener);
+    this.syncObservers.add(listener);
   }
 
   /** Observers of every failed sync. */
   onSyncFailure(listener: (event: SyncFailureEvent) => void): void {
-    this.failureListeners.push(listener);
+    this.failureObservers.add(listener);
   }
 
   /** Observers of each row a load leaves out (every time it does). */
   onUnusableRowSkipped(listener: (row: UnusableRow) => void): void {
-    this.unusableRowListeners.push(listener);
+    this.unusableRowObservers.add(listener);
   }
 
   /** Observers of every notification received on the channel, acted on or not. */
   onNotificationReceived(listener: () => void): void {
-    this.notificationListeners.push(listener);
+    this.notificationObservers.add(listener);
   }
 
   async stop(): Promise<void> {
@@ -224,29 +190,11 @@ export class CredentialCache {
     this.timers.push(timer);
   }
 
-  private ageSeconds(now: number): number | undefined {
-    return this.lastFullLoadStartedAt === undefined ? undefined : Math.max(0, now - this.lastFullLoadStartedAt) / 1000;
-  }
-
-  private isFresh(now: number): boolean {
-    if (!this.loaded) return false;
-    const limit = this.options.maxStalenessSeconds;
-    return limit === 0 || (this.ageSeconds(now) ?? Infinity) <= limit;
-  }
-
-  private tickMs(): number {
-    const limitMs = this.options.maxStalenessSeconds * 1000;
-    return limitMs === 0 ? TICK_MAX_MS : Math.max(100, Math.min(TICK_MAX_MS, limitMs / 6));
-  }
-
   /** Retries what failed, and renews the snapshot before a third of the staleness limit has passed. */
   private keepCurrent(): void {
     if (this.stopped) return;
     if (this.pendingSites.size > 0 && Date.now() >= this.siteReloadRetryAt) this.reloadPendingSites();
-    const limit = this.options.maxStalenessSeconds;
-    const age = this.ageSeconds(Date.now());
-    const dueByAge = limit > 0 && (age === undefined || age >= limit / 3);
-    if (this.fullLoad === undefined && (this.fullLoadOwed || dueByAge)) this.requestFullLoad();
+    if (this.fullLoad === undefined && (this.fullLoadOwed || this.freshness.renewalDue(Date.now()))) this.requestFullLoad();
   }
 
   /** A full load now, or right after the running one: a change may have committed after it began. */
@@ -277,7 +225,7 @@ export class CredentialCache {
   }
 
   private requestBrownoutReload(): void {
-    if (this.stopped || !this.loaded) return;
+    if (this.stopped || !this.freshness.loaded) return;
     if (this.brownoutReload !== undefined) {
       this.brownoutReloadOwed = true;
       return;
@@ -314,8 +262,7 @@ export class CredentialCache {
         await this.digests.takeResync(resync, slices);
         this.digests.settleReloads(resync, this.reloadedDuringResync, this.table.newerReloads(order));
       }
-      this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
-      this.loaded = true;
+      this.freshness.fullLoadSucceeded(startedAt);
       this.resolveStarted();
       this.synced({ kind: 'full', sites: this.table.size, sitesRead: resync.changed.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
@@ -327,7 +274,7 @@ export class CredentialCache {
   }
 
   private reloadPendingSites(): void {
-    if (this.siteReload !== undefined || this.stopped || !this.loaded || this.pendingSites.size === 0) return;
+    if (this.siteReload !== undefined || this.stopped || !this.freshness.loaded || this.pendingSites.size === 0) return;
     const siteIds = [...this.pendingSites];
     this.pendingSites.clear();
     this.siteReload = this.reloadSites(siteIds).finally(() => {
@@ -368,7 +315,7 @@ export class CredentialCache {
    * end. The periodic resync is the safety net for whatever was meant.
    */
   private onNotification(payload: string | undefined): void {
-    this.notify(this.notificationListeners, undefined);
+    this.notificationObservers.tell(undefined);
     if (payload === '*') {
       // Brownouts notify '*' on every change, and a cancelled one must let requests through within
       // a second: their few rows are read at once, the rest waits for its turn.
@@ -400,48 +347,17 @@ export class CredentialCache {
       this.options.logger.info({ kind: event.kind, sites: this.table.size }, 'credential database answering again; snapshot synced');
     }
     this.options.logger.debug(event, 'credential snapshot synced');
-    this.notify(this.syncListeners, event);
+    this.syncObservers.tell(event);
   }
 
   private failed(event: SyncFailureEvent): void {
     this.logOutage(event.kind === 'full' ? 'loading the credential snapshot failed' : 'reloading changed sites failed', event.error);
-    this.notify(this.failureListeners, event);
-  }
-
-  private notify<E>(listeners: ReadonlyArray<(event: E) => void>, event: E): void {
-    for (const listener of listeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.options.logger.warn({ err: error }, 'a credential sync observer failed');
-      }
-    }
+    this.failureObservers.tell(event);
   }
 
   /** One line per OUTAGE_LOG_INTERVAL_MS (of `limit`) while the database misbehaves, saying what checks get meanwhile. */
   private logOutage(what: string, error: unknown, limit: RateLimit = this.outageLog): void {
     if (this.stopped || !limit.open()) return;
-    const status = this.status(Date.now());
-    const code = (error as { code?: unknown } | null)?.code;
-    const consequence = !status.loaded
-      ? 'no snapshot yet, checks answer UNAVAILABLE'
-      : status.ready
-        ? 'deciding from the last snapshot until SNAPSHOT_MAX_STALENESS_SECONDS'
-        : 'the snapshot is too stale, checks answer UNAVAILABLE';
-    const cause =
-      code === UNDEFINED_TABLE
-        ? 'the database answers but has no sitekey-authz tables: run `sitekey-authz migrate`, or set MIGRATE_ON_START=true'
-        : 'credential database unreachable or not answering';
-    this.options.logger.warn(
-      {
-        err: error instanceof Error ? { message: error.message, code } : String(error),
-        loaded: status.loaded,
-        ready: status.ready,
-        staleSeconds: Math.round(status.staleSeconds),
-        lastSyncAt: status.lastSyncAt,
-        pendingSites: status.pendingSites,
-      },
-      `${what}: ${cause}; ${consequence}`,
-    );
+    warnOfOutage(this.options.logger, what, error, this.status(Date.now()));
   }
 }

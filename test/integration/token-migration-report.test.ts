@@ -5,7 +5,7 @@ import { authorizationClient, check, verdict } from '../support/envoy-client.js'
 import { eventually } from '../support/eventually.js';
 import { JwksServer, signedToken, signingKey } from '../support/jwks-server.js';
 import { runCli, startService, type RunningService } from '../support/service.js';
-import type { MigrationSiteRow } from '../../src/store/sunset-admin.js';
+import type { MigrationSiteRow } from '../../src/store/sunset-reports.js';
 
 const ISSUER = 'https://login.example.com/realms/partners';
 const AUDIENCE = 'https://partner-api.example.com';

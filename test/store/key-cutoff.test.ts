@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { keyCutoff } from '../../src/store/sunset-admin.js';
+import { keyCutoff } from '../../src/store/sunset-reports.js';
 
 const DAY = 86_400_000;
 const SUNSET = Date.parse('2026-12-31T23:59:59Z');

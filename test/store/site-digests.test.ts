@@ -6,7 +6,7 @@ import { buildAllowlist } from '../../src/allowlist/allowlist.js';
 import { SiteDigests, SiteDigestTable, type SiteDigest } from '../../src/store/site-digests.js';
 import { SiteRecords } from '../../src/store/site-records.js';
 import { siteKeys } from '../../src/store/site-keys.js';
-import type { SiteResync } from '../../src/store/snapshot-loader.js';
+import type { SiteResync } from '../../src/store/snapshot-resync.js';
 
 /** An MD5 in hex, as the resync's queries give a digest. */
 const md5 = (text: string) => createHash('md5').update(text).digest('hex');

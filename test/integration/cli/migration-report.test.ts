@@ -7,7 +7,7 @@ import { LastUsedRecorder } from '../../../src/store/last-used-recorder.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { runCli } from '../../support/service.js';
-import type { MigrationSiteRow } from '../../../src/store/sunset-admin.js';
+import type { MigrationSiteRow } from '../../../src/store/sunset-reports.js';
 
 /** A row of `report migration --sites --json`, as the store makes it. */
 type SiteRow = MigrationSiteRow;

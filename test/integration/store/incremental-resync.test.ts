@@ -7,7 +7,7 @@ import type { CredentialSnapshot } from '../../../src/decision/types.js';
 import { createLogger } from '../../../src/observe/logger.js';
 import { CredentialCache, type SyncEvent } from '../../../src/store/credential-cache.js';
 import { SiteDigests } from '../../../src/store/site-digests.js';
-import { resyncSites } from '../../../src/store/snapshot-loader.js';
+import { resyncSites } from '../../../src/store/snapshot-resync.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { eventually } from '../../support/eventually.js';

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { Slices } from '../../../src/common/slices.js';
 import { SiteDigests } from '../../../src/store/site-digests.js';
-import { resyncSites } from '../../../src/store/snapshot-loader.js';
+import { resyncSites } from '../../../src/store/snapshot-resync.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 
 const SITES = 1_000;
