@@ -2,6 +2,7 @@ import type { SiteAuthMethod, SiteId } from '../decision/types.js';
 import { maskApiKey } from '../decision/api-key.js';
 import { AdminError, type AdminTransactions } from './admin-transactions.js';
 import { OVERFLOW_ADDRESS, UNKNOWN_SITES } from './denial-stats-recorder.js';
+import { countsBeginOf } from './usage-impact.js';
 import { epochMsOf, instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
 /** One key that a site used in the report's window. */
@@ -143,8 +144,7 @@ export class SunsetReports {
    */
   async migrationSiteReport(since: Date, sunsetAt: number, now: number): Promise<MigrationSiteReport> {
     return this.transactions.read(async (sql) => {
-      const first = await sql.query<{ hour: StoredTimestamp | null }>('SELECT min(hour) AS hour FROM auth_usage');
-      const countsBegin = optionalInstantText(first.rows[0]?.hour ?? null);
+      const countsBegin = await countsBeginOf(sql);
       const { rows } = await sql.query<{
         site_id: string;
         site_name: string;

@@ -39,7 +39,8 @@ const WINDOW_USAGE = `SELECT site_id,
     coalesce(sum(count) FILTER (WHERE method = 'token'), 0)::text AS token_requests
   FROM auth_usage WHERE last_seen >= $1 GROUP BY site_id`;
 
-async function countsBegin(sql: pg.ClientBase): Promise<string | null> {
+/** The oldest hour of request counts held (null: none), where every report of them begins at the earliest. */
+export async function countsBeginOf(sql: pg.ClientBase): Promise<string | null> {
   const first = await sql.query<{ hour: StoredTimestamp | null }>('SELECT min(hour) AS hour FROM auth_usage');
   return optionalInstantText(first.rows[0]?.hour ?? null);
 }
@@ -80,7 +81,7 @@ export class UsageImpact {
         tokenClients: row.token_clients,
         enabled: row.enabled,
         authMethod: row.auth_method,
-        countsBegin: await countsBegin(sql),
+        countsBegin: await countsBeginOf(sql),
       };
     });
   }
@@ -105,7 +106,7 @@ export class UsageImpact {
         sites: row?.sites ?? 0,
         sitesUsingKeys: row?.sites_using_keys ?? 0,
         keyRequests: Number(row?.key_requests ?? 0),
-        countsBegin: await countsBegin(sql),
+        countsBegin: await countsBeginOf(sql),
       };
     });
   }
