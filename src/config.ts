@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { guideUrlProblem, parseInstant } from './common/sunset-values.js';
 
-/** Where the client address of a check comes from (README, "Source IP"). */
+/** Where the client address of a check comes from (docs/configuration.md, "Source IP"). */
 export type ClientIpSource =
   | { readonly kind: 'peer' }
   | { readonly kind: 'xff'; readonly trustedHops: number }
@@ -56,7 +56,7 @@ export interface AdminSettings extends AccessTokenRules {
   readonly publicUrl: string;
 }
 
-/** TLS on the gRPC port (README, "TLS on the Check port"): PEM files, read again when they change. */
+/** TLS on the gRPC port (docs/deployment.md, "TLS on the Check port"): PEM files, read again when they change. */
 export interface GrpcTlsFiles {
   readonly certFile: string;
   readonly keyFile: string;
@@ -147,8 +147,8 @@ export interface Setting {
 }
 
 /**
- * Every variable loadConfig reads, in the order the README's configuration table lists them: what
- * `serve --help` prints, and what a test holds the README and loadConfig to. The rules of each value
+ * Every variable loadConfig reads, in the order the configuration table of docs/configuration.md lists them: what
+ * `serve --help` prints, and what a test holds that table and loadConfig to. The rules of each value
  * are in loadConfig's own checks, which say them when a value breaks one.
  */
 export const SETTINGS: readonly Setting[] = [

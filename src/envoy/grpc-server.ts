@@ -17,7 +17,7 @@ import { namesReadBy } from './request-view.js';
 export const HEALTH_SERVICE_NAMES: readonly string[] = ['', AUTHORIZATION_SERVICE_NAME];
 
 /**
- * Every limit of the gRPC port, stated once (README, "Limits", names the Envoy setting each must agree
+ * Every limit of the gRPC port, stated once (docs/operations.md, "Limits", names the Envoy setting each must agree
  * with). Envoy keeps a few long-lived HTTP/2 connections to ext_authz and sends each CheckRequest whole,
  * at once; a client that comes near these limits is holding resources, not asking for checks.
  */
