@@ -132,6 +132,12 @@ describe('the README and the documents of docs/ stay true', () => {
     assert.deepEqual(links.filter((link) => !resolves(link)).map((link) => `${link.from}: ${link.target}`), []);
   });
 
+  it('lists every document of docs/ in the README, and leads without the reference text', () => {
+    const linked = new Set(linksOf('README.md').map((link) => link.path));
+    assert.deepEqual(DOCUMENTS.filter((document) => document.startsWith('docs/') && !linked.has(document)), []);
+    assert.ok(read('README.md').split('\n').length <= 300, `the README has ${read('README.md').split('\n').length} lines`);
+  });
+
   it('tells a link to a section that is not there (the check itself can fail)', () => {
     assert.equal(resolves({ path: 'docs/operations.md', anchor: 'metrics' }), true);
     assert.equal(resolves({ path: 'README.md', anchor: 'metrics' }), false);
