@@ -2,7 +2,7 @@
 # sitekey-authz, the ext_authz service, on Node 26 (the active LTS).
 #   docker build -t sitekey-authz:0.1.0 --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) .
 # test/deploy/image.test.ts checks this file's structure; test/deploy/image-run.test.ts builds it
-# with podman and runs a Check through the container (README "The image").
+# with podman and runs a Check through the container (docs/deployment.md, "The image").
 ARG NODE_IMAGE=node:26-bookworm-slim
 
 # 1. Compile TypeScript with the full (development) dependency tree.

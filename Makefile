@@ -18,7 +18,7 @@ test-unit: build
 manifests: build
 	node dist/test/deploy/prometheus-rule.js
 
-# The organisation's provider for the admin API on 127.0.0.1:$${ADMIN_ISSUER_PORT:-9471}, with its test people (README, "Admin API").
+# The organisation's provider for the admin API on 127.0.0.1:$${ADMIN_ISSUER_PORT:-9471}, with its test people (docs/admin-api.md, "Admin API").
 .PHONY: admin-issuer
 admin-issuer: build
 	node dist/test/support/local-admin-issuer.js
@@ -28,11 +28,11 @@ admin-issuer: build
 issuer: build
 	node dist/src/cli/main.js issuer
 
-# The admin console's main pages as PNGs in docs/console/ (README, "Admin console"), taken with Debian's chromium.
+# The admin console's main pages as PNGs in docs/console/ (docs/console.md, "Admin console"), taken with Debian's chromium.
 screenshots: build
 	node dist/test/support/console-screenshots.js
 
-# Benchmarks (README, "Benchmarks"): both install h2load (Debian's nghttp2-client) when missing and they can.
+# Benchmarks (docs/development.md, "Benchmarks"): both install h2load (Debian's nghttp2-client) when missing and they can.
 # BENCH_SECONDS, BENCH_ROUNDS, BENCH_INSTANCES, SOAK_SECONDS and SOAK_RATE shorten or fix them; each writes a section of bench/RESULTS.md.
 bench: build
 	node dist/bench/run-benchmarks.js

@@ -13,13 +13,13 @@ export { SETTINGS, type Setting } from './config/settings.js';
 export { SUNSET_VARIABLES, type SunsetVariable } from './config/sunset-settings.js';
 export { isSecureOrLoopbackUrl, NO_TOKEN_TYPE, normalizedTokenType, type AccessTokenRules, type TokenSettings } from './config/token-settings.js';
 
-/** Where the client address of a check comes from (README, "Source IP"). */
+/** Where the client address of a check comes from (docs/configuration.md, "Source IP"). */
 export type ClientIpSource =
   | { readonly kind: 'peer' }
   | { readonly kind: 'xff'; readonly trustedHops: number }
   | { readonly kind: 'header'; readonly name: string };
 
-/** TLS on the gRPC port (README, "TLS on the Check port"): PEM files, read again when they change. */
+/** TLS on the gRPC port (docs/deployment.md, "TLS on the Check port"): PEM files, read again when they change. */
 export interface GrpcTlsFiles {
   readonly certFile: string;
   readonly keyFile: string;

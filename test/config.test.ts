@@ -59,7 +59,7 @@ describe('loadConfig', () => {
     assert.equal(config.authUsageRetentionDays, 400);
     assert.equal(config.metricsSiteLabelsMax, 1000);
     assert.equal(config.logAllowedSampleRate, 0, 'allowed checks are not logged unless asked');
-    assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in the README");
+    assert.equal(config.maxBodyBytes, 1_048_576, "Envoy's max_request_bytes in docs/deployment.md");
     assert.equal(config.grpcMaxConnections, 1_024);
     assert.equal(config.workers, 1, 'one process unless asked');
     assert.equal(config.grpcTls, undefined, 'plaintext unless a certificate is given');

@@ -11,7 +11,7 @@ import { auditActor, hasRole, rolesHeld, type AdminPrincipal, type AuthOutcome, 
 import { checkedBody, checkQuery, matchRoute, type AdminRoute } from './route-table.js';
 import { SubjectRateLimit } from './subject-rate-limit.js';
 
-/** Limits of the admin port, stated once (README, "Admin API"). Its clients are people and their console. */
+/** Limits of the admin port, stated once (docs/admin-api.md, "Admin API"). Its clients are people and their console. */
 export const ADMIN_LIMITS = Object.freeze({
   /** A request body; beyond, 413 (before reading, when Content-Length says so). */
   maxBodyBytes: 64 * 1024,

@@ -49,7 +49,7 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'serve',
     synopsis: '',
-    summary: 'run the ext_authz service, configured by the environment variables below (README, "Configuration")',
+    summary: 'run the ext_authz service, configured by the environment variables below (docs/configuration.md, "Configuration")',
     options: {},
     arity: [0, 0],
     environment: SETTINGS.filter((setting) => !setting.name.startsWith('ISSUER_')),

@@ -75,7 +75,7 @@ const keyOf = async ({ pool, header }: Facts) => (header.ok && header.method ===
 
 /** What to do about a refused token, beside what the partner-facing message says. */
 const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = {
-  'tokens-disabled': 'set TOKEN_ISSUER and TOKEN_AUDIENCE to accept access tokens (README, "Token-based authentication")',
+  'tokens-disabled': 'set TOKEN_ISSUER and TOKEN_AUDIENCE to accept access tokens (docs/tokens.md, "Token-based authentication")',
   'keys-unavailable':
     "the issuer's keys could not be fetched from TOKEN_JWKS_URL (or TOKEN_ISSUER's discovery document) and the database holds no key set stored by an earlier fetch: check that the issuer is up and reachable from here (docs/tokens.md, \"When the issuer is down\")",
   malformed:

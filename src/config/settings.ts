@@ -6,8 +6,8 @@ export interface Setting {
 }
 
 /**
- * Every variable loadConfig reads, in the order the README's configuration table lists them: what
- * `serve --help` prints, and what a test holds the README and loadConfig to. The rules of each value
+ * Every variable loadConfig reads, in the order the configuration table of docs/configuration.md lists them: what
+ * `serve --help` prints, and what a test holds that table and loadConfig to. The rules of each value
  * are in loadConfig's own checks, which say them when a value breaks one.
  */
 export const SETTINGS: readonly Setting[] = [

@@ -35,7 +35,7 @@ export interface AuthorizationServiceDeps extends RequestViewOptions {
    * their observers told after all of them are answered; otherwise each is answered at once, within
    * Check (a direct caller's, a test's). In a row, the request view, the decision and the observers
    * find their code and data still in the processor's caches, where between two streams' transport
-   * work they found them evicted, and the turn's answers leave in fewer writes (README, "Benchmarks").
+   * work they found them evicted, and the turn's answers leave in fewer writes (docs/development.md, "Benchmarks").
    * A check waits for the rest of its turn only.
    */
   readonly answerAfterTurn?: boolean;

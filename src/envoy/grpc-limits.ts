@@ -3,7 +3,7 @@ import type { ServerOptions } from '@grpc/grpc-js';
 import { endIncompleteRequests, unlimitedBudget, type IncompleteRequestBudget } from './incomplete-requests.js';
 
 /**
- * Every limit of the gRPC port, stated once (README, "Limits", names the Envoy setting each must agree
+ * Every limit of the gRPC port, stated once (docs/operations.md, "Limits", names the Envoy setting each must agree
  * with). Envoy keeps a few long-lived HTTP/2 connections to ext_authz and sends each CheckRequest whole,
  * at once; a client that comes near these limits is holding resources, not asking for checks.
  */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, integer, isSecureOrLoopbackUrl, port, SETTINGS, text, type Env, type Setting } from '../config.js';
 
 /**
- * The settings of `sitekey-authz issuer` (README, "Configuration": the ISSUER_* rows of SETTINGS),
+ * The settings of `sitekey-authz issuer` (docs/configuration.md, "Configuration": the ISSUER_* rows of SETTINGS),
  * validated once into a frozen value; a bad one stops start-up naming the variable. The database,
  * BIND_ADDRESS, LOG_LEVEL and CLIENT_IP_SOURCE are serve's settings, read by loadConfig.
  */

@@ -9,7 +9,7 @@ import { TalliedHistogram } from './tallied-histogram.js';
 export const SHADOW_DENIED = 'shadow_denied';
 
 // A check takes microseconds when it is all in memory; Envoy gives up at its timeout (200 ms by
-// default, README "Envoy"): buckets from 25 µs to 250 ms resolve both ends.
+// default, docs/deployment.md, "Envoy"): buckets from 25 µs to 250 ms resolve both ends.
 const CHECK_DURATION_BUCKETS = [
   0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 ];

@@ -16,7 +16,7 @@ export interface MetricsExposition {
 }
 
 /**
- * Limits of the operator HTTP server, stated once (README, "Limits"). Its clients are kubelet probes
+ * Limits of the operator HTTP server, stated once (docs/operations.md, "Limits"). Its clients are kubelet probes
  * and a Prometheus scrape: a few small requests, each sent at once, never pipelined. Whatever a client
  * does on this port, it must not take the CPU or memory that checks need, nor the places that probes need.
  */

@@ -384,7 +384,7 @@ describe('decide', () => {
 
   // What the partner and Envoy get for each error id, written out here: the messages of 108, 101 and
   // 102 are the spec's (Errors); the HTTP statuses and gRPC codes, which the spec leaves open, are
-  // the README's table.
+  // the table of docs/partner-errors.md.
   const answers: ReadonlyArray<{ readonly input: CheckInput; readonly sunset?: SunsetPolicy; readonly expected: readonly [number, number, string] }> = [
     { input: input({ authorization: undefined }), expected: [401, 16, '{"error":{"id":108,"message":"Site ID or API key is invalid or missing in the header"}}'] },
     { input: input({ authorization: `4242:${KEY}` }), expected: [401, 16, '{"error":{"id":101,"message":"Site ID 4242 is invalid"}}'] },

@@ -74,7 +74,7 @@ describe('deploy/envoy/sitekey-authz-tls-sds.yaml against Envoy\'s protos', () =
 
 const JWT_AUTHN = readYaml(join(DEPLOY_DIR, 'envoy', 'jwt-authn.yaml')) as Json;
 
-/** envoy.yaml with the optional jwt_authn filter (before ext_authz) and its JWKS cluster, as the README says to add them. */
+/** envoy.yaml with the optional jwt_authn filter (before ext_authz) and its JWKS cluster, as docs/deployment.md, "Tokens at the edge", says to add them. */
 function withJwtAuthn(): Json {
   const config = copy();
   const filters: Json[] = bootstrapParts(config).connectionManager.http_filters;

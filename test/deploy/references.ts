@@ -16,7 +16,7 @@ export interface PodShape {
 
 /**
  * Workloads that the manifests refer to but do not hold, because they come from someone else's
- * chart or from the README's steps; each says where. A reference to anything else must resolve
+ * chart or from the steps of docs/deployment.md, "From an empty cluster"; each says where. A reference to anything else must resolve
  * inside the render.
  */
 export const OUTSIDE_WORKLOADS: readonly PodShape[] = [
@@ -25,7 +25,7 @@ export const OUTSIDE_WORKLOADS: readonly PodShape[] = [
     labels: { app: 'istio-ingressgateway', istio: 'ingressgateway' },
     serviceAccount: 'istio-ingressgateway',
     ports: { 'http-envoy-prom': 15090 },
-    from: 'Helm chart istio/gateway, release istio-ingressgateway (README step 1)',
+    from: 'Helm chart istio/gateway, release istio-ingressgateway (docs/deployment.md, "From an empty cluster", step 1)',
   },
   {
     namespace: 'kube-system',
@@ -39,21 +39,21 @@ export const OUTSIDE_WORKLOADS: readonly PodShape[] = [
     labels: { 'app.kubernetes.io/name': 'prometheus' },
     serviceAccount: 'kube-prometheus-stack-prometheus',
     ports: { 'http-web': 9090 },
-    from: 'Helm chart prometheus-community/kube-prometheus-stack (README step 1)',
+    from: 'Helm chart prometheus-community/kube-prometheus-stack (docs/deployment.md, "From an empty cluster", step 1)',
   },
   {
     namespace: 'internal-ingress',
     labels: { 'app.kubernetes.io/component': 'controller' },
     serviceAccount: 'internal-ingress-controller',
     ports: { http: 80, https: 443 },
-    from: 'the organisation\'s internal ingress controller, IngressClass internal (README "Admin API")',
+    from: 'the organisation\'s internal ingress controller, IngressClass internal (docs/admin-api.md, "Admin API")',
   },
   {
     namespace: 'sitekey-db',
     labels: { 'app.kubernetes.io/name': 'postgres' },
     serviceAccount: 'default',
     ports: {},
-    from: 'the try-out PostgreSQL of README step 3',
+    from: 'the try-out PostgreSQL of docs/deployment.md, "From an empty cluster", step 3',
   },
 ];
 

@@ -12,7 +12,7 @@ import { runCli } from './service.js';
 
 /**
  * `make screenshots`: the console's main pages as an account manager sees them, saved to
- * docs/console/*.png for the README. A throwaway embedded database with a few partners and a month of
+ * docs/console/*.png for docs/console.md. A throwaway embedded database with a few partners and a month of
  * traffic, the real service and a real provider; the key shown is from that database and dies with it.
  */
 const OUT = join(PACKAGE_ROOT, 'docs', 'console');
