@@ -1,32 +1,25 @@
-import { setWithin } from '../common/bounded-map.js';
+import { Buckets } from '../common/token-buckets.js';
 
 /**
- * A token bucket per person: `burst` requests at once, refilled at `perSecond`. The buckets are
- * bounded: beyond `maxSubjects` the one used least recently goes (a full bucket again, which costs
- * nothing real: it takes that many people to push one out).
+ * A token bucket per person: `burst` requests at once, refilled at `perSecond`, answering in whole
+ * seconds (for Retry-After). The buckets are bounded: beyond `maxSubjects` the one used least
+ * recently goes (a full bucket again, which costs nothing real: it takes that many people to push one out).
  */
 export class SubjectRateLimit {
-  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private readonly buckets: Buckets;
 
   constructor(
-    private readonly burst: number,
-    private readonly perSecond: number,
-    private readonly maxSubjects = 10_000,
+    burst: number,
+    perSecond: number,
+    maxSubjects = 10_000,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.buckets = new Buckets({ burst, perSecond }, maxSubjects);
+  }
 
   /** 0 when the request may go ahead (and takes a token), else the seconds until it may. */
   take(subject: string): number {
-    const now = this.now();
-    const bucket = this.buckets.get(subject) ?? { tokens: this.burst, at: now };
-    this.buckets.delete(subject);
-    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond);
-    bucket.at = now;
-    setWithin(this.buckets, subject, bucket, this.maxSubjects);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return 0;
-    }
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.perSecond));
+    const waitMs = this.buckets.take(subject, this.now());
+    return waitMs === 0 ? 0 : Math.max(1, Math.ceil(waitMs / 1000));
   }
 }

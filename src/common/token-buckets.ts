@@ -20,7 +20,10 @@ interface Bucket {
 export class Buckets {
   private readonly buckets = new Map<string, Bucket>();
 
-  constructor(private readonly limit: RateLimit) {}
+  constructor(
+    private readonly limit: RateLimit,
+    private readonly maxTracked = MAX_TRACKED,
+  ) {}
 
   /** 0 when a request may go ahead (and is counted), else the milliseconds until one may. */
   take(key: string, now: number): number {
@@ -44,7 +47,7 @@ export class Buckets {
     bucket.at = now;
     // Re-inserted so that the map's first entry is the least recently seen one.
     this.buckets.delete(key);
-    setWithin(this.buckets, key, bucket, MAX_TRACKED);
+    setWithin(this.buckets, key, bucket, this.maxTracked);
     return bucket;
   }
 }
