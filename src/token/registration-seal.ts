@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { hkdfSync } from 'node:crypto';
+import { openBox, sealBox } from '../common/sealed-box.js';
 
 /**
  * Registration access tokens at rest: AES-256-GCM with a key derived (HKDF-SHA-256, RFC 5869) from the
@@ -11,8 +12,6 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
  */
 
 const VERSION = 1;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
 const SALT = Buffer.from('sitekey-authz registration access token', 'utf8');
 
 /** The value cannot be opened with the key at hand; the message says why and what to do. */
@@ -41,11 +40,7 @@ export class RegistrationSeal {
   }
 
   seal(plain: string, clientId: string, registrationClientUri: string): Buffer {
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(boundTo(clientId, registrationClientUri));
-    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return Buffer.concat([Buffer.from([VERSION]), iv, cipher.getAuthTag(), body]);
+    return Buffer.concat([Buffer.from([VERSION]), sealBox(this.#key, Buffer.from(plain, 'utf8'), boundTo(clientId, registrationClientUri))]);
   }
 
   open(sealed: Buffer, keyId: string, clientId: string, registrationClientUri: string): string {
@@ -55,15 +50,11 @@ export class RegistrationSeal {
           'set TOKEN_REGISTRATION_TOKEN back to the initial access token in use when the client was created, or manage the client at the issuer by hand',
       );
     }
-    if (sealed.length <= 1 + IV_BYTES + TAG_BYTES || sealed[0] !== VERSION) {
+    if (sealed.length <= 1 || sealed[0] !== VERSION) {
       throw new SealUnreadable(`the stored registration access token of client ${clientId} is damaged: delete the client at the issuer by hand and replace it`, true);
     }
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', this.#key, sealed.subarray(1, 1 + IV_BYTES));
-      decipher.setAAD(boundTo(clientId, registrationClientUri));
-      decipher.setAuthTag(sealed.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES));
-      return Buffer.concat([decipher.update(sealed.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
-    } catch {
+    const plain = openBox(this.#key, sealed.subarray(1), boundTo(clientId, registrationClientUri));
+    if (plain === undefined) {
       throw new SealUnreadable(
         `the stored registration of client ${clientId} was altered (its registration_client_uri or sealed token is not what was stored when it was created, ` +
           'or was moved from another client) or is damaged: the token is not sent anywhere. Check who changed the token_clients row; ' +
@@ -71,5 +62,6 @@ export class RegistrationSeal {
         true,
       );
     }
+    return plain.toString('utf8');
   }
 }

@@ -1,5 +1,6 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { hkdfSync } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { openBox, sealBox } from '../../common/sealed-box.js';
 import { clearCookie, cookieNames, cookiesNamed, readCookie, setCookie, type CookiePolicy } from './cookies.js';
 
 /** What the callback needs to finish a sign-in this browser started (PKCE, state, nonce). */
@@ -20,8 +21,6 @@ export const SIGN_IN_SECONDS = 10 * 60;
 export const MAX_SIGN_INS_AT_ONCE = 4;
 /** A sealed sign-in with the longest return path, base64url; anything longer was not made here. */
 const MAX_SEALED_LENGTH = 1_200;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
 /** A state as openid-client makes it: 32 random bytes, base64url. Anything else names no cookie of ours. */
 const STATE = /^[A-Za-z0-9_-]{43}$/;
 
@@ -82,10 +81,7 @@ export class SignInCookies {
     const key = await this.ready();
     const name = this.nameOf(pending.state);
     const sealed: SealedSignIn = { nonce: pending.nonce, codeVerifier: pending.codeVerifier, returnTo: pending.returnTo, expiresAt: now + SIGN_IN_SECONDS * 1000 };
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(Buffer.from(name, 'utf8'));
-    const body = Buffer.concat([cipher.update(JSON.stringify(sealed), 'utf8'), cipher.final()]);
-    const value = Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+    const value = sealBox(key, Buffer.from(JSON.stringify(sealed), 'utf8'), Buffer.from(name, 'utf8')).toString('base64url');
     return [...this.oldestBeyondBound(request, key, now).map((old) => clearCookie(this.policy, old)), setCookie(this.policy, name, value, SIGN_IN_SECONDS)];
   }
 
@@ -103,14 +99,12 @@ export class SignInCookies {
   }
 
   private open(key: Buffer, name: string, value: string): SealedSignIn | undefined {
-    const bytes = Buffer.from(value, 'base64url');
-    if (bytes.length <= IV_BYTES + TAG_BYTES) return undefined;
+    const plain = openBox(key, Buffer.from(value, 'base64url'), Buffer.from(name, 'utf8'));
+    if (plain === undefined) return undefined;
     let parsed: Partial<Record<keyof SealedSignIn, unknown>>;
     try {
-      const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES)).setAAD(Buffer.from(name, 'utf8'));
-      decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
       // Sealed by us, so of our shape; read all the same as data from outside.
-      parsed = JSON.parse(Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8')) as typeof parsed;
+      parsed = JSON.parse(plain.toString('utf8')) as typeof parsed;
     } catch {
       return undefined;
     }
