@@ -94,6 +94,13 @@ export const siteNotFound = (siteId: SiteId, field = 'siteId'): AdminError =>
     cliStep: `add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``,
   });
 
+/** Refuses a list of sites that names one that does not exist, as siteNotFound of the first such id. */
+export async function refuseUnknownSites(sql: pg.ClientBase, siteIds: readonly SiteId[], field: string): Promise<void> {
+  const { rows } = await sql.query<{ id: string }>('SELECT id::text FROM sites WHERE id = ANY($1::bigint[])', [siteIds]);
+  const known = new Set(rows.map((row) => row.id));
+  const unknown = siteIds.find((siteId) => !known.has(siteId));
+  if (unknown !== undefined) throw siteNotFound(unknown, field);
+}
 
 /** A database without our tables gets a message that says how to create them. */
 function schemaHint(error: unknown): unknown {

@@ -1,5 +1,5 @@
 import type { SiteId, SunsetPolicy } from '../decision/types.js';
-import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
+import { AdminError, refuseUnknownSites, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 import { loadSunsetPolicy, writeSunsetPolicy } from './sunset-policy.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
@@ -126,12 +126,7 @@ export class SunsetAdmin {
 
   async addBrownout(brownout: NewBrownout): Promise<BrownoutSummary> {
     return this.transactions.change(async (sql) => {
-      if (brownout.siteIds !== null) {
-        const { rows } = await sql.query<{ id: string }>('SELECT id::text FROM sites WHERE id = ANY($1::bigint[])', [brownout.siteIds]);
-        const known = new Set(rows.map((row) => row.id));
-        const unknown = brownout.siteIds.find((siteId) => !known.has(siteId));
-        if (unknown !== undefined) throw siteNotFound(unknown, 'sites');
-      }
+      if (brownout.siteIds !== null) await refuseUnknownSites(sql, brownout.siteIds, 'sites');
       const { rows } = await sql.query<BrownoutRow>(
         `INSERT INTO brownouts (starts_at, ends_at, site_ids, dry_run, note) VALUES ($1, $2, $3, $4, $5) RETURNING ${BROWNOUT_COLUMNS}`,
         [brownout.from, brownout.until, brownout.siteIds, brownout.dryRun, brownout.note],

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { SiteAuthMethod, SiteId } from '../decision/types.js';
-import { siteNotFound, type AdminTransactions } from './admin-transactions.js';
+import { refuseUnknownSites, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 import { optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
 /**
@@ -86,9 +86,10 @@ export class UsageImpact {
     });
   }
 
-  /** `siteIds` null: every site. Unknown ids count as nothing here: adding the brownout refuses them. */
+  /** `siteIds` null: every site. An unknown id is refused, as adding the brownout would refuse it. */
   async brownout(siteIds: readonly SiteId[] | null, startsAt: Date, since: Date, days: number): Promise<BrownoutImpact> {
     return this.transactions.read(async (sql) => {
+      if (siteIds !== null) await refuseUnknownSites(sql, siteIds, 'sites');
       const { rows } = await sql.query<{ sites: number; sites_using_keys: number; key_requests: string }>(
         `WITH usage AS (${WINDOW_USAGE})
          SELECT count(*)::int AS sites,

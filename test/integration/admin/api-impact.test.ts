@@ -71,6 +71,7 @@ describe('the impact routes', () => {
       ['/api/v1/sites/1001/impact?days=0', 400, 'COUNT_INVALID', 'days'],
       ['/api/v1/sites/1001/impact?days=91', 400, 'COUNT_INVALID', 'days'],
       ['/api/v1/brownouts/impact?sites=10x1', 400, 'SITE_ID_INVALID', 'sites'],
+      ['/api/v1/brownouts/impact?sites=1002,9999', 404, 'SITE_NOT_FOUND', 'sites'],
       ['/api/v1/brownouts/impact?from=2027-01-01T00:00:00', 400, 'DATE_INVALID', 'from'],
     ] as const) {
       const answer = await viewer.call('GET', path);
