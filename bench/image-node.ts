@@ -130,7 +130,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   try {
     node = benchNode();
   } catch (error) {
-    console.error(`make bench: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`${script} not run: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(1);
   }
   const path = realpathSync(node.path) === realpathSync(process.execPath) ? process.execPath : node.path;
