@@ -34,11 +34,12 @@ screenshots: build
 
 # Benchmarks (docs/development.md, "Benchmarks"): both install h2load (Debian's nghttp2-client) when missing and they can.
 # BENCH_SECONDS, BENCH_ROUNDS, BENCH_INSTANCES, SOAK_SECONDS and SOAK_RATE shorten or fix them; each writes a section of bench/RESULTS.md.
+# Both run on the Node the image runs (the Dockerfile's), fetched once into ~/.cache/sitekey-authz; BENCH_NODE=/path/to/node overrides.
 bench: build
-	node dist/bench/run-benchmarks.js
+	node dist/bench/image-node.js run-benchmarks.js
 
 soak: build
-	node dist/bench/soak.js
+	node dist/bench/image-node.js soak.js
 
 # The TypeScript build runs only when a source, the compiler settings or the dependencies changed
 # since the last one (it takes seconds that every `make run` would pay).

@@ -137,7 +137,9 @@ async function verifyAndWarmUp(port: number, message: Buffer): Promise<void> {
   }
 }
 
-async function measureServe(serve: BenchServer, requestFile: string): Promise<void> {
+type Checks = LatencySummary & { over: number };
+
+async function measureServe(serve: BenchServer, requestFile: string): Promise<Checks> {
   // prom-client's event-loop gauges cover the time since the last scrape: this one starts the window.
   const before = await serveState(serve.metricsUrl);
   const [probeBefore] = await serve.probe();
@@ -153,13 +155,14 @@ async function measureServe(serve: BenchServer, requestFile: string): Promise<vo
       `RSS ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB; serve's event loop held up at most ${loop.longestMs.toFixed(1)} ms (p99 ${loop.p99Ms.toFixed(1)} ms)` +
       (probeBefore && probeAfter ? `; ${gcSummary('serve', probeBefore, probeAfter)}` : ''),
   );
+  return checks;
 }
 
 /**
  * A floor, `what` it is, under the same load as serve while the same sites change and PostgreSQL computes
  * the same resyncs; its checks logged to `logName` (h2load adds to a log file that is there already).
  */
-async function measureFloor(floor: BenchServer, what: string, requestFile: string, pool: pg.Pool, logName: string): Promise<void> {
+async function measureFloor(floor: BenchServer, what: string, requestFile: string, pool: pg.Pool, logName: string): Promise<Checks> {
   const database = await resyncingBeside(pool);
   const [probeBefore] = await floor.probe();
   const checks = await checksOneAtATime(floor.grpcPort, requestFile, join(workDir, logName)).finally(() => database.stop());
@@ -168,6 +171,16 @@ async function measureFloor(floor: BenchServer, what: string, requestFile: strin
     `${what}, under the same load while the same sites change and PostgreSQL digests them for a resync every ${REFRESH_SECONDS} s: ` +
       `${latencyLine(checks)}; RSS ${(floor.memory().rssBytes / 2 ** 20).toFixed(0)} MiB` +
       (probeBefore && probeAfter ? `; ${gcSummary('it', probeBefore, probeAfter)}` : ''),
+  );
+  return checks;
+}
+
+/** The need this run measures: serve's tail while it resyncs, as a ratio to the floor holding the same sites in the same run. */
+function tailRatioLine(serve: Checks, floor: Checks): string {
+  const ratio = (pick: (checks: Checks) => number) => `${(pick(serve) / pick(floor)).toFixed(2)}×`;
+  return (
+    `the tail during full resyncs, serve / the no-op holding the same sites: p99 ${ratio((c) => c.p99Micros)}, ` +
+    `p99.9 ${ratio((c) => c.p999Micros)}, slowest ${ratio((c) => c.maxMicros)}`
   );
 }
 
@@ -181,7 +194,9 @@ async function measureFloor(floor: BenchServer, what: string, requestFile: strin
  * no-op Check server holding the same 100,000 sites (loaded as serve loads them, never resynced nor
  * read), so that what holding the snapshot costs in collections reads apart from what resyncing it adds;
  * and the empty floor, the same no-op holding nothing: what the machine, the load beside it and the gRPC
- * stack's own collections leave of the goal for any process.
+ * stack's own collections leave of the goal for any process. Its last line is the need docs/performance.md
+ * names: serve's tail as a ratio to the floor holding the same sites. Its first, serve's start-up: from
+ * its exec to /readyz answering 200 with the 100,001 sites loaded.
  */
 const seconds = positiveIntegerSetting('RESYNC_SECONDS', 20, 'seconds');
 /** Node options after the pod's, to look inside serve (`--trace-gc`, `--cpu-prof --cpu-prof-dir=…`) or to try other heap bounds. */
@@ -201,19 +216,25 @@ try {
   // As in its pod: the Deployment's NODE_OPTIONS (V8's heap bound).
   const nodeArguments = [...podLimits().nodeOptions, ...extraNodeArguments];
   const serve = await startServe({ name: 'serve-resync', databaseUrl: database.url, workDir, nodeArguments, env: { SNAPSHOT_REFRESH_SECONDS: String(REFRESH_SECONDS), LOG_LEVEL: 'warn' } });
+  console.log(
+    `start-up with ${(SITES + 1).toLocaleString('en')} sites: serve answered /readyz 200 ${(serve.startupMs / 1000).toFixed(2)} s after its exec ` +
+      `(node ${nodeArguments.join(' ')}; RSS then ${(serve.memory().rssBytes / 2 ** 20).toFixed(0)} MiB)`,
+  );
   const message = encodeCheckRequest({ authorization: `${PARTNER_SITE}:${key}`, body: partnerBody(PARTNER_SITE, key) });
   const requestFile = join(workDir, 'check.bin');
   await writeFile(requestFile, grpcFrame(message));
   const changer = changeSitesEvery(pool, CHANGE_EVERY_MS);
   try {
+    let serveChecks: Checks;
     try {
       await verifyAndWarmUp(serve.grpcPort, message);
-      await measureServe(serve, requestFile);
+      serveChecks = await measureServe(serve, requestFile);
     } finally {
       await serve.stop();
       if (keepLogAs !== undefined) copyFileSync(join(workDir, 'serve-resync.log'), keepLogAs);
     }
     const keyId = (await pool.query<{ id: string }>('SELECT id::text AS id FROM api_keys WHERE site_id = $1', [PARTNER_SITE])).rows[0]!.id;
+    const floorChecks: Checks[] = [];
     const floors = [
       [`the floor: the no-op holding the same ${(SITES + 1).toLocaleString('en')} sites (loaded as serve loads them, then never read nor resynced)`, database.url, 'floor-checks.log'],
       ['the empty floor: the no-op holding no site (what this machine and the gRPC stack allow a process that holds nothing)', undefined, 'empty-floor-checks.log'],
@@ -221,11 +242,12 @@ try {
     for (const [what, holdSnapshotOf, logName] of floors) {
       const floor = await startNoop({ workDir, siteId: PARTNER_SITE, keyId, nodeArguments, ...(holdSnapshotOf && { holdSnapshotOf }) });
       try {
-        await measureFloor(floor, what, requestFile, pool, logName);
+        floorChecks.push(await measureFloor(floor, what, requestFile, pool, logName));
       } finally {
         await floor.stop();
       }
     }
+    console.log(tailRatioLine(serveChecks, floorChecks[0]!));
   } finally {
     await changer.stop();
   }

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ensureH2load } from './h2load.js';
+import { notTheImageNode, readImageNodeMajor } from './image-node.js';
 import { describeMachine, loadLine, machineLine } from './machine.js';
 import { recordRun, RESULTS_FILE } from './results-file.js';
 import { serveBenchReport } from './serve-bench-report.js';
@@ -64,8 +65,9 @@ await recordRun([
   `## ${stamp} — \`make bench\`: serve beside a no-op under h2load; ${machine.cores} cores, Node ${machine.node}`,
   '',
   `Machine: ${machineLine(machine)}; ${h2loadVersion ?? 'no h2load'}; load average at start (1 / 5 / 15 min): ${loadLine(machine)}.`,
-  `Command: \`${knobs} make bench\` (\`node dist/bench/run-benchmarks.js\`), ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s in all.`,
+  `Command: \`${knobs} make bench\` (\`node dist/bench/image-node.js run-benchmarks.js\`), ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s in all.`,
   '',
+  ...notTheImageNode(machine.node, readImageNodeMajor()),
   ...serveSection,
   '',
   '### The pure-Node benchmarks of the same run',

@@ -23,6 +23,8 @@ export interface BenchServer {
   /** /metrics of `serve`; undefined for the no-op. */
   readonly metricsUrl: string | undefined;
   readonly pid: number;
+  /** From the exec to the first 200 from /readyz (`serve`) or to its port printed (the no-op), in ms. */
+  readonly startupMs: number;
   /** The process and its descendants (WORKERS), as they are now. */
   pids(): number[];
   /** CPU seconds (user + system) used so far by the process tree. */
@@ -132,7 +134,7 @@ export async function withStopped<T>(servers: readonly BenchServer[], work: () =
   }
 }
 
-function benchServer(name: string, child: ChildProcess, grpcPort: number, metricsUrl: string | undefined, probeDir: string): BenchServer {
+function benchServer(name: string, child: ChildProcess, grpcPort: number, metricsUrl: string | undefined, probeDir: string, startupMs: number): BenchServer {
   const pid = child.pid!;
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
   const stop = async () => {
@@ -149,6 +151,7 @@ function benchServer(name: string, child: ChildProcess, grpcPort: number, metric
     grpcPort,
     metricsUrl,
     pid,
+    startupMs,
     pids: () => processTree(pid),
     cpuSeconds: () => processTree(pid).reduce((sum, p) => sum + (procStat(p)?.cpuTicks ?? 0), 0) / CLOCK_TICKS_PER_SECOND,
     probe: () => probeTree(probeDir, processTree(pid)),
@@ -194,6 +197,7 @@ export async function startServe(options: ServeOptions): Promise<BenchServer> {
   const [grpcPort = 0, metricsPort = 0] = await freePorts(2);
   const logFile = `${options.workDir}/${options.name.replace(/\W+/g, '-')}.log`;
   const log = openSync(logFile, 'a');
+  const started = performance.now();
   const child = spawn(process.execPath, [NO_MEMORY_REDUCER, ...(options.nodeArguments ?? []), CLI, 'serve'], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -210,17 +214,22 @@ export async function startServe(options: ServeOptions): Promise<BenchServer> {
   });
   closeSync(log);
   const base = `http://127.0.0.1:${metricsPort}`;
-  for (const deadline = Date.now() + READY_WITHIN_MS; ; await sleep(100)) {
+  let startupMs = 0;
+  // Asked often enough for its start-up time to be read to a few tens of ms.
+  for (const deadline = Date.now() + READY_WITHIN_MS; ; await sleep(20)) {
     if (child.exitCode !== null) throw new Error(`serve (${options.name}) exited with ${child.exitCode}; see ${logFile}`);
     const status = await fetch(`${base}/readyz`).then((response) => response.status, () => 0);
-    if (status === 200) break;
+    if (status === 200) {
+      startupMs = performance.now() - started;
+      break;
+    }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`serve (${options.name}) was not ready within ${READY_WITHIN_MS / 1000} s; see ${logFile}`);
     }
   }
   await firstProbe(options.workDir, child.pid!, child);
-  return benchServer(options.name, child, grpcPort, `${base}/metrics`, options.workDir);
+  return benchServer(options.name, child, grpcPort, `${base}/metrics`, options.workDir, startupMs);
 }
 
 /**
@@ -241,6 +250,7 @@ export async function startNoop(options: {
 }): Promise<BenchServer> {
   const credential =
     options.wrongKey !== undefined ? ['--wrong-key', options.wrongKey] : options.tokenClient === undefined ? [options.keyId] : ['--token-client', options.tokenClient];
+  const started = performance.now();
   const child = spawn(process.execPath, [NO_MEMORY_REDUCER, ...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
     env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir), ...(options.holdSnapshotOf && { HOLD_SNAPSHOT_DATABASE_URL: options.holdSnapshotOf }) },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -256,7 +266,8 @@ export async function startNoop(options: {
     });
     child.once('exit', (code) => reject(new Error(`the no-op server exited with ${code}`)));
   });
+  const startupMs = performance.now() - started;
   await firstProbe(options.workDir, child.pid!, child);
   const name = options.wrongKey !== undefined ? 'no-op (102)' : options.tokenClient === undefined ? 'no-op' : 'no-op (token)';
-  return benchServer(name, child, port, undefined, options.workDir);
+  return benchServer(name, child, port, undefined, options.workDir, startupMs);
 }

@@ -12,11 +12,11 @@ const SITES = 100_000;
 
 const MIB = 1024 * 1024;
 
-/** V8's heap, and the buffers outside it (where the snapshot's records are), after a full collection. */
-function memoryMiB(): { heap: number; outside: number } {
+/** V8's heap, the buffers outside it (where the snapshot's records are) and the resident memory, after a full collection. */
+function memoryMiB(): { heap: number; outside: number; rss: number } {
   globalThis.gc?.();
-  const { heapUsed, arrayBuffers } = process.memoryUsage();
-  return { heap: heapUsed / MIB, outside: arrayBuffers / MIB };
+  const { heapUsed, arrayBuffers, rss } = process.memoryUsage();
+  return { heap: heapUsed / MIB, outside: arrayBuffers / MIB, rss: rss / MIB };
 }
 
 /**
@@ -65,6 +65,10 @@ export async function runSnapshotLoadBench(): Promise<void> {
     console.log(`full snapshot load: ${seconds.toFixed(2)} s; held by the snapshot: ${(after.heap - before.heap).toFixed(0)} MiB of heap and ` +
       `${(after.outside - before.outside).toFixed(0)} MiB of buffers outside it (records ${(sites.bytesHeld / MIB).toFixed(0)} MiB); heap at most ` +
       `${(peakBytes / MIB - before.heap).toFixed(0)} MiB more during the load (rss ${(process.memoryUsage().rss / MIB).toFixed(0)} MiB)`);
+    // What a pod needs per site it holds: the snapshot itself, and the resident memory the load left behind.
+    const perThousand = (mib: number) => `${((mib * 1000) / SITES).toFixed(2)} MiB`;
+    console.log(`memory per 1,000 sites: ${perThousand(after.heap - before.heap + after.outside - before.outside)} held by the snapshot (heap and buffers), ` +
+      `${perThousand(after.rss - before.rss)} of RSS grown by the load`);
   } finally {
     await pool.end();
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GRPC_LIMITS } from '../src/envoy/grpc-server.js';
 import { ensureH2load, commandLine, h2loadArguments, type LoadShape } from './h2load.js';
+import { notTheImageNode, readImageNodeMajor } from './image-node.js';
 import { describeMachine, loadLine, machineLine } from './machine.js';
 import { recordRun, RESULTS_FILE } from './results-file.js';
 import { measure, openBenchFixture, SATURATION, warmUp, type LoadRun } from './serve-bench.js';
@@ -117,13 +118,14 @@ try {
     `## ${stamp} — \`make soak\`: serve at half of saturation for ${soakSeconds} s; ${machine.cores} cores, Node ${machine.node}`,
     '',
     `Machine: ${machineLine(machine)}; ${h2loadVersion}; ${fixture.database.description}; load average at start (1 / 5 / 15 min): ${loadLine(machine)}.`,
-    `Command: \`SOAK_SECONDS=${soakSeconds}${fixedRate ? ` SOAK_RATE=${fixedRate}` : ''} make soak\` (\`node dist/bench/soak.js\`): ` +
+    `Command: \`SOAK_SECONDS=${soakSeconds}${fixedRate ? ` SOAK_RATE=${fixedRate}` : ''} make soak\` (\`node dist/bench/image-node.js soak.js\`): ` +
       `${ratePerConnection * SATURATION.connections} req/s (${saturationNote}):`,
     '',
     '```sh',
     `${commandLine('h2load', h2loadArguments(server.grpcPort, allow[0]!.path, { ...shape, seconds: Math.min(SEGMENT_SECONDS, soakSeconds) })).replaceAll(fixture.workDir, '$BENCH_DIR')}   # repeated until ${soakSeconds} s`,
     '```',
     '',
+    ...notTheImageNode(machine.node, readImageNodeMajor()),
     `**RSS ${flat ? 'flat' : 'not flat'}:** the highest RSS of the last third of the samples (after the first ${settleSeconds} s) is ` +
       `${Math.abs(growth * 100).toFixed(1)} % ${growth >= 0 ? 'above' : 'below'} the highest of the first third (flat: at most ${FLAT_GROWTH * 100} % above); ` +
       `least-squares trend ${((slope * 3600) / MIB).toFixed(1)} MiB per hour.`,

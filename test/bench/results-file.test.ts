@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { notTheImageNode } from '../../bench/image-node.js';
 import { HISTORY_HEADING, historyRow, parseResults, recordRun, renderResults } from '../../bench/results-file.js';
 
 const benchSection = (when: string, percent: number) => [
@@ -23,6 +24,15 @@ describe('bench/RESULTS.md: the latest run of each command in full, a headline r
       "| 2026-11-29 06:00Z | abc1234 | v26.10.0 | `make bench` | one `serve` process answers 97 % of the no-op's checks per second; refusing a wrong key (102), 95 %. |",
     );
     assert.equal(historyRow(['## Notes on something'], 'abc1234'), undefined);
+  });
+
+  it('puts a run on another Node than the image\'s in the table with its Node and its headline', () => {
+    const [heading, blank, ...rest] = benchSection('2026-11-29 06:00Z', 97);
+    const onNode20 = [heading!.replace('v26.10.0', 'v20.20.2'), blank!, ...notTheImageNode('v20.20.2', 26), ...rest];
+    assert.equal(
+      historyRow(onNode20, 'abc1234'),
+      "| 2026-11-29 06:00Z | abc1234 | v20.20.2 | `make bench` | one `serve` process answers 97 % of the no-op's checks per second; refusing a wrong key (102), 95 %. |",
+    );
   });
 
   it('replaces the latest section of the same command, keeps the other command\'s, and puts the new row first', async () => {
