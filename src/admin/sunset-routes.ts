@@ -1,4 +1,5 @@
 import { CLIENT_ID_MAX_CHARS } from '../common/client-id.js';
+import { canonicalPositiveId } from '../common/positive-id.js';
 import { refuse } from '../operations/fields.js';
 import {
   AUDIT_DEFAULT_SINCE_DAYS,
@@ -24,8 +25,12 @@ const optionalText = (request: RouteRequest, field: string): string | undefined 
 
 const queryText = (request: RouteRequest, name: string): string | undefined => request.query.get(name) ?? undefined;
 
-// The audit cursor: the id of the last entry of the page, so that new changes do not shift the next page.
-const AUDIT_CURSOR = /^a([1-9][0-9]{0,18})$/;
+/** The audit cursor: the id of the last entry of the page, so that new changes do not shift the next page. */
+const auditCursor = (id: string): string => Buffer.from(`a${id}`, 'latin1').toString('base64url');
+const auditCursorId = (cursor: string): string | undefined => {
+  const text = Buffer.from(cursor, 'base64url').toString('latin1');
+  return text.startsWith('a') ? canonicalPositiveId(text.slice(1)) : undefined;
+};
 
 export const SUNSET_ROUTES: readonly AdminRoute[] = [
   {
@@ -165,7 +170,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     handle: async (request) => {
       let beforeId: string | undefined;
       if (request.page.cursor !== undefined) {
-        beforeId = AUDIT_CURSOR.exec(Buffer.from(request.page.cursor, 'base64url').toString('latin1'))?.[1];
+        beforeId = auditCursorId(request.page.cursor);
         if (beforeId === undefined) throw refuse('CURSOR_INVALID', 'cursor', 'is not one this API gave; pass the "next" of the previous page as it was');
       }
       const { entries, more } = await auditEntries(request, {
@@ -181,7 +186,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       const last = entries.at(-1);
       return {
         items: entries.map((entry) => ({ ...entry, summary: auditSentence(entry) })),
-        next: more && last !== undefined ? Buffer.from(`a${last.id}`, 'latin1').toString('base64url') : null,
+        next: more && last !== undefined ? auditCursor(last.id) : null,
       };
     },
   },

@@ -1,3 +1,4 @@
+import { POSITIVE_ID_MAX } from '../common/positive-id.js';
 import type { BodyRule, Denial, ErrorId, HeaderRule, TokenRefusal, TokenRule } from './types.js';
 
 /**
@@ -62,7 +63,7 @@ export const HEADER_RULE_WORDS: { readonly [R in HeaderRule]: string } = Object.
   'header-missing': 'the request has no Authorization header, or an empty one; a partner sends Authorization: <site id>:<API key>',
   'header-malformed': 'the Authorization header is not <site id>:<API key> with exactly one colon, nor Bearer <token>',
   'site-id-invalid':
-    'the site id in the Authorization header is not a positive whole number without sign, spaces or leading zero, at most 9223372036854775807',
+    `the site id in the Authorization header is not a positive whole number without sign, spaces or leading zero, at most ${POSITIVE_ID_MAX}`,
   'api-key-invalid': 'the API key in the Authorization header is not a UUID (8-4-4-4-12 hexadecimal digits)',
 });
 

@@ -1,4 +1,4 @@
-import { canonicalPositiveId } from '../common/positive-id.js';
+import { canonicalPositiveId, POSITIVE_ID_MAX } from '../common/positive-id.js';
 import { CLIENT_ID_MAX_CHARS, isClientId } from '../common/client-id.js';
 import { parseInstant } from '../common/sunset-values.js';
 import { canonicalApiKey, maskApiKeysIn } from '../decision/api-key.js';
@@ -48,7 +48,7 @@ export function refuse(code: string, field: string | undefined, problem: string,
 }
 
 // The forms the values take, written once for the refusal and for `--help`.
-export const SITE_ID_FORM = 'a positive whole number with no sign, spaces or leading zero, at most 9223372036854775807, e.g. 1001';
+export const SITE_ID_FORM = `a positive whole number with no sign, spaces or leading zero, at most ${POSITIVE_ID_MAX}, e.g. 1001`;
 export const DATE_FORM = 'an ISO 8601 date or time with a zone';
 export const DATE_EXAMPLES = ['2027-01-31', '2027-01-31T12:00:00Z'] as const;
 // Not a UUID, so the masking of every message (maskApiKeysIn) leaves it readable, and plainly no real key.
@@ -67,7 +67,7 @@ const quote = (text: string, max = 64) => JSON.stringify(text.slice(0, max));
 
 export function siteIdOf(text: string | undefined, field = 'siteId'): SiteId {
   const siteId = canonicalSiteId(text ?? '');
-  if (siteId === undefined) throw refuse('SITE_ID_INVALID', field, `${quote(text ?? '')} is not a site id: expected a positive whole number with no sign, spaces or leading zero, at most 9223372036854775807`, '1001');
+  if (siteId === undefined) throw refuse('SITE_ID_INVALID', field, `${quote(text ?? '')} is not a site id: expected a positive whole number with no sign, spaces or leading zero, at most ${POSITIVE_ID_MAX}`, '1001');
   return siteId;
 }
 

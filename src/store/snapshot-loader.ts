@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { buildAllowlist } from '../allowlist/allowlist.js';
+import { IPV4_MAPPED } from '../allowlist/client-ip.js';
 import type { Brownout, ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import { Slices } from '../common/slices.js';
 import { withPooledClient } from './pooled-client.js';
@@ -129,7 +130,7 @@ async function buildSites(
         onUnusable({
           table: 'allowlist_entries',
           row: `${site.id} ${entry.network}/${entry.prefix}`,
-          reason: 'an IPv4-mapped network wider than ::ffff:0:0/96, which would reach beyond IPv4',
+          reason: `an IPv4-mapped network wider than ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}, which would reach beyond IPv4`,
         }),
       ),
       authMethod: siteAuthMethod(site.auth_method),

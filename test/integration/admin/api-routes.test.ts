@@ -269,6 +269,8 @@ describe('the admin API routes, as the CLI does them', () => {
       ['GET', '/api/v1/reports/migration?sites=yes', undefined, undefined, 'FLAG_INVALID', 'sites'],
       ['GET', '/api/v1/audit?action=Key', undefined, ['audit', 'list', '--action', 'Key'], 'ACTION_INVALID', 'action'],
       ['GET', '/api/v1/audit?cursor=nope', undefined, undefined, 'CURSOR_INVALID', 'cursor'],
+      // "a" and an id past PostgreSQL's bigint: refused as a cursor, never handed to the query.
+      ['GET', `/api/v1/audit?cursor=${Buffer.from('a9999999999999999999', 'latin1').toString('base64url')}`, undefined, undefined, 'CURSOR_INVALID', 'cursor'],
       ['GET', '/api/v1/sites?color=red', undefined, undefined, 'INVALID_REQUEST', 'color'],
     ];
     for (const [method, path, body, cliArgs, code, field, stdin] of cases) {
