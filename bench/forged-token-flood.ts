@@ -1,11 +1,11 @@
-import * as grpc from '@grpc/grpc-js';
 import { randomBytes } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
+import { callEnd, grpcFrame, h2session, onlyMessage, openCheckStream } from '../test/support/raw-grpc.js';
 import { decodeCheckResponse, encodeCheckRequest, tokenRequestBody } from './check-requests.js';
 
 /**
- * The thread of forgedTokenFlood (abuse-tokens.ts): `perSecond` checks a second on one HTTP/2
- * connection to serve's Check port, from `sourceAddress`, each with a Bearer token shaped like the
+ * The thread of the forged-token row (abuse-tokens.ts): `perSecond` checks a second on one HTTP/2
+ * connection to serve's Check port, by hand (raw-grpc.ts: an attacker needs no gRPC library), from `sourceAddress`, each with a Bearer token shaped like the
  * issuer's (its kid, iss, aud, client_id, a future exp): every other one signed by a key the issuer
  * does not publish (a pool cycled through), the rest new ones under 256 random bytes for a signature.
  * The CheckRequests are encoded first (POOL of them, cycled through: a refused token is not kept, so
@@ -27,7 +27,7 @@ export interface FloodData {
 
 export interface FloodReport {
   readonly sent: number;
-  /** By answer: the CheckResponse's status code, or rpc-<gRPC status>. */
+  /** By answer: the CheckResponse's status code, rpc-<gRPC status code>, or unanswered when the flood stopped. */
   readonly outcomes: Record<string, number>;
   /** Checks not sent when due because MAX_IN_FLIGHT were unanswered. */
   readonly skipped: number;
@@ -36,9 +36,8 @@ export interface FloodReport {
 const MAX_IN_FLIGHT = 4_000;
 /** Messages encoded before the flood: encoding one with Envoy's protos would cost the flood its rate. */
 const POOL = 8_192;
-const asBytes = (bytes: Buffer): Buffer => bytes;
 const data = workerData as FloodData;
-const client = new grpc.Client(`127.0.0.1:${data.port}`, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+const session = h2session(`127.0.0.1:${data.port}`);
 const outcomes: Record<string, number> = {};
 let sent = 0;
 let skipped = 0;
@@ -50,18 +49,22 @@ function forged(n: number): string {
   return `${data.header}.${payload}.${randomBytes(256).toString('base64url')}`;
 }
 
-const messages = Array.from({ length: POOL }, (_, n) => encodeCheckRequest({ authorization: `Bearer ${forged(n)}`, body: tokenRequestBody(), sourceAddress: data.sourceAddress }));
+const frames = Array.from({ length: POOL }, (_, n) => grpcFrame(encodeCheckRequest({ authorization: `Bearer ${forged(n)}`, body: tokenRequestBody(), sourceAddress: data.sourceAddress })));
+
+function outcomeOf(grpcStatus: number | undefined, response: Buffer): string {
+  if (grpcStatus !== 0) return `rpc-${grpcStatus ?? 'none'}`;
+  return String((decodeCheckResponse(onlyMessage(response)) as { status?: { code?: number } }).status?.code ?? 0);
+}
 
 function send(n: number): void {
   inFlight += 1;
-  client.makeUnaryRequest('/envoy.service.auth.v3.Authorization/Check', asBytes, asBytes, messages[n % POOL]!, { deadline: Date.now() + 10_000 }, (error, answer) => {
+  const stream = openCheckStream(session);
+  void callEnd(stream).then(({ grpcStatus, data: response }) => {
     inFlight -= 1;
-    const outcome =
-      error || answer === undefined
-        ? `rpc-${grpc.status[error?.code ?? grpc.status.UNKNOWN]}`
-        : String((decodeCheckResponse(answer) as { status?: { code?: number } }).status?.code ?? 0);
+    const outcome = outcomeOf(grpcStatus, response);
     outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
   });
+  stream.end(frames[n % POOL]);
 }
 
 function flood(): () => Promise<FloodReport> {
@@ -77,13 +80,13 @@ function flood(): () => Promise<FloodReport> {
   return async () => {
     clearInterval(timer);
     for (const deadline = performance.now() + 5_000; inFlight > 0 && performance.now() < deadline; ) await new Promise((resolveWait) => setTimeout(resolveWait, 20));
-    client.close();
-    return { sent, outcomes, skipped };
+    const report: FloodReport = { sent, outcomes: { ...outcomes, ...(inFlight > 0 && { unanswered: inFlight }) }, skipped };
+    session.destroy();
+    return report;
   };
 }
 
-client.waitForReady(Date.now() + 10_000, (error) => {
-  if (error) throw error;
+session.once('connect', () => {
   parentPort?.once('message', () => {
     const stop = flood();
     parentPort?.once('message', () => void stop().then((report) => parentPort?.postMessage(report)));
