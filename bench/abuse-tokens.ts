@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { DEFAULT_VERIFICATION_LIMITS } from '../src/token/verification-budget.js';
 import { signedToken, signingKey } from '../test/support/jwks-server.js';
-import { CHECK_GOAL_MS, checksText, sampleOf, scrape, startPacedChecks, startRssPeak, summariseChecks, tableRow, withRss, type CheckSummary, type Row } from './abuse-watch.js';
+import { CHECK_GOAL_MS, checksText, sampleOf, scrape, shareMet, startPacedChecks, startRssPeak, summariseChecks, tableRow, withRss, type Row } from './abuse-watch.js';
 import { BENCH_TOKEN_AUDIENCE, BENCH_TOKEN_ISSUER, type BenchIssuer } from './bench-issuer.js';
 import type { FloodData, FloodReport } from './forged-token-flood.js';
 import type { BenchServer } from './server-process.js';
@@ -44,8 +44,6 @@ async function readyFlood(data: FloodData): Promise<{ start(): void; stop(): Pro
     },
   };
 }
-
-const shareMet = (checks: CheckSummary) => checks.checks > 0 && checks.withinGoal >= 0.9 * checks.checks;
 
 /** Undecided (gRPC UNAVAILABLE) is what the budget answers; a CheckResponse code is a decision (16: refused, 0: allowed). */
 function outcomesText(outcomes: Record<string, number>): string {

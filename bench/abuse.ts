@@ -18,6 +18,7 @@ import {
   rowLine,
   sampleOf,
   scrape,
+  shareMet,
   startPacedChecks,
   startProbes,
   startRssPeak,
@@ -127,8 +128,6 @@ async function watched(serve: BenchServer, message: Buffer, start: () => Attack,
   const calls = await checks.stop();
   return { checks: summariseChecks(calls, from, until), probes: probed, rss: await rss.stop(), attack: described };
 }
-
-const shareMet = (checks: CheckSummary) => checks.checks > 0 && checks.withinGoal >= 0.9 * checks.checks;
 
 /** A row measured by `measure` on serve, with serve's peak RSS meanwhile added to it and to its goal. */
 async function rssWatched(serve: BenchServer, measure: () => Promise<Row>): Promise<Row> {
