@@ -77,6 +77,9 @@ export function summariseChecks(checks: readonly PacedCheck[], fromMs: number, u
   };
 }
 
+/** The goal every row with paced checks holds them to: at least 90 % allowed within CHECK_GOAL_MS. */
+export const shareMet = (checks: CheckSummary): boolean => checks.checks > 0 && checks.withinGoal >= 0.9 * checks.checks;
+
 export function checksText(summary: CheckSummary): string {
   return (
     `${summary.withinGoal} of ${summary.checks} paced checks allowed within ${CHECK_GOAL_MS} ms (${percent(summary.withinGoal, summary.checks)}), ` +

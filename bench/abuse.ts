@@ -18,6 +18,7 @@ import {
   rowLine,
   sampleOf,
   scrape,
+  shareMet,
   startPacedChecks,
   startProbes,
   startRssPeak,
@@ -29,9 +30,13 @@ import {
   type Row,
   type RssPeak,
 } from './abuse-watch.js';
+import { adminJunkTokens, adminLoris, signInFlood, startIssuedServe, type IssuedServe } from './abuse-admin.js';
+import { forgedTokens } from './abuse-tokens.js';
 import { workerReplaced } from './abuse-workers.js';
+import { BenchIssuer } from './bench-issuer.js';
+import { assertVerdict } from './verify-once.js';
 import { openBenchDatabase } from './bench-database.js';
-import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody } from './check-requests.js';
+import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody, tokenRequestBody, type BenchRequest } from './check-requests.js';
 import { seedPartnerAmongFillers } from './filler-sites.js';
 import { startServe, type BenchServer } from './server-process.js';
 import { wordsSetting } from './settings.js';
@@ -53,10 +58,19 @@ const ATTACK_MS = 10_000;
 /** Probes and checks go on after an attack: an unbounded operator port once stayed silent for 38–53 s after a flood. */
 const AFTER_MS = 3_000;
 
-/** ABUSE_ROWS=flood,workers runs only those rows (flood, loris, silent, partial, notify, addresses, labels, workers); ABUSE_KEEP_LOGS=1 keeps serve's logs. */
-const ROWS = ['flood', 'loris', 'silent', 'partial', 'notify', 'addresses', 'labels', 'workers'] as const;
-/** Where the strangers of the silent row connect from: another address than the probes', as a stranger's pod is not the kubelet. */
+/** ABUSE_ROWS=flood,workers runs only those rows (the names of ROWS); ABUSE_KEEP_LOGS=1 keeps serve's logs. */
+const ROWS = ['flood', 'loris', 'silent', 'partial', 'notify', 'addresses', 'labels', 'forged-tokens', 'admin-junk-tokens', 'admin-loris', 'sign-in-flood', 'workers'] as const;
+/** The rows measured on a serve with partner tokens and the admin port on. */
+const ISSUED_ROWS: ReadonlyArray<(typeof ROWS)[number]> = ['forged-tokens', 'admin-junk-tokens', 'admin-loris', 'sign-in-flood'];
+/** The partner's OAuth client, registered to PARTNER_SITE for the forged-token row. */
+const TOKEN_CLIENT = 'abuse-partner';
+/** Forged partner tokens a second in the forged-token row, and junk admin tokens a second (half `x1`, `x2`, …). */
+const FORGED_PER_SECOND = 3_000;
+const JUNK_PER_SECOND = 180;
+/** Where the strangers of the silent and admin rows connect from: another address than the probes' and staff's, as a stranger's pod is not the kubelet. */
 const STRANGER_ADDRESS = '127.0.0.2';
+/** The source address of the forged-token row's checks, as Envoy reports the peer: not the paced checks' BENCH_CLIENT_IP. */
+const FLOOD_ADDRESS = '203.0.113.66';
 const chosen = new Set((process.env.ABUSE_ROWS || ROWS.join(',')).split(','));
 for (const name of chosen) {
   if (!(ROWS as readonly string[]).includes(name)) {
@@ -114,8 +128,6 @@ async function watched(serve: BenchServer, message: Buffer, start: () => Attack,
   const calls = await checks.stop();
   return { checks: summariseChecks(calls, from, until), probes: probed, rss: await rss.stop(), attack: described };
 }
-
-const shareMet = (checks: CheckSummary) => checks.checks > 0 && checks.withinGoal >= 0.9 * checks.checks;
 
 /** A row measured by `measure` on serve, with serve's peak RSS meanwhile added to it and to its goal. */
 async function rssWatched(serve: BenchServer, measure: () => Promise<Row>): Promise<Row> {
@@ -212,6 +224,28 @@ try {
     await row('labels', 'stranger labels', () => rssWatched(serve, () => strangerLabels(serve, STRANGER_SITES, PARTNER_SITE)));
   } finally {
     await serve.stop();
+  }
+
+  if (ISSUED_ROWS.some((name) => chosen.has(name))) {
+    const issuer = await BenchIssuer.start();
+    // Started for the first of these rows that runs; a serve that cannot start leaves each of them "not measured" with the reason.
+    let starting: Promise<IssuedServe> | undefined;
+    const issued = () => (starting ??= startIssuedServe({ databaseUrl: database.url, workDir, nodeArguments: serveNodeArguments, issuer, siteId: PARTNER_SITE, clientId: TOKEN_CLIENT }));
+    try {
+      await row('forged-tokens', 'forged partner tokens', async () => {
+        const { serve } = await issued();
+        const token: BenchRequest = { name: 'known token', expected: 'allow', message: encodeCheckRequest({ authorization: `Bearer ${await issuer.mint(TOKEN_CLIENT)}`, body: tokenRequestBody() }) };
+        // Verified once here, as a partner's first request does: from then on a token serve knows.
+        await assertVerdict(serve.name, serve.grpcPort, token);
+        return forgedTokens(serve, issuer, TOKEN_CLIENT, { key: message, token: token.message }, { perSecond: FORGED_PER_SECOND, floodAddress: FLOOD_ADDRESS, attackMs: ATTACK_MS, afterMs: AFTER_MS });
+      });
+      await row('admin-junk-tokens', 'junk tokens at the admin port', async () => rssWatched((await issued()).serve, async () => adminJunkTokens(await issued(), STRANGER_ADDRESS, JUNK_PER_SECOND, 24)));
+      await row('admin-loris', 'slow-loris on the admin port', async () => rssWatched((await issued()).serve, async () => adminLoris(await issued(), STRANGER_ADDRESS, 300, 24)));
+      await row('sign-in-flood', 'console sign-in flood', async () => rssWatched((await issued()).serve, async () => signInFlood(await issued(), pool, STRANGER_ADDRESS, ATTACK_MS)));
+    } finally {
+      await starting?.then((started) => started.close(), () => undefined);
+      await issuer.close();
+    }
   }
 
   await row('workers', 'WORKERS=2, a worker replaced', async () => {

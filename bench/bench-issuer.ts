@@ -29,6 +29,11 @@ export class BenchIssuer {
     return { TOKEN_ISSUER: BENCH_TOKEN_ISSUER, TOKEN_AUDIENCE: BENCH_TOKEN_AUDIENCE, TOKEN_JWKS_URL: this.jwks.url };
   }
 
+  /** The kid the issuer publishes and signs with. */
+  get kid(): string {
+    return this.key.kid;
+  }
+
   /** An access token of the client, as a client-credentials grant returns it. */
   async mint(clientId: string): Promise<string> {
     const now = Math.floor(Date.now() / 1000);

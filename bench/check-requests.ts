@@ -18,6 +18,8 @@ export interface RequestCredentials {
   readonly authorization?: string;
   /** The JSON body Envoy forwards (with_request_body, pack_as_bytes: raw_body). */
   readonly body: string;
+  /** The downstream peer's address Envoy reports (CLIENT_IP_SOURCE=peer); BENCH_CLIENT_IP unless given. */
+  readonly sourceAddress?: string;
 }
 
 const upstreamCheck = upstreamCheckMethod;
@@ -45,7 +47,7 @@ export function encodeCheckRequest(credentials: RequestCredentials): Buffer {
   };
   const request = {
     attributes: {
-      source: { address: { socket_address: { address: BENCH_CLIENT_IP, port_value: 51234 } } },
+      source: { address: { socket_address: { address: credentials.sourceAddress ?? BENCH_CLIENT_IP, port_value: 51234 } } },
       destination: { address: { socket_address: { address: '10.0.0.5', port_value: 8443 } } },
       request: {
         time: { seconds: '1767225600', nanos: 123456789 },

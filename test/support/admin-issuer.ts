@@ -77,6 +77,8 @@ export interface AdminIssuer {
 }
 
 const LOOPBACK = '127.0.0.1';
+/** The kid of the provider's one signing key. */
+export const ADMIN_ISSUER_KID = 'admin-issuer-1';
 const CLIENT_ID = 'sitekey-authz-console';
 const SCOPE = 'openid email profile roles';
 const INTERACTION_PATH = /^\/interaction\/([A-Za-z0-9_-]+)$/;
@@ -132,7 +134,7 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
 
   const byAccountId = new Map<string, AdminPerson>(Object.values(ADMIN_PEOPLE).map((person) => [person.subject, person]));
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-  const signingKey = { ...(await exportJWK(privateKey)), kid: 'admin-issuer-1', alg: 'RS256', use: 'sig' };
+  const signingKey = { ...(await exportJWK(privateKey)), kid: ADMIN_ISSUER_KID, alg: 'RS256', use: 'sig' };
 
   const configuration: Configuration = {
     clients: [

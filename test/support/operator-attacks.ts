@@ -1,5 +1,7 @@
+import { Agent, get, type IncomingHttpHeaders } from 'node:http';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { Worker } from 'node:worker_threads';
+import { ADMIN_ISSUER_KID } from './admin-issuer.js';
 
 /*
  * Attacks on the operator port (METRICS_PORT) and the admin port, each as an attacker would send it, from this process:
@@ -128,5 +130,56 @@ export function silentConnectionsOnThread(url: string, perSecond: number, localA
   return {
     describe: () => described,
     stop: () => worker.postMessage('stop'),
+  };
+}
+
+/** GET on a connection of its own, as a person's browser opens one; the status, or the error's code. */
+export function getOnNewConnection(url: string, headers: IncomingHttpHeaders, timeoutMs = 10_000): Promise<number | string> {
+  return new Promise((resolveStatus) => {
+    const request = get(url, { agent: false, headers, timeout: timeoutMs }, (response) => {
+      response.resume();
+      response.on('end', () => resolveStatus(response.statusCode ?? 0));
+      response.on('error', (error: NodeJS.ErrnoException) => resolveStatus(error.code ?? error.message));
+    });
+    request.on('timeout', () => request.destroy(Object.assign(new Error('time-out'), { code: 'time-out' })));
+    request.on('error', (error: NodeJS.ErrnoException) => resolveStatus(error.code ?? error.message));
+  });
+}
+
+const base64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+/**
+ * `perSecond` requests a second from `localAddress`, each with a token never sent before, alternating
+ * made-up words (`x1`, `x2`, …) and tokens shaped like the admin provider's (its kid, iss, aud, a
+ * future exp) under a signature that is not one.
+ */
+export function newTokenFlood(url: string, issuer: { readonly issuer: string; readonly audience: string }, perSecond: number, localAddress: string): Attack {
+  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  const startedMs = performance.now();
+  const answers = new Map<number, number>();
+  let sent = 0;
+  const forged = (n: number): string => {
+    const now = Math.floor(Date.now() / 1000);
+    const header = base64url({ alg: 'RS256', typ: 'at+jwt', kid: ADMIN_ISSUER_KID });
+    const payload = base64url({ iss: issuer.issuer, aud: issuer.audience, sub: `mallory-${n}`, iat: now, exp: now + 300 });
+    return `${header}.${payload}.${Buffer.alloc(256, n % 251).toString('base64url')}`;
+  };
+  const timer = setInterval(() => {
+    const due = Math.floor(((performance.now() - startedMs) / 1000) * perSecond);
+    for (; sent < due; sent++) {
+      const token = sent % 2 === 0 ? `x${sent}` : forged(sent);
+      const request = get(url, { agent, localAddress, headers: { authorization: `Bearer ${token}` } }, (response) => {
+        answers.set(response.statusCode ?? 0, (answers.get(response.statusCode ?? 0) ?? 0) + 1);
+        response.resume();
+      });
+      request.on('error', () => undefined);
+    }
+  }, 10);
+  return {
+    describe: () => `${sent} new tokens sent; answered ${JSON.stringify(Object.fromEntries(answers))}`,
+    stop: () => {
+      clearInterval(timer);
+      agent.destroy();
+    },
   };
 }
