@@ -14,6 +14,9 @@ const EMAIL_MAX_CHARS = 320;
 const NAME_MAX_CHARS = 200;
 // Shown in a console and written to the audit trail: no control or direction characters.
 const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+$/;
+// An address alone (RFC 5322's addr-spec without quoted or commented parts): no space, bracket or
+// comment that could make it read as a name with a subject beside it.
+const ADDRESS_ALONE = /^[^\s@"(),:;<>[\]\\]+@[^\s@"(),:;<>[\]\\]+$/;
 
 /** What a person is told about a refused token (RFC 6750 §3.1 error_description: no secrets, no token). */
 const RULE_DESCRIPTIONS: Readonly<Record<Exclude<AccessTokenRule, 'type'>, string>> = {
@@ -111,7 +114,10 @@ function rolesClaimValue(payload: JWTPayload, rolesClaim: string): unknown {
 function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | undefined {
   const subject = shortText(payload.sub, SUBJECT_MAX_CHARS);
   if (subject === undefined) return undefined;
-  const email = shortText(payload['email'], EMAIL_MAX_CHARS);
+  // OpenID Connect Core §5.1: an e-mail is the person's only when email_verified is true; the
+  // provider may let anyone write any text into it otherwise.
+  const claimedEmail = payload['email_verified'] === true ? shortText(payload['email'], EMAIL_MAX_CHARS) : undefined;
+  const email = claimedEmail !== undefined && ADDRESS_ALONE.test(claimedEmail) ? claimedEmail : undefined;
   const name = shortText(payload['name'], NAME_MAX_CHARS);
   const claimed = rolesClaimValue(payload, rolesClaim);
   return {
@@ -125,7 +131,7 @@ function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | 
 
 /**
  * Verifies an admin access token from ADMIN_ISSUER with the partner tokens' rules (access-token.ts)
- * and reads the person from it: sub, email and name when present, the roles from ADMIN_ROLES_CLAIM.
+ * and reads the person from it: sub, email when verified and name when present, the roles from ADMIN_ROLES_CLAIM.
  * The one path for roles and expiry: the Bearer header, and the console's session for the token it holds.
  */
 export class AdminTokenVerifier {

@@ -23,6 +23,7 @@ const claims = (overrides: JWTPayload = {}): JWTPayload => ({
   aud: AUDIENCE,
   sub: '248289761002',
   email: 'manager@corp.example',
+  email_verified: true,
   roles: ['account-manager'],
   iat: NOW / 1000 - 60,
   exp: NOW / 1000 + 300,
@@ -169,6 +170,23 @@ describe('admin access tokens', () => {
     const outcome = await verifier.verify(await sign(claims({ email: 'a\u202eb@corp.example' })));
     assert.ok(outcome.ok);
     assert.equal(outcome.principal.email, undefined);
+  });
+
+  it('take an e-mail only when the provider verified it, and only an address alone: an unverified or dressed-up one never names the person', async () => {
+    const { verifier, sign } = await fixture();
+    const dressed = 'admin@example.test (sub a-1003)';
+    for (const [what, given] of [
+      ['unverified', { sub: 'mallory-6', email: dressed, email_verified: false }],
+      ['verified said as a string', { sub: 'mallory-6', email: 'admin@example.test', email_verified: 'true' }],
+      ['without email_verified', { sub: 'mallory-6', email: 'admin@example.test', email_verified: undefined }],
+      ['verified, but a name with a comment', { sub: 'mallory-6', email: dressed, email_verified: true }],
+      ['verified, but two addresses', { sub: 'mallory-6', email: 'admin@example.test, mallory@example.test', email_verified: true }],
+    ] as const) {
+      const outcome = await verifier.verify(await sign(claims(given)));
+      assert.ok(outcome.ok, what);
+      assert.equal(outcome.principal.subject, 'mallory-6', what);
+      assert.equal(outcome.principal.email, undefined, what);
+    }
   });
 
   it('wait for the provider keys: 401 until they are fetched', async () => {
