@@ -67,6 +67,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'ADMIN_AUDIENCE', default: 'required with ADMIN_ISSUER', meaning: "a value every admin access token's aud must contain" },
   { name: 'ADMIN_PORT', default: '9465', meaning: 'HTTP port of the admin API and console, never routed by the partner gateway' },
   { name: 'ADMIN_TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted on the admin port: at+jwt, JWT, or none for a token without typ' },
+  { name: 'ADMIN_TOKEN_MAX_AGE_SECONDS', default: '86400', meaning: 'the oldest admin token accepted, by iat, and the longest lifetime, exp - iat: beyond it, 401' },
   { name: 'ADMIN_ROLES_CLAIM', default: 'roles', meaning: 'the token claim listing viewer, account-manager or admin; a dotted path such as resource_access.sitekey-authz.roles reads a nested one' },
   { name: 'ADMIN_OIDC_CLIENT_ID', default: 'unset: the API only, no console', meaning: "the console's client id at the provider (authorization code with PKCE)" },
   { name: 'ADMIN_OIDC_CLIENT_SECRET', default: 'unset: a public client', meaning: "the console's client secret, if the provider gave it one" },
