@@ -4,9 +4,9 @@ import { NO_TOKEN_TYPE, type AdminSettings } from '../config.js';
 import { beyondMaxAge, headerRule, TOKEN_MAX_CHARS, verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
 import type { KeySource } from '../token/issuer-keys.js';
 import { setWithin } from '../common/bounded-map.js';
-import { connectionSource } from '../common/connection-roster.js';
 import { sha256 } from '../common/sha256.js';
 import { rolesOf, type AdminPrincipal, type AuthOutcome, type RequestAuthenticator } from './principal.js';
+import { requestSource } from './request-source.js';
 import { SubjectRateLimit } from './subject-rate-limit.js';
 
 const SUBJECT_MAX_CHARS = 255;
@@ -158,7 +158,7 @@ export class AdminTokenVerifier {
   }
 
   /**
-   * The person a token names, or why not. `source` is the address that sent it (connectionSource), or
+   * The person a token names, or why not. `source` is the address that sent it (requestSource), or
    * undefined for a token the console got from the provider itself, which counts in all only.
    */
   async verify(token: string, now: number = this.now(), source?: string): Promise<AuthOutcome> {
@@ -202,13 +202,17 @@ export class AdminTokenVerifier {
 
 /** `Authorization: Bearer <token>` (RFC 6750 §2.1); a request without Authorization is not this way's. */
 export class BearerAuthenticator implements RequestAuthenticator {
-  constructor(private readonly verifier: AdminTokenVerifier) {}
+  constructor(
+    private readonly verifier: AdminTokenVerifier,
+    /** ADMIN_XFF_TRUSTED_HOPS: whose budget a new token spends (requestSource). */
+    private readonly xffTrustedHops: number,
+  ) {}
 
   async authenticate(request: IncomingMessage): Promise<AuthOutcome | undefined> {
     const header = request.headers.authorization;
     if (header === undefined) return undefined;
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
     if (match === null) return { ok: false, status: 401, error: 'invalid_request', description: 'send the access token as Authorization: Bearer <token>' };
-    return this.verifier.verify(match[1] ?? '', undefined, connectionSource(request.socket?.remoteAddress));
+    return this.verifier.verify(match[1] ?? '', undefined, requestSource(request, this.xffTrustedHops));
   }
 }

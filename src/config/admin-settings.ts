@@ -1,4 +1,4 @@
-import { ConfigError, list, port, text, type Env } from './env-values.js';
+import { ConfigError, integer, list, port, text, type Env } from './env-values.js';
 import { SETTINGS } from './settings.js';
 import { DEFAULT_TOKEN_ALGORITHMS, jwksUrl, NO_TOKEN_TYPE, normalizedTokenType, tokenMaxAge, type AccessTokenRules } from './token-settings.js';
 
@@ -19,6 +19,8 @@ export interface AdminSettings extends AccessTokenRules {
   readonly oidcClientSecret: string | undefined;
   /** ADMIN_PUBLIC_URL without a trailing slash; the redirect URI is `${publicUrl}/auth/callback`. */
   readonly publicUrl: string;
+  /** ADMIN_XFF_TRUSTED_HOPS: the proxies in front that append to X-Forwarded-For, so per-address budgets count the client. */
+  readonly xffTrustedHops: number;
 }
 
 const ADMIN_PORT = 9465;
@@ -93,5 +95,6 @@ export function adminSettings(env: Env, otherPorts: { readonly grpc: number; rea
     oidcClientId,
     oidcClientSecret,
     publicUrl: publicUrl.replace(/\/+$/, ''),
+    xffTrustedHops: integer(env, 'ADMIN_XFF_TRUSTED_HOPS', 0, 0, 64),
   });
 }

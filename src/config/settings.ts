@@ -72,6 +72,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'ADMIN_OIDC_CLIENT_ID', default: 'unset: the API only, no console', meaning: "the console's client id at the provider (authorization code with PKCE)" },
   { name: 'ADMIN_OIDC_CLIENT_SECRET', default: 'unset: a public client', meaning: "the console's client secret, if the provider gave it one" },
   { name: 'ADMIN_PUBLIC_URL', default: 'http://127.0.0.1:<ADMIN_PORT>', meaning: "the console's external base URL; sign-in returns to <it>/auth/callback" },
+  { name: 'ADMIN_XFF_TRUSTED_HOPS', default: '0', meaning: 'proxies in front of the admin port that append to X-Forwarded-For: its per-address budgets count the client they name' },
   // Read by `sitekey-authz issuer` only (src/issuer/issuer-config.ts).
   { name: 'ISSUER_PORT', default: '9470', meaning: 'issuer: HTTP port of the token endpoint, registration, discovery, JWKS and /healthz' },
   { name: 'ISSUER_URL', default: 'http://127.0.0.1:<ISSUER_PORT>, for trying out', meaning: "issuer: its public issuer identifier (https origin, no path), the tokens' iss and serve's TOKEN_ISSUER" },

@@ -237,7 +237,7 @@ describe('admin access tokens', () => {
 
   it('come in the Authorization header as Bearer; a request without one is left to the next way', async () => {
     const { verifier, sign } = await fixture();
-    const bearer = new BearerAuthenticator(verifier);
+    const bearer = new BearerAuthenticator(verifier, 0);
     assert.equal(await bearer.authenticate(request()), undefined);
     assert.equal((await bearer.authenticate(request(`bearer ${await sign(claims())}`)))?.ok, true, 'the scheme is case-insensitive');
     const basic = await bearer.authenticate(request('Basic dXNlcjpwYXNz'));
