@@ -128,7 +128,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     if (principal !== undefined) seen.subject = principal.subject;
     const page = checkQuery(route, query);
     const body = checkedBody(route, await readJsonBody(request, limits.maxBodyBytes));
-    const admin = new CredentialAdmin(options.pool, principal === undefined ? 'anonymous' : auditActor(principal));
+    const admin = new CredentialAdmin(options.pool, principal === undefined ? undefined : auditActor(principal));
     const result = await route.handle({ principal, params, query, body, page, admin, config: options.config, now });
     const status = route.status ?? 200;
     sendJson(response, status, result);

@@ -1,12 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import { decodeJwt, type JWTPayload } from 'jose';
 import { NO_TOKEN_TYPE, type AdminSettings } from '../config.js';
-import { headerRule, TOKEN_MAX_CHARS, verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
+import { beyondMaxAge, headerRule, TOKEN_MAX_CHARS, verifyAccessToken, type AccessTokenRule } from '../token/access-token.js';
 import type { KeySource } from '../token/issuer-keys.js';
 import { setWithin } from '../common/bounded-map.js';
-import { connectionSource } from '../common/connection-roster.js';
 import { sha256 } from '../common/sha256.js';
 import { rolesOf, type AdminPrincipal, type AuthOutcome, type RequestAuthenticator } from './principal.js';
+import { requestSource } from './request-source.js';
 import { SubjectRateLimit } from './subject-rate-limit.js';
 
 const SUBJECT_MAX_CHARS = 255;
@@ -14,9 +14,15 @@ const EMAIL_MAX_CHARS = 320;
 const NAME_MAX_CHARS = 200;
 // Shown in a console and written to the audit trail: no control or direction characters.
 const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+$/;
+// An address alone (RFC 5322's addr-spec without quoted or commented parts): no space, bracket or
+// comment that could make it read as a name with a subject beside it.
+const ADDRESS_ALONE = /^[^\s@"(),:;<>[\]\\]+@[^\s@"(),:;<>[\]\\]+$/;
+
+/** Why an admin token is refused: the rules of every access token, and ADMIN_TOKEN_MAX_AGE_SECONDS. */
+type AdminTokenRule = AccessTokenRule | 'too-old';
 
 /** What a person is told about a refused token (RFC 6750 §3.1 error_description: no secrets, no token). */
-const RULE_DESCRIPTIONS: Readonly<Record<Exclude<AccessTokenRule, 'type'>, string>> = {
+const RULE_DESCRIPTIONS: Readonly<Record<Exclude<AdminTokenRule, 'type'>, string>> = {
   malformed: 'the access token is not a JWT',
   algorithm: 'the access token is signed with an algorithm that is not accepted',
   'unknown-key': "the access token is signed with a key the provider does not publish",
@@ -25,10 +31,11 @@ const RULE_DESCRIPTIONS: Readonly<Record<Exclude<AccessTokenRule, 'type'>, strin
   audience: 'the access token is for another audience than ADMIN_AUDIENCE',
   expired: 'the access token has expired; sign in again',
   'not-yet-valid': 'the access token is not valid yet',
+  'too-old': 'the access token was issued too long ago, or is valid for longer than ADMIN_TOKEN_MAX_AGE_SECONDS; sign in again',
   claims: 'the access token lacks a claim this API needs (sub, exp, iat)',
 };
 
-function ruleDescription(rule: AccessTokenRule, types: readonly string[]): string {
+function ruleDescription(rule: AdminTokenRule, types: readonly string[]): string {
   if (rule !== 'type') return RULE_DESCRIPTIONS[rule];
   const accepted = types.map((type) => (type === NO_TOKEN_TYPE ? 'none' : type)).join(', ');
   return `the access token is not an access token of a type ADMIN_TOKEN_TYPES accepts (typ ${accepted})`;
@@ -60,18 +67,19 @@ export const NEW_TOKEN_CHECKS = Object.freeze({
   perSource: Object.freeze({ burst: 20, perSecond: 10 }),
   all: Object.freeze({ burst: 60, perSecond: 30 }),
 });
-/** Verified tokens kept (by SHA-256, never the token) until they expire. */
+/** Verified tokens kept (by SHA-256, never the token) until they expire, which is within ADMIN_TOKEN_MAX_AGE_SECONDS of iat. */
 export const VERIFIED_ADMIN_TOKENS_MAX = 1_000;
 
 const tokenId = (token: string): string => sha256(token, 'base64url');
 
 /**
  * What the token says of itself, read without its signature, that no token of ADMIN_ISSUER for this
- * API could say: the JWS shape, alg, typ, a kid (access-token.ts's header rules), then iss, aud and
- * exp. Such a token is refused at once, before any budget is spent on it; one that passes is checked
- * in full. A kid the provider does not publish is left to the full check, which may fetch its keys again.
+ * API could say: the JWS shape, alg, typ, a kid (access-token.ts's header rules), then iss, aud, exp,
+ * and an iat and a lifetime within ADMIN_TOKEN_MAX_AGE_SECONDS. Such a token is refused at once,
+ * before any budget is spent on it; one that passes is checked in full. A kid the provider does not
+ * publish is left to the full check, which may fetch its keys again.
  */
-function unverifiedRule(token: string, settings: AdminSettings, now: number): AccessTokenRule | undefined {
+function unverifiedRule(token: string, settings: AdminSettings, now: number): AdminTokenRule | undefined {
   if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return 'malformed';
   const fromHeader = headerRule(token, settings);
   if (fromHeader !== undefined) return fromHeader;
@@ -86,6 +94,8 @@ function unverifiedRule(token: string, settings: AdminSettings, now: number): Ac
   if (!audiences.includes(settings.audience)) return 'audience';
   if (typeof payload.exp !== 'number') return 'claims';
   if (payload.exp * 1000 <= now - settings.clockSkewSeconds * 1000) return 'expired';
+  if (typeof payload.iat !== 'number') return 'claims';
+  if (beyondMaxAge(payload.iat * 1000, payload.exp * 1000, settings, now)) return 'too-old';
   return undefined;
 }
 
@@ -111,7 +121,10 @@ function rolesClaimValue(payload: JWTPayload, rolesClaim: string): unknown {
 function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | undefined {
   const subject = shortText(payload.sub, SUBJECT_MAX_CHARS);
   if (subject === undefined) return undefined;
-  const email = shortText(payload['email'], EMAIL_MAX_CHARS);
+  // OpenID Connect Core §5.1: an e-mail is the person's only when email_verified is true; the
+  // provider may let anyone write any text into it otherwise.
+  const claimedEmail = payload['email_verified'] === true ? shortText(payload['email'], EMAIL_MAX_CHARS) : undefined;
+  const email = claimedEmail !== undefined && ADDRESS_ALONE.test(claimedEmail) ? claimedEmail : undefined;
   const name = shortText(payload['name'], NAME_MAX_CHARS);
   const claimed = rolesClaimValue(payload, rolesClaim);
   return {
@@ -125,7 +138,7 @@ function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | 
 
 /**
  * Verifies an admin access token from ADMIN_ISSUER with the partner tokens' rules (access-token.ts)
- * and reads the person from it: sub, email and name when present, the roles from ADMIN_ROLES_CLAIM.
+ * and reads the person from it: sub, email when verified and name when present, the roles from ADMIN_ROLES_CLAIM.
  * The one path for roles and expiry: the Bearer header, and the console's session for the token it holds.
  */
 export class AdminTokenVerifier {
@@ -145,7 +158,7 @@ export class AdminTokenVerifier {
   }
 
   /**
-   * The person a token names, or why not. `source` is the address that sent it (connectionSource), or
+   * The person a token names, or why not. `source` is the address that sent it (requestSource), or
    * undefined for a token the console got from the provider itself, which counts in all only.
    */
   async verify(token: string, now: number = this.now(), source?: string): Promise<AuthOutcome> {
@@ -175,22 +188,31 @@ export class AdminTokenVerifier {
     const outcome = await verifyAccessToken(token, this.keys, this.settings, now, ['sub']);
     if (!outcome.valid) return invalidToken(ruleDescription(outcome.rule, this.settings.types));
     if (isIdToken(outcome.payload)) return invalidToken('this is an ID token; send an access token for ADMIN_AUDIENCE');
+    const issuedAt = (outcome.payload.iat ?? 0) * 1000;
+    const expiresAt = (outcome.payload.exp ?? 0) * 1000;
+    // unverifiedRule read the same claims unsigned; held again here on the signed ones, where the rest
+    // of the check's verdict rests. Within it, exp <= iat + ADMIN_TOKEN_MAX_AGE_SECONDS: kept no longer.
+    if (beyondMaxAge(issuedAt, expiresAt, this.settings, now)) return invalidToken(ruleDescription('too-old', this.settings.types));
     const principal = principalOf(outcome.payload, this.settings.rolesClaim);
     if (principal === undefined) return invalidToken('the access token has no usable sub claim');
-    setWithin(this.verified, id, { principal, until: ((outcome.payload.exp ?? 0) + this.settings.clockSkewSeconds) * 1000 }, VERIFIED_ADMIN_TOKENS_MAX);
+    setWithin(this.verified, id, { principal, until: expiresAt + this.settings.clockSkewSeconds * 1000 }, VERIFIED_ADMIN_TOKENS_MAX);
     return { ok: true, principal };
   }
 }
 
 /** `Authorization: Bearer <token>` (RFC 6750 §2.1); a request without Authorization is not this way's. */
 export class BearerAuthenticator implements RequestAuthenticator {
-  constructor(private readonly verifier: AdminTokenVerifier) {}
+  constructor(
+    private readonly verifier: AdminTokenVerifier,
+    /** ADMIN_XFF_TRUSTED_HOPS: whose budget a new token spends (requestSource). */
+    private readonly xffTrustedHops: number,
+  ) {}
 
   async authenticate(request: IncomingMessage): Promise<AuthOutcome | undefined> {
     const header = request.headers.authorization;
     if (header === undefined) return undefined;
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
     if (match === null) return { ok: false, status: 401, error: 'invalid_request', description: 'send the access token as Authorization: Bearer <token>' };
-    return this.verifier.verify(match[1] ?? '', undefined, connectionSource(request.socket?.remoteAddress));
+    return this.verifier.verify(match[1] ?? '', undefined, requestSource(request, this.xffTrustedHops));
   }
 }

@@ -243,12 +243,20 @@ export const DENIAL_REPORT = record({
 export const AUDIT_ENTRY = record({
   id: text,
   at: time,
-  actor: text,
+  actor: { type: 'string', description: 'who, as one text (kept for its readers): `email (sub …)`, `sub …`, or the CLI\'s name; read actorSubject and actorEmail instead' },
+  actorKind: {
+    type: 'string',
+    enum: ['admin-token', 'cli'],
+    nullable: true,
+    description: 'admin-token: a person on the admin port (the console or the API); cli: a name given to the CLI, which nobody vouches for; null: an entry from before the parts were kept apart, whose actor text is all there is',
+  },
+  actorSubject: { type: 'string', nullable: true, description: "the admin token's sub, or the CLI's --actor, SITEKEY_ACTOR or OS user" },
+  actorEmail: { type: 'string', nullable: true, description: 'the e-mail address the provider verified (email_verified); null when it did not, and for the CLI' },
   action: text,
   siteId: nullableText,
   siteName: { type: 'string', nullable: true, description: "the site's name now; null for a change of no site" },
   details: { type: 'any', description: 'as the change recorded them; newer entries hold before and after' },
-  summary: { type: 'string', description: 'the entry as a sentence: who did what to which site, before and after, when' },
+  summary: { type: 'string', description: 'the entry as a sentence: who (the verified e-mail and sub, the sub alone, `CLI user …`, or an older entry\'s text in quotes) did what to which site, before and after, when' },
 });
 
 /** Any JSON: the OpenAPI document itself. */

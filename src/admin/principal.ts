@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuditActor } from '../store/audit-actor.js';
 
 /** What a person may do on the admin port; each role includes the ones before it. */
 export type AdminRole = 'viewer' | 'account-manager' | 'admin';
@@ -9,6 +10,7 @@ export const ADMIN_ROLES: readonly AdminRole[] = ['viewer', 'account-manager', '
 /** The person behind a request, as the organisation's provider vouches for them. */
 export interface AdminPrincipal {
   readonly subject: string;
+  /** Only an address the provider says it verified (email_verified: true): anyone can write an unverified one. */
   readonly email?: string;
   readonly name?: string;
   readonly roles: ReadonlySet<AdminRole>;
@@ -46,9 +48,9 @@ export function rolesOf(claim: unknown): ReadonlySet<AdminRole> {
   return new Set(ADMIN_ROLES.filter((role) => values.includes(role)));
 }
 
-/** Who made a change, as the audit trail records it: the e-mail when the token has one, and always the subject. */
-export function auditActor(principal: AdminPrincipal): string {
-  return principal.email === undefined ? `sub ${principal.subject}` : `${principal.email} (sub ${principal.subject})`;
+/** Who made a change, as the audit trail records it: the subject, and the verified e-mail apart from it. */
+export function auditActor(principal: AdminPrincipal): AuditActor {
+  return { kind: 'admin-token', subject: principal.subject, ...(principal.email === undefined ? {} : { email: principal.email }) };
 }
 
 /** What a refused person is told of their roles; a token without the roles claim at all points at the provider's mapping. */

@@ -54,7 +54,7 @@ export async function startAdmin(
       config,
       pool,
       routes: ADMIN_ROUTES,
-      authenticators: [new BearerAuthenticator(verifier), ...(consoleParts.authenticator === undefined ? [] : [consoleParts.authenticator])],
+      authenticators: [new BearerAuthenticator(verifier, settings.xffTrustedHops), ...(consoleParts.authenticator === undefined ? [] : [consoleParts.authenticator])],
       ...(consoleParts.console === undefined ? {} : { console: consoleParts.console }),
       logger: adminLogger,
       ...(options.limits === undefined ? {} : { limits: options.limits }),

@@ -160,7 +160,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     response: AUDIT_ENTRY,
     query: {
       site: { description: 'only changes of this site', schema: { type: 'string' } },
-      actor: { description: 'only changes by this person: their email address or a part of it, case ignored', schema: { type: 'string', maxLength: 200 } },
+      actor: { description: "only changes by this person: a part of their sub or of their verified e-mail address (each apart), or of an older entry's actor text, case ignored", schema: { type: 'string', maxLength: 200 } },
       since: { description: `days back, 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS}); from replaces it`, schema: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_SINCE_DAYS } },
       from: { description: 'only changes at or after this date (midnight UTC) or date-time with a zone', schema: { type: 'string', maxLength: 40 } },
       until: { description: 'only changes before this date-time with a zone, or up to the end of this date (UTC)', schema: { type: 'string', maxLength: 40 } },

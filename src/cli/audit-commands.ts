@@ -1,18 +1,21 @@
+import { auditDeed } from '../operations/audit-sentences.js';
 import { countOf, SITE_ID_FORM } from '../operations/fields.js';
 import { AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS, auditEntries } from '../operations/report-operations.js';
+import type { AuditEntry } from '../store/audit-log.js';
 import { option, type Command } from './command.js';
-import { oneLine, shortTime, table } from './output.js';
+import { shortTime, table } from './output.js';
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 10_000;
-// Details are JSON of any size (a brownout's, a policy's): a table line shows their start.
-const MAX_DETAILS_SHOWN = 120;
 
-
-function shortDetails(details: unknown): string {
-  const json = JSON.stringify(details) ?? '';
-  if (json === '{}') return '';
-  return json.length > MAX_DETAILS_SHOWN ? `${json.slice(0, MAX_DETAILS_SHOWN - 1)}…` : json;
+/**
+ * Who, in three columns that keep the parts apart: how the change came (the admin port, the CLI, or
+ * an entry from before the parts, whose one text is shown in quotes as recorded), the subject, and
+ * the e-mail the provider verified.
+ */
+function whoColumns(entry: AuditEntry): [string, string, string] {
+  if (entry.actorKind === null || entry.actorSubject === null) return ['as recorded', `"${entry.actor}"`, '-'];
+  return [entry.actorKind === 'cli' ? 'CLI' : 'admin port', entry.actorSubject, entry.actorEmail ?? '-'];
 }
 
 /** `audit list`: who changed what and when, as the changes recorded it. */
@@ -38,9 +41,9 @@ export const AUDIT_COMMANDS: readonly Command[] = [
         auditEntries(context, { site: option(line, 'site'), since: option(line, 'since'), action: option(line, 'action'), limit }),
       );
       const scope = `${siteId === undefined ? '' : ` of site ${siteId}`}${action === undefined ? '' : ` matching ${action}`}`;
-      const rows = entries.map((entry) => [shortTime(entry.at), entry.actor, entry.action, entry.siteId ?? '-', oneLine(shortDetails(entry.details))]);
+      const rows = entries.map((entry) => [shortTime(entry.at), ...whoColumns(entry), entry.action, entry.siteId ?? '-', auditDeed(entry)]);
       const listed =
-        entries.length === 0 ? `no changes${scope} in the last ${days} day(s)` : table(['AT', 'ACTOR', 'ACTION', 'SITE', 'DETAILS'], rows);
+        entries.length === 0 ? `no changes${scope} in the last ${days} day(s)` : table(['AT', 'BY', 'SUBJECT', 'VERIFIED E-MAIL', 'ACTION', 'SITE', 'WHAT'], rows);
       return {
         text: listed,
         json: entries,

@@ -234,7 +234,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const withPool = databaseSession(config, logger);
     const withAdmin: CommandContext['withAdmin'] = (work) => {
       const actor = actorFor(named, runningAccount(config.inKubernetesPod), command.changesNothing !== true);
-      return withPool((pool) => work(new CredentialAdmin(pool, actor)));
+      return withPool((pool) => work(new CredentialAdmin(pool, { kind: 'cli', subject: actor })));
     };
     const now = Date.now();
     const withOperations: CommandContext['withOperations'] = (work) => withAdmin((admin) => work({ admin, config, now }));

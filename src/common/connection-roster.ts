@@ -1,4 +1,5 @@
 import { parseClientIp } from '../allowlist/client-ip.js';
+import { addressBucket } from './token-buckets.js';
 
 /**
  * One connection of an HTTP port, as the roster chooses among them. The order both ports use, lower
@@ -27,20 +28,11 @@ export interface RosterLimits {
   readonly maxConnectionsPerSource: number;
 }
 
-/** An IPv6 address's first 64 bits, in four groups: one network hands out a whole /64 to one host. */
-function ipv6Network(address: string): string {
-  const [head = '', tail] = address.split('::');
-  const groups = head === '' ? [] : head.split(':');
-  const rest = tail === undefined || tail === '' ? [] : tail.split(':');
-  const full = [...groups, ...Array<string>(8 - groups.length - rest.length).fill('0'), ...rest];
-  return `${full.slice(0, 4).join(':')}::/64`;
-}
-
 /** Whom a connection counts against: its IPv4 address (mapped ones too), or its IPv6 /64. */
 export function connectionSource(remoteAddress: string | undefined): string {
   const ip = parseClientIp(remoteAddress);
   if (ip === undefined) return remoteAddress ?? '';
-  return ip.family === 'ipv4' ? ip.address : ipv6Network(ip.address);
+  return addressBucket(ip.address);
 }
 
 function lowestRank<C extends RosterConnection>(connections: Iterable<C>, now: number): C | undefined {

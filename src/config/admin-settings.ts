@@ -1,11 +1,12 @@
-import { ConfigError, list, port, text, type Env } from './env-values.js';
+import { ConfigError, integer, list, port, text, type Env } from './env-values.js';
 import { SETTINGS } from './settings.js';
-import { DEFAULT_TOKEN_ALGORITHMS, jwksUrl, NO_TOKEN_TYPE, normalizedTokenType, type AccessTokenRules } from './token-settings.js';
+import { DEFAULT_TOKEN_ALGORITHMS, jwksUrl, NO_TOKEN_TYPE, normalizedTokenType, tokenMaxAge, type AccessTokenRules } from './token-settings.js';
 
 /**
  * The admin API and console on their own port, for the organisation's people; off without
  * ADMIN_ISSUER. Their tokens follow the partner tokens' rules (the default algorithms, the types of
- * ADMIN_TOKEN_TYPES, 30 s of leeway); the keys come from the issuer's discovery document.
+ * ADMIN_TOKEN_TYPES, 30 s of leeway, a maximum age of its own, ADMIN_TOKEN_MAX_AGE_SECONDS: partner
+ * tokens may be off while the admin port is on); the keys come from the issuer's discovery document.
  */
 export interface AdminSettings extends AccessTokenRules {
   /** ADMIN_PORT. */
@@ -18,6 +19,8 @@ export interface AdminSettings extends AccessTokenRules {
   readonly oidcClientSecret: string | undefined;
   /** ADMIN_PUBLIC_URL without a trailing slash; the redirect URI is `${publicUrl}/auth/callback`. */
   readonly publicUrl: string;
+  /** ADMIN_XFF_TRUSTED_HOPS: the proxies in front that append to X-Forwarded-For, so per-address budgets count the client. */
+  readonly xffTrustedHops: number;
 }
 
 const ADMIN_PORT = 9465;
@@ -86,10 +89,12 @@ export function adminSettings(env: Env, otherPorts: { readonly grpc: number; rea
     algorithms: Object.freeze(DEFAULT_TOKEN_ALGORITHMS.split(',')),
     types: Object.freeze(types),
     clockSkewSeconds: 30,
+    maxAgeSeconds: tokenMaxAge(env, 'ADMIN_TOKEN_MAX_AGE_SECONDS'),
     port: adminPort,
     rolesClaim,
     oidcClientId,
     oidcClientSecret,
     publicUrl: publicUrl.replace(/\/+$/, ''),
+    xffTrustedHops: integer(env, 'ADMIN_XFF_TRUSTED_HOPS', 0, 0, 64),
   });
 }

@@ -67,10 +67,12 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'ADMIN_AUDIENCE', default: 'required with ADMIN_ISSUER', meaning: "a value every admin access token's aud must contain" },
   { name: 'ADMIN_PORT', default: '9465', meaning: 'HTTP port of the admin API and console, never routed by the partner gateway' },
   { name: 'ADMIN_TOKEN_TYPES', default: 'at+jwt', meaning: 'typ header values accepted on the admin port: at+jwt, JWT, or none for a token without typ' },
+  { name: 'ADMIN_TOKEN_MAX_AGE_SECONDS', default: '86400', meaning: 'the oldest admin token accepted, by iat, and the longest lifetime, exp - iat: beyond it, 401' },
   { name: 'ADMIN_ROLES_CLAIM', default: 'roles', meaning: 'the token claim listing viewer, account-manager or admin; a dotted path such as resource_access.sitekey-authz.roles reads a nested one' },
   { name: 'ADMIN_OIDC_CLIENT_ID', default: 'unset: the API only, no console', meaning: "the console's client id at the provider (authorization code with PKCE)" },
   { name: 'ADMIN_OIDC_CLIENT_SECRET', default: 'unset: a public client', meaning: "the console's client secret, if the provider gave it one" },
   { name: 'ADMIN_PUBLIC_URL', default: 'http://127.0.0.1:<ADMIN_PORT>', meaning: "the console's external base URL; sign-in returns to <it>/auth/callback" },
+  { name: 'ADMIN_XFF_TRUSTED_HOPS', default: '0', meaning: 'proxies in front of the admin port that append to X-Forwarded-For: its per-address budgets count the client they name' },
   // Read by `sitekey-authz issuer` only (src/issuer/issuer-config.ts).
   { name: 'ISSUER_PORT', default: '9470', meaning: 'issuer: HTTP port of the token endpoint, registration, discovery, JWKS and /healthz' },
   { name: 'ISSUER_URL', default: 'http://127.0.0.1:<ISSUER_PORT>, for trying out', meaning: "issuer: its public issuer identifier (https origin, no path), the tokens' iss and serve's TOKEN_ISSUER" },

@@ -14,14 +14,17 @@ export interface AccessTokenRules {
   readonly types: readonly string[];
   /** Leeway for exp, nbf and iat. */
   readonly clockSkewSeconds: number;
+  /**
+   * TOKEN_MAX_AGE_SECONDS (ADMIN_TOKEN_MAX_AGE_SECONDS on the admin port): a token issued (iat) longer
+   * ago, or valid (exp - iat) for longer, is refused, and none is kept verified beyond it.
+   */
+  readonly maxAgeSeconds: number;
 }
 
 /** Token-based authentication (OAuth 2.0 client credentials, RFC 9068 JWT access tokens); off without TOKEN_ISSUER. */
 export interface TokenSettings extends AccessTokenRules {
   /** TOKEN_JWKS_URL: where the issuer publishes its signing keys; undefined: named by TOKEN_ISSUER's discovery document. */
   readonly jwksUrl: string | undefined;
-  /** TOKEN_MAX_AGE_SECONDS: a token issued (iat) longer ago, or valid (exp - iat) for longer, is refused. */
-  readonly maxAgeSeconds: number;
   /**
    * TOKEN_REGISTRATION_TOKEN, or the content of TOKEN_REGISTRATION_TOKEN_FILE: the issuer's initial
    * access token (RFC 7591 §3) for registering partners' clients; unset, `token-client create` is off.
@@ -83,6 +86,10 @@ const TOKEN_MAX_AGE_DEFAULT_SECONDS = 86_400;
 /** Thirty days: a longer bound is no bound on a leaked token. */
 const TOKEN_MAX_AGE_LIMIT_SECONDS = 2_592_000;
 
+/** TOKEN_MAX_AGE_SECONDS, or the admin port's ADMIN_TOKEN_MAX_AGE_SECONDS: one default and one range for both. */
+export const tokenMaxAge = (env: Env, name: 'TOKEN_MAX_AGE_SECONDS' | 'ADMIN_TOKEN_MAX_AGE_SECONDS'): number =>
+  integer(env, name, TOKEN_MAX_AGE_DEFAULT_SECONDS, 60, TOKEN_MAX_AGE_LIMIT_SECONDS);
+
 export function tokenSettings(env: Env): TokenSettings | undefined {
   const issuer = text(env, 'TOKEN_ISSUER');
   if (issuer === undefined) {
@@ -112,7 +119,7 @@ export function tokenSettings(env: Env): TokenSettings | undefined {
     algorithms: Object.freeze(tokenAlgorithms(env)),
     types: Object.freeze(types),
     clockSkewSeconds: integer(env, 'TOKEN_CLOCK_SKEW_SECONDS', 30, 0, 300),
-    maxAgeSeconds: integer(env, 'TOKEN_MAX_AGE_SECONDS', TOKEN_MAX_AGE_DEFAULT_SECONDS, 60, TOKEN_MAX_AGE_LIMIT_SECONDS),
+    maxAgeSeconds: tokenMaxAge(env, 'TOKEN_MAX_AGE_SECONDS'),
   };
   Object.defineProperty(settings, 'registrationToken', { value: registrationToken(env), enumerable: false });
   return Object.freeze(settings as TokenSettings);

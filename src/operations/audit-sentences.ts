@@ -1,3 +1,4 @@
+import type { RecordedActor } from '../store/audit-actor.js';
 import type { AuditEntry } from '../store/audit-log.js';
 import { instantWords } from './time-words.js';
 
@@ -107,11 +108,27 @@ function deed(entry: AuditEntry, details: Details): string {
 }
 
 /**
+ * Who made a change, in words that keep its parts apart: "alice@example.com (sub 248289761002)" for a
+ * person whose provider verified the address, "sub 248289761005" without one, "CLI user alice" for the
+ * name the CLI was given, and an entry from before the parts were kept apart as its one text in quotes.
+ */
+export function actorWords(actor: RecordedActor): string {
+  if (actor.actorKind === null || actor.actorSubject === null) return `"${actor.actor}"`;
+  if (actor.actorKind === 'cli') return `CLI user ${actor.actorSubject}`;
+  return actor.actorEmail === null ? `sub ${actor.actorSubject}` : `${actor.actorEmail} (sub ${actor.actorSubject})`;
+}
+
+/** What the entry did, without who and when: "disabled site 1002 (Bravo Bikes) (from enabled to disabled)". */
+export function auditDeed(entry: AuditEntry): string {
+  return deed(entry, detailsOf(entry));
+}
+
+/**
  * An audit entry as a sentence: who did what to which site, with the before and after of what
- * changed where the entry recorded them, and when. "alice@example.com switched site 1001 (Acme)
+ * changed where the entry recorded them, and when. "alice@example.com (sub 2482) switched site 1001 (Acme)
  * from API keys and tokens to tokens only — 29 Nov 2026 10:14 UTC". Old entries without a before
  * read as sentences too, without it.
  */
 export function auditSentence(entry: AuditEntry): string {
-  return `${entry.actor} ${deed(entry, detailsOf(entry))} — ${instantWords(entry.at)}`;
+  return `${actorWords(entry)} ${auditDeed(entry)} — ${instantWords(entry.at)}`;
 }

@@ -1,6 +1,7 @@
 import { tokenRuleDescription } from '../decision/error-catalogue.js';
 import type { TokenRule } from '../decision/types.js';
 import type { AuditMention, ClientStanding, SiteStanding } from '../store/refusal-facts.js';
+import { actorWords } from './audit-sentences.js';
 import { instantWords } from './time-words.js';
 
 /** Where the trail records the change that caused a refusal: the audit trail filtered by action and site. */
@@ -49,8 +50,8 @@ const OVERFLOW_ADDRESS = 'other';
 const UNREADABLE_ADDRESS = 'unknown';
 const ALLOWLIST_QUOTED = 5;
 
-const by = (change: AuditMention | undefined): string => (change === undefined ? '' : ` on ${instantWords(change.at)} by ${change.actor}`);
-const since = (change: AuditMention | undefined): string => (change === undefined ? '' : ` since ${instantWords(change.at)} (switched by ${change.actor})`);
+const by = (change: AuditMention | undefined): string => (change === undefined ? '' : ` on ${instantWords(change.at)} by ${actorWords(change)}`);
+const since = (change: AuditMention | undefined): string => (change === undefined ? '' : ` since ${instantWords(change.at)} (switched by ${actorWords(change)})`);
 const siteNamed = (site: SiteStanding): string => `site ${site.siteId}${site.name === '' ? '' : ` (${site.name})`}`;
 const pointer = (action: string, siteId: string | null): AuditPointer => ({ action, siteId });
 

@@ -2,6 +2,7 @@ import { UNDEFINED_TABLE } from './database.js';
 import { withPooledClient } from './pooled-client.js';
 import type pg from 'pg';
 import type { ClientId, SiteId } from '../decision/types.js';
+import { ACTOR_COLUMNS, actorValues, type AuditActor } from './audit-actor.js';
 
 /** Why an administrative change was refused; the message says in words what to do instead. */
 export type AdminErrorCode =
@@ -112,8 +113,8 @@ function schemaHint(error: unknown): unknown {
 export class AdminTransactions {
   constructor(
     private readonly pool: pg.Pool,
-    /** Who makes the changes: the OS user or --actor. */
-    private readonly actor: string,
+    /** Who makes the changes; undefined for a request of no one, which may read but never change. */
+    private readonly actor: AuditActor | undefined,
   ) {}
 
   async read<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
@@ -139,8 +140,9 @@ export class AdminTransactions {
   }
 
   async audit(sql: pg.ClientBase, action: string, siteId: SiteId | null, details: Record<string, unknown>): Promise<void> {
-    await sql.query('INSERT INTO audit_log (actor, action, site_id, details) VALUES ($1, $2, $3, $4)', [
-      this.actor,
+    if (this.actor === undefined) throw new Error(`${action} was asked by no one, and is not made: a change needs an actor for the audit trail`);
+    await sql.query(`INSERT INTO audit_log (${ACTOR_COLUMNS}, action, site_id, details) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+      ...actorValues(this.actor),
       action,
       siteId,
       JSON.stringify(details),

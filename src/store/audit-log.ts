@@ -1,12 +1,12 @@
 import type { SiteId } from '../decision/types.js';
 import type { AdminTransactions } from './admin-transactions.js';
+import { recordedActor, recordedActorColumns, type RecordedActor, type RecordedActorRow } from './audit-actor.js';
 import { instantText, type StoredTimestamp } from './timestamps.js';
 
-/** One administrative change: who, what, when, on which site, and its details as recorded. */
-export interface AuditEntry {
+/** One administrative change: who (each part apart), what, when, on which site, and its details as recorded. */
+export interface AuditEntry extends RecordedActor {
   readonly id: string;
   readonly at: string;
-  readonly actor: string;
   readonly action: string;
   readonly siteId: SiteId | null;
   /** The site's name now; null for a change of no site, or of a site that is gone. */
@@ -22,7 +22,10 @@ export interface AuditQuery {
   readonly siteId: SiteId | undefined;
   /** An action (key.revoke), or a group of them (key). */
   readonly action: string | undefined;
-  /** Only changes by this person: the actor as recorded, or a part of it (an email address), case ignored. */
+  /**
+   * Only changes by this person, case ignored: a part of the subject or of the verified e-mail, each
+   * apart (so no text that spans both matches), or of an older entry's one text.
+   */
   readonly actor?: string;
   readonly limit: number;
   /** Only entries older than this one (its id): where the previous page ended. */
@@ -39,13 +42,13 @@ export class AuditLog {
   /** At most `limit` entries, newest first; `more` says whether older ones matched too. */
   async list(query: AuditQuery): Promise<{ readonly entries: AuditEntry[]; readonly more: boolean }> {
     return this.transactions.read(async (sql) => {
-      const { rows } = await sql.query<{ id: string; at: StoredTimestamp; actor: string; action: string; site_id: string | null; site_name: string | null; details: unknown }>(
-        `SELECT a.id::text, a.at, a.actor, a.action, a.site_id::text, s.name AS site_name, a.details FROM audit_log a LEFT JOIN sites s ON s.id = a.site_id
+      const { rows } = await sql.query<RecordedActorRow & { id: string; at: StoredTimestamp; action: string; site_id: string | null; site_name: string | null; details: unknown }>(
+        `SELECT a.id::text, a.at, ${recordedActorColumns('a')}, a.action, a.site_id::text, s.name AS site_name, a.details FROM audit_log a LEFT JOIN sites s ON s.id = a.site_id
           WHERE a.at >= $1 AND ($2::bigint IS NULL OR a.site_id = $2)
             AND ($3::text IS NULL OR a.action = $3 OR starts_with(a.action, $3 || '.'))
             AND ($5::bigint IS NULL OR (a.at, a.id) < (SELECT b.at, b.id FROM audit_log b WHERE b.id = $5))
             AND ($6::timestamptz IS NULL OR a.at < $6)
-            AND ($7::text IS NULL OR a.actor ILIKE $7)
+            AND ($7::text IS NULL OR CASE WHEN a.actor_kind IS NULL THEN a.actor ILIKE $7 ELSE a.actor_subject ILIKE $7 OR a.actor_email ILIKE $7 END)
           ORDER BY a.at DESC, a.id DESC LIMIT $4`,
         [
           query.since,
@@ -60,7 +63,7 @@ export class AuditLog {
       const entries = rows.slice(0, query.limit).map((row) => ({
         id: row.id,
         at: instantText(row.at),
-        actor: row.actor,
+        ...recordedActor(row),
         action: row.action,
         siteId: row.site_id,
         siteName: row.site_name,

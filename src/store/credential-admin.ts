@@ -11,6 +11,7 @@ import { SunsetReports } from './sunset-reports.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import { TokenAdmin } from './token-admin.js';
 import { UsageImpact } from './usage-impact.js';
+import type { AuditActor } from './audit-actor.js';
 
 export { AdminError, adminErrorText, type AdminErrorCode } from './admin-transactions.js';
 import { AdminError, siteNotFound } from './admin-transactions.js';
@@ -61,8 +62,8 @@ export class CredentialAdmin {
 
   constructor(
     pool: pg.Pool,
-    /** Who makes the changes: the OS user or --actor. */
-    actor: string,
+    /** Who makes the changes; undefined for a request of no one, which may read but never change. */
+    actor: AuditActor | undefined,
   ) {
     this.transactions = new AdminTransactions(pool, actor);
     this.sunset = new SunsetAdmin(this.transactions);

@@ -1,15 +1,15 @@
 import type { ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import { maskApiKey } from '../decision/api-key.js';
 import type { AdminTransactions } from './admin-transactions.js';
+import { recordedActor, recordedActorColumns, type RecordedActor, type RecordedActorRow } from './audit-actor.js';
 import { NO_SITE } from './token-refusal-recorder.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import type pg from 'pg';
 
 /** An audit entry named as the cause of a refusal: who did it and when. */
-export interface AuditMention {
+export interface AuditMention extends RecordedActor {
   readonly id: string;
   readonly at: string;
-  readonly actor: string;
   readonly action: string;
 }
 
@@ -73,8 +73,8 @@ export interface TokenRefusalRow {
 const ENDED_KEYS_SHOWN = 5;
 const ALLOWLIST_SHOWN = 20;
 
-type MentionRow = { id: string; at: StoredTimestamp; actor: string; action: string };
-const mention = (row: MentionRow): AuditMention => ({ id: row.id, at: instantText(row.at), actor: row.actor, action: row.action });
+type MentionRow = RecordedActorRow & { id: string; at: StoredTimestamp; action: string };
+const mention = (row: MentionRow): AuditMention => ({ id: row.id, at: instantText(row.at), ...recordedActor(row), action: row.action });
 
 /** The reads behind the blocked-partner report. */
 export class RefusalFacts {
@@ -121,7 +121,7 @@ export class RefusalFacts {
     return this.transactions.read(async (sql) => {
       const registered = await sql.query<{ site_id: string }>('SELECT site_id::text FROM token_clients WHERE client_id = $1', [clientId]);
       const removed = await sql.query<MentionRow & { site_id: string | null }>(
-        `SELECT id::text, at, actor, action, site_id::text FROM audit_log
+        `SELECT a.id::text, a.at, ${recordedActorColumns('a')}, a.action, a.site_id::text FROM audit_log a
           WHERE action = 'token-client.remove' AND details->>'clientId' = $1 ORDER BY at DESC, id DESC LIMIT 1`,
         [clientId],
       );
@@ -166,7 +166,7 @@ export class RefusalFacts {
 
 async function latestChanges(sql: pg.ClientBase, siteId: SiteId): Promise<Record<string, AuditMention>> {
   const { rows } = await sql.query<MentionRow>(
-    `SELECT DISTINCT ON (action) id::text, at, actor, action FROM audit_log WHERE site_id = $1 ORDER BY action, at DESC, id DESC`,
+    `SELECT DISTINCT ON (action) a.id::text, a.at, ${recordedActorColumns('a')}, a.action FROM audit_log a WHERE site_id = $1 ORDER BY action, at DESC, id DESC`,
     [siteId],
   );
   return Object.fromEntries(rows.map((row) => [row.action, mention(row)]));
@@ -180,11 +180,14 @@ async function endedKeys(sql: pg.ClientBase, siteId: SiteId): Promise<EndedKey[]
     expires_at: StoredTimestamp | null;
     audit_id: string | null;
     audit_at: StoredTimestamp | null;
-    audit_actor: string | null;
+    actor: string | null;
+    actor_kind: string | null;
+    actor_subject: string | null;
+    actor_email: string | null;
   }>(
-    `SELECT k.id::text, k.last_five, k.revoked_at, k.expires_at, r.id::text AS audit_id, r.at AS audit_at, r.actor AS audit_actor
+    `SELECT k.id::text, k.last_five, k.revoked_at, k.expires_at, r.id::text AS audit_id, r.at AS audit_at, ${recordedActorColumns('r')}
        FROM api_keys k
-       LEFT JOIN LATERAL (SELECT id, at, actor FROM audit_log
+       LEFT JOIN LATERAL (SELECT id, at, actor, actor_kind, actor_subject, actor_email FROM audit_log
                            WHERE site_id = k.site_id AND action = 'key.revoke' AND details->>'keyId' = k.id::text
                            ORDER BY at DESC LIMIT 1) r ON k.revoked_at IS NOT NULL
       WHERE k.site_id = $1 AND (k.revoked_at IS NOT NULL OR k.expires_at <= now())
@@ -197,7 +200,9 @@ async function endedKeys(sql: pg.ClientBase, siteId: SiteId): Promise<EndedKey[]
     revokedAt: optionalInstantText(row.revoked_at),
     expiresAt: optionalInstantText(row.expires_at),
     revocation:
-      row.audit_id === null || row.audit_at === null ? undefined : { id: row.audit_id, at: instantText(row.audit_at), actor: row.audit_actor ?? '', action: 'key.revoke' },
+      row.audit_id === null || row.audit_at === null
+        ? undefined
+        : { id: row.audit_id, at: instantText(row.audit_at), ...recordedActor({ ...row, actor: row.actor ?? '' }), action: 'key.revoke' },
   }));
 }
 

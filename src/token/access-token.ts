@@ -13,6 +13,17 @@ export type AccessTokenOutcome = { readonly valid: true; readonly payload: JWTPa
 
 const refuse = (rule: AccessTokenRule): AccessTokenOutcome => ({ valid: false, rule });
 
+/**
+ * Whether a token is older, or lives longer, than the rules' maximum age: by iat (within the clock
+ * skew), and by exp - iat. An exp of 1e400 reads as Infinity, and a token issued years ago with an
+ * exp ahead would otherwise count for as long as exp says. A token within the bound has
+ * exp <= iat + bound, so none is kept verified beyond it either. Instants in epoch ms.
+ */
+export function beyondMaxAge(issuedAt: number, expiresAt: number, rules: AccessTokenRules, now: number): boolean {
+  const bound = rules.maxAgeSeconds * 1000;
+  return !(expiresAt - issuedAt <= bound) || !(now - issuedAt <= bound + rules.clockSkewSeconds * 1000);
+}
+
 /** What jose's error codes say, as the rule a caller can act on. */
 function ruleOfJoseError(error: unknown): AccessTokenRule {
   if (!(error instanceof errors.JOSEError)) throw error;

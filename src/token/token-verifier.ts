@@ -3,7 +3,7 @@ import { setWithin } from '../common/bounded-map.js';
 import { sha256 } from '../common/sha256.js';
 import type { TokenSettings } from '../config.js';
 import type { AccessTokenClaims, TokenClaimant, TokenVerdict, Undecided } from '../decision/types.js';
-import { TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
+import { beyondMaxAge, TOKEN_MAX_CHARS, verifyAccessToken } from './access-token.js';
 import type { KeySource } from './issuer-keys.js';
 import { VerificationBudget } from './verification-budget.js';
 import { CLIENT_ID_MAX_CHARS } from '../common/client-id.js';
@@ -55,17 +55,6 @@ function claimantOf(token: string, rule: Refusal['rule']): TokenClaimant | undef
   }
   if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId)) return undefined;
   return { clientId, signed: RULES_AFTER_SIGNATURE.has(rule) };
-}
-
-/**
- * Whether the token is older, or lives longer, than TOKEN_MAX_AGE_SECONDS: by iat (within the clock
- * skew), and by exp - iat. An exp of 1e400 reads as Infinity, and a token issued years ago with an
- * exp ahead would otherwise count for as long as exp says. A token within the bound has
- * exp <= iat + bound, so none is kept verified beyond it either.
- */
-function isTooOld(claims: AccessTokenClaims, settings: TokenSettings, now: number): boolean {
-  const bound = settings.maxAgeSeconds * 1000;
-  return !(claims.expiresAt - claims.issuedAt <= bound) || !(now - claims.issuedAt <= bound + settings.clockSkewSeconds * 1000);
 }
 
 function claimsOf(payload: JWTPayload): AccessTokenClaims | undefined {
@@ -179,7 +168,7 @@ export class TokenVerifier {
     if (!outcome.valid) return this.refused(outcome.rule, token);
     const claims = claimsOf(outcome.payload);
     if (claims === undefined) return this.refused('claims', token);
-    return isTooOld(claims, this.settings, now) ? this.refused('too-old', token) : { valid: true, claims };
+    return beyondMaxAge(claims.issuedAt, claims.expiresAt, this.settings, now) ? this.refused('too-old', token) : { valid: true, claims };
   }
 }
 

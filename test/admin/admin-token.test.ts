@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import { createLocalJWKSet, type JWTPayload } from 'jose';
+import { CompactSign, createLocalJWKSet, type JWTPayload } from 'jose';
 import { AdminTokenVerifier, BearerAuthenticator, NEW_TOKEN_CHECKS } from '../../src/admin/admin-token.js';
 import { rolesHeld } from '../../src/admin/principal.js';
 import { loadConfig, type AdminSettings } from '../../src/config.js';
@@ -23,6 +23,7 @@ const claims = (overrides: JWTPayload = {}): JWTPayload => ({
   aud: AUDIENCE,
   sub: '248289761002',
   email: 'manager@corp.example',
+  email_verified: true,
   roles: ['account-manager'],
   iat: NOW / 1000 - 60,
   exp: NOW / 1000 + 300,
@@ -171,6 +172,62 @@ describe('admin access tokens', () => {
     assert.equal(outcome.principal.email, undefined);
   });
 
+  it('take an e-mail only when the provider verified it, and only an address alone: an unverified or dressed-up one never names the person', async () => {
+    const { verifier, sign } = await fixture();
+    const dressed = 'admin@example.test (sub a-1003)';
+    for (const [what, given] of [
+      ['unverified', { sub: 'mallory-6', email: dressed, email_verified: false }],
+      ['verified said as a string', { sub: 'mallory-6', email: 'admin@example.test', email_verified: 'true' }],
+      ['without email_verified', { sub: 'mallory-6', email: 'admin@example.test', email_verified: undefined }],
+      ['verified, but a name with a comment', { sub: 'mallory-6', email: dressed, email_verified: true }],
+      ['verified, but two addresses', { sub: 'mallory-6', email: 'admin@example.test, mallory@example.test', email_verified: true }],
+    ] as const) {
+      const outcome = await verifier.verify(await sign(claims(given)));
+      assert.ok(outcome.ok, what);
+      assert.equal(outcome.principal.subject, 'mallory-6', what);
+      assert.equal(outcome.principal.email, undefined, what);
+    }
+  });
+
+  it('refuse a token issued longer ago than ADMIN_TOKEN_MAX_AGE_SECONDS (a day), or valid for longer, at no cost, and keep none beyond it', async () => {
+    const DAY = 86_400;
+    const NOW_S = NOW / 1000;
+    let keyLookups = 0;
+    let now = NOW;
+    const key = await signingKey('admin-1');
+    const jwks = createLocalJWKSet({ keys: [key.publicJwk] });
+    const keys: KeySource = { loaded: true, getKey: (...args) => (keyLookups++, jwks(...args)) };
+    const verifier = new AdminTokenVerifier(settings(), keys, () => now);
+    const TOO_OLD = 'the access token was issued too long ago, or is valid for longer than ADMIN_TOKEN_MAX_AGE_SECONDS; sign in again';
+    // JSON has no bound on a number: 1e400 reads as Infinity, which jose takes for a time.
+    const payload = JSON.stringify(claims()).replace(/"exp":\d+/, '"exp":1e400');
+    const neverExpiring = await new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: 'admin-1' }).sign(key.privateKey);
+    for (const [what, token] of [
+      ['exp 1e400', neverExpiring],
+      ['issued years ago, valid still', await signedToken(key, claims({ iat: NOW_S - 3 * 365 * DAY, exp: NOW_S + 300 }))],
+      ['valid for two days', await signedToken(key, claims({ iat: NOW_S - 60, exp: NOW_S + 2 * DAY }))],
+      ['without iat', await signedToken(key, claims({ iat: undefined }))],
+    ] as const) {
+      const outcome = await verifier.verify(token, now, '203.0.113.9');
+      assert.equal(outcome.ok, false, what);
+      assert.equal(!outcome.ok && outcome.status, 401, what);
+      if (what !== 'without iat') assert.equal(!outcome.ok && outcome.description, TOO_OLD, what);
+    }
+    assert.equal(keyLookups, 0, 'refused before any signature check');
+
+    // Within the bound a token is kept until its exp, which is within the bound of its iat: never past it.
+    const day = await signedToken(key, claims({ iat: NOW_S - 60, exp: NOW_S - 60 + DAY }));
+    assert.equal((await verifier.verify(day, now, '203.0.113.9')).ok, true);
+    now = NOW + DAY * 1000;
+    assert.equal((await verifier.verify(day, now, '203.0.113.9')).ok, false, 'not kept past its iat and the maximum age');
+    now = NOW;
+    const short = new AdminTokenVerifier(settings({ ADMIN_TOKEN_MAX_AGE_SECONDS: '600' }), keys, () => now);
+    assert.equal((await short.verify(await signedToken(key, claims({ iat: NOW_S - 60, exp: NOW_S + 500 })))).ok, true);
+    const beyond = await short.verify(await signedToken(key, claims({ iat: NOW_S - 60, exp: NOW_S + 600 })));
+    assert.equal(!beyond.ok && beyond.description, TOO_OLD);
+    assert.throws(() => settings({ ADMIN_TOKEN_MAX_AGE_SECONDS: '0' }), /ADMIN_TOKEN_MAX_AGE_SECONDS/);
+  });
+
   it('wait for the provider keys: 401 until they are fetched', async () => {
     const { sign } = await fixture();
     const unloaded = new AdminTokenVerifier(settings(), { loaded: false, getKey: createLocalJWKSet({ keys: [] }) }, () => NOW);
@@ -180,7 +237,7 @@ describe('admin access tokens', () => {
 
   it('come in the Authorization header as Bearer; a request without one is left to the next way', async () => {
     const { verifier, sign } = await fixture();
-    const bearer = new BearerAuthenticator(verifier);
+    const bearer = new BearerAuthenticator(verifier, 0);
     assert.equal(await bearer.authenticate(request()), undefined);
     assert.equal((await bearer.authenticate(request(`bearer ${await sign(claims())}`)))?.ok, true, 'the scheme is case-insensitive');
     const basic = await bearer.authenticate(request('Basic dXNlcjpwYXNz'));

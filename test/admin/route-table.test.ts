@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { ADMIN_ROUTES, OPENAPI_PATH } from '../../src/admin/admin-routes.js';
 import { ApiError } from '../../src/admin/api-error.js';
 import { openApiDocument, operationId } from '../../src/admin/openapi.js';
+import { actorText } from '../../src/store/audit-actor.js';
 import { ADMIN_ROLES, auditActor, hasRole, rolesOf, type AdminPrincipal, type AdminRole } from '../../src/admin/principal.js';
 import { KEY } from '../../src/admin/api-schemas.js';
 import { checkedBody, checkQuery, matchRoute, paginate, schemaProblem, type AdminRoute } from '../../src/admin/route-table.js';
@@ -135,9 +136,11 @@ describe('roles', () => {
     assert.deepEqual(ADMIN_ROLES, ['viewer', 'account-manager', 'admin']);
   });
 
-  it('name the person in the audit trail by e-mail and subject', () => {
-    assert.equal(auditActor({ subject: '248289761001', email: 'alice@example.test', roles: new Set() }), 'alice@example.test (sub 248289761001)');
-    assert.equal(auditActor({ subject: '248289761001', roles: new Set() }), 'sub 248289761001');
+  it('name the person in the audit trail by subject, and the verified e-mail apart from it', () => {
+    assert.deepEqual(auditActor({ subject: '248289761001', email: 'alice@example.test', roles: new Set() }), { kind: 'admin-token', subject: '248289761001', email: 'alice@example.test' });
+    assert.deepEqual(auditActor({ subject: '248289761001', roles: new Set() }), { kind: 'admin-token', subject: '248289761001' });
+    assert.equal(actorText(auditActor({ subject: '248289761001', email: 'alice@example.test', roles: new Set() })), 'alice@example.test (sub 248289761001)');
+    assert.equal(actorText(auditActor({ subject: '248289761001', roles: new Set() })), 'sub 248289761001');
   });
 });
 

@@ -55,7 +55,7 @@ describe('audit list', () => {
     );
     assert.doesNotMatch(JSON.stringify(all), /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/, 'no full key in the trail');
     const shown = await cli('audit', 'list');
-    assert.match(shown.stdout, /^AT +ACTOR +ACTION +SITE +DETAILS\n.*carol +sunset\.set +- +\{"policy"/);
+    assert.match(shown.stdout, /^AT +BY +SUBJECT +VERIFIED E-MAIL +ACTION +SITE +WHAT\n.* CLI +carol +- +sunset\.set +- +changed the API-key sunset from .+ to .+, enforced, no migration guide\n/);
   });
 
   it('filters by site, action or group, and bounds the output', async () => {
@@ -74,7 +74,7 @@ describe('audit list', () => {
     await sql.end();
     assert.equal((await entries('--since', '7')).some((entry) => entry.action === 'site.enable'), false);
     const older = await cli('audit', 'list', '--since', '11', '--action', 'site.enable');
-    assert.match(older.stdout, /dave\\u001b\[2J +site\.enable +1002/);
+    assert.match(older.stdout, /as recorded +"dave\\u001b\[2J" +- +site\.enable +1002/);
   });
 
   it('says what to type for a bad option', async () => {

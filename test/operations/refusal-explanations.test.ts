@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { explainRefusal, siteStandingNotes, type CountedRefusal, type RefusalContext } from '../../src/operations/refusal-explanations.js';
 import type { SiteStanding } from '../../src/store/refusal-facts.js';
 
-const ALICE = { id: '41', at: '2026-11-28T09:30:00.000Z', actor: 'alice@example.com' };
+const ALICE = { id: '41', at: '2026-11-28T09:30:00.000Z', actor: 'alice@example.com', actorKind: 'cli', actorSubject: 'alice@example.com', actorEmail: null } as const;
 const site: SiteStanding = {
   siteId: '1001',
   name: 'Acme',
@@ -48,14 +48,14 @@ describe('explainRefusal: why a partner was refused, what next, and the change b
 
   it('103: an address removed from the allowlist names who removed addresses and when', () => {
     const words = explainRefusal(refusal({}), context({ latest: { 'ip.revoke': { ...ALICE, action: 'ip.revoke' } } }));
-    assert.match(words.reason, /addresses were last removed on 28 Nov 2026 09:30 UTC by alice@example\.com$/);
+    assert.match(words.reason, /addresses were last removed on 28 Nov 2026 09:30 UTC by CLI user alice@example\.com$/);
     assert.deepEqual(words.audit, { action: 'ip.revoke', siteId: '1001' });
   });
 
   it('102: the key revoked, when and by whom, and to issue a new key', () => {
     const endedKeys = [{ keyId: '7', maskedKey: '*****abcde', revokedAt: ALICE.at, expiresAt: null, revocation: { ...ALICE, action: 'key.revoke' } }];
     const words = explainRefusal(refusal({ errorId: 102 }), context({ endedKeys }));
-    assert.match(words.reason, /key 7 \(\*\*\*\*\*abcde\) was revoked on 28 Nov 2026 09:30 UTC by alice@example\.com/);
+    assert.match(words.reason, /key 7 \(\*\*\*\*\*abcde\) was revoked on 28 Nov 2026 09:30 UTC by CLI user alice@example\.com/);
     assert.match(words.nextStep, /issue them a new key/);
     assert.deepEqual(words.audit, { action: 'key.revoke', siteId: '1001' });
     assert.match(explainRefusal(refusal({ errorId: 102 }), context()).reason, /no key of site 1001 \(Acme\): a typo/);
@@ -63,10 +63,10 @@ describe('explainRefusal: why a partner was refused, what next, and the change b
 
   it('101 and 105: a disabled site, a site on tokens only, a brownout, the sunset', () => {
     const disabled = explainRefusal(refusal({ errorId: 101 }), context({ enabled: false, latest: { 'site.disable': { ...ALICE, action: 'site.disable' } } }));
-    assert.equal(disabled.reason, 'site 1001 (Acme) was disabled on 28 Nov 2026 09:30 UTC by alice@example.com: every request of it is refused (101)');
+    assert.equal(disabled.reason, 'site 1001 (Acme) was disabled on 28 Nov 2026 09:30 UTC by CLI user alice@example.com: every request of it is refused (101)');
     assert.deepEqual(disabled.audit, { action: 'site.disable', siteId: '1001' });
     const tokensOnly = explainRefusal(refusal({ errorId: 105 }), context({ authMethod: 'tokens', latest: { 'site.auth': { ...ALICE, action: 'site.auth' } } }));
-    assert.match(tokensOnly.reason, /accepts access tokens only since 28 Nov 2026 09:30 UTC \(switched by alice@example\.com\)/);
+    assert.match(tokensOnly.reason, /accepts access tokens only since 28 Nov 2026 09:30 UTC \(switched by CLI user alice@example\.com\)/);
     assert.deepEqual(tokensOnly.audit, { action: 'site.auth', siteId: '1001' });
     const brownouts = [{ brownoutId: '3', from: '2026-11-29T09:00:00.000Z', until: '2026-11-29T11:00:00.000Z', dryRun: false }];
     const brownout = explainRefusal(refusal({ errorId: 105 }), context({ brownouts }));
@@ -90,7 +90,7 @@ describe('explainRefusal: why a partner was refused, what next, and the change b
   it('107: the client registered nowhere, who removed it, and to register it', () => {
     const removal = { ...ALICE, action: 'token-client.remove', siteId: '1001' };
     const words = explainRefusal(refusal({ errorId: 107, siteId: null, clientIp: null, clientId: 'acme-old', signed: true }), context({}, { site: undefined, client: { clientId: 'acme-old', siteId: null, removal } }));
-    assert.equal(words.reason, 'client acme-old is not registered for any site: it was removed from site 1001 on 28 Nov 2026 09:30 UTC by alice@example.com');
+    assert.equal(words.reason, 'client acme-old is not registered for any site: it was removed from site 1001 on 28 Nov 2026 09:30 UTC by CLI user alice@example.com');
     assert.match(words.nextStep, /register it for their site/);
     assert.deepEqual(words.audit, { action: 'token-client.remove', siteId: '1001' });
   });

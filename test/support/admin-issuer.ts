@@ -20,6 +20,8 @@ export interface AdminPerson {
   readonly subject: string;
   readonly name: string;
   readonly roles: readonly string[];
+  /** The provider's email_verified for this person: true unless said otherwise. */
+  readonly emailVerified?: boolean;
 }
 
 export const ADMIN_PEOPLE = {
@@ -52,6 +54,8 @@ export interface AdminIssuerOptions {
   readonly accessTokenType?: string | null;
   /** 0 (the default) lets the system pick a free port; the local provider for trying it fixes one. */
   readonly port?: number;
+  /** People besides ADMIN_PEOPLE who may sign in (tokenFor takes them as they are), e.g. one whose e-mail is not verified. */
+  readonly people?: readonly AdminPerson[];
 }
 
 export interface AdminIssuer {
@@ -132,7 +136,8 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
   });
   const issuer = `http://${LOOPBACK}:${(server.address() as AddressInfo).port}`;
 
-  const byAccountId = new Map<string, AdminPerson>(Object.values(ADMIN_PEOPLE).map((person) => [person.subject, person]));
+  const people: readonly AdminPerson[] = [...Object.values(ADMIN_PEOPLE), ...(options.people ?? [])];
+  const byAccountId = new Map<string, AdminPerson>(people.map((person) => [person.subject, person]));
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const signingKey = { ...(await exportJWK(privateKey)), kid: ADMIN_ISSUER_KID, alg: 'RS256', use: 'sig' };
 
@@ -162,12 +167,12 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
       if (person === undefined) return undefined;
       return {
         accountId: id,
-        claims: () => ({ sub: id, email: person.email, email_verified: true, name: person.name, [rolesClaim]: [...person.roles] }),
+        claims: () => ({ sub: id, email: person.email, email_verified: person.emailVerified ?? true, name: person.name, [rolesClaim]: [...person.roles] }),
       };
     },
     extraTokenClaims: (_ctx, token) => {
       const person = 'accountId' in token && typeof token.accountId === 'string' ? byAccountId.get(token.accountId) : undefined;
-      return person === undefined ? undefined : { email: person.email, name: person.name, [rolesClaim]: [...person.roles] };
+      return person === undefined ? undefined : { email: person.email, email_verified: person.emailVerified ?? true, name: person.name, [rolesClaim]: [...person.roles] };
     },
     // The console is the organisation's own application: no consent screen, every scope granted.
     loadExistingGrant: async (ctx: KoaContextWithOIDC) => {
@@ -226,7 +231,7 @@ export async function startAdminIssuer(options: AdminIssuerOptions = {}): Promis
       return;
     }
     const form = await formOf(request);
-    const person = Object.values(ADMIN_PEOPLE).find((known) => known.email === form.get('login') && known.password === form.get('password'));
+    const person = people.find((known) => known.email === form.get('login') && known.password === form.get('password'));
     if (person === undefined) {
       response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(signInPage(uid, 'Wrong e-mail or password.'));
       return;

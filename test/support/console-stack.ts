@@ -1,5 +1,5 @@
 import { freePort } from '../../src/embedded/embedded-postgres.js';
-import { startAdminIssuer, type AdminIssuer } from './admin-issuer.js';
+import { startAdminIssuer, type AdminIssuer, type AdminPerson } from './admin-issuer.js';
 import { startService, type RunningService } from './service.js';
 
 /** The real service with its admin port and console, signed in through a real provider on loopback. */
@@ -11,10 +11,11 @@ export interface ConsoleStack {
   close(): Promise<void>;
 }
 
-export async function startConsoleStack(databaseUrl: string, env: Record<string, string> = {}): Promise<ConsoleStack> {
+/** `people`: who may sign in besides ADMIN_PEOPLE (AdminIssuerOptions.people). */
+export async function startConsoleStack(databaseUrl: string, env: Record<string, string> = {}, people: readonly AdminPerson[] = []): Promise<ConsoleStack> {
   const adminPort = await freePort();
   const consoleBase = `http://127.0.0.1:${adminPort}`;
-  const issuer = await startAdminIssuer({ redirectUris: [`${consoleBase}/auth/callback`], postLogoutRedirectUris: [`${consoleBase}/auth/signed-out`] });
+  const issuer = await startAdminIssuer({ redirectUris: [`${consoleBase}/auth/callback`], postLogoutRedirectUris: [`${consoleBase}/auth/signed-out`], people });
   let service: RunningService;
   try {
     service = await startService({

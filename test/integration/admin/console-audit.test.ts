@@ -81,7 +81,7 @@ describe('the audit trail page in a browser', { skip: missing }, () => {
     const csrf = (await page.locator('meta[name="csrf-token"]').getAttribute('content')) ?? '';
     const answer = await page.request.post(`${stack.consoleBase}/api/v1/sites/1001/allowlist`, { headers: { 'x-csrf-token': csrf }, data: { entries: ['203.0.113.0/24'] } });
     assert.equal(answer.status(), 201, await answer.text());
-    await filter({ 'Site id': '1001', 'Action (e.g. key, key.revoke)': 'ip.allow', 'Person (email address or part of it)': ADMIN_PEOPLE.manager.email });
+    await filter({ 'Site id': '1001', 'Action (e.g. key, key.revoke)': 'ip.allow', 'Person (sub or verified e-mail, or part of it)': ADMIN_PEOPLE.manager.email });
     const [sentence] = await sentences();
     assert.match(sentence ?? '', new RegExp(`^${ADMIN_PEOPLE.manager.email} \\(sub [^)]+\\) added 203\\.0\\.113\\.0/24 to site 1001 \\(Acme Travel\\)'s allowlist \\(from 0 entries to 1 entry\\) — \\d{1,2} \\w{3} \\d{4} \\d\\d:\\d\\d UTC$`));
   });
@@ -91,13 +91,13 @@ describe('the audit trail page in a browser', { skip: missing }, () => {
     const bravo = await sentences();
     assert.ok(bravo.length >= 2, JSON.stringify(bravo));
     assert.ok(bravo.every((sentence) => sentence.includes('site 1002 (Bravo Bikes)')), JSON.stringify(bravo));
-    assert.match(bravo[0] ?? '', new RegExp(`^${BOB} disabled site 1002 \\(Bravo Bikes\\) \\(from enabled to disabled\\) — `));
+    assert.match(bravo[0] ?? '', new RegExp(`^CLI user ${BOB} disabled site 1002 \\(Bravo Bikes\\) \\(from enabled to disabled\\) — `));
 
-    await filter({ 'Person (email address or part of it)': 'alice@' });
+    await filter({ 'Person (sub or verified e-mail, or part of it)': 'alice@' });
     const alice = await sentences();
     assert.deepEqual(alice.map((sentence) => sentence.replace(/ — .*$/, '')), [
-      `${ALICE} switched site 1001 (Acme Travel) from API keys and tokens to tokens only`,
-      `${ALICE} added site 1001 (Acme Travel)`,
+      `CLI user ${ALICE} switched site 1001 (Acme Travel) from API keys and tokens to tokens only`,
+      `CLI user ${ALICE} added site 1001 (Acme Travel)`,
     ]);
   });
 
@@ -106,7 +106,7 @@ describe('the audit trail page in a browser', { skip: missing }, () => {
     await filter({ 'From (date, UTC)': day(from), 'Until (date, UTC, included)': day(OLD_AT) });
     const old = await sentences();
     assert.equal(old.length, 1, JSON.stringify(old));
-    assert.match(old[0] ?? '', /^dave@example\.com disabled site 1002 \(Bravo Bikes\) — \d{1,2} \w{3} \d{4} \d\d:\d\d UTC$/);
+    assert.match(old[0] ?? '', /^"dave@example\.com" disabled site 1002 \(Bravo Bikes\) — \d{1,2} \w{3} \d{4} \d\d:\d\d UTC$/);
     await filter({ 'Until (date, UTC, included)': day(new Date(OLD_AT.getTime() - DAY_MS)) });
     assert.deepEqual(await sentences(), [], 'nothing before the oldest change');
   });
@@ -127,7 +127,7 @@ describe('the audit trail page in a browser', { skip: missing }, () => {
   });
 
   it('pages with Next through more changes than a page holds, each once', async () => {
-    await filter({ 'Person (email address or part of it)': 'eve@example.com' });
+    await filter({ 'Person (sub or verified e-mail, or part of it)': 'eve@example.com' });
     const first = await sentences();
     assert.equal(first.length, 50);
     await page.getByRole('button', { name: 'Next' }).click();
@@ -138,6 +138,6 @@ describe('the audit trail page in a browser', { skip: missing }, () => {
     assert.equal(await page.getByRole('button', { name: 'Next' }).count(), 0, 'no page after the last');
     const shown = [...first, ...second];
     assert.equal(new Set(shown).size, MANY, 'every change once');
-    assert.ok(shown.every((sentence) => /^eve@example\.com added 198\.51\.100\.\d+\/32 to site 1001 \(Acme Travel\)'s allowlist — /.test(sentence)));
+    assert.ok(shown.every((sentence) => /^"eve@example\.com" added 198\.51\.100\.\d+\/32 to site 1001 \(Acme Travel\)'s allowlist — /.test(sentence)));
   });
 });

@@ -111,7 +111,7 @@ describe('the blocked-partner page in a browser', { skip: missing }, () => {
     assert.match((await address.textContent()) ?? '', new RegExp(`Next step: if ${STRANGE_ADDRESS} is the partner's, add ${STRANGE_ADDRESS} \\(or its network\\)`));
 
     const revoked = await rowOf(/API_KEY_INVALID/);
-    assert.match((await revoked.textContent()) ?? '', new RegExp(`key ${keyId} \\(\\*{5}${key.slice(-5)}\\) was revoked on \\d{1,2} \\w{3} \\d{4} \\d\\d:\\d\\d UTC by ${REVOKER}`));
+    assert.match((await revoked.textContent()) ?? '', new RegExp(`key ${keyId} \\(\\*{5}${key.slice(-5)}\\) was revoked on \\d{1,2} \\w{3} \\d{4} \\d\\d:\\d\\d UTC by CLI user ${REVOKER}`));
     assert.match((await revoked.textContent()) ?? '', /Next step: if the partner still sends one of these keys, issue them a new key/);
 
     const expired = await rowOf(/ACCESS_TOKEN_INVALID/);
@@ -124,7 +124,7 @@ describe('the blocked-partner page in a browser', { skip: missing }, () => {
     const revoked = await rowOf(/API_KEY_INVALID/);
     await revoked.getByRole('link', { name: 'The changes behind it in the audit trail' }).click();
     await page.waitForURL(/\/audit\?site=1001&action=key\.revoke$/);
-    const entry = page.getByRole('row').filter({ hasText: new RegExp(`^${REVOKER} revoked key ${keyId} \\(\\*{5}${key.slice(-5)}\\) of site 1001 \\(Acme Travel\\) \\(from active to revoked\\)`) });
+    const entry = page.getByRole('row').filter({ hasText: new RegExp(`^CLI user ${REVOKER} revoked key ${keyId} \\(\\*{5}${key.slice(-5)}\\) of site 1001 \\(Acme Travel\\) \\(from active to revoked\\)`) });
     await entry.waitFor();
   });
 

@@ -53,7 +53,7 @@ describe('a pooled connection the server ends between two statements', () => {
   });
 
   it('an administrative read reports it as an error of its own', async () => {
-    const transactions = new AdminTransactions(pool, 'test');
+    const transactions = new AdminTransactions(pool, { kind: 'cli', subject: 'test' });
     await assert.rejects(
       transactions.read(async (sql) => {
         await endSessionOf(sql as pg.PoolClient);

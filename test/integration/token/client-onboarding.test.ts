@@ -54,7 +54,7 @@ describe('creating and rotating partner clients when the issuer or the database 
       TOKEN_JWKS_URL: `${origin}/jwks`,
       TOKEN_REGISTRATION_TOKEN: INITIAL_TOKEN,
     });
-    admin = new CredentialAdmin(pool, 'am@example.com');
+    admin = new CredentialAdmin(pool, { kind: 'cli', subject: 'am@example.com' });
     onboarding = new ClientOnboarding(admin, config);
     await admin.addSite('1001', '');
     await admin.tokens.addClient('1001', 'taken', 'added by id');

@@ -7,6 +7,18 @@ import { Alert, formatTime, Loading, PageHeading, useLoad } from '../components.
 const FILTERS = ['site', 'actor', 'from', 'until', 'action'];
 const PAGE_SIZE = '50';
 
+/**
+ * Who made the change, each part on its own line: the subject, the e-mail the provider verified, or
+ * the CLI's name; an entry from before the parts were kept apart shows its one text, as recorded.
+ */
+function Actor({ entry }) {
+  if (entry.actorKind === 'admin-token') {
+    return html`<span class="actor-subject">sub ${entry.actorSubject}</span><br /><span class="actor-email">${entry.actorEmail ?? 'no verified e-mail'}</span>`;
+  }
+  if (entry.actorKind === 'cli') return html`<span class="actor-subject">CLI user ${entry.actorSubject}</span>`;
+  return html`<span class="actor-recorded">"${entry.actor}" (as recorded)</span>`;
+}
+
 /** Every change as a sentence (who did what to which site, before and after, when), newest first; filtered and paged. */
 export function AuditTrail({ query }) {
   const filters = Object.fromEntries(FILTERS.map((name) => [name, query?.get(name) ?? '']));
@@ -41,7 +53,7 @@ export function AuditTrail({ query }) {
     <form onSubmit=${apply}>
       <div class="grid">
         ${field('site', 'Site id')}
-        ${field('actor', 'Person (email address or part of it)')}
+        ${field('actor', 'Person (sub or verified e-mail, or part of it)')}
         ${field('action', 'Action (e.g. key, key.revoke)')}
       </div>
       <div class="grid">
@@ -55,10 +67,11 @@ export function AuditTrail({ query }) {
       <div class="overflow-auto">
         <table>
           <caption>Changes, newest first${cursor === '' ? '' : ' (a later page)'}</caption>
-          <thead><tr><th scope="col">What happened</th><th scope="col">When</th><th scope="col">Action</th></tr></thead>
+          <thead><tr><th scope="col">What happened</th><th scope="col">Who</th><th scope="col">When</th><th scope="col">Action</th></tr></thead>
           <tbody>
             ${entries.map((entry) => html`<tr key=${entry.id}>
               <td>${entry.summary}</td>
+              <td class="actor"><${Actor} entry=${entry} /></td>
               <td class="when">${formatTime(entry.at)}</td>
               <td><code>${entry.action}</code></td>
             </tr>`)}

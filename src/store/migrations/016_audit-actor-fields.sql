@@ -1,0 +1,18 @@
+-- Up Migration
+
+-- Who made a change, each part in its own column (src/store/audit-actor.ts): for the admin port the
+-- token's sub and, only when the provider verified it (email_verified), its e-mail; for the CLI the
+-- name --actor or SITEKEY_ACTOR gives, else the OS user. `actor` keeps the one text entries always
+-- had, for the readers of it; rows written before this migration have only that text, and null parts.
+ALTER TABLE audit_log
+  ADD COLUMN actor_kind text,
+  ADD COLUMN actor_subject text,
+  ADD COLUMN actor_email text,
+  ADD CONSTRAINT audit_log_actor_parts CHECK (
+    (actor_kind IS NULL AND actor_subject IS NULL AND actor_email IS NULL)
+    OR (actor_kind = 'admin-token' AND actor_subject IS NOT NULL)
+    OR (actor_kind = 'cli' AND actor_subject IS NOT NULL AND actor_email IS NULL)
+  );
+
+-- Down Migration
+ALTER TABLE audit_log DROP CONSTRAINT audit_log_actor_parts, DROP COLUMN actor_kind, DROP COLUMN actor_subject, DROP COLUMN actor_email;
