@@ -5,7 +5,6 @@ import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { holdNextTickShape } from '../common/next-tick-shape.js';
 import { memoryReducerOn, NO_MEMORY_REDUCER } from '../common/memory-reducer.js';
-import { turnOffPretenuring } from '../common/pretenuring.js';
 import { startCheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
@@ -21,7 +20,6 @@ import { runCheckWorker, runWorkerPool } from './worker-pool.js';
  */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
   holdNextTickShape();
-  turnOffPretenuring();
   if (cluster.isWorker) return runCheckWorker(config, logger);
   // Workers inherit the primary's node options: one line says it for all of them.
   if (memoryReducerOn()) {
