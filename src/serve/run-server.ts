@@ -3,7 +3,6 @@ import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../observe/logger.js';
-import { holdNextTickShape } from '../common/next-tick-shape.js';
 import { memoryReducerOn, NO_MEMORY_REDUCER } from '../common/memory-reducer.js';
 import { startCheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
@@ -19,7 +18,6 @@ import { runCheckWorker, runWorkerPool } from './worker-pool.js';
  * the admin port, and forks the workers that answer checks on the shared gRPC port (serve/worker-pool.ts).
  */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
-  holdNextTickShape();
   if (cluster.isWorker) return runCheckWorker(config, logger);
   // Workers inherit the primary's node options: one line says it for all of them.
   if (memoryReducerOn()) {
