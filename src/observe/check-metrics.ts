@@ -1,9 +1,8 @@
-import { Counter, Gauge, type Metric, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
 import { UNDECIDED_REASONS, type AuthMethod, type ErrorId, type TokenRule } from '../decision/types.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { SiteLabels } from './site-labels.js';
-import { TalliedHistogram } from './tallied-histogram.js';
 
 /** The `outcome` label of a check SHADOW_MODE let through that would have been denied. */
 export const SHADOW_DENIED = 'shadow_denied';
@@ -52,7 +51,9 @@ export class CheckMetrics {
    */
   private readonly deniedUncounted = new Map<string, number[]>();
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
-  private readonly checkDuration: TalliedHistogram;
+  private readonly checkDuration: Histogram<'outcome'>;
+  /** The check-duration histogram's child for each outcome, looked up once rather than on every check. */
+  private readonly checkDurationByOutcome = new Map<string, Histogram.Internal<'outcome'>>();
   private readonly undecided: Counter<'reason'>;
   private readonly incompleteRequestsReset: Counter;
   private readonly apiKeyRequests: Counter;
@@ -126,13 +127,13 @@ export class CheckMetrics {
         this.set((typeof sunsetAt === 'function' ? sunsetAt() : sunsetAt) / 1000);
       },
     });
-    this.checkDuration = new TalliedHistogram(
-      'sitekey_authz_check_duration_seconds',
-      'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
-      'outcome',
-      CHECK_DURATION_BUCKETS,
-    );
-    for (const register of registers) register.registerMetric(this.checkDuration as unknown as Metric);
+    this.checkDuration = new Histogram({
+      name: 'sitekey_authz_check_duration_seconds',
+      help: 'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
+      labelNames: ['outcome'],
+      buckets: CHECK_DURATION_BUCKETS,
+      registers,
+    });
     this.undecided = new Counter({
       name: 'sitekey_authz_checks_undecided_total',
       help: 'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE), unknown-kid-pending (a token names a kid that no fetch of the issuer\'s keys since it arrived has looked up yet, gRPC UNAVAILABLE), verification-budget (a new token beyond the signature checks its address or the process may start, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
@@ -161,7 +162,7 @@ export class CheckMetrics {
       if (event.errorId === 106) this.tokenRefusals.inc({ reason: event.rule as TokenRule });
       else if (event.errorId === 107) this.tokenRefusals.inc({ reason: 'unregistered-client' });
     }
-    this.checkDuration.observe(event.outcome === 'denied' && event.shadow ? SHADOW_DENIED : event.outcome, event.durationSeconds);
+    this.observeDuration(event.outcome === 'denied' && event.shadow ? SHADOW_DENIED : event.outcome, event.durationSeconds);
   }
 
   private addUncountedChecks(): void {
@@ -194,6 +195,12 @@ export class CheckMetrics {
 
   observeUndecided(event: UndecidedCheckEvent): void {
     this.undecided.inc({ reason: event.reason });
-    this.checkDuration.observe(event.reason === 'internal' ? 'internal' : 'unavailable', event.durationSeconds);
+    this.observeDuration(event.reason === 'internal' ? 'internal' : 'unavailable', event.durationSeconds);
+  }
+
+  private observeDuration(outcome: string, seconds: number): void {
+    let child = this.checkDurationByOutcome.get(outcome);
+    if (child === undefined) this.checkDurationByOutcome.set(outcome, (child = this.checkDuration.labels({ outcome })));
+    child.observe(seconds);
   }
 }
