@@ -63,6 +63,5 @@ EXPOSE 9465
 # node is PID 1, with no shell in between: `serve` handles SIGTERM itself (health NOT_SERVING,
 # SHUTDOWN_DELAY_SECONDS, drain, exit 0) and starts no child process, so there is nothing to reap
 # and no init is needed. Kubernetes probes gRPC health and /healthz natively: no HEALTHCHECK here.
-# --no-memory-reducer: see src/common/memory-reducer.ts (NODE_OPTIONS cannot carry it).
-ENTRYPOINT ["node", "--no-memory-reducer", "/app/dist/src/cli/main.js"]
+ENTRYPOINT ["node", "/app/dist/src/cli/main.js"]
 CMD ["serve"]

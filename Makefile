@@ -5,7 +5,7 @@ STAMP := node_modules/.installed-stamp
 .PHONY: run test test-unit build bench soak install clean issuer manifests screenshots
 
 run: build
-	node --no-memory-reducer dist/src/cli/main.js serve
+	node dist/src/cli/main.js serve
 
 test: build
 	node dist/test/run-tests.js

@@ -1,8 +1,6 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { createServer, type AddressInfo } from 'node:net';
 import pg from 'pg';
-import { holdNextTickShape } from '../src/common/next-tick-shape.js';
-import { turnOffPretenuring } from '../src/common/pretenuring.js';
 import { checkPolicies } from '../src/envoy/check-policies.js';
 import { loadConfig } from '../src/config.js';
 import { toCheckResponse } from '../src/envoy/check-response.js';
@@ -45,9 +43,6 @@ function decisionToAnswer(site: string, option: string, value: string | undefine
   }
   return { outcome: 'allow', method: 'api_key', siteId: site, keyId: option };
 }
-
-holdNextTickShape(); // as serve does: the floor must not be slower for a reason serve avoids
-turnOffPretenuring(); // the same
 
 async function loadSnapshot(databaseUrl: string): Promise<LoadedSites> {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });

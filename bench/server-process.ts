@@ -3,7 +3,6 @@ import { openSync, closeSync, readdirSync, readFileSync, existsSync } from 'node
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { NO_MEMORY_REDUCER } from '../src/common/memory-reducer.js';
 import { freePorts } from '../src/embedded/embedded-postgres.js';
 import { signalIfThere } from '../src/embedded/processes.js';
 import { CLI } from '../test/support/service.js';
@@ -190,7 +189,7 @@ function probeEnv(probeDir: string): Record<string, string> {
 }
 
 /**
- * A real `sitekey-authz serve` (dist/src/cli/main.js), started as the image starts it (NO_MEMORY_REDUCER) and
+ * A real `sitekey-authz serve` (dist/src/cli/main.js), started as the image starts it and
  * logging at info to a file as in production; resolves once /readyz says 200.
  */
 export async function startServe(options: ServeOptions): Promise<BenchServer> {
@@ -198,7 +197,7 @@ export async function startServe(options: ServeOptions): Promise<BenchServer> {
   const logFile = `${options.workDir}/${options.name.replace(/\W+/g, '-')}.log`;
   const log = openSync(logFile, 'a');
   const started = performance.now();
-  const child = spawn(process.execPath, [NO_MEMORY_REDUCER, ...(options.nodeArguments ?? []), CLI, 'serve'], {
+  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), CLI, 'serve'], {
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'info',
@@ -251,7 +250,7 @@ export async function startNoop(options: {
   const credential =
     options.wrongKey !== undefined ? ['--wrong-key', options.wrongKey] : options.tokenClient === undefined ? [options.keyId] : ['--token-client', options.tokenClient];
   const started = performance.now();
-  const child = spawn(process.execPath, [NO_MEMORY_REDUCER, ...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
+  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
     env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir), ...(options.holdSnapshotOf && { HOLD_SNAPSHOT_DATABASE_URL: options.holdSnapshotOf }) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -3,9 +3,6 @@ import { adminConsole } from '../admin/console/console-factory.js';
 import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../observe/logger.js';
-import { holdNextTickShape } from '../common/next-tick-shape.js';
-import { memoryReducerOn, NO_MEMORY_REDUCER } from '../common/memory-reducer.js';
-import { turnOffPretenuring } from '../common/pretenuring.js';
 import { startCheckService } from './check-service.js';
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
@@ -20,13 +17,7 @@ import { runCheckWorker, runWorkerPool } from './worker-pool.js';
  * the admin port, and forks the workers that answer checks on the shared gRPC port (serve/worker-pool.ts).
  */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
-  holdNextTickShape();
-  turnOffPretenuring();
   if (cluster.isWorker) return runCheckWorker(config, logger);
-  // Workers inherit the primary's node options: one line says it for all of them.
-  if (memoryReducerOn()) {
-    logger.warn(`node was started without ${NO_MEMORY_REDUCER}: after a quiet spell V8 may keep the heap small and collect it in full several times a second under load; start serve as the image does: node ${NO_MEMORY_REDUCER} dist/src/cli/main.js serve`);
-  }
   if (config.workers > 1) return runWorkerPool(config, logger);
 
   const stopping = stopRequested(logger);

@@ -116,19 +116,6 @@ describe('sitekey-authz serve, end to end', () => {
     }
   });
 
-  it('says nothing of node options when started as the image starts it, and what to type when started without --no-memory-reducer', async () => {
-    assert.doesNotMatch(service.output(), /memory-reducer/);
-    const plain = await startService({ DATABASE_URL: database.url, MIGRATE_ON_START: 'false' }, { nodeArguments: [] });
-    try {
-      const warning = plain.output().split('\n').find((line) => line.includes('--no-memory-reducer'));
-      assert.ok(warning !== undefined, plain.output());
-      assert.equal((JSON.parse(warning) as { level: number }).level, 40, 'a warning');
-      assert.match(warning, /node --no-memory-reducer dist\/src\/cli\/main\.js serve/);
-    } finally {
-      assert.equal(await plain.stop(), 0);
-    }
-  });
-
   it('reports live and ready on the operator endpoints', async () => {
     assert.equal((await fetch(`${service.httpBase}/healthz`)).status, 200);
     const ready = await fetch(`${service.httpBase}/readyz`);

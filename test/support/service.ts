@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { NO_MEMORY_REDUCER } from '../../src/common/memory-reducer.js';
 import { freePorts } from '../../src/embedded/embedded-postgres.js';
 
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -27,7 +26,7 @@ export interface ServiceOptions {
   readonly detached?: boolean;
   /** Return once /readyz answers at all, ready or not (default: wait for 200). */
   readonly untilAnswering?: boolean;
-  /** node's own options before the script; by default those the image starts serve with. */
+  /** node's own options before the script; none by default, as the image starts serve. */
   readonly nodeArguments?: readonly string[];
 }
 
@@ -35,7 +34,7 @@ export interface ServiceOptions {
 export async function startService(env: Record<string, string>, options: ServiceOptions = {}): Promise<RunningService> {
   const [grpcPort, httpPort, freeAdminPort] = await freePorts(3);
   const adminPort = env.ADMIN_ISSUER === undefined ? undefined : (env.ADMIN_PORT ?? String(freeAdminPort));
-  const serve = [process.execPath, ...(options.nodeArguments ?? [NO_MEMORY_REDUCER]), CLI, 'serve'];
+  const serve = [process.execPath, ...(options.nodeArguments ?? []), CLI, 'serve'];
   const [command = '', ...args] =
     options.openFileLimit === undefined ? serve : ['prlimit', `--nofile=${options.openFileLimit}:${options.openFileLimit}`, '--', ...serve];
   const child = spawn(command, args, {
