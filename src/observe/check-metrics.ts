@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Metric, type Registry } from 'prom-client';
-import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
+import { ERROR_IDS, errorMetricLabel } from '../decision/error-catalogue.js';
+import { TOKEN_RULE_DESCRIPTIONS } from '../decision/rule-words.js';
 import { UNDECIDED_REASONS, type AuthMethod, type ErrorId, type TokenRule } from '../decision/types.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { SiteLabels } from './site-labels.js';
@@ -14,23 +15,21 @@ const CHECK_DURATION_BUCKETS = [
   0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 ];
 
-const FIRST_ERROR_ID = 101;
-const ERROR_IDS = 8; // 101 to 108
 const DENIED_METHODS: ReadonlyArray<AuthMethod | undefined> = ['api_key', 'token', undefined];
-const DENIED_SLOTS = 2 * ERROR_IDS * DENIED_METHODS.length;
+const DENIED_SLOTS = 2 * ERROR_IDS.length * DENIED_METHODS.length;
 
 /**
  * Where a denial is tallied among a site label's DENIED_SLOTS. A shadow denial was let through: it is
  * counted apart (shadow_denied), so that "denied" keeps meaning refused.
  */
 function deniedSlot(shadow: boolean, errorId: ErrorId, method: AuthMethod | undefined): number {
-  return ((shadow ? ERROR_IDS : 0) + errorId - FIRST_ERROR_ID) * DENIED_METHODS.length + DENIED_METHODS.indexOf(method);
+  return ((shadow ? ERROR_IDS.length : 0) + ERROR_IDS.indexOf(errorId)) * DENIED_METHODS.length + DENIED_METHODS.indexOf(method);
 }
 
 /** The labels of each slot, made once. */
 const DENIED_SLOT_LABELS = Array.from({ length: DENIED_SLOTS }, (_, slot) => ({
-  outcome: slot >= ERROR_IDS * DENIED_METHODS.length ? SHADOW_DENIED : 'denied',
-  errorId: String(FIRST_ERROR_ID + (Math.floor(slot / DENIED_METHODS.length) % ERROR_IDS)),
+  outcome: slot >= ERROR_IDS.length * DENIED_METHODS.length ? SHADOW_DENIED : 'denied',
+  errorId: errorMetricLabel(ERROR_IDS[Math.floor(slot / DENIED_METHODS.length) % ERROR_IDS.length]!),
   method: DENIED_METHODS[slot % DENIED_METHODS.length],
 }));
 
