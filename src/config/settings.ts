@@ -9,6 +9,9 @@ export type Setting = { readonly name: string; readonly meaning: string } & (
   | { readonly default?: never; readonly whenUnset: string }
 );
 
+/** The issuer's audience for trying it out on loopback, when ISSUER_RESOURCE is unset. */
+export const TRIAL_RESOURCE = 'https://partner-api.test';
+
 /**
  * Every variable loadConfig reads, in the order the configuration table of docs/configuration.md lists them: what
  * `serve --help` prints, and what a test holds that table and loadConfig to. The rules of each value
@@ -79,7 +82,7 @@ export const SETTINGS: readonly Setting[] = [
   // Read by `sitekey-authz issuer` only (src/issuer/issuer-config.ts).
   { name: 'ISSUER_PORT', default: '9470', meaning: 'issuer: HTTP port of the token endpoint, registration, discovery, JWKS and /healthz' },
   { name: 'ISSUER_URL', whenUnset: 'http://127.0.0.1:<ISSUER_PORT>, for trying out', meaning: "issuer: its public issuer identifier (https origin, no path), the tokens' iss and serve's TOKEN_ISSUER" },
-  { name: 'ISSUER_RESOURCE', whenUnset: 'https://partner-api.test on loopback; else required', meaning: "issuer: the one resource tokens are for, their aud: serve's TOKEN_AUDIENCE" },
+  { name: 'ISSUER_RESOURCE', whenUnset: `${TRIAL_RESOURCE} on loopback; else required`, meaning: "issuer: the one resource tokens are for, their aud: serve's TOKEN_AUDIENCE" },
   { name: 'ISSUER_REGISTRATION_TOKEN', whenUnset: 'required, or _FILE; on loopback one is made at the first start, kept in the database and printed then', meaning: 'issuer: the initial access token that client registration (RFC 7591) asks for' },
   { name: 'ISSUER_REGISTRATION_TOKEN_FILE', whenUnset: 'unset', meaning: 'issuer: a file holding that token (a mounted Secret), instead of the variable' },
   { name: 'ISSUER_TOKEN_TTL_SECONDS', default: '600', meaning: 'issuer: how long an access token is valid, 60 to 86400' },

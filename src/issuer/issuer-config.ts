@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, integer, isSecureOrLoopbackUrl, port, SETTINGS, text, type Env, type Setting } from '../config.js';
+import { TRIAL_RESOURCE } from '../config/settings.js';
 
 /**
  * The settings of `sitekey-authz issuer` (docs/configuration.md, "Configuration": the ISSUER_* rows of SETTINGS),
@@ -17,7 +18,6 @@ export interface IssuerSettings {
   readonly tokenTtlSeconds: number;
 }
 
-export const TRIAL_RESOURCE = 'https://partner-api.test';
 /** A day: the signing keys stay published longer than this after they stop signing (key-schedule.ts). */
 export const MAX_TOKEN_TTL_SECONDS = 86_400;
 const MIN_TOKEN_TTL_SECONDS = 60;
