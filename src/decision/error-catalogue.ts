@@ -221,18 +221,17 @@ export const ERROR_IDS: readonly ErrorId[] = Object.freeze(errorIdsOf(ERROR_CATA
 /** The error_id label of a denial's metric. */
 export const errorMetricLabel = (errorId: number): string => String(errorId);
 
-// The entry is the one for denial.errorId, so it takes this denial (TypeScript cannot pair them).
-const entryOf = (denial: { readonly errorId: number }, catalogue: ErrorCatalogue = ERROR_CATALOGUE): CatalogueEntry<never> =>
-  catalogue[denial.errorId] as CatalogueEntry<never>;
+// The entry is the one for the denial's errorId, so it takes that denial (TypeScript cannot pair them).
+const entryOf = (errorId: number, catalogue: ErrorCatalogue = ERROR_CATALOGUE): CatalogueEntry<never> => catalogue[errorId] as CatalogueEntry<never>;
 
 /** The partner-facing message of a denial; never contains a full key. */
 export function denialMessage(denial: Denial, catalogue?: ErrorCatalogue): string {
-  return entryOf(denial, catalogue).message(denial as never);
+  return entryOf(denial.errorId, catalogue).message(denial as never);
 }
 
 /** The WWW-Authenticate challenge of a denial, for the errors that have one. */
 export function denialChallenge(denial: Denial): string | undefined {
-  return entryOf(denial).challenge?.(denial as never);
+  return entryOf(denial.errorId).challenge?.(denial as never);
 }
 
 /** The exact JSON body the spec prescribes: {"error":{"id":N,"message":"..."}}. */
@@ -242,15 +241,15 @@ export function denialBody(denial: Denial, catalogue?: ErrorCatalogue): string {
 
 /** The decision log's reason for a denial. */
 export function loggedReason(denied: LoggedDenial & { readonly errorId: number }, catalogue?: ErrorCatalogue): string {
-  return entryOf(denied, catalogue).logReason(denied);
+  return entryOf(denied.errorId, catalogue).logReason(denied);
 }
 
 /** Whether the log's reason for this error is the partner's message, which then tells repeated denials apart. */
 export function reasonIsMessage(errorId: number, catalogue?: ErrorCatalogue): boolean {
-  return entryOf({ errorId }, catalogue).logReason === thePartnersMessage;
+  return entryOf(errorId, catalogue).logReason === thePartnersMessage;
 }
 
 /** `explain`'s words for a denial. */
 export function explainDenial(denial: Denial, facts: ExplainFacts, catalogue?: ErrorCatalogue): string {
-  return entryOf(denial, catalogue).explain(denial as never, facts);
+  return entryOf(denial.errorId, catalogue).explain(denial as never, facts);
 }
