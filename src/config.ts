@@ -3,13 +3,13 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { adminSettings, type AdminSettings } from './config/admin-settings.js';
-import { boolean, ConfigError, fraction, integer, port, postgresUrl, text, type Env } from './config/env-values.js';
+import { boolean, ConfigError, fraction, integer, port, postgresUrl, text, textOrDefault, type Env } from './config/env-values.js';
 import { guideUrl, SUNSET_VARIABLES, sunsetDates, type SunsetVariable } from './config/sunset-settings.js';
 import { tokenSettings, type TokenSettings } from './config/token-settings.js';
 
 export type { AdminSettings } from './config/admin-settings.js';
 export { ConfigError, integer, port, text, type Env } from './config/env-values.js';
-export { SETTINGS, type Setting } from './config/settings.js';
+export { defaultText, SETTINGS, type Setting } from './config/settings.js';
 export { SUNSET_VARIABLES, type SunsetVariable } from './config/sunset-settings.js';
 export { isSecureOrLoopbackUrl, NO_TOKEN_TYPE, normalizedTokenType, type AccessTokenRules, type TokenSettings } from './config/token-settings.js';
 
@@ -96,12 +96,12 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
 function clientIpSource(env: Env): ClientIpSource {
-  const value = text(env, 'CLIENT_IP_SOURCE') ?? 'peer';
+  const value = textOrDefault(env, 'CLIENT_IP_SOURCE');
   if (value !== 'xff' && text(env, 'XFF_TRUSTED_HOPS') !== undefined) {
     throw new ConfigError('XFF_TRUSTED_HOPS', `is only read with CLIENT_IP_SOURCE=xff, not ${value}`);
   }
   if (value === 'peer') return { kind: 'peer' };
-  if (value === 'xff') return { kind: 'xff', trustedHops: integer(env, 'XFF_TRUSTED_HOPS', 0, 0, 64) };
+  if (value === 'xff') return { kind: 'xff', trustedHops: integer(env, 'XFF_TRUSTED_HOPS', 0, 64) };
   if (value.startsWith('header:')) {
     const name = value.slice('header:'.length).toLowerCase();
     if (!HEADER_NAME.test(name)) {
@@ -132,9 +132,8 @@ const WORKERS_MAX = 64;
  * may not see a container's CPU quota: in Kubernetes, give the CPU limit as a number).
  */
 function workers(env: Env): number {
-  const value = text(env, 'WORKERS');
-  if (value?.toLowerCase() === 'auto') return Math.min(availableParallelism(), WORKERS_MAX);
-  if (value === undefined) return 1;
+  const value = textOrDefault(env, 'WORKERS');
+  if (value.toLowerCase() === 'auto') return Math.min(availableParallelism(), WORKERS_MAX);
   const count = /^\d+$/.test(value) ? Number(value) : NaN;
   if (!(count >= 1 && count <= WORKERS_MAX)) throw new ConfigError('WORKERS', `expected auto or a whole number from 1 to ${WORKERS_MAX}, got "${value}"`);
   return count;
@@ -167,15 +166,15 @@ function dataDir(env: Env, cwd: string): string {
 /** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
-  const bindAddress = text(env, 'BIND_ADDRESS') ?? '127.0.0.1';
+  const bindAddress = textOrDefault(env, 'BIND_ADDRESS');
   if (isIP(bindAddress) === 0) throw new ConfigError('BIND_ADDRESS', `expected an IP address such as 0.0.0.0 or ::, got "${bindAddress}"`);
-  const logLevel = (text(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  const logLevel = textOrDefault(env, 'LOG_LEVEL').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
     throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
-  const grpcPort = port(env, 'GRPC_PORT', 9001);
-  const metricsPort = port(env, 'METRICS_PORT', 9464);
-  const probePort = text(env, 'PROBE_PORT') === undefined ? undefined : port(env, 'PROBE_PORT', 0);
+  const grpcPort = port(env, 'GRPC_PORT');
+  const metricsPort = port(env, 'METRICS_PORT');
+  const probePort = text(env, 'PROBE_PORT') === undefined ? undefined : port(env, 'PROBE_PORT');
   for (const [name, other] of [['GRPC_PORT', grpcPort], ['METRICS_PORT', metricsPort]] as const) {
     if (probePort !== undefined && probePort !== 0 && probePort === other) throw new ConfigError('PROBE_PORT', `must differ from ${name} (${other}): probes have a port of their own so that nothing else queues ahead of them`);
   }
@@ -191,26 +190,26 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     logLevel: logLevel as LogLevel,
     clientIpSource: clientIpSource(env),
     migrateOnStart: boolean(env, 'MIGRATE_ON_START', databaseUrl === undefined),
-    snapshotRefreshSeconds: integer(env, 'SNAPSHOT_REFRESH_SECONDS', 60, 1, 86_400),
-    snapshotMaxStalenessSeconds: integer(env, 'SNAPSHOT_MAX_STALENESS_SECONDS', 900, 0, 31_536_000),
-    lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 10, 1, 3_600),
-    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3_600),
-    shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 0, 3_600),
+    snapshotRefreshSeconds: integer(env, 'SNAPSHOT_REFRESH_SECONDS', 1, 86_400),
+    snapshotMaxStalenessSeconds: integer(env, 'SNAPSHOT_MAX_STALENESS_SECONDS', 0, 31_536_000),
+    lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 1, 3_600),
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 0, 3_600),
+    shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 3_600),
     ...sunsetDates(env),
-    apiKeySunsetEnforce: boolean(env, 'APIKEY_SUNSET_ENFORCE', false),
+    apiKeySunsetEnforce: boolean(env, 'APIKEY_SUNSET_ENFORCE'),
     migrationGuideUrl: guideUrl(env, 'MIGRATION_GUIDE_URL'),
     sunsetVariablesSet: SUNSET_VARIABLES.filter((name) => text(env, name) !== undefined),
-    stripAuthorization: boolean(env, 'STRIP_AUTHORIZATION', false),
-    denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 30, 1, 3_650),
-    authUsageRetentionDays: integer(env, 'AUTH_USAGE_RETENTION_DAYS', 400, 1, 3_650),
-    metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 1_000, 0, 100_000),
-    logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE', 0),
-    logRepeatWindowSeconds: integer(env, 'LOG_REPEAT_WINDOW_SECONDS', 1, 0, 60),
-    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1_024, 67_108_864),
-    grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
+    stripAuthorization: boolean(env, 'STRIP_AUTHORIZATION'),
+    denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 1, 3_650),
+    authUsageRetentionDays: integer(env, 'AUTH_USAGE_RETENTION_DAYS', 1, 3_650),
+    metricsSiteLabelsMax: integer(env, 'METRICS_SITE_LABELS_MAX', 0, 100_000),
+    logAllowedSampleRate: fraction(env, 'LOG_ALLOWED_SAMPLE_RATE'),
+    logRepeatWindowSeconds: integer(env, 'LOG_REPEAT_WINDOW_SECONDS', 0, 60),
+    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_024, 67_108_864),
+    grpcMaxConnections: integer(env, 'GRPC_MAX_CONNECTIONS', 1, 1_000_000),
     workers: workers(env),
     tokens: tokenSettings(env),
-    shadowMode: boolean(env, 'SHADOW_MODE', false),
+    shadowMode: boolean(env, 'SHADOW_MODE'),
     admin: adminSettings(env, { grpc: grpcPort, metrics: metricsPort, probes: probePort }),
     actor: text(env, 'SITEKEY_ACTOR'),
     inKubernetesPod: text(env, 'KUBERNETES_SERVICE_HOST') !== undefined,

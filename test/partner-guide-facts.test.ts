@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SETTINGS } from '../src/config.js';
-import { denialChallenge, denialMessage, ERROR_CATALOGUE, TOKEN_RULE_DESCRIPTIONS, tokenRuleDescription } from '../src/decision/error-catalogue.js';
+import { denialChallenge, denialMessage, ERROR_CATALOGUE } from '../src/decision/error-catalogue.js';
+import { TOKEN_RULE_DESCRIPTIONS, tokenRuleDescription } from '../src/decision/rule-words.js';
 import type { TokenRule } from '../src/decision/types.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 

@@ -119,6 +119,12 @@ describe('the README and the documents of docs/ stay true', () => {
     assert.deepEqual(rows.filter((name) => !SETTINGS.some((setting) => setting.name === name)), [], 'rows for no setting');
   });
 
+  it("gives each setting whose default is a value that value, as SETTINGS writes it", () => {
+    const cells = new Map([...CONFIGURATION.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*) \|/gm)].map(([, name = '', cell = '']) => [name, cell]));
+    const differing = SETTINGS.filter((setting) => setting.default !== undefined && !(cells.get(setting.name) ?? '').startsWith(`\`${setting.default}\``));
+    assert.deepEqual(differing.map((setting) => `${setting.name}: ${setting.default}`), []);
+  });
+
   it('tells a missing setting (the check itself can fail)', () => {
     const without = CONFIGURATION.replace(/^\| `METRICS_SITE_LABELS_MAX` \|.*\n/m, '');
     assert.ok(!configurationTableNames(without).includes('METRICS_SITE_LABELS_MAX'));

@@ -4,9 +4,9 @@ import type { ClientIpSource, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { hashApiKey } from '../decision/api-key.js';
 import { authMethodOf } from '../decision/decide.js';
-import { HEADER_RULE_WORDS, tokenRuleDescription } from '../decision/error-catalogue.js';
+import { explainDenial, type ExplainFacts } from '../decision/error-catalogue.js';
 import { bearerToken, parseAuthorization, type ParsedAuthorization } from '../decision/parse-authorization.js';
-import type { Allowed, BodyRule, CheckInput, Decision, Denial, SiteId, TokenRule, Undecided } from '../decision/types.js';
+import type { Allowed, CheckInput, Decision, Denial, SiteId, Undecided } from '../decision/types.js';
 import { toCheckResponse } from '../envoy/check-response.js';
 import { viewCheckRequest } from '../envoy/request-view.js';
 import { authorizeCheck } from '../token/authorize-check.js';
@@ -25,20 +25,6 @@ import { requestFromOptions } from './request-options.js';
 
 /** How long explain waits for the token issuer's keys. */
 const ISSUER_KEYS_WAIT_MS = 10_000;
-// An allowlist can be long; the first entries are enough to see why an address is not on it.
-const MAX_LISTED_NETWORKS = 20;
-// A client address comes from the request: quote only so much of it.
-const MAX_QUOTED = 64;
-
-
-/** What to do about some body rules; the partner-facing message already names the rule. */
-const BODY_RULE_HINTS: Readonly<Partial<Record<BodyRule, string>>> = {
-  'body-missing': 'a route whose requests have no body can opt out with the context extension body_credentials: optional',
-  'body-not-forwarded':
-    "the request declares a body but none reached the service: turn on with_request_body in Envoy's ext_authz filter",
-  'body-partial':
-    'Envoy cut the body at max_request_bytes (x-envoy-auth-partial-body: true): raise max_request_bytes, or set allow_partial_message: false so that Envoy refuses larger bodies itself',
-};
 
 /** What explain knows beside the decision, to put it in words. */
 interface Facts {
@@ -47,12 +33,6 @@ interface Facts {
   readonly header: ParsedAuthorization;
   readonly clientIpSource: ClientIpSource;
   readonly now: number;
-  /** The message of the denial body the service sends. */
-  readonly message: string | undefined;
-}
-
-function quoted(text: string): string {
-  return JSON.stringify(text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text);
 }
 
 function ipSourceWords(source: ClientIpSource): string {
@@ -66,31 +46,7 @@ function ipSourceWords(source: ClientIpSource): string {
   }
 }
 
-function networks(allowlist: readonly string[]): string {
-  const listed = allowlist.slice(0, MAX_LISTED_NETWORKS).join(', ');
-  return allowlist.length > MAX_LISTED_NETWORKS ? `${listed} and ${allowlist.length - MAX_LISTED_NETWORKS} more` : listed;
-}
-
 const keyOf = async ({ pool, header }: Facts) => (header.ok && header.method === 'api_key' ? findKey(pool, hashApiKey(header.apiKey)) : undefined);
-
-/** What to do about a refused token, beside what the partner-facing message says. */
-const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = {
-  'tokens-disabled': 'set TOKEN_ISSUER and TOKEN_AUDIENCE to accept access tokens (docs/tokens.md, "Token-based authentication")',
-  'keys-unavailable':
-    "the issuer's keys could not be fetched from TOKEN_JWKS_URL (or TOKEN_ISSUER's discovery document) and the database holds no key set stored by an earlier fetch: check that the issuer is up and reachable from here (docs/tokens.md, \"When the issuer is down\")",
-  malformed:
-    'an issuer that is not told the resource (RFC 8707) often hands out an opaque token instead of a JWT: the partner must send resource=<TOKEN_AUDIENCE> with the token request',
-  issuer: 'the service trusts TOKEN_ISSUER only; the token says (unverified) it comes from another issuer, e.g. a staff sign-in or a test issuer',
-  audience: "the partner must request the token for this API's resource (TOKEN_AUDIENCE)",
-  type: 'an issuer that writes typ JWT can be accepted with TOKEN_TYPES=at+jwt,jwt',
-  'unknown-key': "the service fetches the issuer's keys again at most every few seconds when a token names a new one; if this persists, the token was not signed by TOKEN_ISSUER",
-  revoked: '`sitekey-authz site revoke-tokens` was run for the site after the token was issued',
-};
-
-function tokenWords(denial: Extract<Denial, { errorId: 106 }>): string {
-  const hint = TOKEN_RULE_HINTS[denial.rule];
-  return `the access token breaks rule ${denial.rule}: ${tokenRuleDescription(denial)}${hint === undefined ? '' : `; ${hint}`}`;
-}
 
 async function allowWords(decision: Allowed, facts: Facts): Promise<string> {
   if (decision.method === 'token') {
@@ -113,77 +69,27 @@ async function allowWords(decision: Allowed, facts: Facts): Promise<string> {
   );
 }
 
-async function siteWords(denial: Extract<Denial, { errorId: 101 }>, { pool }: Facts): Promise<string> {
-  const site = await findSite(pool, denial.siteId);
-  if (site === undefined) return `site ${denial.siteId} is unknown: there is no such site (\`sitekey-authz site list\` shows those there are)`;
-  const named = site.name === '' ? '' : ` (${oneLine(site.name)})`;
-  if (!site.enabled) return `site ${denial.siteId}${named} is disabled; \`sitekey-authz site enable ${denial.siteId}\` accepts its requests again`;
-  return `site ${denial.siteId} is enabled now, but was not a moment ago when explain loaded it; run explain again`;
-}
-
-async function allowlistWords(denial: Extract<Denial, { errorId: 103 }>, facts: Facts): Promise<string> {
-  const source = ipSourceWords(facts.clientIpSource);
-  const address = facts.input.clientAddress;
-  if (address === undefined) return `the request has no client IP: ${source} gives none`;
-  if (denial.clientIp === 'unknown') return `the client address ${quoted(address)} (${source}) is not an IP address`;
-  const allowlist = (await findSite(facts.pool, denial.siteId))?.allowlist ?? [];
-  if (allowlist.length === 0) {
-    return `site ${denial.siteId}'s allowlist is empty, so it admits nobody; add the partner's addresses with \`sitekey-authz ip allow ${denial.siteId} <cidr>\``;
-  }
-  return `IP ${denial.clientIp} is not in site ${denial.siteId}'s allowlist: ${networks(allowlist)} (the client IP is from ${source})`;
-}
-
-async function keyWords(denial: Extract<Denial, { errorId: 102 }>, facts: Facts): Promise<string> {
-  const { siteId, maskedKey } = denial;
-  const key = await keyOf(facts);
-  if (key === undefined) return `key ${maskedKey} is unknown: it is no key of any site (a typo, or a key never issued or imported)`;
-  if (key.siteId !== siteId) return `key ${maskedKey} belongs to another site: it is key ${key.keyId} of site ${key.siteId}, not a key of site ${siteId}`;
-  const which = `key ${maskedKey} (key ${key.keyId} of site ${siteId})`;
-  if (key.revokedAt !== null) return `${which} was revoked at ${instantText(key.revokedAt)}`;
-  if (key.expiresAt !== null && epochMsOf(key.expiresAt) <= facts.now) return `${which} expired at ${instantText(key.expiresAt)}`;
-  return `${which} is active now, but was not a moment ago when explain loaded the site's keys; run explain again`;
-}
-
-function bodyWords(denial: Extract<Denial, { errorId: 104 }>, facts: Facts): string {
-  const hint = BODY_RULE_HINTS[denial.rule];
-  return `the body breaks rule ${denial.rule}: ${facts.message ?? ''}${hint === undefined ? '' : `; ${hint}`}`;
-}
-
-function sunsetWords(denial: Extract<Denial, { errorId: 105 }>): string {
-  if (denial.reason === 'tokens-only') {
-    return `site ${denial.siteId} accepts access tokens only; \`sitekey-authz site auth ${denial.siteId} both\` accepts its API keys again`;
-  }
-  const grace = `site ${denial.siteId} has no grace (\`sitekey-authz site grace ${denial.siteId} --until <date>\` gives it some)`;
-  if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (enforced, see \`sitekey-authz sunset show\`) and ${grace}`;
-  const brownout =
-    denial.brownout === undefined
-      ? 'a brownout'
-      : `brownout ${denial.brownout.id}, ${Number.isFinite(denial.brownout.until) ? `until ${new Date(denial.brownout.until).toISOString()}` : 'without end'},`;
-  return `${brownout} refuses API keys and ${grace}`;
+/** What explain reads from the database beside the decision, for the catalogue's words: the denied site and the header's key as stored now. */
+async function explainFacts(denial: Denial, facts: Facts): Promise<ExplainFacts> {
+  const [site, key] = await Promise.all(['siteId' in denial && denial.siteId !== undefined ? findSite(facts.pool, denial.siteId) : undefined, keyOf(facts)]);
+  const expiresAt = key?.expiresAt ?? null;
+  return {
+    site: site && { name: oneLine(site.name), enabled: site.enabled, allowlist: site.allowlist },
+    key: key && {
+      siteId: key.siteId,
+      keyId: key.keyId,
+      revokedAt: key.revokedAt === null ? null : instantText(key.revokedAt),
+      expiredAt: expiresAt !== null && epochMsOf(expiresAt) <= facts.now ? instantText(expiresAt) : null,
+    },
+    clientAddress: facts.input.clientAddress,
+    clientIpSource: ipSourceWords(facts.clientIpSource),
+  };
 }
 
 /** Why, in words; the database is read again only to explain what the decision already decided. */
 async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
   if (decision.outcome === 'allow') return allowWords(decision, facts);
-  const { denial } = decision;
-  switch (denial.errorId) {
-    case 108:
-      return HEADER_RULE_WORDS[denial.rule];
-    case 106:
-      return tokenWords(denial);
-    case 107:
-      return `token client ${denial.clientId} is registered to no site, and the partner is told to ask their account manager to register it; \`sitekey-authz token-client add <site id> ${denial.clientId}\` registers it`;
-    case 101:
-      return siteWords(denial, facts);
-    case 103:
-      return allowlistWords(denial, facts);
-    case 102:
-      return keyWords(denial, facts);
-    case 104:
-      return bodyWords(denial, facts);
-    case 105:
-      return sunsetWords(denial);
-  }
+  return explainDenial(decision.denial, await explainFacts(decision.denial, facts));
 }
 
 /** The ids and rule (for 105 its reason) the decision names, which the wire does not carry on a denial. */
@@ -269,7 +175,7 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
       const decision = decided as Decision;
       const response = toCheckResponse(decision, allowedResponse);
       const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };
-      const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now, message: answer.error?.message };
+      const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now };
       const reason = await reasonFor(decision, facts);
       const shadow = config.shadowMode && decision.outcome === 'deny' ? [SHADOW_MODE_NOTE] : [];
       return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: [...notes, ...shadow], exitCode: exitStatusOf(answer) };

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { defaultText } from '../config.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { Command } from './command.js';
 import { COMMANDS } from './commands.js';
@@ -42,7 +43,7 @@ function environment(command: Command): string[] {
   return [
     '',
     'Settings (environment variables; a bad value stops start-up naming the variable and why):',
-    ...settings.map((setting) => `  ${setting.name}  (default: ${setting.default})\n${wrap(setting.meaning, RULE_INDENT)}`),
+    ...settings.map((setting) => `  ${setting.name}  (default: ${defaultText(setting)})\n${wrap(setting.meaning, RULE_INDENT)}`),
   ];
 }
 

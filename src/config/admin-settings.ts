@@ -1,6 +1,6 @@
-import { ConfigError, integer, list, port, text, type Env } from './env-values.js';
-import { SETTINGS } from './settings.js';
-import { DEFAULT_TOKEN_ALGORITHMS, jwksUrl, NO_TOKEN_TYPE, normalizedTokenType, tokenMaxAge, type AccessTokenRules } from './token-settings.js';
+import { ConfigError, integer, list, port, text, textOrDefault, type Env } from './env-values.js';
+import { plainDefault, SETTINGS } from './settings.js';
+import { jwksUrl, NO_TOKEN_TYPE, normalizedTokenType, tokenMaxAge, type AccessTokenRules } from './token-settings.js';
 
 /**
  * The admin API and console on their own port, for the organisation's people; off without
@@ -23,12 +23,11 @@ export interface AdminSettings extends AccessTokenRules {
   readonly xffTrustedHops: number;
 }
 
-const ADMIN_PORT = 9465;
 // RFC 9068's type, the plain JWT that Keycloak, Entra ID and Auth0 write by default, or no typ (Okta).
 const ADMIN_TOKEN_TYPES = ['at+jwt', 'jwt', NO_TOKEN_TYPE];
 
 function adminTokenTypes(env: Env): string[] {
-  const types = list(env, 'ADMIN_TOKEN_TYPES', 'at+jwt');
+  const types = list(env, 'ADMIN_TOKEN_TYPES');
   for (const type of types) {
     if (!ADMIN_TOKEN_TYPES.includes(normalizedTokenType(type))) {
       throw new ConfigError('ADMIN_TOKEN_TYPES', `"${type}" is not one of at+jwt, JWT or none (a token without typ), e.g. at+jwt,JWT for a provider that writes JWT`);
@@ -54,11 +53,11 @@ export function adminSettings(env: Env, otherPorts: { readonly grpc: number; rea
   if (audience === undefined) {
     throw new ConfigError('ADMIN_AUDIENCE', 'is required with ADMIN_ISSUER: the audience (aud) the provider puts in access tokens for this admin API, e.g. https://authz-admin.corp.example');
   }
-  const adminPort = port(env, 'ADMIN_PORT', ADMIN_PORT);
+  const adminPort = port(env, 'ADMIN_PORT');
   for (const [name, other] of [['GRPC_PORT', otherPorts.grpc], ['METRICS_PORT', otherPorts.metrics], ['PROBE_PORT', otherPorts.probes]] as const) {
     if (adminPort !== 0 && adminPort === other) throw new ConfigError('ADMIN_PORT', `must differ from ${name} (${other}): the admin API is never served on the Check, metrics or probe port`);
   }
-  const rolesClaim = text(env, 'ADMIN_ROLES_CLAIM') ?? 'roles';
+  const rolesClaim = textOrDefault(env, 'ADMIN_ROLES_CLAIM');
   if (!CLAIM_NAME.test(rolesClaim)) throw new ConfigError('ADMIN_ROLES_CLAIM', 'expected a claim name or dotted path of at most 200 visible ASCII characters, such as roles or resource_access.sitekey-authz.roles');
   // A path with an empty member could only ever give everyone no role: every admin request a 403.
   if (rolesClaim.split('.').includes('')) throw new ConfigError('ADMIN_ROLES_CLAIM', `"${rolesClaim}" has an empty member between its dots; write the path as resource_access.sitekey-authz.roles`);
@@ -86,7 +85,7 @@ export function adminSettings(env: Env, otherPorts: { readonly grpc: number; rea
   return Object.freeze({
     issuer,
     audience,
-    algorithms: Object.freeze(DEFAULT_TOKEN_ALGORITHMS.split(',')),
+    algorithms: Object.freeze(plainDefault('TOKEN_ALGORITHMS').split(',')),
     types: Object.freeze(types),
     clockSkewSeconds: 30,
     maxAgeSeconds: tokenMaxAge(env, 'ADMIN_TOKEN_MAX_AGE_SECONDS'),
@@ -95,6 +94,6 @@ export function adminSettings(env: Env, otherPorts: { readonly grpc: number; rea
     oidcClientId,
     oidcClientSecret,
     publicUrl: publicUrl.replace(/\/+$/, ''),
-    xffTrustedHops: integer(env, 'ADMIN_XFF_TRUSTED_HOPS', 0, 0, 64),
+    xffTrustedHops: integer(env, 'ADMIN_XFF_TRUSTED_HOPS', 0, 64),
   });
 }

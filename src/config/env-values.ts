@@ -1,3 +1,5 @@
+import { plainDefault } from './settings.js';
+
 /** The environment as loadConfig is handed it; the modules here read only what they are given. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -17,9 +19,13 @@ export function text(env: Env, name: string): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
-export function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const value = text(env, name);
-  if (value === undefined) return fallback;
+/** The variable's value, else its default value from SETTINGS, which the same rules then read. */
+export function textOrDefault(env: Env, name: string): string {
+  return text(env, name) ?? plainDefault(name);
+}
+
+export function integer(env: Env, name: string, min: number, max: number): number {
+  const value = textOrDefault(env, name);
   if (!/^\d+$/.test(value)) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${value}"`);
   const parsed = Number(value);
   if (parsed < min || parsed > max) throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got ${value}`);
@@ -27,21 +33,20 @@ export function integer(env: Env, name: string, fallback: number, min: number, m
 }
 
 /** A share from 0 to 1, written as a decimal (0.01, not 1% or 1e-2). */
-export function fraction(env: Env, name: string, fallback: number): number {
-  const value = text(env, name);
-  if (value === undefined) return fallback;
+export function fraction(env: Env, name: string): number {
+  const value = textOrDefault(env, name);
   const parsed = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
   if (!(parsed >= 0 && parsed <= 1)) throw new ConfigError(name, `expected a decimal from 0 to 1, such as 0.01, got "${value}"`);
   return parsed;
 }
 
-export function port(env: Env, name: string, fallback: number): number {
-  return integer(env, name, fallback, 0, 65535);
+export function port(env: Env, name: string): number {
+  return integer(env, name, 0, 65535);
 }
 
-export function boolean(env: Env, name: string, fallback: boolean): boolean {
-  const value = text(env, name)?.toLowerCase();
-  if (value === undefined) return fallback;
+/** A yes or no; `whenUnset` for a setting whose default is worked out, not a value of SETTINGS. */
+export function boolean(env: Env, name: string, whenUnset?: boolean): boolean {
+  const value = (text(env, name) ?? (whenUnset === undefined ? plainDefault(name) : String(whenUnset))).toLowerCase();
   if (value === 'true' || value === '1' || value === 'yes') return true;
   if (value === 'false' || value === '0' || value === 'no') return false;
   throw new ConfigError(name, `expected true or false, got "${value}"`);
@@ -68,8 +73,8 @@ export function postgresUrl(env: Env, name: string): string | undefined {
   return url(env, name, { schemes: ['postgres:', 'postgresql:'], said: 'a postgres:// or postgresql://', example: 'postgres://user:password@host:5432/database' });
 }
 
-export function list(env: Env, name: string, fallback: string): string[] {
-  const items = (text(env, name) ?? fallback).split(',').map((item) => item.trim());
-  if (items.some((item) => item === '')) throw new ConfigError(name, `expected a comma-separated list such as ${fallback}, got an empty item`);
+export function list(env: Env, name: string): string[] {
+  const items = textOrDefault(env, name).split(',').map((item) => item.trim());
+  if (items.some((item) => item === '')) throw new ConfigError(name, `expected a comma-separated list such as ${plainDefault(name)}, got an empty item`);
   return items;
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, integer, list, text, url, type Env } from './env-values.js';
-import { SETTINGS } from './settings.js';
+import { plainDefault, SETTINGS } from './settings.js';
 
 /** What an RFC 9068 JWT access token must satisfy, for partners' tokens and the admin port's alike. */
 export interface AccessTokenRules {
@@ -36,14 +36,13 @@ export interface TokenSettings extends AccessTokenRules {
 // Asymmetric JWS algorithms only (RFC 7518, RFC 8037): with an HMAC algorithm the issuer's public
 // key could serve as the secret, and `none` signs nothing.
 const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
-export const DEFAULT_TOKEN_ALGORITHMS = 'RS256,PS256,ES256,EdDSA';
 const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
 function tokenAlgorithms(env: Env): string[] {
-  const algorithms = list(env, 'TOKEN_ALGORITHMS', DEFAULT_TOKEN_ALGORITHMS);
+  const algorithms = list(env, 'TOKEN_ALGORITHMS');
   for (const algorithm of algorithms) {
     if (/^(none|HS\d+)$/i.test(algorithm)) {
-      throw new ConfigError('TOKEN_ALGORITHMS', `${algorithm} is never accepted: a token must be signed with the issuer's private key; use e.g. ${DEFAULT_TOKEN_ALGORITHMS}`);
+      throw new ConfigError('TOKEN_ALGORITHMS', `${algorithm} is never accepted: a token must be signed with the issuer's private key; use e.g. ${plainDefault('TOKEN_ALGORITHMS')}`);
     }
     if (!TOKEN_ALGORITHMS.includes(algorithm)) throw new ConfigError('TOKEN_ALGORITHMS', `"${algorithm}" is not one of ${TOKEN_ALGORITHMS.join(', ')}`);
   }
@@ -81,14 +80,12 @@ export function jwksUrl(env: Env, name: string, example = 'https://login.example
 const RESOURCE_MAX_CHARS = 512;
 const RESOURCE_TEXT = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${RESOURCE_MAX_CHARS}}$`);
 
-/** A day: what issuers hand out as the longest access-token lifetime (ISSUER_TOKEN_TTL_SECONDS stops there too). */
-const TOKEN_MAX_AGE_DEFAULT_SECONDS = 86_400;
 /** Thirty days: a longer bound is no bound on a leaked token. */
 const TOKEN_MAX_AGE_LIMIT_SECONDS = 2_592_000;
 
-/** TOKEN_MAX_AGE_SECONDS, or the admin port's ADMIN_TOKEN_MAX_AGE_SECONDS: one default and one range for both. */
+/** TOKEN_MAX_AGE_SECONDS, or the admin port's ADMIN_TOKEN_MAX_AGE_SECONDS: one range for both (each row of SETTINGS has its default). */
 export const tokenMaxAge = (env: Env, name: 'TOKEN_MAX_AGE_SECONDS' | 'ADMIN_TOKEN_MAX_AGE_SECONDS'): number =>
-  integer(env, name, TOKEN_MAX_AGE_DEFAULT_SECONDS, 60, TOKEN_MAX_AGE_LIMIT_SECONDS);
+  integer(env, name, 60, TOKEN_MAX_AGE_LIMIT_SECONDS);
 
 export function tokenSettings(env: Env): TokenSettings | undefined {
   const issuer = text(env, 'TOKEN_ISSUER');
@@ -111,14 +108,14 @@ export function tokenSettings(env: Env): TokenSettings | undefined {
       "is not an https:// URL (http:// only to a loopback address), so its discovery document cannot be read for the signing keys: set TOKEN_JWKS_URL to the issuer's jwks_uri",
     );
   }
-  const types = list(env, 'TOKEN_TYPES', 'at+jwt').map(normalizedTokenType);
+  const types = list(env, 'TOKEN_TYPES').map(normalizedTokenType);
   const settings = {
     issuer,
     audience,
     jwksUrl: keys,
     algorithms: Object.freeze(tokenAlgorithms(env)),
     types: Object.freeze(types),
-    clockSkewSeconds: integer(env, 'TOKEN_CLOCK_SKEW_SECONDS', 30, 0, 300),
+    clockSkewSeconds: integer(env, 'TOKEN_CLOCK_SKEW_SECONDS', 0, 300),
     maxAgeSeconds: tokenMaxAge(env, 'TOKEN_MAX_AGE_SECONDS'),
   };
   Object.defineProperty(settings, 'registrationToken', { value: registrationToken(env), enumerable: false });

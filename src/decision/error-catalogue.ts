@@ -1,5 +1,5 @@
-import { POSITIVE_ID_MAX } from '../common/positive-id.js';
-import type { BodyRule, Denial, ErrorId, HeaderRule, TokenRefusal, TokenRule } from './types.js';
+import { BODY_RULE_HINTS, BODY_RULE_MESSAGES, HEADER_RULE_WORDS, TOKEN_BODY_RULE_MESSAGES, TOKEN_RULE_HINTS, tokenRuleDescription } from './rule-words.js';
+import type { BodyRule, Denial, ErrorId, HeaderRule, KeyId, SiteId, TokenRule } from './types.js';
 
 /**
  * The gRPC status codes a denial carries to Envoy (google.rpc.Code), named here so that the
@@ -10,97 +10,63 @@ export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 
 type DenialOf<K extends ErrorId> = Extract<Denial, { errorId: K }>;
 
+/** What the decision log knows of a denial: the key-free fields of its line and the message the partner received. */
+export interface LoggedDenial {
+  readonly siteId: SiteId | undefined;
+  readonly clientIp: string | undefined;
+  readonly maskedKey: string | undefined;
+  readonly rule: HeaderRule | TokenRule | BodyRule | undefined;
+  readonly errorMessage: string;
+}
+
+/** What `explain` read from the database and configuration beside the decision, to put a denial in words. */
+export interface ExplainFacts {
+  /** The denied site as stored now, its name on one line; undefined: no such site, or none named. */
+  readonly site: { readonly name: string; readonly enabled: boolean; readonly allowlist: readonly string[] } | undefined;
+  /** The header's API key as stored now, its instants as text (expiredAt only once it has passed); undefined: no such key. */
+  readonly key: { readonly siteId: SiteId; readonly keyId: KeyId; readonly revokedAt: string | null; readonly expiredAt: string | null } | undefined;
+  /** The client address the request view read, as received. */
+  readonly clientAddress: string | undefined;
+  /** Where CLIENT_IP_SOURCE reads the client address, in words. */
+  readonly clientIpSource: string;
+}
+
 /**
- * One error a partner can see: its stable code, the HTTP status the partner gets in Envoy's
- * DeniedHttpResponse, the gRPC code Envoy gets in CheckResponse.status, and the message.
+ * One error a partner can see, in every reader's words: its stable code, the HTTP status the partner
+ * gets in Envoy's DeniedHttpResponse, the gRPC code Envoy gets in CheckResponse.status, the partner's
+ * message, the decision log's reason and `explain`'s words. Its id is its metric label (error_id).
  */
-interface CatalogueEntry<K extends ErrorId> {
+interface CatalogueEntry<D extends Denial> {
   readonly code: string;
   readonly httpStatus: number;
   readonly grpcStatus: GrpcCode;
-  readonly message: (denial: DenialOf<K>) => string;
+  readonly message: (denial: D) => string;
   /** A WWW-Authenticate challenge for the denied response (RFC 6750 §3), where the error has one. */
-  readonly challenge?: (denial: DenialOf<K>) => string;
+  readonly challenge?: (denial: D) => string;
+  /** Why the check was refused, for the person reading the log; `thePartnersMessage` where it says more than the line's fields. */
+  readonly logReason: (denied: LoggedDenial) => string;
+  /** Why, for `explain`'s reader: what to look at or run. */
+  readonly explain: (denial: D, facts: ExplainFacts) => string;
 }
 
-/** A rule's message; the one rule whose message names a limit takes it. */
-type BodyRuleMessages = { readonly [R in BodyRule]: R extends 'body-too-large' ? (maxBodyBytes: number) => string : string };
+/** The log's reason for errors whose message says more than the line's fields (a body rule's limit, a brownout's end, a token rule). */
+export const thePartnersMessage = (denied: LoggedDenial): string => denied.errorMessage;
 
-const BODY_RULE_MESSAGES: BodyRuleMessages = Object.freeze({
-  'body-missing': 'Request body is missing: it must be a JSON object carrying siteid and apikey',
-  'body-not-forwarded':
-    'Request body did not reach the authorization service, so siteid and apikey cannot be verified',
-  'body-partial': 'Request body was truncated before authorization, so siteid and apikey cannot be verified',
-  'body-too-large': (maxBodyBytes: number) =>
-    `Request body is larger than the authorization service accepts (${maxBodyBytes} bytes), so siteid and apikey cannot be verified`,
-  'body-not-utf8': 'Request body is not valid UTF-8',
-  'body-not-json': 'Request body is not valid JSON',
-  'body-not-object': 'Request body must be a JSON object carrying siteid and apikey',
-  'siteid-missing': 'Request body has no siteid: it must equal the site ID in the Authorization header',
-  'siteid-duplicate': 'Request body has more than one siteid',
-  'siteid-mismatch': 'Request body siteid does not match the site ID in the Authorization header',
-  'apikey-missing': 'Request body has no apikey: it must equal the API key in the Authorization header',
-  'apikey-duplicate': 'Request body has more than one apikey',
-  'apikey-mismatch': 'Request body apikey does not match the API key in the Authorization header',
-});
+// An allowlist can be long; the first entries are enough to see why an address is not on it.
+const MAX_LISTED_NETWORKS = 20;
+// A client address comes from the request: quote only so much of it.
+const MAX_QUOTED = 64;
 
-/** A token request's body may name a site, but only the token's: the header names none. */
-const TOKEN_BODY_RULE_MESSAGES: Readonly<Partial<Record<BodyRule, string>>> = Object.freeze({
-  'siteid-missing': 'Request body has a member that reads as siteid but is not spelled siteid; write siteid, or leave it out',
-  'siteid-mismatch': 'Request body siteid does not match the site that the access token was issued for',
-});
+const quoted = (text: string): string => JSON.stringify(text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text);
+
+function networks(allowlist: readonly string[]): string {
+  const listed = allowlist.slice(0, MAX_LISTED_NETWORKS).join(', ');
+  return allowlist.length > MAX_LISTED_NETWORKS ? `${listed} and ${allowlist.length - MAX_LISTED_NETWORKS} more` : listed;
+}
 
 function bodyRuleMessage(denial: DenialOf<104>): string {
   if (denial.rule === 'body-too-large') return BODY_RULE_MESSAGES[denial.rule](denial.maxBodyBytes);
   return (denial.clientId !== undefined ? TOKEN_BODY_RULE_MESSAGES[denial.rule] : undefined) ?? BODY_RULE_MESSAGES[denial.rule];
-}
-
-/**
- * Which header rule a 108 broke, in words: the partner gets one message for all (spec, Errors 108),
- * while the decision log and `explain` say which, so support knows what to tell them.
- */
-export const HEADER_RULE_WORDS: { readonly [R in HeaderRule]: string } = Object.freeze({
-  'header-missing': 'the request has no Authorization header, or an empty one; a partner sends Authorization: <site id>:<API key>',
-  'header-malformed': 'the Authorization header is not <site id>:<API key> with exactly one colon, nor Bearer <token>',
-  'site-id-invalid':
-    `the site id in the Authorization header is not a positive whole number without sign, spaces or leading zero, at most ${POSITIVE_ID_MAX}`,
-  'api-key-invalid': 'the API key in the Authorization header is not a UUID (8-4-4-4-12 hexadecimal digits)',
-});
-
-/** A rule's description; the rules whose fix is to ask for a token for this API take the resource to ask for. */
-type TokenRuleDescriptions = { readonly [R in TokenRule]: R extends 'malformed' | 'audience' ? (resource: string | undefined) => string : string };
-
-/** `resource=<TOKEN_AUDIENCE>` (RFC 8707), or words for it where the decision was not told the value. */
-const resourceParameter = (resource: string | undefined): string => (resource === undefined ? 'the resource parameter of this API' : `resource=${resource}`);
-
-/**
- * What is wrong with a token, in words a migrating partner can act on (RFC 6750 error_description:
- * printable ASCII without quote or backslash; TOKEN_AUDIENCE is held to the same in config.ts).
- * Never anything of the token itself.
- */
-export const TOKEN_RULE_DESCRIPTIONS: TokenRuleDescriptions = Object.freeze({
-  'tokens-disabled': 'token-based authentication is not enabled on this service; send Authorization: <Site-ID>:<API-Key>',
-  'keys-unavailable': "the issuer's signing keys are unavailable to this service right now, so no token can be verified; nothing is wrong with your token: retry later",
-  // An issuer that is not told the resource hands out an opaque token, or a JWT for another API.
-  malformed: (resource: string | undefined) =>
-    `the token is not a signed JWT (JWS compact serialization); request it from the token endpoint with ${resourceParameter(resource)} to get a JWT access token for this API`,
-  algorithm: 'the token is signed with an algorithm this service does not accept',
-  type: 'the token is not a JWT access token: its typ header must be at+jwt (RFC 9068)',
-  'unknown-key': 'the token names a signing key (kid) that the issuer does not publish',
-  signature: 'the token signature does not verify',
-  issuer: 'the token was issued by another issuer (iss) than the one this API trusts; request it from the token endpoint you were given for this API',
-  audience: (resource: string | undefined) => `the token audience (aud) does not include this API; request the token with ${resourceParameter(resource)}`,
-  expired: 'the token has expired; request a new one',
-  'not-yet-valid': 'the token is not valid yet (nbf or iat is in the future)',
-  'too-old': 'the token was issued too long ago, or is valid for longer than this API accepts; request a new one',
-  claims: 'the token lacks a required claim (exp, iat or client_id) or has one of the wrong type',
-  revoked: "the token was issued before the site's tokens were revoked; request a new one",
-});
-
-/** The description of a refused token's rule, with the resource to ask for where the rule needs it. */
-export function tokenRuleDescription(refusal: TokenRefusal): string {
-  const description = TOKEN_RULE_DESCRIPTIONS[refusal.rule];
-  return typeof description === 'function' ? description(refusal.resource) : description;
 }
 
 const day = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10);
@@ -119,13 +85,67 @@ function sunsetMessage(denial: DenialOf<105>): string {
   );
 }
 
-/** Every error a partner can see, in one table (spec, Errors), in the order decide() checks them. */
-export const ERROR_CATALOGUE: { readonly [K in ErrorId]: CatalogueEntry<K> } = Object.freeze({
+function explainUnknownSite(denial: DenialOf<101>, { site }: ExplainFacts): string {
+  if (site === undefined) return `site ${denial.siteId} is unknown: there is no such site (\`sitekey-authz site list\` shows those there are)`;
+  const named = site.name === '' ? '' : ` (${site.name})`;
+  if (!site.enabled) return `site ${denial.siteId}${named} is disabled; \`sitekey-authz site enable ${denial.siteId}\` accepts its requests again`;
+  return `site ${denial.siteId} is enabled now, but was not a moment ago when explain loaded it; run explain again`;
+}
+
+function explainNotAllowlisted(denial: DenialOf<103>, facts: ExplainFacts): string {
+  const source = facts.clientIpSource;
+  const address = facts.clientAddress;
+  if (address === undefined) return `the request has no client IP: ${source} gives none`;
+  if (denial.clientIp === 'unknown') return `the client address ${quoted(address)} (${source}) is not an IP address`;
+  const allowlist = facts.site?.allowlist ?? [];
+  if (allowlist.length === 0) {
+    return `site ${denial.siteId}'s allowlist is empty, so it admits nobody; add the partner's addresses with \`sitekey-authz ip allow ${denial.siteId} <cidr>\``;
+  }
+  return `IP ${denial.clientIp} is not in site ${denial.siteId}'s allowlist: ${networks(allowlist)} (the client IP is from ${source})`;
+}
+
+function explainInvalidKey(denial: DenialOf<102>, { key }: ExplainFacts): string {
+  const { siteId, maskedKey } = denial;
+  if (key === undefined) return `key ${maskedKey} is unknown: it is no key of any site (a typo, or a key never issued or imported)`;
+  if (key.siteId !== siteId) return `key ${maskedKey} belongs to another site: it is key ${key.keyId} of site ${key.siteId}, not a key of site ${siteId}`;
+  const which = `key ${maskedKey} (key ${key.keyId} of site ${siteId})`;
+  if (key.revokedAt !== null) return `${which} was revoked at ${key.revokedAt}`;
+  if (key.expiredAt !== null) return `${which} expired at ${key.expiredAt}`;
+  return `${which} is active now, but was not a moment ago when explain loaded the site's keys; run explain again`;
+}
+
+function explainRefusedToken(denial: DenialOf<106>): string {
+  const hint = TOKEN_RULE_HINTS[denial.rule];
+  return `the access token breaks rule ${denial.rule}: ${tokenRuleDescription(denial)}${hint === undefined ? '' : `; ${hint}`}`;
+}
+
+function explainBody(denial: DenialOf<104>): string {
+  const hint = BODY_RULE_HINTS[denial.rule];
+  return `the body breaks rule ${denial.rule}: ${bodyRuleMessage(denial)}${hint === undefined ? '' : `; ${hint}`}`;
+}
+
+function explainSunset(denial: DenialOf<105>): string {
+  if (denial.reason === 'tokens-only') {
+    return `site ${denial.siteId} accepts access tokens only; \`sitekey-authz site auth ${denial.siteId} both\` accepts its API keys again`;
+  }
+  const grace = `site ${denial.siteId} has no grace (\`sitekey-authz site grace ${denial.siteId} --until <date>\` gives it some)`;
+  if (denial.reason === 'retired') return `API keys were retired at ${new Date(denial.sunsetAt).toISOString()} (enforced, see \`sitekey-authz sunset show\`) and ${grace}`;
+  const brownout =
+    denial.brownout === undefined
+      ? 'a brownout'
+      : `brownout ${denial.brownout.id}, ${Number.isFinite(denial.brownout.until) ? `until ${new Date(denial.brownout.until).toISOString()}` : 'without end'},`;
+  return `${brownout} refuses API keys and ${grace}`;
+}
+
+/** Every error a partner can see, one row per id (spec, Errors), in the order decide() checks them. */
+export const ERROR_CATALOGUE: { readonly [K in ErrorId]: CatalogueEntry<DenialOf<K>> } = Object.freeze({
   108: {
     code: 'HEADER_INVALID',
     httpStatus: 401,
     grpcStatus: GrpcCode.UNAUTHENTICATED,
     message: () => 'Site ID or API key is invalid or missing in the header',
+    logReason: (denied) => HEADER_RULE_WORDS[denied.rule as HeaderRule],
+    explain: (denial) => HEADER_RULE_WORDS[denial.rule],
   },
   106: {
     code: 'ACCESS_TOKEN_INVALID',
@@ -133,39 +153,103 @@ export const ERROR_CATALOGUE: { readonly [K in ErrorId]: CatalogueEntry<K> } = O
     grpcStatus: GrpcCode.UNAUTHENTICATED,
     message: (denial) => `Access token is invalid: ${tokenRuleDescription(denial)}`,
     challenge: (denial) => `Bearer error="invalid_token", error_description="${tokenRuleDescription(denial)}"`,
+    logReason: thePartnersMessage,
+    explain: explainRefusedToken,
   },
   107: {
     code: 'TOKEN_CLIENT_UNKNOWN',
     httpStatus: 403,
     grpcStatus: GrpcCode.PERMISSION_DENIED,
     message: (denial) => `Token client ${denial.clientId} is not registered for any site; ask your account manager to register client ${denial.clientId} for your site`,
+    logReason: thePartnersMessage,
+    explain: (denial) =>
+      `token client ${denial.clientId} is registered to no site, and the partner is told to ask their account manager to register it; \`sitekey-authz token-client add <site id> ${denial.clientId}\` registers it`,
   },
-  101: { code: 'SITE_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: (denial) => `Site ID ${denial.siteId} is invalid` },
+  101: {
+    code: 'SITE_INVALID',
+    httpStatus: 401,
+    grpcStatus: GrpcCode.UNAUTHENTICATED,
+    message: (denial) => `Site ID ${denial.siteId} is invalid`,
+    logReason: (denied) => `site ${denied.siteId} is not a registered site, or it is disabled`,
+    explain: explainUnknownSite,
+  },
   103: {
     code: 'IP_NOT_WHITELISTED',
     httpStatus: 403,
     grpcStatus: GrpcCode.PERMISSION_DENIED,
     message: (denial) => `IP address ${denial.clientIp} is not whitelisted for site ID ${denial.siteId}`,
+    logReason: (denied) => `client IP ${denied.clientIp ?? '(none)'} is not on site ${denied.siteId}'s allowlist`,
+    explain: explainNotAllowlisted,
   },
-  102: { code: 'API_KEY_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: (denial) => `API key ${denial.maskedKey} is invalid` },
-  104: { code: 'BODY_CREDENTIALS_INVALID', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: bodyRuleMessage },
-  105: { code: 'API_KEY_AUTH_RETIRED', httpStatus: 401, grpcStatus: GrpcCode.UNAUTHENTICATED, message: sunsetMessage },
+  102: {
+    code: 'API_KEY_INVALID',
+    httpStatus: 401,
+    grpcStatus: GrpcCode.UNAUTHENTICATED,
+    message: (denial) => `API key ${denial.maskedKey} is invalid`,
+    logReason: (denied) => `API key ${denied.maskedKey} is not an active key of site ${denied.siteId} (unknown, revoked or expired)`,
+    explain: explainInvalidKey,
+  },
+  104: {
+    code: 'BODY_CREDENTIALS_INVALID',
+    httpStatus: 401,
+    grpcStatus: GrpcCode.UNAUTHENTICATED,
+    message: bodyRuleMessage,
+    logReason: thePartnersMessage,
+    explain: explainBody,
+  },
+  105: {
+    code: 'API_KEY_AUTH_RETIRED',
+    httpStatus: 401,
+    grpcStatus: GrpcCode.UNAUTHENTICATED,
+    message: sunsetMessage,
+    logReason: thePartnersMessage,
+    explain: explainSunset,
+  },
 });
 
+/** A catalogue whose ids are any numbers: what the readers of the table take, so that a new row is all a new id needs. */
+export type ErrorCatalogue = Readonly<Record<number, CatalogueEntry<never>>>;
+
+/** The ids of a catalogue, ascending. */
+export function errorIdsOf(catalogue: ErrorCatalogue): readonly number[] {
+  return Object.keys(catalogue).map(Number);
+}
+
+/** Every error id, from the table: the metric labels (error_id) and nothing listed by hand. */
+export const ERROR_IDS: readonly ErrorId[] = Object.freeze(errorIdsOf(ERROR_CATALOGUE) as ErrorId[]);
+
+/** The error_id label of a denial's metric. */
+export const errorMetricLabel = (errorId: number): string => String(errorId);
+
+// The entry is the one for the denial's errorId, so it takes that denial (TypeScript cannot pair them).
+const entryOf = (errorId: number, catalogue: ErrorCatalogue = ERROR_CATALOGUE): CatalogueEntry<never> => catalogue[errorId] as CatalogueEntry<never>;
+
 /** The partner-facing message of a denial; never contains a full key. */
-export function denialMessage(denial: Denial): string {
-  // The entry is the one for denial.errorId, so it takes this denial (TypeScript cannot pair them).
-  const entry = ERROR_CATALOGUE[denial.errorId] as CatalogueEntry<ErrorId>;
-  return entry.message(denial as never);
+export function denialMessage(denial: Denial, catalogue?: ErrorCatalogue): string {
+  return entryOf(denial.errorId, catalogue).message(denial as never);
 }
 
 /** The WWW-Authenticate challenge of a denial, for the errors that have one. */
 export function denialChallenge(denial: Denial): string | undefined {
-  const entry = ERROR_CATALOGUE[denial.errorId] as CatalogueEntry<ErrorId>;
-  return entry.challenge?.(denial as never);
+  return entryOf(denial.errorId).challenge?.(denial as never);
 }
 
 /** The exact JSON body the spec prescribes: {"error":{"id":N,"message":"..."}}. */
-export function denialBody(denial: Denial): string {
-  return JSON.stringify({ error: { id: denial.errorId, message: denialMessage(denial) } });
+export function denialBody(denial: Denial, catalogue?: ErrorCatalogue): string {
+  return JSON.stringify({ error: { id: denial.errorId, message: denialMessage(denial, catalogue) } });
+}
+
+/** The decision log's reason for a denial. */
+export function loggedReason(denied: LoggedDenial & { readonly errorId: number }, catalogue?: ErrorCatalogue): string {
+  return entryOf(denied.errorId, catalogue).logReason(denied);
+}
+
+/** Whether the log's reason for this error is the partner's message, which then tells repeated denials apart. */
+export function reasonIsMessage(errorId: number, catalogue?: ErrorCatalogue): boolean {
+  return entryOf(errorId, catalogue).logReason === thePartnersMessage;
+}
+
+/** `explain`'s words for a denial. */
+export function explainDenial(denial: Denial, facts: ExplainFacts, catalogue?: ErrorCatalogue): string {
+  return entryOf(denial.errorId, catalogue).explain(denial as never, facts);
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, integer, isSecureOrLoopbackUrl, port, SETTINGS, text, type Env, type Setting } from '../config.js';
+import { TRIAL_RESOURCE } from '../config/settings.js';
 
 /**
  * The settings of `sitekey-authz issuer` (docs/configuration.md, "Configuration": the ISSUER_* rows of SETTINGS),
@@ -17,8 +18,6 @@ export interface IssuerSettings {
   readonly tokenTtlSeconds: number;
 }
 
-export const ISSUER_PORT = 9470;
-export const TRIAL_RESOURCE = 'https://partner-api.test';
 /** A day: the signing keys stay published longer than this after they stop signing (key-schedule.ts). */
 export const MAX_TOKEN_TTL_SECONDS = 86_400;
 const MIN_TOKEN_TTL_SECONDS = 60;
@@ -107,10 +106,10 @@ export function loadIssuerConfig(env: Env, readFile: (path: string) => string = 
   const url = issuerUrl(env);
   const onLoopback = url === undefined || new URL(url).protocol === 'http:';
   return Object.freeze({
-    port: port(env, 'ISSUER_PORT', ISSUER_PORT),
+    port: port(env, 'ISSUER_PORT'),
     url,
     resource: resource(env, onLoopback),
     registrationToken: registrationToken(env, onLoopback, readFile),
-    tokenTtlSeconds: integer(env, 'ISSUER_TOKEN_TTL_SECONDS', 600, MIN_TOKEN_TTL_SECONDS, MAX_TOKEN_TTL_SECONDS),
+    tokenTtlSeconds: integer(env, 'ISSUER_TOKEN_TTL_SECONDS', MIN_TOKEN_TTL_SECONDS, MAX_TOKEN_TTL_SECONDS),
   });
 }

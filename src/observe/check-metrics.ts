@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { TOKEN_RULE_DESCRIPTIONS } from '../decision/error-catalogue.js';
+import { errorMetricLabel } from '../decision/error-catalogue.js';
+import { TOKEN_RULE_DESCRIPTIONS } from '../decision/rule-words.js';
 import { UNDECIDED_REASONS, type TokenRule } from '../decision/types.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { SiteLabels } from './site-labels.js';
@@ -120,7 +121,7 @@ export class CheckMetrics {
     } else {
       // A shadow denial was let through: it is counted apart, so that "denied" keeps meaning refused.
       const outcome = event.shadow ? SHADOW_DENIED : 'denied';
-      this.checks.inc({ outcome, error_id: String(event.errorId), site });
+      this.checks.inc({ outcome, error_id: errorMetricLabel(event.errorId), site });
       if (event.authMethod !== undefined) this.checksByMethod.inc({ method: event.authMethod, outcome });
       if (event.sunsetReason !== undefined && !event.shadow) this.sunsetRefusals.inc({ reason: event.sunsetReason });
       if (event.errorId === 106) this.tokenRefusals.inc({ reason: event.rule as TokenRule });

@@ -1,31 +1,9 @@
 import { RateLimit } from '../common/rate-limit.js';
-import { ERROR_CATALOGUE, HEADER_RULE_WORDS } from '../decision/error-catalogue.js';
-import type { HeaderRule } from '../decision/types.js';
+import { ERROR_CATALOGUE, loggedReason, reasonIsMessage } from '../decision/error-catalogue.js';
 import type { CheckEvent, DeniedCheckEvent } from './check-event.js';
 import type { Logger } from './logger.js';
 
 const HINT_INTERVAL_MS = 60_000;
-
-
-/** Why the check was refused, in words for the person reading the log. */
-function reasonInWords(event: DeniedCheckEvent): string {
-  switch (event.errorId) {
-    case 108:
-      return HEADER_RULE_WORDS[event.rule as HeaderRule];
-    case 101:
-      return `site ${event.siteId} is not a registered site, or it is disabled`;
-    case 106:
-    case 107:
-      return event.errorMessage;
-    case 103:
-      return `client IP ${event.clientIp ?? '(none)'} is not on site ${event.siteId}'s allowlist`;
-    case 102:
-      return `API key ${event.maskedKey} is not an active key of site ${event.siteId} (unknown, revoked or expired)`;
-    case 104:
-    case 105:
-      return event.errorMessage;
-  }
-}
 
 /** What a line says of any check, allowed or denied. */
 function checkFields(event: CheckEvent) {
@@ -63,16 +41,13 @@ export interface DecisionLog {
 /** Windows of repeats counted at once: beyond, a denial is logged on its own line as if none were. */
 export const REPEAT_WINDOWS_MAX = 10_000;
 
-/** Errors whose message says more than the other fields of the event (a body rule's limit, a brownout's end, a token rule). */
-const MESSAGE_SAYS_MORE: ReadonlySet<number> = new Set([104, 105, 106, 107]);
-
 /**
  * Denials that would read the same in the log, but for their request id and duration. The message is
  * part of the key only where the other fields do not determine it: a long key costs every denial.
  */
 function sameLineKey(event: DeniedCheckEvent): string {
   const key = `${event.errorId}|${event.shadow}|${event.siteId}|${event.clientIp}|${event.maskedKey}|${event.clientId}|${event.keyId}|${event.rule}`;
-  return MESSAGE_SAYS_MORE.has(event.errorId) ? `${key}|${event.errorMessage}` : key;
+  return reasonIsMessage(event.errorId) ? `${key}|${event.errorMessage}` : key;
 }
 
 /** The fields of sameLineKey compared one by one: whether `event` reads as `earlier` does, without building a key. */
@@ -86,7 +61,7 @@ function readsAs(event: DeniedCheckEvent, earlier: DeniedCheckEvent): boolean {
     event.clientId === earlier.clientId &&
     event.keyId === earlier.keyId &&
     event.rule === earlier.rule &&
-    (!MESSAGE_SAYS_MORE.has(event.errorId) || event.errorMessage === earlier.errorMessage)
+    (!reasonIsMessage(event.errorId) || event.errorMessage === earlier.errorMessage)
   );
 }
 
@@ -222,5 +197,5 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
 }
 
 function deniedFields(event: DeniedCheckEvent) {
-  return { errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: reasonInWords(event) };
+  return { errorId: event.errorId, code: ERROR_CATALOGUE[event.errorId].code, rule: event.rule, reason: loggedReason(event) };
 }

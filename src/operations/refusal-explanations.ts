@@ -1,4 +1,4 @@
-import { tokenRuleDescription } from '../decision/error-catalogue.js';
+import { tokenRuleDescription } from '../decision/rule-words.js';
 import type { TokenRule } from '../decision/types.js';
 import type { AuditMention, ClientStanding, SiteStanding } from '../store/refusal-facts.js';
 import { actorWords } from './audit-sentences.js';

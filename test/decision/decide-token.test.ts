@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decide } from '../../src/decision/decide.js';
-import { denialBody, denialChallenge, ERROR_CATALOGUE, TOKEN_RULE_DESCRIPTIONS, tokenRuleDescription } from '../../src/decision/error-catalogue.js';
+import { denialBody, denialChallenge, ERROR_CATALOGUE } from '../../src/decision/error-catalogue.js';
+import { TOKEN_RULE_DESCRIPTIONS, tokenRuleDescription } from '../../src/decision/rule-words.js';
 import type { BodyView, CheckInput, Decision, SunsetPolicy, TokenRule, TokenVerdict } from '../../src/decision/types.js';
 import { NO_SUNSET, snapshotOf } from '../support/snapshot.js';
 

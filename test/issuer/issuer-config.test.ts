@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, SETTINGS } from '../../src/config.js';
 import { DEFAULT_KEY_ROTATION } from '../../src/issuer/key-schedule.js';
-import { loadIssuerConfig, MAX_TOKEN_TTL_SECONDS, TRIAL_RESOURCE } from '../../src/issuer/issuer-config.js';
+import { TRIAL_RESOURCE } from '../../src/config/settings.js';
+import { loadIssuerConfig, MAX_TOKEN_TTL_SECONDS } from '../../src/issuer/issuer-config.js';
 
 const TOKEN = 'c2l0ZWtleS1hdXRoei1yZWdpc3RyYXRpb24tdG9rZW4tZm9yLXRlc3Rz';
 const PRODUCTION = { ISSUER_URL: 'https://auth.partner-api.example.com', ISSUER_RESOURCE: 'https://partner-api.example.com', ISSUER_REGISTRATION_TOKEN: TOKEN };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import { TOKEN_RULE_DESCRIPTIONS } from '../../../src/decision/error-catalogue.js';
+import { TOKEN_RULE_DESCRIPTIONS } from '../../../src/decision/rule-words.js';
 import { freshDatabase } from '../../support/database.js';
 import { authorizationClient, check, verdict, type UpstreamCheckResponse } from '../../support/envoy-client.js';
 import { eventually } from '../../support/eventually.js';
