@@ -7,15 +7,6 @@ import { NetworkList, packedIncludes, type PackedNetworks } from './network-list
  * typed (allowlist-entry), and the arithmetic that matches them (network-list).
  */
 
-/** The networks a site's clients must come from. */
-export interface Allowlist {
-  /**
-   * Whether the address is inside one of the networks of its own family: an IPv4 client matches IPv4
-   * networks only, never an IPv6 network that covers ::ffff:0:0/96, as a single BlockList would match it.
-   */
-  check(address: string, family: 'ipv4' | 'ipv6'): boolean;
-}
-
 /** An allowlist network in the family the decision checks clients of: `ipv4` networks admit IPv4 clients only. */
 export interface AllowlistNetwork {
   readonly address: string;
@@ -37,36 +28,39 @@ export function allowlistNetwork(address: string, prefix: number): AllowlistNetw
   return { address: ip.address, family: 'ipv4', prefix: prefix - IPV4_MAPPED.prefix };
 }
 
-/** A snapshot holds one per site: one object and, per family with networks, one string. */
-class SiteAllowlist implements Allowlist {
+/**
+ * The networks a site's clients must come from, as buildAllowlist makes them (or unpackAllowlist gives
+ * them back): a snapshot holds one per site, one object and, per family with networks, one string.
+ */
+export class Allowlist {
   constructor(
     private readonly ipv4: PackedNetworks,
     private readonly ipv6: PackedNetworks,
   ) {}
 
+  /**
+   * Whether the address is inside one of the networks of its own family: an IPv4 client matches IPv4
+   * networks only, never an IPv6 network that covers ::ffff:0:0/96, as a single BlockList would match it.
+   */
   check(address: string, family: 'ipv4' | 'ipv6'): boolean {
     return packedIncludes(family === 'ipv4' ? this.ipv4 : this.ipv6, family, address);
   }
 
+  /** As two strings, for a store outside V8's heap (unpackAllowlist gives the allowlist back). */
   get packed(): PackedAllowlist {
     return { ipv4: this.ipv4, ipv6: this.ipv6 };
   }
 }
 
-/** An allowlist as two strings, for a store outside V8's heap to hold. */
+/** An allowlist as two strings. */
 export interface PackedAllowlist {
   readonly ipv4: PackedNetworks;
   readonly ipv6: PackedNetworks;
 }
 
-/** The allowlist in packed form, when it is one buildAllowlist made (any other is undefined). */
-export function packAllowlist(allowlist: Allowlist): PackedAllowlist | undefined {
-  return allowlist instanceof SiteAllowlist ? allowlist.packed : undefined;
-}
-
-/** The allowlist packAllowlist gave. */
+/** The allowlist whose `packed` form this is. */
 export function unpackAllowlist({ ipv4, ipv6 }: PackedAllowlist): Allowlist {
-  return new SiteAllowlist(ipv4, ipv6);
+  return new Allowlist(ipv4, ipv6);
 }
 
 /**
@@ -86,5 +80,5 @@ export function buildAllowlist(
     if (network === undefined) onUnusable(entry);
     else (network.family === 'ipv4' ? ipv4 : ipv6).add(network.address, network.prefix);
   }
-  return new SiteAllowlist(ipv4.packed(), ipv6.packed());
+  return new Allowlist(ipv4.packed(), ipv6.packed());
 }

@@ -1,4 +1,4 @@
-import { packAllowlist, unpackAllowlist } from '../allowlist/allowlist.js';
+import { unpackAllowlist } from '../allowlist/allowlist.js';
 import type { ClientId, SiteCredentials, SiteId } from '../decision/types.js';
 import { siteKeys, type HashedKey } from './site-keys.js';
 import { doubled, SiteIdIndex } from './site-id-index.js';
@@ -28,7 +28,7 @@ const HEX_HASH = /^[0-9a-f]{64}$/;
 const HASH_BYTES = 32;
 const HASH_AS_BYTES = 1;
 const HASH_AS_STRING = 0;
-/** Where a site held as an object has its ref. */
+/** The ref of an entry whose record is not written: the site is unknown. */
 const NO_RECORD = -1;
 
 const NO_CLIENTS: ReadonlyMap<ClientId, number> = new Map();
@@ -82,8 +82,7 @@ class RecordReader {
  * checks read lately, decoded (a bounded number), and a write never decodes.
  *
  * A replaced or removed site's record is dead space; a chunk mostly dead is compacted into the chunk
- * being written. A site whose allowlist is not one buildAllowlist made (tests build their own) is held
- * as the object it is.
+ * being written.
  */
 export class SiteRecords {
   private readonly index = new SiteIdIndex();
@@ -95,7 +94,6 @@ export class SiteRecords {
   private readonly chunkEnd: number[] = [];
   private readonly freeChunks: number[] = [];
   private writing = -1;
-  private readonly objects = new Map<SiteId, SiteCredentials>();
   /**
    * Sites decoded for checks, in two generations of up to half DECODED_SITES_MAX: a site read in the older
    * one moves to the newer, and when the newer is full the older is dropped. Every step is one or two Map
@@ -125,7 +123,7 @@ export class SiteRecords {
     let site = this.earlierDecoded.get(siteId);
     if (site === undefined) {
       site = this.read(siteId);
-      if (site === undefined || this.objects.has(siteId)) return site;
+      if (site === undefined) return undefined;
     }
     if (this.recentlyDecoded.size >= DECODED_SITES_MAX / 2) {
       this.earlierDecoded = this.recentlyDecoded;
@@ -140,7 +138,7 @@ export class SiteRecords {
     const entry = this.index.entryOf(siteId);
     if (entry < 0) return undefined;
     const ref = this.refs[entry]!;
-    return ref === NO_RECORD ? this.objects.get(siteId) : this.decode(ref);
+    return ref === NO_RECORD ? undefined : this.decode(ref);
   }
 
   /** The token clients of the site, decoded only when it has some. */
@@ -148,20 +146,15 @@ export class SiteRecords {
     const entry = this.index.entryOf(siteId);
     if (entry < 0) return NO_CLIENTS;
     const ref = this.refs[entry]!;
-    // NO_RECORD and no object: a write that failed half-way, which left the site unknown.
-    if (ref === NO_RECORD) return this.objects.get(siteId)?.tokenClients ?? NO_CLIENTS;
+    // A write that failed half-way, which left the site unknown.
+    if (ref === NO_RECORD) return NO_CLIENTS;
     return this.chunkOf(ref).readUInt32LE((ref % CHUNK_BYTES) + CLIENT_COUNT) === 0 ? NO_CLIENTS : this.decode(ref).tokenClients;
   }
 
   set(siteId: SiteId, site: SiteCredentials): void {
     const entry = this.replace(siteId);
     this.keyTotal += site.keysByHash.size;
-    const allowlist = packAllowlist(site.allowlist);
-    if (allowlist === undefined) {
-      this.objects.set(siteId, site);
-      this.refs[entry] = NO_RECORD;
-      return;
-    }
+    const allowlist = site.allowlist.packed;
     const keys: RecordedKey[] = [];
     for (const hash of site.keysByHash.keys()) keys.push({ hash, hashAsBytes: HEX_HASH.test(hash), ...site.keysByHash.get(hash)! });
     let bytes = STRINGS + stringBytes(siteId) + stringBytes(allowlist.ipv4) + stringBytes(allowlist.ipv6);
@@ -207,10 +200,7 @@ export class SiteRecords {
     const from = source.index.entryOf(siteId);
     if (from < 0) return false;
     const sourceRef = source.refs[from]!;
-    if (sourceRef === NO_RECORD) {
-      this.set(siteId, source.objects.get(siteId)!);
-      return true;
-    }
+    if (sourceRef === NO_RECORD) return false;
     const sourceChunk = source.chunkOf(sourceRef);
     const sourceAt = sourceRef % CHUNK_BYTES;
     const bytes = sourceChunk.readUInt32LE(sourceAt + LENGTH);
@@ -258,11 +248,7 @@ export class SiteRecords {
     const entry = this.index.entryOf(siteId);
     if (entry < 0) return;
     const ref = this.refs[entry]!;
-    if (ref === NO_RECORD) {
-      this.keyTotal -= this.objects.get(siteId)?.keysByHash.size ?? 0;
-      this.objects.delete(siteId);
-      return;
-    }
+    if (ref === NO_RECORD) return;
     const chunkIndex = Math.floor(ref / CHUNK_BYTES);
     const chunk = this.chunks[chunkIndex]!;
     this.keyTotal -= chunk.readUInt32LE((ref % CHUNK_BYTES) + KEY_COUNT);

@@ -2,16 +2,6 @@ import type { Slices } from '../common/slices.js';
 import type { Brownout, ClientId, CredentialSnapshot, SiteCredentials, SiteId, SunsetPolicy } from '../decision/types.js';
 import { SiteRecords } from './site-records.js';
 
-/** Sites read from the database (records), or built as objects (by tests). */
-export type SiteSource = SiteRecords | ReadonlyMap<SiteId, SiteCredentials>;
-
-function recordsOf(source: SiteSource): SiteRecords {
-  if (source instanceof SiteRecords) return source;
-  const records = new SiteRecords();
-  for (const [siteId, site] of source) records.set(siteId, site);
-  return records;
-}
-
 /**
  * The sites a check reads, replaced whole by a full load, site by site by a resync, or one site at a
  * time by a reload. Loads may finish out of order (a per-site reload does not wait behind a full
@@ -67,11 +57,10 @@ export class SiteTable implements CredentialSnapshot {
     return this.sites.activeKeys;
   }
 
-  /** Every site replaced by `loaded`, except those a per-site reload that began after it brought in. */
-  replaceAll(loaded: SiteSource, brownouts: readonly Brownout[], startedAt: number, sunsetPolicy?: SunsetPolicy): void {
+  /** Every site replaced by `sites` (which the table takes), except those a per-site reload that began after it brought in. */
+  replaceAll(sites: SiteRecords, brownouts: readonly Brownout[], startedAt: number, sunsetPolicy?: SunsetPolicy): void {
     if (startedAt <= this.fullLoadStartedAt) return;
     this.replaceBrownouts(brownouts, startedAt, sunsetPolicy);
-    const sites = recordsOf(loaded);
     for (const siteId of this.newerReloads(startedAt)) {
       if (!sites.copyFrom(this.sites, siteId)) sites.delete(siteId);
     }
@@ -139,12 +128,11 @@ export class SiteTable implements CredentialSnapshot {
    * `loaded` holds the named sites that still exist; a named site missing from it was deleted. Returns
    * the sites it replaced: the others had a newer read already, which stays.
    */
-  replaceSites(siteIds: readonly SiteId[], loaded: SiteSource, startedAt: number): SiteId[] {
+  replaceSites(siteIds: readonly SiteId[], loaded: SiteRecords, startedAt: number): SiteId[] {
     const replaced: SiteId[] = [];
-    const records = recordsOf(loaded);
     for (const siteId of siteIds) {
       if (startedAt <= Math.max(this.fullLoadStartedAt, this.reloadStartedAt.get(siteId) ?? -Infinity)) continue;
-      this.put(siteId, records.has(siteId) ? records : undefined);
+      this.put(siteId, loaded.has(siteId) ? loaded : undefined);
       this.reloadStartedAt.set(siteId, startedAt);
       replaced.push(siteId);
     }
@@ -154,11 +142,11 @@ export class SiteTable implements CredentialSnapshot {
   /** One site replaced by the one `source` holds (or removed), with the client index that follows it. */
   private put(siteId: SiteId, source: SiteRecords | undefined): void {
     for (const clientId of this.sites.tokenClientsOf(siteId).keys()) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
-    if (source === undefined) {
+    // A site `source` lists but could not write is unknown: none of its requests is allowed.
+    if (source === undefined || !this.sites.copyFrom(source, siteId)) {
       this.sites.delete(siteId);
       return;
     }
-    this.sites.copyFrom(source, siteId);
     for (const clientId of this.sites.tokenClientsOf(siteId).keys()) this.clientSites.set(clientId, siteId);
   }
 }

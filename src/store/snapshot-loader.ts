@@ -5,10 +5,13 @@ import type { Brownout, ClientId, SiteAuthMethod, SiteId } from '../decision/typ
 import { Slices } from '../common/slices.js';
 import { withPooledClient } from './pooled-client.js';
 import { siteKeys, type HashedKey } from './site-keys.js';
+import { snapshotRowsQuery, snapshotTable, type SiteFilter } from './snapshot-columns.js';
 import { SiteRecords } from './site-records.js';
 
 /** Sites by id, as records: the plain data a CredentialSnapshot hands the decision. */
 export type LoadedSites = SiteRecords;
+
+// The rows as snapshotRowsQuery reads them: the columns and their names are declared in snapshot-columns.ts.
 
 /** What the decision needs of a site: whether it may authenticate at all, and its sunset grace. */
 interface SiteCredentialsRow {
@@ -36,16 +39,6 @@ interface AllowlistNetworkRow {
   network: string;
   prefix: number;
 }
-
-// bigint columns are read as text so that no site id near 2^63 loses digits.
-const SITES = `SELECT id::text AS id, enabled, (extract(epoch FROM apikey_grace_until) * 1000)::float8 AS grace_until_ms, auth_method,
-                      (extract(epoch FROM tokens_not_before) * 1000)::float8 AS tokens_not_before_ms
-                 FROM sites`;
-const TOKEN_CLIENTS = 'SELECT site_id::text AS site_id, client_id, (extract(epoch FROM tokens_not_before) * 1000)::float8 AS tokens_not_before_ms FROM token_clients';
-const KEYS = `SELECT site_id::text AS site_id, id::text AS id, encode(key_sha256, 'hex') AS hash,
-                     (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at_ms
-                FROM api_keys WHERE revoked_at IS NULL`;
-const ALLOWLIST = 'SELECT site_id::text AS site_id, host(cidr) AS network, masklen(cidr) AS prefix FROM allowlist_entries';
 
 /** A row the snapshot cannot use (written with SQL, past the CLI's checks): left out, and reported. */
 export interface UnusableRow {
@@ -142,15 +135,12 @@ async function buildSites(
   return table;
 }
 
-/** A condition on the column that holds the site id (`id` on sites, `site_id` on the others). */
-export type SiteFilter = (column: string) => string;
-
 /** The four tables' rows of the sites `filter` selects, read in the transaction `client` has open. */
 async function readSiteRows(client: pg.PoolClient, filter: SiteFilter, params: unknown[]): Promise<SiteRows> {
-  const sites = await client.query<SiteCredentialsRow>(`${SITES} WHERE ${filter('id')}`, params);
-  const keys = await client.query<ActiveKeyHashRow>(`${KEYS} AND ${filter('site_id')}`, params);
-  const allowlist = await client.query<AllowlistNetworkRow>(`${ALLOWLIST} WHERE ${filter('site_id')}`, params);
-  const tokenClients = await client.query<TokenClientRow>(`${TOKEN_CLIENTS} WHERE ${filter('site_id')}`, params);
+  const sites = await client.query<SiteCredentialsRow>(snapshotRowsQuery(snapshotTable('sites'), filter), params);
+  const keys = await client.query<ActiveKeyHashRow>(snapshotRowsQuery(snapshotTable('api_keys'), filter), params);
+  const allowlist = await client.query<AllowlistNetworkRow>(snapshotRowsQuery(snapshotTable('allowlist_entries'), filter), params);
+  const tokenClients = await client.query<TokenClientRow>(snapshotRowsQuery(snapshotTable('token_clients'), filter), params);
   return [sites.rows, keys.rows, allowlist.rows, tokenClients.rows];
 }
 

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { BlockList } from 'node:net';
 import { describe, it } from 'node:test';
 import { buildAllowlist } from '../../src/allowlist/allowlist.js';
 import type { SiteCredentials } from '../../src/decision/types.js';
@@ -247,17 +246,6 @@ describe('SiteRecords', () => {
     assert.deepEqual([...target.tokenClientsOf('3')], [['app', 5]]);
     assert.equal(target.activeKeys, 1);
     assert.deepEqual([...target.tokenClientsOf('4')], []);
-  });
-
-  it('holds as it is a site whose allowlist is not one buildAllowlist made', () => {
-    const records = new SiteRecords();
-    const own = site('9', { allowlist: new BlockList() });
-    records.set('9', own);
-    assert.equal(records.get('9'), own);
-    assert.equal(records.activeKeys, 1);
-    records.set('9', site('9'));
-    assert.notEqual(records.get('9'), own);
-    assert.equal(records.activeKeys, 1);
   });
 });
 

@@ -20,7 +20,7 @@ const withKeys = (siteId: string, keys: number): SiteCredentials => ({
   ...site(siteId),
   keysByHash: new Map(Array.from({ length: keys }, (_, index) => [`hash-${siteId}-${index}`, { keyId: `${siteId}${index}`, expiresAt: null }])),
 });
-const table = (...sites: SiteCredentials[]) => new Map(sites.map((entry) => [entry.siteId, entry]));
+/** The sites as a load hands them to the table: records, as the loader writes them. */
 const records = (...sites: SiteCredentials[]) => {
   const held = new SiteRecords();
   for (const entry of sites) held.set(entry.siteId, entry);
@@ -45,44 +45,44 @@ class EverySite extends Slices {
 describe('site table', () => {
   it('keeps a site reloaded after a full load started when that full load finishes later', () => {
     const sites = new SiteTable();
-    sites.replaceAll(table(site('1')), [], 1);
+    sites.replaceAll(records(site('1')), [], 1);
     // The revocation's reload (read at 3) lands first; the full load that began at 2 lands after it.
-    sites.replaceSites(['1'], table(site('1', false)), 3);
-    sites.replaceAll(table(site('1'), site('2')), [], 2);
+    sites.replaceSites(['1'], records(site('1', false)), 3);
+    sites.replaceAll(records(site('1'), site('2')), [], 2);
     assert.equal(sites.site('1')?.enabled, false);
     assert.ok(sites.site('2'));
   });
 
   it('keeps a deletion that a later reload saw', () => {
     const sites = new SiteTable();
-    sites.replaceAll(table(site('1')), [], 1);
-    sites.replaceSites(['1'], new Map(), 3);
-    sites.replaceAll(table(site('1')), [], 2);
+    sites.replaceAll(records(site('1')), [], 1);
+    sites.replaceSites(['1'], records(), 3);
+    sites.replaceAll(records(site('1')), [], 2);
     assert.equal(sites.site('1'), undefined);
   });
 
   it('lets a full load that started after a reload replace it', () => {
     const sites = new SiteTable();
-    sites.replaceAll(table(site('1')), [], 1);
-    sites.replaceSites(['1'], table(site('1', false)), 2);
-    sites.replaceAll(table(site('1', true)), [], 3);
+    sites.replaceAll(records(site('1')), [], 1);
+    sites.replaceSites(['1'], records(site('1', false)), 2);
+    sites.replaceAll(records(site('1', true)), [], 3);
     assert.equal(sites.site('1')?.enabled, true);
   });
 
   it('drops a reload older than what it holds', () => {
     const sites = new SiteTable();
-    sites.replaceAll(table(site('1', false)), [], 5);
-    sites.replaceSites(['1'], table(site('1', true)), 4);
+    sites.replaceAll(records(site('1', false)), [], 5);
+    sites.replaceSites(['1'], records(site('1', true)), 4);
     assert.equal(sites.site('1')?.enabled, false);
-    sites.replaceSites(['1'], table(site('1', true)), 7);
-    sites.replaceSites(['1'], new Map(), 6);
+    sites.replaceSites(['1'], records(site('1', true)), 7);
+    sites.replaceSites(['1'], records(), 6);
     assert.equal(sites.site('1')?.enabled, true);
   });
 
   it('drops a full load older than the one it holds', () => {
     const sites = new SiteTable();
-    sites.replaceAll(table(site('1')), [], 5);
-    sites.replaceAll(table(site('2')), [], 4);
+    sites.replaceAll(records(site('1')), [], 5);
+    sites.replaceAll(records(site('2')), [], 4);
     assert.ok(sites.site('1'));
     assert.equal(sites.site('2'), undefined);
   });
@@ -90,26 +90,26 @@ describe('site table', () => {
   it('counts the keys of every site through full loads, reloads, deletions and dropped reloads', () => {
     const sites = new SiteTable();
     assert.equal(sites.activeKeys, 0);
-    sites.replaceAll(table(withKeys('1', 2), withKeys('2', 3)), [], 1);
+    sites.replaceAll(records(withKeys('1', 2), withKeys('2', 3)), [], 1);
     assert.equal(sites.activeKeys, 5);
-    sites.replaceSites(['1'], table(withKeys('1', 4)), 2);
+    sites.replaceSites(['1'], records(withKeys('1', 4)), 2);
     assert.equal(sites.activeKeys, 7);
-    sites.replaceSites(['2'], new Map(), 3);
+    sites.replaceSites(['2'], records(), 3);
     assert.equal(sites.activeKeys, 4);
-    sites.replaceSites(['1'], table(withKeys('1', 9)), 1);
+    sites.replaceSites(['1'], records(withKeys('1', 9)), 1);
     assert.equal(sites.activeKeys, 4, 'a reload older than what is held changes nothing');
-    sites.replaceSites(['3'], table(withKeys('3', 1)), 4);
+    sites.replaceSites(['3'], records(withKeys('3', 1)), 4);
     assert.equal(sites.activeKeys, 5);
     // A full load read at 2.5 is newer than site 1's reload (2) and older than site 2's deletion (3)
     // and site 3's reload (4): site 1 from the load, site 2 still gone, site 3 kept.
-    sites.replaceAll(table(withKeys('1', 1), withKeys('2', 1)), [], 2.5);
+    sites.replaceAll(records(withKeys('1', 1), withKeys('2', 1)), [], 2.5);
     assert.equal(sites.activeKeys, 1 + 1);
   });
 
   it('applies a resync in slices without undoing a reload that began after it and landed between them', async () => {
     const sites = new SiteTable();
-    sites.replaceAll(table(withKeys('1', 1), withKeys('2', 1)), [], 1);
-    const reloadOfSite2 = () => sites.replaceSites(['2'], table(withKeys('2', 3)), 6);
+    sites.replaceAll(records(withKeys('1', 1), withKeys('2', 1)), [], 1);
+    const reloadOfSite2 = () => sites.replaceSites(['2'], records(withKeys('2', 3)), 6);
     assert.equal(await sites.applyResync(records(site('1', false), site('2', false)), [], [], 5, new EverySite(reloadOfSite2)), true);
     assert.equal(sites.site('1')?.enabled, false);
     assert.equal(sites.site('2')?.enabled, true, 'the resync undid the newer reload');
@@ -119,8 +119,8 @@ describe('site table', () => {
 
   it('drops a reload that began before a resync and landed between its slices', async () => {
     const sites = new SiteTable();
-    sites.replaceAll(table(site('1'), site('2')), [], 1);
-    const olderReload = () => assert.deepEqual(sites.replaceSites(['2'], new Map(), 4), []);
+    sites.replaceAll(records(site('1'), site('2')), [], 1);
+    const olderReload = () => assert.deepEqual(sites.replaceSites(['2'], records(), 4), []);
     await sites.applyResync(records(site('1', false), site('2', false)), [], [], 5, new EverySite(olderReload));
     assert.equal(sites.site('2')?.enabled, false);
     assert.deepEqual(sites.newerReloads(5), []);
@@ -128,14 +128,14 @@ describe('site table', () => {
 
   it('applies no resync older than the full load it holds', async () => {
     const sites = new SiteTable();
-    sites.replaceAll(table(site('1')), [], 5);
+    sites.replaceAll(records(site('1')), [], 5);
     assert.equal(await sites.applyResync(records(site('1', false)), ['1'], [], 4, new Slices()), false);
     assert.equal(sites.site('1')?.enabled, true);
   });
 
   it('keeps the token client index through a resync', async () => {
     const sites = new SiteTable();
-    sites.replaceAll(table({ ...site('1'), tokenClients: new Map([['app-a', 0]]) }), [], 1);
+    sites.replaceAll(records({ ...site('1'), tokenClients: new Map([['app-a', 0]]) }), [], 1);
     assert.equal(sites.siteOfTokenClient('app-a')?.siteId, '1');
     await sites.applyResync(records({ ...site('2'), tokenClients: new Map([['app-a', 0]]) }), ['1'], [], 2, new Slices());
     assert.equal(sites.siteOfTokenClient('app-a')?.siteId, '2');

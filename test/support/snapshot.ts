@@ -1,7 +1,9 @@
 import { hashApiKey } from '../../src/decision/api-key.js';
-import type { Brownout, CredentialSnapshot, SiteCredentials, SunsetPolicy } from '../../src/decision/types.js';
+import type { Brownout, CredentialSnapshot, SunsetPolicy } from '../../src/decision/types.js';
 import { buildAllowlist } from '../../src/allowlist/allowlist.js';
 import { siteKeys } from '../../src/store/site-keys.js';
+import { SiteRecords } from '../../src/store/site-records.js';
+import { SiteTable } from '../../src/store/site-table.js';
 
 export interface SiteFixture {
   readonly siteId: string;
@@ -16,12 +18,12 @@ export interface SiteFixture {
   readonly tokenClientsRegisteredAt?: number;
 }
 
-/** An in-memory snapshot for decision and transport tests: the same plain data the store loads. */
 /** API keys with no sunset enforced: what every test that is not about the sunset decides under. */
 export const NO_SUNSET: SunsetPolicy = Object.freeze({ sunsetAt: Date.parse('2026-12-31T23:59:59Z'), enforce: false, guideUrl: undefined });
 
-export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Brownout[] = []): CredentialSnapshot {
-  const bySite = new Map<string, SiteCredentials>();
+/** The sites of the fixtures, as the loader writes PostgreSQL's rows of them. */
+function siteRecordsOf(sites: readonly SiteFixture[]): SiteRecords {
+  const records = new SiteRecords();
   for (const fixture of sites) {
     // Built as the loader builds it from PostgreSQL's rows, so decision tests cover the real allowlist.
     const allowlist = buildAllowlist(
@@ -31,7 +33,7 @@ export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Br
       }),
     );
     const keysByHash = siteKeys((fixture.keys ?? []).map((k) => ({ hash: hashApiKey(k.key.toLowerCase()), keyId: k.keyId, expiresAt: k.expiresAt ?? null })));
-    bySite.set(fixture.siteId, {
+    records.set(fixture.siteId, {
       siteId: fixture.siteId,
       enabled: fixture.enabled ?? true,
       graceUntil: fixture.graceUntil ?? null,
@@ -42,8 +44,12 @@ export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Br
       tokenClients: new Map((fixture.tokenClients ?? []).map((clientId) => [clientId, fixture.tokenClientsRegisteredAt ?? 0])),
     });
   }
-  // Indexed as SiteTable indexes it: a benchmark over 10,000 sites must not time a scan of them.
-  const byTokenClient = new Map<string, SiteCredentials>();
-  for (const site of bySite.values()) for (const clientId of site.tokenClients.keys()) if (!byTokenClient.has(clientId)) byTokenClient.set(clientId, site);
-  return { site: (siteId) => bySite.get(siteId), siteOfTokenClient: (clientId) => byTokenClient.get(clientId), brownouts };
+  return records;
+}
+
+/** The snapshot a check reads, held by the service's own SiteTable, as one full load leaves it. */
+export function snapshotOf(sites: readonly SiteFixture[], brownouts: readonly Brownout[] = []): CredentialSnapshot {
+  const table = new SiteTable();
+  table.replaceAll(siteRecordsOf(sites), brownouts, 0);
+  return table;
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import pg from 'pg';
 import { ADMIN_ROUTES } from '../../../src/admin/admin-routes.js';
 import { MIGRATION_ROWS } from '../../../src/admin/api-schemas.js';
@@ -25,6 +25,51 @@ function answerProblem(route: AdminRoute, body: unknown): string | undefined {
   return schemaProblem(body, answerSchema(route));
 }
 
+/** A route as the table names it: `METHOD /path`. */
+const label = (route: AdminRoute) => `${route.method} ${route.path}`;
+
+/**
+ * The routes each test below calls, by its name: a test fails when it calls routes it does not declare
+ * here, or no longer calls one it does, and the last test holds that each route of the table is some
+ * test's, whichever of them run and in whatever order.
+ */
+const ROUTES_OF_TESTS: Readonly<Record<string, readonly string[]>> = {
+  'onboards a partner: site, allowlist, a key shown once that a Check accepts, and its revocation': [
+    'GET /api/v1/me', 'POST /api/v1/sites', 'GET /api/v1/sites', 'POST /api/v1/sites/{siteId}/allowlist', 'GET /api/v1/sites/{siteId}/allowlist',
+    'POST /api/v1/sites/{siteId}/keys', 'GET /api/v1/sites/{siteId}/keys', 'POST /api/v1/sites/{siteId}/keys/{keyId}/revoke', 'POST /api/v1/sites/{siteId}/keys/import', 'GET /api/v1/audit',
+  ],
+  'shows a full key in no answer but the one that issued it, nor in its own log': [
+    'GET /api/v1/sites', 'GET /api/v1/sites/{siteId}', 'GET /api/v1/sites/{siteId}/keys', 'GET /api/v1/audit', 'GET /api/v1/reports/migration', 'GET /api/v1/reports/denials',
+  ],
+  "changes a site's state, method, grace, tokens and token clients, each audited with the person": [
+    'POST /api/v1/sites/{siteId}/disable', 'POST /api/v1/sites/{siteId}/enable', 'PUT /api/v1/sites/{siteId}/auth-method', 'PUT /api/v1/sites/{siteId}/grace',
+    'DELETE /api/v1/sites/{siteId}/grace', 'POST /api/v1/sites/{siteId}/revoke-tokens', 'POST /api/v1/sites/{siteId}/token-clients', 'GET /api/v1/token-clients',
+    'GET /api/v1/sites/{siteId}', 'DELETE /api/v1/token-clients/{clientId}', 'DELETE /api/v1/sites/{siteId}/allowlist/{entry}', 'GET /api/v1/audit',
+  ],
+  'runs brownouts and the sunset for an admin, and the reports for a viewer': [
+    'POST /api/v1/brownouts', 'GET /api/v1/brownouts', 'POST /api/v1/brownouts/{brownoutId}/cancel', 'PUT /api/v1/sunset', 'GET /api/v1/sunset',
+    'GET /api/v1/reports/migration', 'GET /api/v1/reports/denials', 'GET /api/v1/audit',
+  ],
+  'refuses bad values with a stable code and the field, in words with no flag, and the CLI refuses them with the same code': [
+    'POST /api/v1/sites', 'GET /api/v1/sites', 'GET /api/v1/sites/{siteId}', 'POST /api/v1/sites/{siteId}/keys', 'POST /api/v1/sites/{siteId}/keys/import',
+    'POST /api/v1/sites/{siteId}/keys/{keyId}/revoke', 'POST /api/v1/sites/{siteId}/keys/{keyId}/roll', 'POST /api/v1/sites/{siteId}/allowlist',
+    'DELETE /api/v1/sites/{siteId}/allowlist/{entry}', 'PUT /api/v1/sites/{siteId}/auth-method', 'PUT /api/v1/sites/{siteId}/grace',
+    'POST /api/v1/sites/{siteId}/token-clients', 'DELETE /api/v1/token-clients/{clientId}', 'POST /api/v1/sites/{siteId}/token-clients/create',
+    'POST /api/v1/token-clients/{clientId}/rotate-secret', 'POST /api/v1/brownouts', 'POST /api/v1/brownouts/{brownoutId}/cancel', 'GET /api/v1/sites/{siteId}/impact',
+    'GET /api/v1/brownouts/impact', 'PUT /api/v1/sunset', 'GET /api/v1/reports/denials', 'GET /api/v1/reports/migration', 'GET /api/v1/audit',
+  ],
+  'admits every address only when the request says so, and warns of it': [
+    'POST /api/v1/sites/{siteId}/allowlist', 'GET /api/v1/sites/{siteId}/allowlist', 'DELETE /api/v1/sites/{siteId}/allowlist/{entry}',
+  ],
+  'warns that a key issued near the sunset stops working then, and refuses a grace or brownout already over': [
+    'PUT /api/v1/sunset', 'POST /api/v1/sites/{siteId}/keys', 'POST /api/v1/sites/{siteId}/keys/import', 'POST /api/v1/sites/{siteId}/keys/{keyId}/revoke',
+  ],
+  'counts for a viewer what a change would refuse (the counts: api-impact.test.ts)': ['GET /api/v1/sites/{siteId}/impact', 'GET /api/v1/brownouts/impact'],
+  'rolls a key: the new one shown once and accepted, the old one accepted until the end it was given': [
+    'POST /api/v1/sites/{siteId}/keys', 'POST /api/v1/sites/{siteId}/keys/{keyId}/roll', 'GET /api/v1/audit',
+  ],
+};
+
 /**
  * Every route of the admin API against the real service, database and provider: an account manager
  * onboards a partner, an admin runs the sunset, and each change lands in the audit trail with the
@@ -36,7 +81,8 @@ describe('the admin API routes, as the CLI does them', () => {
   let service: RunningService;
   let client: ReturnType<typeof authorizationClient>;
   const tokens = new Map<AdminPersonName, string>();
-  const called = new Set<string>();
+  /** The routes the running test called. */
+  let calledByTest = new Set<string>();
   let issuedKey = '';
   let issuedKeyId = '';
 
@@ -48,7 +94,7 @@ describe('the admin API routes, as the CLI does them', () => {
     });
     const text = await response.text();
     const route = ADMIN_ROUTES.find((candidate) => candidate.method === method && new RegExp(`^${candidate.path.replace(/\{\w+\}/g, '[^/]+')}$`).test(path.split('?')[0] ?? ''));
-    if (route !== undefined) called.add(`${route.method} ${route.path}`);
+    if (route !== undefined) calledByTest.add(label(route));
     const answer = { status: response.status, body: text === '' ? undefined : JSON.parse(text), text };
     if (route !== undefined && response.ok) assert.equal(answerProblem(route, answer.body), undefined, `${method} ${path} answers as its route declares`);
     return answer;
@@ -76,6 +122,16 @@ describe('the admin API routes, as the CLI does them', () => {
     service = await startService({ DATABASE_URL: database.url, ...issuer.env(), LAST_USED_FLUSH_SECONDS: '1' });
     client = authorizationClient(service.grpcTarget);
     for (const person of ['viewer', 'manager', 'admin'] as const) tokens.set(person, await issuer.tokenFor(person));
+  });
+
+  beforeEach(() => {
+    calledByTest = new Set();
+  });
+
+  afterEach((test) => {
+    const declared = ROUTES_OF_TESTS[test.name] ?? [];
+    assert.deepEqual([...calledByTest].filter((route) => !declared.includes(route)), [], `routes "${test.name}" calls and ROUTES_OF_TESTS does not name`);
+    assert.deepEqual(declared.filter((route) => !calledByTest.has(route)), [], `routes ROUTES_OF_TESTS names that "${test.name}" no longer calls`);
   });
 
   after(async () => {
@@ -360,8 +416,10 @@ describe('the admin API routes, as the CLI does them', () => {
     assert.equal(again.body.error.code, 'KEY_NOT_ACTIVE');
   });
 
-  it('was called on every route of the table', () => {
-    const untested = ADMIN_ROUTES.filter((route) => route.role !== 'public' && !called.has(`${route.method} ${route.path}`)).map((route) => `${route.method} ${route.path}`);
-    assert.deepEqual(untested, []);
+  it('has a test that calls each route of the table', () => {
+    const declared = new Set(Object.values(ROUTES_OF_TESTS).flat());
+    assert.deepEqual(ADMIN_ROUTES.filter((route) => route.role !== 'public' && !declared.has(label(route))).map(label), [], 'routes no test calls');
+    const table = new Set(ADMIN_ROUTES.map(label));
+    assert.deepEqual([...declared].filter((route) => !table.has(route)), [], 'routes ROUTES_OF_TESTS names that are not in the table');
   });
 });

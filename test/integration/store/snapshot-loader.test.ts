@@ -4,7 +4,9 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { hashApiKey } from '../../../src/decision/api-key.js';
 import { decide } from '../../../src/decision/decide.js';
-import { loadAllSites, loadSites, type LoadedSites } from '../../../src/store/snapshot-loader.js';
+import type { CredentialSnapshot } from '../../../src/decision/types.js';
+import { SiteTable } from '../../../src/store/site-table.js';
+import { loadAllSites, loadSites } from '../../../src/store/snapshot-loader.js';
 import { insertSite } from '../../support/credentials.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { NO_SUNSET } from '../../support/snapshot.js';
@@ -15,11 +17,11 @@ const REVOKED = '33333333-3333-4333-8333-333333333333';
 const EXPIRING = '44444444-4444-4444-8444-444444444444';
 const BIG_SITE = '9223372036854775807';
 
-/** Whether the loaded snapshot, as the decision reads it, lets a client of the site past the allowlist (103). */
-function passesAllowlist(sites: LoadedSites, siteId: string, clientAddress: string): boolean {
+/** Whether the snapshot, as the decision reads it, lets a client of the site past the allowlist (103). */
+function passesAllowlist(snapshot: CredentialSnapshot, siteId: string, clientAddress: string): boolean {
   const decision = decide(
     { authorization: `${siteId}:${ACTIVE}`, clientAddress, body: { kind: 'empty', lengthDeclared: false }, bodyPartial: false, bodyCredentials: 'optional' },
-    { site: (id) => sites.get(id), siteOfTokenClient: () => undefined, brownouts: [] },
+    snapshot,
     Date.now(),
     NO_SUNSET,
   );
@@ -81,7 +83,8 @@ describe('snapshot loader', () => {
   });
 
   it('checks IPv4 clients against IPv4 entries only, however the rows are stored', async () => {
-    const sites = await loadAllSites(pool);
+    const snapshot = new SiteTable();
+    snapshot.replaceAll(await loadAllSites(pool), [], Date.now());
     const table: Array<[string, string, boolean]> = [
       ['1003', '203.0.113.7', false],
       ['1003', '::ffff:203.0.113.7', false],
@@ -95,7 +98,7 @@ describe('snapshot loader', () => {
       ['1001', '::ffff:203.0.113.200', true],
     ];
     for (const [siteId, address, expected] of table) {
-      assert.equal(passesAllowlist(sites, siteId, address), expected, `${address} at site ${siteId}`);
+      assert.equal(passesAllowlist(snapshot, siteId, address), expected, `${address} at site ${siteId}`);
     }
   });
 
