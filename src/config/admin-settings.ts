@@ -87,7 +87,7 @@ export function adminSettings(env: Env, otherPorts: { readonly grpc: number; rea
     audience,
     algorithms: Object.freeze(plainDefault('TOKEN_ALGORITHMS').split(',')),
     types: Object.freeze(types),
-    clockSkewSeconds: 30,
+    clockSkewSeconds: Number(plainDefault('TOKEN_CLOCK_SKEW_SECONDS')),
     maxAgeSeconds: tokenMaxAge(env, 'ADMIN_TOKEN_MAX_AGE_SECONDS'),
     port: adminPort,
     rolesClaim,

@@ -113,7 +113,8 @@ function deed(entry: AuditEntry, details: Details): string {
  * name the CLI was given, and an entry from before the parts were kept apart as its one text in quotes.
  */
 export function actorWords(actor: RecordedActor): string {
-  if (actor.actorKind === null || actor.actorSubject === null) return `"${actor.actor}"`;
+  // JSON's quoting: a quote inside the old text cannot close the quotes early and name someone else.
+  if (actor.actorKind === null || actor.actorSubject === null) return JSON.stringify(actor.actor);
   if (actor.actorKind === 'cli') return `CLI user ${actor.actorSubject}`;
   return actor.actorEmail === null ? `sub ${actor.actorSubject}` : `${actor.actorEmail} (sub ${actor.actorSubject})`;
 }

@@ -76,6 +76,7 @@ describe('auditSentence: who did what to which site, before and after, when', ()
       ['a person without one, whatever the old text said', { actor: 'admin@example.test (sub a-1003) (sub mallory-6)', actorKind: 'admin-token', actorSubject: 'mallory-6', actorEmail: null }, 'sub mallory-6'],
       ['the CLI, a name nobody vouches for', { actor: 'admin@example.test (sub a-1003)', actorKind: 'cli', actorSubject: 'admin@example.test (sub a-1003)', actorEmail: null }, 'CLI user admin@example.test (sub a-1003)'],
       ['an entry from before the parts, in quotes as recorded', { actor: 'dave@example.com', actorKind: null, actorSubject: null, actorEmail: null }, '"dave@example.com"'],
+      ['an old entry whose text holds a quote, which cannot close the quotes early', { actor: 'x" edited by "boss@example.test', actorKind: null, actorSubject: null, actorEmail: null }, '"x\\" edited by \\"boss@example.test"'],
     ];
     for (const [what, actor, words] of cases) assert.equal(actorWords(actor), words, what);
   });

@@ -123,7 +123,7 @@ describe('audit actors that cannot be dressed up', { skip: missing }, () => {
     assert.match(await row('198.51.100.6/32').locator('td').first().innerText(), /^sub mallory-6 added 198\.51\.100\.6\/32/);
     assert.equal(await who('198.51.100.2/32'), `sub ${MANAGER.subject} ${MANAGER.email}`);
     assert.equal(await who('added site 1001'), 'CLI user alice@example.com');
-    assert.equal(await who('enabled site 1001'), '"dave@example.com (sub 248289761009)" (as recorded)');
+    assert.equal(await who('enabled site 1001'), '"dave@example.com (sub 248289761009)" (as recorded, not verified)');
     assert.doesNotMatch(await page.locator('main').innerText(), /a-1003/);
   });
 

@@ -16,7 +16,7 @@ function Actor({ entry }) {
     return html`<span class="actor-subject">sub ${entry.actorSubject}</span><br /><span class="actor-email">${entry.actorEmail ?? 'no verified e-mail'}</span>`;
   }
   if (entry.actorKind === 'cli') return html`<span class="actor-subject">CLI user ${entry.actorSubject}</span>`;
-  return html`<span class="actor-recorded">"${entry.actor}" (as recorded)</span>`;
+  return html`<span class="actor-recorded">${JSON.stringify(entry.actor)} (as recorded, not verified)</span>`;
 }
 
 /** Every change as a sentence (who did what to which site, before and after, when), newest first; filtered and paged. */
