@@ -96,7 +96,11 @@ describe('checks under load while PostgreSQL stops and restarts', () => {
       postgres = undefined;
       const stoppedAt = performance.now();
       // serve notices: its LISTEN connection is gone, its reloads fail, and it stays ready.
-      await eventually('/readyz reporting the LISTEN connection lost', readyz, (r) => !r.body.snapshot.listening, 10_000);
+      await eventually('/readyz reporting the LISTEN connection lost', readyz, (r) => !r.body.snapshot.listening, 10_000).catch((error: unknown) => {
+        // Seen once in a full run: the operator port refused connections. Say whether serve had exited, and its last words.
+        const exit = service?.process.exitCode ?? service?.process.signalCode ?? 'still running';
+        throw new Error(`${error instanceof Error ? error.message : String(error)}; serve: ${exit}; its last output: ${service?.output().slice(-3_000)}`);
+      });
       // Several reloads fail, and the LISTEN session backs off between its attempts, before PostgreSQL returns.
       await eventually('three failed snapshot reloads', () => counter('sitekey_authz_snapshot_sync_failures_total'), (n) => n >= failedSyncsBefore + 3, 15_000);
       const during = await readyz();
