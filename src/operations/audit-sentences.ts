@@ -1,4 +1,4 @@
-import type { RecordedActor } from '../store/audit-actor.js';
+import { actorText, type RecordedActor } from '../store/audit-actor.js';
 import type { AuditEntry } from '../store/audit-log.js';
 import { instantWords } from './time-words.js';
 
@@ -116,7 +116,7 @@ export function actorWords(actor: RecordedActor): string {
   // JSON's quoting: a quote inside the old text cannot close the quotes early and name someone else.
   if (actor.actorKind === null || actor.actorSubject === null) return JSON.stringify(actor.actor);
   if (actor.actorKind === 'cli') return `CLI user ${actor.actorSubject}`;
-  return actor.actorEmail === null ? `sub ${actor.actorSubject}` : `${actor.actorEmail} (sub ${actor.actorSubject})`;
+  return actorText({ kind: 'admin-token', subject: actor.actorSubject, ...(actor.actorEmail === null ? {} : { email: actor.actorEmail }) });
 }
 
 /** What the entry did, without who and when: "disabled site 1002 (Bravo Bikes) (from enabled to disabled)". */
