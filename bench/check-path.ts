@@ -3,10 +3,10 @@ import { createWriteStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { GCProfiler } from 'node:v8';
 import type { CheckInput, CredentialSnapshot, Decision } from '../src/decision/types.js';
-import { createAuthorizationService } from '../src/envoy/authorization-service.js';
+import { createAuthorizationService, type AuthorizationServiceDeps } from '../src/envoy/authorization-service.js';
 import { checkRequestReader } from '../src/envoy/check-request-reader.js';
 import { namesReadBy, viewCheckRequest, type RequestViewOptions } from '../src/envoy/request-view.js';
-import { checkEvent } from '../src/observe/check-event.js';
+import { checkEvent, type UndecidedCheckEvent } from '../src/observe/check-event.js';
 import { AUTHORIZATION_SERVICE, EncodedCheckResponse, type CheckResponseToSend } from '../src/envoy/proto.js';
 import { createDecisionLog } from '../src/observe/decision-log.js';
 import { createLogger } from '../src/observe/logger.js';
@@ -42,12 +42,11 @@ import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody, tokenRequestBody } fr
 const SITES = 10_000;
 /** Separately decoded copies of each request, called in turn. */
 const REQUESTS = 1_000;
-const PARTNER = '4242';
-const partnerKey = randomUUID();
+export const PARTNER = '4242';
 const PARTNER_CLIENT = 'partner-1001';
 
 /** 10,000 sites of a key and a token client each, built as the decision tests build theirs (snapshotOf); the partner's allowlists BENCH_CLIENT_IP. */
-function snapshotOfSites(): CredentialSnapshot {
+function snapshotOfSites(partnerKey: string): CredentialSnapshot {
   return snapshotOf(
     Array.from({ length: SITES }, (_, index) => {
       const siteId = String(index + 1);
@@ -106,9 +105,13 @@ async function keptPartnerToken(logger: ReturnType<typeof createLogger>) {
   }
 }
 
-export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LOOPS ?? 300_000)): Promise<string[]> {
+/**
+ * The Check handler's dependencies as `serve` gives them (10,000 sites, token-based authentication on, the
+ * metrics, decision log and recorders as observers, writing nowhere), for the partner's key `partnerKey`.
+ */
+export async function benchCheckDeps(partnerKey: string) {
   const logger = createLogger('info', createWriteStream('/dev/null'));
-  const snapshot = snapshotOfSites();
+  const snapshot = snapshotOfSites(partnerKey);
   const sunset = { sunsetAt: Date.parse('2026-12-31T23:59:59Z'), enforce: false, guideUrl: undefined };
   const metrics = new ServiceMetrics({
     siteLabelsMax: 100,
@@ -125,21 +128,35 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
     tokenRefusals: new TokenRefusalRecorder({ pool: noStatements, flushSeconds: HOUR_SECONDS, retentionDays: 30, maxGroups: 10_000, logger }),
   };
   const decisionLog = createDecisionLog(logger, { allowedSampleRate: 0, repeatWindowSeconds: 10 });
-  const { tokens, token, close } = await keptPartnerToken(logger);
+  const { tokens, token, close: closeTokens } = await keptPartnerToken(logger);
+  const viewOptions: RequestViewOptions = { clientIpSource: { kind: 'peer' }, maxBodyBytes: 64 * 1024 };
+  const authority: CheckAuthority = { snapshot: () => snapshot, sunset, tokens };
+  const deps = {
+    ...viewOptions,
+    logger,
+    authorize: (input: CheckInput) => authorizeCheck(input, authority),
+    onDecision: decisionObserver(recorders, metrics, decisionLog),
+    onFailure: (event: UndecidedCheckEvent) => metrics.observeUndecided(event),
+  } satisfies AuthorizationServiceDeps;
+  const close = async () => {
+    await closeTokens();
+    for (const recorder of Object.values(recorders)) await recorder.stop();
+    decisionLog.close();
+  };
+  return { deps, viewOptions, authority, token, close };
+}
+
+export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LOOPS ?? 300_000)): Promise<string[]> {
+  const partnerKey = randomUUID();
+  const { deps, viewOptions, authority, token, close } = await benchCheckDeps(partnerKey);
   try {
-    const observe = decisionObserver(recorders, metrics, decisionLog);
     let lastVerdict: 'allow' | number | undefined;
-    const viewOptions: RequestViewOptions = { clientIpSource: { kind: 'peer' }, maxBodyBytes: 64 * 1024 };
-    const authority: CheckAuthority = { snapshot: () => snapshot, sunset, tokens };
     const service = createAuthorizationService({
-      ...viewOptions,
-      logger,
-      authorize: (input: CheckInput) => authorizeCheck(input, authority),
+      ...deps,
       onDecision: (event) => {
         lastVerdict = event.outcome === 'allowed' ? 'allow' : event.errorId;
-        observe(event);
+        deps.onDecision(event);
       },
-      onFailure: (event) => metrics.observeUndecided(event),
     });
     const decodedCopies = (authorization: string, body: string) => {
       const bytes = encodeCheckRequest({ authorization, body });
@@ -175,12 +192,10 @@ export async function runCheckPathBench(loops = Number(process.env.CHECK_PATH_LO
     lines.push(`  ${'decoding all of it'.padEnd(20)} ${perCall(loops, () => AUTHORIZATION_SERVICE.Check.requestDeserialize(allowedBytes))} (proto-loader, as the no-op's server does)`);
     lines.push(`  ${'view of the request'.padEnd(20)} ${perCall(loops, (i) => viewCheckRequest(allowed[i % REQUESTS], viewOptions))}`);
     lines.push(`  ${'decision'.padEnd(20)} ${perCall(loops, (i) => authorizeCheck(views[i % REQUESTS]!.input, authority))}`);
-    lines.push(`  ${'observers'.padEnd(20)} ${perCall(loops, (i) => observe(checkEvent(views[i % REQUESTS]!, decisions[i % REQUESTS] as Decision, 0.0001)))}`);
+    lines.push(`  ${'observers'.padEnd(20)} ${perCall(loops, (i) => deps.onDecision(checkEvent(views[i % REQUESTS]!, decisions[i % REQUESTS] as Decision, 0.0001)))}`);
     return lines;
   } finally {
     await close();
-    for (const recorder of Object.values(recorders)) await recorder.stop();
-    decisionLog.close();
   }
 }
 

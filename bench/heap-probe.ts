@@ -16,6 +16,8 @@ export interface ProbeReport {
   readonly allocatedBytes: number;
   readonly collections: number;
   readonly gcMicros: number;
+  /** Collections and their time since start, by V8's name for the kind: Scavenge (young) against MarkSweepCompact. */
+  readonly gcByType: Readonly<Record<string, { readonly collections: number; readonly micros: number; readonly survivedBytes: number }>>;
   /** The longest single collection since the previous report, and V8's name for its kind (Scavenge, MarkSweepCompact, …). */
   readonly longestGcMicros: number;
   readonly longestGcType: string;
@@ -26,6 +28,14 @@ export interface ProbeReport {
 
 export const PROBE_DIR_VARIABLE = 'BENCH_PROBE_DIR';
 
+type Collection = ReturnType<GCProfiler['stop']>['statistics'][number];
+const YOUNG_SPACES = new Set(['new_space', 'new_large_object_space']);
+const youngBytes = (spaces: Collection['beforeGC']['heapSpaceStatistics']): number =>
+  spaces.filter((space) => YOUNG_SPACES.has(space.spaceName)).reduce((total, space) => total + space.spaceUsedSize, 0);
+/** What a collection kept of the young generation (copied or promoted): a scavenge's cost grows with it. */
+const survivedBytes = ({ beforeGC, afterGC }: Collection): number =>
+  afterGC.heapStatistics.usedHeapSize - (beforeGC.heapStatistics.usedHeapSize - youngBytes(beforeGC.heapSpaceStatistics));
+
 const directory = process.env[PROBE_DIR_VARIABLE];
 if (directory) {
   const startUsed = process.memoryUsage().heapUsed;
@@ -33,6 +43,7 @@ if (directory) {
   let collections = 0;
   let gcMicros = 0;
   let sequence = 0;
+  const gcByType: Record<string, { collections: number; micros: number; survivedBytes: number }> = {};
   let profiler = new GCProfiler();
   profiler.start();
   const writeReport = () => {
@@ -47,6 +58,10 @@ if (directory) {
       freed += gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize;
       gcMicros += gc.cost;
       collections += 1;
+      const ofType = (gcByType[gc.gcType] ??= { collections: 0, micros: 0, survivedBytes: 0 });
+      ofType.collections += 1;
+      ofType.micros += gc.cost;
+      ofType.survivedBytes += survivedBytes(gc);
     }
     const memory = process.memoryUsage();
     const report: ProbeReport = {
@@ -55,6 +70,7 @@ if (directory) {
       allocatedBytes: memory.heapUsed - startUsed + freed,
       collections,
       gcMicros,
+      gcByType,
       longestGcMicros,
       longestGcType,
       heapUsedBytes: memory.heapUsed,

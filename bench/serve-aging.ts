@@ -66,7 +66,7 @@ try {
   const measureAlone = (server: BenchServer, files: readonly RequestFile[], load: LoadShape) =>
     withStopped(others(server), () => measure(scrapes ? server : { ...server, metricsUrl: undefined }, files, load, fixture.database));
   const perCheck = (measured: LoadRun) =>
-    `${measured.requestsPerSecond.toFixed(0)} req/s, ${measured.cpuMicrosPerCheck.toFixed(1)} µs CPU, ${measured.gcMicrosPerCheck.toFixed(1)} µs GC, ${measured.allocatedBytesPerCheck.toFixed(0)} B a check`;
+    `${measured.requestsPerSecond.toFixed(0)} req/s, ${measured.cpuMicrosPerCheck.toFixed(1)} µs CPU, ${measured.gcMicrosPerCheck.toFixed(1)} µs GC (${measured.collections.map(({ type, count, microsPerCheck, survivedBytesPerCheck }) => `${count} ${type} ${microsPerCheck.toFixed(1)} µs, ${survivedBytesPerCheck.toFixed(0)} B kept`).join(', ')}), ${measured.allocatedBytesPerCheck.toFixed(0)} B a check`;
 
   console.log(`${instances} serve processes, ${scrapes ? "serve's /metrics read before and after each run, as make bench does" : "serve's /metrics not read"}; serve's Node options: ${serveNodeArguments.join(' ') || 'none'}; serve's settings beyond make bench's: ${process.env.AGING_SERVE_ENV?.trim() || 'none'}`);
   for (const [phase, file, floors] of [

@@ -44,6 +44,8 @@ export interface LoadRun {
   readonly cpuMicrosPerCheck: number;
   readonly allocatedBytesPerCheck: number;
   readonly gcMicrosPerCheck: number;
+  /** The collections behind gcMicrosPerCheck, by kind (Scavenge, MarkSweepCompact, …). */
+  readonly collections: ReadonlyArray<{ readonly type: string; readonly count: number; readonly microsPerCheck: number; readonly survivedBytesPerCheck: number }>;
   /** serve only: statements its process tree issued on the database during the load. */
   readonly statements?: { readonly total: number; readonly byText: ReadonlyArray<{ query: string; calls: number }> };
   /** serve only: what /metrics counted, which must be what h2load was answered. */
@@ -64,8 +66,33 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-function probeTotals(reports: readonly ProbeReport[]): { allocated: number; gcMicros: number } {
-  return { allocated: sum(reports.map((r) => r.allocatedBytes)), gcMicros: sum(reports.map((r) => r.gcMicros)) };
+interface ProbeTotals {
+  readonly allocated: number;
+  readonly gcMicros: number;
+  readonly gcByType: Readonly<Record<string, { readonly collections: number; readonly micros: number; readonly survivedBytes: number }>>;
+}
+
+function probeTotals(reports: readonly ProbeReport[]): ProbeTotals {
+  const gcByType: Record<string, { collections: number; micros: number; survivedBytes: number }> = {};
+  for (const report of reports) {
+    for (const [type, { collections, micros, survivedBytes }] of Object.entries(report.gcByType)) {
+      const total = (gcByType[type] ??= { collections: 0, micros: 0, survivedBytes: 0 });
+      total.collections += collections;
+      total.micros += micros;
+      total.survivedBytes += survivedBytes;
+    }
+  }
+  return { allocated: sum(reports.map((r) => r.allocatedBytes)), gcMicros: sum(reports.map((r) => r.gcMicros)), gcByType };
+}
+
+/** Each kind of collection between two probes: how many, and its µs a check. */
+function collectionsBetween(before: ProbeTotals, after: ProbeTotals, checks: number): LoadRun['collections'] {
+  return Object.entries(after.gcByType).map(([type, { collections, micros, survivedBytes }]) => ({
+    type,
+    count: collections - (before.gcByType[type]?.collections ?? 0),
+    microsPerCheck: (micros - (before.gcByType[type]?.micros ?? 0)) / checks,
+    survivedBytesPerCheck: (survivedBytes - (before.gcByType[type]?.survivedBytes ?? 0)) / checks,
+  })).filter(({ count }) => count > 0);
 }
 
 /**
@@ -108,12 +135,12 @@ export async function measure(
   server: BenchServer,
   files: readonly RequestFile[],
   shape: LoadShape,
-  database: BenchDatabase,
+  database: BenchDatabase | undefined,
   whileRunning?: (load: Promise<unknown>) => Promise<void>,
 ): Promise<LoadRun> {
   const isServe = server.metricsUrl !== undefined;
   const countsBefore = isServe ? await checkCounts(server.metricsUrl!) : undefined;
-  const statementsBefore = isServe ? await database.statements() : undefined;
+  const statementsBefore = isServe ? await database?.statements() : undefined;
   const probeBefore = probeTotals(await server.probe());
   const cpuBefore = server.cpuSeconds();
   const load = Promise.all(
@@ -126,7 +153,7 @@ export async function measure(
   await sleep(250);
   const cpuAfter = server.cpuSeconds();
   const probeAfter = probeTotals(await server.probe());
-  const statementsAfter = isServe ? await database.statements() : undefined;
+  const statementsAfter = isServe ? await database?.statements() : undefined;
   const counted = isServe ? countsBetween(countsBefore!, await checkCounts(server.metricsUrl!)) : undefined;
   verify(server, files, results, files.length * shape.connections * shape.streams, counted);
   const checks = sum(results.map((r) => r.succeeded));
@@ -141,6 +168,7 @@ export async function measure(
     cpuMicrosPerCheck: ((cpuAfter - cpuBefore) * 1e6) / checks,
     allocatedBytesPerCheck: (probeAfter.allocated - probeBefore.allocated) / checks,
     gcMicrosPerCheck: (probeAfter.gcMicros - probeBefore.gcMicros) / checks,
+    collections: collectionsBetween(probeBefore, probeAfter, checks),
     ...(statements ? { statements: { total: sum(statements.map((s) => s.calls)), byText: statements } } : {}),
     ...(counted ? { counted } : {}),
     ...(shape.logFile ? { latency: latencyFromLog(`${shape.logFile}.0`) } : {}),

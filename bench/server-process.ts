@@ -249,9 +249,29 @@ export async function startNoop(options: {
 }): Promise<BenchServer> {
   const credential =
     options.wrongKey !== undefined ? ['--wrong-key', options.wrongKey] : options.tokenClient === undefined ? [options.keyId] : ['--token-client', options.tokenClient];
+  const name = options.wrongKey !== undefined ? 'no-op (102)' : options.tokenClient === undefined ? 'no-op' : 'no-op (token)';
+  return startScriptServer({
+    name,
+    script: NOOP,
+    args: [options.siteId, ...credential],
+    workDir: options.workDir,
+    nodeArguments: options.nodeArguments,
+    env: options.holdSnapshotOf ? { HOLD_SNAPSHOT_DATABASE_URL: options.holdSnapshotOf } : {},
+  });
+}
+
+/** A bench script serving Check in its own process, ready once it prints {"port":N} on its standard output. */
+export async function startScriptServer(options: {
+  readonly name: string;
+  readonly script: string;
+  readonly args: readonly string[];
+  readonly workDir: string;
+  readonly nodeArguments?: readonly string[] | undefined;
+  readonly env?: Readonly<Record<string, string>>;
+}): Promise<BenchServer> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), NOOP, options.siteId, ...credential], {
-    env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir), ...(options.holdSnapshotOf && { HOLD_SNAPSHOT_DATABASE_URL: options.holdSnapshotOf }) },
+  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), options.script, ...options.args], {
+    env: { PATH: process.env.PATH ?? '', ...probeEnv(options.workDir), ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise<number>((resolvePort, reject) => {
@@ -263,10 +283,9 @@ export async function startNoop(options: {
       lines.close();
       child.stdout!.resume();
     });
-    child.once('exit', (code) => reject(new Error(`the no-op server exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${options.name} exited with ${code}`)));
   });
   const startupMs = performance.now() - started;
   await firstProbe(options.workDir, child.pid!, child);
-  const name = options.wrongKey !== undefined ? 'no-op (102)' : options.tokenClient === undefined ? 'no-op' : 'no-op (token)';
-  return benchServer(name, child, port, undefined, options.workDir, startupMs);
+  return benchServer(options.name, child, port, undefined, options.workDir, startupMs);
 }

@@ -4,7 +4,7 @@ import { processSpread, roundsTable } from '../../bench/serve-bench-report.js';
 import type { LoadRun } from '../../bench/serve-bench.js';
 
 function run(server: string, requestsPerSecond: number): LoadRun {
-  return { server, h2load: [], checks: requestsPerSecond * 10, requestsPerSecond, cpuMicrosPerCheck: 1, allocatedBytesPerCheck: 1, gcMicrosPerCheck: 1, processes: 1, seconds: 10 };
+  return { server, h2load: [], checks: requestsPerSecond * 10, requestsPerSecond, cpuMicrosPerCheck: 1, allocatedBytesPerCheck: 1, gcMicrosPerCheck: 1, collections: [], processes: 1, seconds: 10 };
 }
 
 describe('bench report: serve against its floor over pairs of processes', () => {
