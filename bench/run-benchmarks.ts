@@ -14,7 +14,7 @@ import { positiveIntegerSetting } from './settings.js';
  * beside a no-op Check server under h2load (serve-bench.ts). Writes the run in bench/RESULTS.md as the
  * latest in full, and its headline as a row of the table of every run. BENCH_SECONDS (10), BENCH_ROUNDS (3) and BENCH_INSTANCES (3) shorten or lengthen the h2load part.
  */
-const PURE_BENCHMARKS = ['decide.js', 'check-path.js', 'runtime-tricks.js', 'turn-batch.js', 'token-verify.js', 'hostile-bodies.js', 'snapshot-load.js', 'resync-stall.js', 'abuse.js'];
+const PURE_BENCHMARKS = ['decide.js', 'check-path.js', 'runtime-tricks.js', 'handler-variants.js turn-batch', 'handler-variants.js young-generation', 'token-verify.js', 'hostile-bodies.js', 'snapshot-load.js', 'resync-stall.js', 'abuse.js'];
 
 const machine = describeMachine();
 const startedAt = new Date();
@@ -22,9 +22,10 @@ let failed = false;
 
 const pureOutput: string[] = [];
 for (const file of PURE_BENCHMARKS) {
-  const path = fileURLToPath(new URL(file, import.meta.url));
+  const [script, ...args] = file.split(' ') as [string, ...string[]];
+  const path = fileURLToPath(new URL(script, import.meta.url));
   console.log(`\n== ${file}`);
-  const result = spawnSync(process.execPath, ['--expose-gc', path], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  const result = spawnSync(process.execPath, ['--expose-gc', path, ...args], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
   process.stdout.write(result.stdout);
   pureOutput.push(`== node --expose-gc dist/bench/${file}`, result.stdout.trimEnd());
   if (result.status !== 0) {

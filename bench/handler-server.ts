@@ -2,14 +2,14 @@ import { startGrpcServer } from '../src/envoy/grpc-server.js';
 import { benchCheckDeps } from './check-path.js';
 
 /**
- * `node dist/bench/turn-batch-server.js <partner key> after-turn|at-once`: check-path's Check handler
+ * `node dist/bench/handler-server.js <partner key> after-turn|at-once`: check-path's Check handler
  * (10,000 sites, serve's observers) behind serve's own gRPC server on 127.0.0.1, answering the checks of
  * each event-loop turn together after it (`answerAfterTurn`, as serve does) or each within its Check call;
- * prints {"port":N} once listening. turn-batch.ts measures the one against the other.
+ * prints {"port":N} once listening. handler-variants.ts measures one way against another.
  */
 const [partnerKey, mode] = process.argv.slice(2);
 if (!partnerKey || (mode !== 'after-turn' && mode !== 'at-once')) {
-  console.error('usage: turn-batch-server.js <partner key> after-turn|at-once');
+  console.error('usage: handler-server.js <partner key> after-turn|at-once');
   process.exit(2);
 }
 const { deps, close } = await benchCheckDeps(partnerKey);
