@@ -42,9 +42,8 @@ export function parseClientIp(text: string | undefined): ClientIp | undefined {
 }
 
 /**
- * The entry `trustedHops` from the right of an X-Forwarded-For value, as Envoy's xff_num_trusted_hops
- * counts once the proxy in front (use_remote_address) has appended its peer: 0 is that peer. Too few
- * entries gives undefined: an address a client wrote itself is never trusted.
+ * The entry `trustedHops` from the right, as Envoy's xff_num_trusted_hops counts once the proxy in front
+ * has appended its peer (0). Too few entries gives undefined: an address a client wrote is never trusted.
  */
 export function forwardedForEntry(value: string | undefined, trustedHops: number): string | undefined {
   if (value === undefined) return undefined;

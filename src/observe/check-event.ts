@@ -7,7 +7,7 @@ import { clipForLog } from '../common/log-text.js';
 interface CheckEventFacts {
   /** Undefined when the header did not parse (108). */
   readonly siteId: SiteId | undefined;
-  /** The site is in the snapshot and enabled (past 101): only then is its id one we registered, not one a client made up. */
+  /** In the snapshot and enabled (past 101): only then is its id one we registered, not one a client made up. */
   readonly siteKnown: boolean;
   readonly keyId: KeyId | undefined;
   readonly authMethod: AuthMethod | undefined;

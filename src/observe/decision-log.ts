@@ -100,13 +100,16 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
       `the denial logged before (request ${first.requestId ?? 'without id'}) repeated ${window.repeats} more times`,
     );
   };
+  const end = (key: string, window: RepeatWindow): void => {
+    windows.delete(key);
+    window.ended = true;
+    logRepeats(window);
+  };
   // Windows are kept in the order they opened.
   const sweep = (at: number): void => {
     for (const [key, window] of windows) {
       if (at - window.openedAt < windowMs) break;
-      windows.delete(key);
-      window.ended = true;
-      logRepeats(window);
+      end(key, window);
     }
     if (windows.size === 0 && sweeper !== undefined) {
       clearInterval(sweeper);
@@ -127,11 +130,7 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
       return true;
     }
     key ??= sameLineKey(event);
-    if (window !== undefined) {
-      windows.delete(key);
-      window.ended = true;
-      logRepeats(window);
-    }
+    if (window !== undefined) end(key, window);
     if (windows.size < REPEAT_WINDOWS_MAX) {
       latest = { first: event, openedAt: at, repeats: 0, lastRequestId: undefined, ended: false };
       windows.set(key, latest);

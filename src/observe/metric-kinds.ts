@@ -1,7 +1,13 @@
 import { Counter, Gauge, type Aggregator, type Registry } from 'prom-client';
 
 /** A gauge whose value is read at each scrape. */
-export function scrapedGauge(registry: Registry, name: string, read: () => number, help: string, aggregator: Aggregator = 'sum'): void {
+export function scrapedGauge(
+  registry: Registry,
+  name: string,
+  read: () => number,
+  help: string,
+  aggregator: Aggregator = 'sum',
+): void {
   new Gauge({
     name,
     help,

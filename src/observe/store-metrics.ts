@@ -1,14 +1,13 @@
 import { Histogram, type Counter, type Registry } from 'prom-client';
 import { counter, each, scrapedGauge } from './metric-kinds.js';
 
-/** The credential snapshot as the metrics see it: read at each scrape. */
+/** Read at each scrape. */
 export interface SnapshotStatus {
-  /** Seconds since the last successful sync; null before the first. */
+  /** Since the last successful sync; null before the first. */
   readonly ageSeconds: number | null;
   readonly sites: number;
-  /** Keys in the snapshot that are neither revoked nor expired. */
   readonly activeKeys: number;
-  /** The LISTEN connection that carries change notifications is up. */
+  /** The LISTEN connection is up. */
   readonly listening: boolean;
 }
 
@@ -16,19 +15,18 @@ export interface SnapshotGauges {
   status(now: number): SnapshotStatus;
 }
 
-/** What pg.Pool exposes about its connections. */
+/** As pg.Pool exposes them. */
 export interface PoolCounts {
   readonly totalCount: number;
   readonly idleCount: number;
   readonly waitingCount: number;
 }
 
-/** One sync of the credential snapshot: a full reload, or a reload of the sites a notification named. */
+/** A full reload, or a reload of the sites a notification named. */
 export interface SyncOutcome {
   readonly kind: 'full' | 'sites';
   readonly ok: boolean;
   readonly durationSeconds: number;
-  /** Sites whose rows a successful sync read and built again. */
   readonly sitesRead?: number;
 }
 
@@ -36,7 +34,7 @@ export interface SyncOutcome {
 const SYNC_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30];
 const SYNC_KINDS = each('kind', ['full', 'sites']);
 
-/** The metrics of the credential snapshot and the database behind it: its state read at each scrape, its syncs, the pool, the last-used writes. */
+/** The metrics of the credential snapshot and the database behind it. */
 export class StoreMetrics {
   private readonly syncs: Counter<'kind'>;
   private readonly sitesRead: Counter<'kind'>;
@@ -50,7 +48,8 @@ export class StoreMetrics {
   constructor(registry: Registry, options: { readonly snapshot: SnapshotGauges; readonly pool: PoolCounts; readonly now: () => number; readonly startedAt: number }) {
     const { now, startedAt, pool } = options;
     const status = (): SnapshotStatus => options.snapshot.status(now());
-    scrapedGauge(registry, 'sitekey_authz_snapshot_age_seconds', () => status().ageSeconds ?? (now() - startedAt) / 1000,
+    const ageSeconds = () => status().ageSeconds ?? (now() - startedAt) / 1000;
+    scrapedGauge(registry, 'sitekey_authz_snapshot_age_seconds', ageSeconds,
       'Seconds since the credential snapshot was last synced successfully (since start-up, before the first sync).', 'max');
     scrapedGauge(registry, 'sitekey_authz_snapshot_sites', () => status().sites,
       'Sites in the credential snapshot, enabled or not.', 'max');

@@ -15,7 +15,8 @@ export class WorkerPoolMetrics {
       'Worker processes that exited unexpectedly and were replaced (WORKERS above 1).');
     this.handoffs = counter(this.registry, 'sitekey_authz_worker_handoffs_total', ['outcome'],
       'What became of the gRPC connections the primary hands to workers (WORKERS above 1), by outcome: taken, handed_again (its worker exited before taking it), closed_no_worker, closed_too_many_waiting, closed_not_taken (its worker did not take it in time).');
-    scrapedGauge(this.registry, 'sitekey_authz_workers', options.running, 'Worker processes running (WORKERS above 1).');
+    scrapedGauge(this.registry, 'sitekey_authz_workers', options.running,
+      'Worker processes running (WORKERS above 1).');
   }
 
   onWorkerReplaced(): void {
