@@ -91,14 +91,8 @@ async function createCluster(clusterDir: string, password: string, runner: Runne
       if (runner.user) await passwordFile.chown(runner.user.uid, runner.user.gid);
       await passwordFile.write(`${password}\n`, 0);
       const args = (dataDir: string) => [
-        `--pgdata=${dataDir}`,
-        `--username=${SUPERUSER}`,
-        '--pwfile=/dev/fd/3',
-        '--auth=scram-sha-256',
-        '--encoding=UTF8',
-        '--no-locale',
-        '--no-instructions',
-        ...(persistent ? [] : ['--no-sync']),
+        `--pgdata=${dataDir}`, `--username=${SUPERUSER}`, '--pwfile=/dev/fd/3', '--auth=scram-sha-256',
+        '--encoding=UTF8', '--no-locale', '--no-instructions', ...(persistent ? [] : ['--no-sync']),
       ];
       const initdb = spawnIn(staging, runner, 'initdb', args, ['ignore', 'pipe', 'pipe', passwordFile.fd]);
       initdb.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));

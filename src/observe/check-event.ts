@@ -76,17 +76,10 @@ function claimantOf(denial: Extract<Decision, { outcome: 'deny' }>['denial']): T
   return denial.claimant;
 }
 
-function bodyBytes(input: CheckInput): number | undefined {
-  switch (input.body.kind) {
-    case 'empty':
-      return 0;
-    case 'text':
-      return Buffer.byteLength(input.body.text, 'utf8');
-    case 'not-utf8':
-      return undefined;
-    case 'too-large':
-      return input.body.bytes;
-  }
+function bodyBytes({ body }: CheckInput): number | undefined {
+  if (body.kind === 'text') return Buffer.byteLength(body.text, 'utf8');
+  if (body.kind === 'too-large') return body.bytes;
+  return body.kind === 'empty' ? 0 : undefined;
 }
 
 /**
