@@ -1,5 +1,6 @@
 import { allowlistNetwork } from './allowlist.js';
 import { IPV4_MAPPED, parseClientIp } from './client-ip.js';
+import { readAddress } from './network-list.js';
 
 /** In canonical form, as PostgreSQL's cidr type stores it. */
 export interface AllowlistEntry {
@@ -21,15 +22,11 @@ export const ALLOWLIST_ENTRY_FORM =
 
 const BITS = { ipv4: 32, ipv6: 128 } as const;
 
+/** `address` (text of `family`, as parseClientIp gives it) as one number. */
 function addressBits(address: string, family: 'ipv4' | 'ipv6'): bigint {
-  if (family === 'ipv4') return address.split('.').reduce((bits, octet) => (bits << 8n) | BigInt(octet), 0n);
-  const [head = '', tail = ''] = address.split('::');
-  const groups = (part: string) => (part === '' ? [] : part.split(':'));
-  const known = [...groups(head), ...groups(tail)];
-  const all = address.includes('::')
-    ? [...groups(head), ...Array<string>(8 - known.length).fill('0'), ...groups(tail)]
-    : known;
-  return all.reduce((bits, group) => (bits << 16n) | BigInt(`0x${group}`), 0n);
+  const words = new Uint32Array(BITS[family] / 32);
+  readAddress(address, family, words);
+  return words.reduce((bits, word) => (bits << 32n) | BigInt(word), 0n);
 }
 
 function bitsToAddress(bits: bigint, family: 'ipv4' | 'ipv6'): string {

@@ -99,7 +99,7 @@ function readIpv6(text: string, words: Uint32Array): boolean {
   return true;
 }
 
-function readAddress(text: string, family: Family, words: Uint32Array): boolean {
+export function readAddress(text: string, family: Family, words: Uint32Array): boolean {
   return family === 'ipv4' ? readIpv4(text, 0, words, 0) : readIpv6(text, words);
 }
 
