@@ -6,11 +6,9 @@ const ASCII = /^[\x00-\x7f]*$/;
 const COMBINING_MARK = /\p{M}/gu;
 
 /**
- * A name as a case-insensitive parser sees it. Go's encoding/json, for one, matches field names by
- * Unicode case folding, so `ſiteid` (U+017F) and `apiKey` (Kelvin sign) read as siteid and
- * apikey: upper- then lower-casing folds those, NFKD the compatibility forms, and dropping combining
- * marks the dotted `İ` that a Turkish-locale lower-casing turns into `i`. Being stricter than any
- * one parser only ever denies a body that holds two spellings of a credential field.
+ * A name as a case-insensitive parser sees it: Go's encoding/json reads `ſiteid` (U+017F) and `apiKey`
+ * (Kelvin sign) as siteid and apikey. Upper- then lower-casing folds those, NFKD the compatibility forms,
+ * and dropping marks the dotted `İ`; stricter than any one parser, it only denies a body with two spellings.
  */
 export function folded(name: string): string {
   if (ASCII.test(name)) return name.toLowerCase();

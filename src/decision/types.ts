@@ -148,12 +148,10 @@ export interface TokenClaimant {
 }
 
 /**
- * Why a check gets no decision for now, though the data to decide on is there: Envoy answers its
- * retryable 503 (gRPC UNAVAILABLE), and the same request a moment later is decided.
- *   unknown-kid-pending  the token names a kid the key set held lacks, and no fetch of the issuer's
- *                        keys made since the token arrived has said yet whether the issuer publishes it
- *   verification-budget  the token was never seen before, and its source address (or the process) has
- *                        spent the signature checks it may start for now
+ * Why a check gets no decision for now, though the data is there: Envoy answers its retryable 503 (gRPC
+ * UNAVAILABLE). unknown-kid-pending: the token names a kid the key set lacks, and no fetch since it arrived
+ * has said whether the issuer publishes it; verification-budget: a new token, and its source address (or
+ * the process) has spent the signature checks it may start for now.
  */
 export const UNDECIDED_REASONS = ['unknown-kid-pending', 'verification-budget'] as const;
 export type UndecidedReason = (typeof UNDECIDED_REASONS)[number];
