@@ -1,36 +1,32 @@
 import { allowlistNetwork } from './allowlist.js';
 import { IPV4_MAPPED, parseClientIp } from './client-ip.js';
+import { readAddress } from './network-list.js';
 
-/** One allowlist network in canonical form, as PostgreSQL's cidr type stores it. */
+/** In canonical form, as PostgreSQL's cidr type stores it. */
 export interface AllowlistEntry {
   readonly family: 'ipv4' | 'ipv6';
   readonly network: string;
   readonly prefix: number;
-  /** `network/prefix`, e.g. 203.0.113.0/24. */
   readonly cidr: string;
 }
 
-export type ParsedAllowlistEntry =
+type ParsedAllowlistEntry =
   | { readonly ok: true; readonly entry: AllowlistEntry }
   | { readonly ok: false; readonly reason: string };
 
 const EXAMPLES = 'e.g. 203.0.113.0/24, 203.0.113.7 or 2001:db8::/32';
-/** What an entry looks like, for `--help`; the reasons below name the rule that was broken. */
+/** For `--help`. */
 export const ALLOWLIST_ENTRY_FORM =
   `an IPv4 or IPv6 network with no bits set after the prefix, or a single address (a /32 or /128), ${EXAMPLES}; ` +
   '::ffff:a.b.c.d/n is the IPv4 network it maps. Several entries are separated by spaces';
 
 const BITS = { ipv4: 32, ipv6: 128 } as const;
 
+/** `address` (text of `family`, as parseClientIp gives it) as one number. */
 function addressBits(address: string, family: 'ipv4' | 'ipv6'): bigint {
-  if (family === 'ipv4') return address.split('.').reduce((bits, octet) => (bits << 8n) | BigInt(octet), 0n);
-  const [head = '', tail = ''] = address.split('::');
-  const groups = (part: string) => (part === '' ? [] : part.split(':'));
-  const known = [...groups(head), ...groups(tail)];
-  const all = address.includes('::')
-    ? [...groups(head), ...Array<string>(8 - known.length).fill('0'), ...groups(tail)]
-    : known;
-  return all.reduce((bits, group) => (bits << 16n) | BigInt(`0x${group}`), 0n);
+  const words = new Uint32Array(BITS[family] / 32);
+  readAddress(address, family, words);
+  return words.reduce((bits, word) => (bits << 32n) | BigInt(word), 0n);
 }
 
 function bitsToAddress(bits: bigint, family: 'ipv4' | 'ipv6'): string {
@@ -40,13 +36,11 @@ function bitsToAddress(bits: bigint, family: 'ipv4' | 'ipv6'): string {
 }
 
 /**
- * An allowlist entry typed by an account manager: `a.b.c.d/n`, `x:y::/n`, or a single address (a
- * /32 or /128). `::ffff:a.b.c.d/n` is the IPv4 network it maps, because the decision sees an
- * IPv4-mapped client as IPv4 (RFC 4291 §2.5.5.2: the mapped range is IPv4). Host bits must be zero, as PostgreSQL's cidr
- * requires; the reason then names the network that was probably meant.
+ * An entry typed by an account manager. `::ffff:a.b.c.d/n` is the IPv4 network it maps, as the decision
+ * sees a mapped client as IPv4. Host bits must be zero, as PostgreSQL's cidr requires.
  */
 export function parseAllowlistEntry(text: string): ParsedAllowlistEntry {
-  // `ip allow 1001 10.0.0.1,10.0.0.2`: a list written as a spreadsheet or a config file would.
+  // `ip allow 1001 10.0.0.1,10.0.0.2`, as a spreadsheet would write a list.
   const listed = text.split(',').map((part) => part.trim()).filter((part) => part !== '');
   if (text.includes(',') && listed.length > 0) {
     return { ok: false, reason: `"${text}" is not an IP address or CIDR; separate entries with spaces, not commas, e.g. ${listed.join(' ')}` };
@@ -82,10 +76,7 @@ export function parseAllowlistEntry(text: string): ParsedAllowlistEntry {
   return { ok: true, entry: { family, network: network.address, prefix, cidr: `${network.address}/${prefix}` } };
 }
 
-/**
- * Whether an IPv6 entry contains the IPv4-mapped range ::ffff:0:0/96 (e.g. ::/80). It admits no IPv4
- * client all the same: the decision checks IPv4 clients, mapped ones included, against IPv4 entries only.
- */
+/** E.g. ::/80: it admits no IPv4 client all the same, as IPv4 clients are checked against IPv4 entries only. */
 export function coversIpv4Mapped(entry: AllowlistEntry): boolean {
   if (entry.family !== 'ipv6' || entry.prefix > IPV4_MAPPED.prefix) return false;
   const hostBits = BigInt(BITS.ipv6 - entry.prefix);

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 
 export interface ClientIp {
-  /** Canonical text: dotted IPv4 (also for IPv4-mapped IPv6), or compressed lower-case IPv6. */
+  /** Dotted IPv4 (also for IPv4-mapped IPv6), or compressed lower-case IPv6. */
   readonly address: string;
   readonly family: 'ipv4' | 'ipv6';
 }
@@ -17,17 +17,14 @@ const MAPPED_IPV4 = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/;
 
 function canonicalIpv6(text: string): string | undefined {
   try {
-    // The WHATWG URL parser is Node's built-in IPv6 canonicaliser (and writes mapped IPv4 in hex).
+    // Node's built-in IPv6 canonicaliser (it writes mapped IPv4 in hex).
     return new URL(`http://[${text}]/`).hostname.slice(1, -1);
   } catch {
     return undefined;
   }
 }
 
-/**
- * The client address as the allowlist sees it, or undefined when the text is not an IP address.
- * `::ffff:a.b.c.d` counts as the IPv4 address a.b.c.d (RFC 4291 §2.5.5.2: the mapped range is IPv4).
- */
+/** `::ffff:a.b.c.d` counts as the IPv4 address a.b.c.d (RFC 4291 §2.5.5.2: the mapped range is IPv4). */
 export function parseClientIp(text: string | undefined): ClientIp | undefined {
   if (text === undefined) return undefined;
   const family = isIP(text);
@@ -45,9 +42,8 @@ export function parseClientIp(text: string | undefined): ClientIp | undefined {
 }
 
 /**
- * The entry `trustedHops` from the right of an X-Forwarded-For value, as Envoy's xff_num_trusted_hops
- * counts once the proxy in front (use_remote_address) has appended its peer: 0 is that peer. Too few
- * entries gives undefined: an address a client wrote itself is never trusted.
+ * The entry `trustedHops` from the right, as Envoy's xff_num_trusted_hops counts once the proxy in front
+ * has appended its peer (0). Too few entries gives undefined: an address a client wrote is never trusted.
  */
 export function forwardedForEntry(value: string | undefined, trustedHops: number): string | undefined {
   if (value === undefined) return undefined;

@@ -2,7 +2,7 @@ import type { ClientIp } from './client-ip.js';
 
 type Family = ClientIp['family'];
 
-/** An address as 32-bit words, most significant first: one for IPv4, four for IPv6. */
+/** 32-bit words of an address, most significant first. */
 const WORDS: Readonly<Record<Family, number>> = { ipv4: 1, ipv6: 4 };
 
 const DOT = 0x2e;
@@ -18,10 +18,7 @@ function hexDigit(c: number): number {
   return lower >= 0x61 && lower <= 0x66 ? lower - 0x57 : -1;
 }
 
-/**
- * Dotted-quad IPv4 text from `start` to the end, as node's isIP accepts it (four decimals of at most
- * 255, no leading zero), into `words[at]`. False when it is not one.
- */
+/** Dotted-quad IPv4 text from `start` to the end, as node's isIP accepts it, into `words[at]`. */
 function readIpv4(text: string, start: number, words: Uint32Array, at: number): boolean {
   let value = 0;
   let octets = 0;
@@ -50,14 +47,11 @@ function readIpv4(text: string, start: number, words: Uint32Array, at: number): 
   return true;
 }
 
-/** The groups of the IPv6 address being read, and its IPv4 tail: an address is read whole before the next. */
+/** Shared: an address is read whole before the next. */
 const GROUPS = new Uint16Array(8);
 const TAIL = new Uint32Array(1);
 
-/**
- * IPv6 text (RFC 4291 §2.2: groups of up to four hex digits, one `::`, an IPv4 tail) into four words.
- * False when it is not one. A zone (`%eth0`) is not an address the allowlist can hold.
- */
+/** IPv6 text (RFC 4291 §2.2) into four words; a zone (`%eth0`) is not an address the allowlist can hold. */
 function readIpv6(text: string, words: Uint32Array): boolean {
   let count = 0;
   let gap = -1;
@@ -105,24 +99,21 @@ function readIpv6(text: string, words: Uint32Array): boolean {
   return true;
 }
 
-function readAddress(text: string, family: Family, words: Uint32Array): boolean {
+export function readAddress(text: string, family: Family, words: Uint32Array): boolean {
   return family === 'ipv4' ? readIpv4(text, 0, words, 0) : readIpv6(text, words);
 }
 
-/** The mask of the `word`th 32 bits of a `prefix`-bit network. */
 function maskWord(prefix: number, word: number): number {
   const bits = Math.min(32, Math.max(0, prefix - 32 * word));
   return bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
 }
 
-/** The address being checked: a check runs to completion, so one buffer serves every list. */
+/** A check runs to completion, so one buffer serves every list. */
 const CLIENT = new Uint32Array(4);
 
 /**
- * Networks of one address family packed into a string: per network its 32-bit words, then its mask's,
- * each word as two UTF-16 units (high half, low half). A snapshot holds one per site and family, and a
- * string holds no references: the collector marks it without looking inside, where a list held as an
- * array of numbers was two objects more per site and family for every full collection to trace.
+ * Per network its 32-bit words, then its mask's, each as two UTF-16 units (high half first). A string
+ * holds no references: the collector marks it without looking inside, unlike an array per site and family.
  */
 export type PackedNetworks = string;
 
@@ -131,11 +122,8 @@ function wordAt(networks: PackedNetworks, unit: number): number {
 }
 
 /**
- * Whether `address`, text of `family`, is inside one of the packed networks of that family; false when
- * it is not such text. What a BlockList of subnets answers, in plain arithmetic: BlockList.check builds a
- * native SocketAddress from the text on every call, the largest cost and source of garbage of an
- * allowed check; this reads the text into a shared word buffer. A scan, as BlockList's is: allowlists
- * are short.
+ * What a BlockList of subnets answers, in plain arithmetic: BlockList.check builds a native SocketAddress
+ * on every call, the largest cost and source of garbage of an allowed check. A scan: allowlists are short.
  */
 export function packedIncludes(networks: PackedNetworks, family: Family, address: string): boolean {
   if (networks.length === 0 || !readAddress(address, family, CLIENT)) return false;
@@ -153,14 +141,14 @@ export function packedIncludes(networks: PackedNetworks, family: Family, address
 /** UTF-16 units per String.fromCharCode call: far below the engine's limit on arguments. */
 const PACK_CHUNK = 8_192;
 
-/** Networks of one address family as they are added, packed (packed()) for a snapshot to hold. */
+/** Networks of one address family as they are added. */
 export class NetworkList {
-  /** Per network, its words then its mask's words, each as two 16-bit units. */
+  /** As PackedNetworks lays them out. */
   private readonly units: number[] = [];
 
   constructor(private readonly family: Family) {}
 
-  /** Adds `address/prefix` (host bits are ignored). False, and nothing added, when the text is not an address of the family. */
+  /** Host bits are ignored; false, and nothing added, when the text is not an address of the family. */
   add(address: string, prefix: number): boolean {
     const words = WORDS[this.family];
     if (!(prefix >= 0 && prefix <= 32 * words) || !readAddress(address, this.family, CLIENT)) return false;
@@ -177,14 +165,13 @@ export class NetworkList {
     return this.units.length / (4 * WORDS[this.family]);
   }
 
-  /** The networks added so far, in the form a snapshot holds: the empty string, which admits nobody, for none. */
+  /** The empty string, which admits nobody, for none. */
   packed(): PackedNetworks {
     const chunks: string[] = [];
     for (let at = 0; at < this.units.length; at += PACK_CHUNK) chunks.push(String.fromCharCode(...this.units.slice(at, at + PACK_CHUNK)));
     return chunks.join('');
   }
 
-  /** Whether `address`, text of this list's family, is inside one of the networks added so far. */
   includes(address: string): boolean {
     return packedIncludes(this.packed(), this.family, address);
   }

@@ -7,17 +7,13 @@ const UUID = new RegExp(`^${UUID_PATTERN}$`);
 const UUID_ANYWHERE = new RegExp(UUID_PATTERN, 'g');
 const UPPER_HEX = /[A-F]/;
 
-/** The canonical (lower-case) form of a well-formed key, or undefined when the text is not a UUID. */
 export function canonicalApiKey(text: string): ApiKey | undefined {
   if (!UUID.test(text)) return undefined;
   // toLowerCase makes a new string even when nothing changes; keys are mostly sent in lower case.
   return UPPER_HEX.test(text) ? text.toLowerCase() : text;
 }
 
-/**
- * SHA-256 of the canonical key: how a key is stored and looked up, never in clear. Hashes are not
- * cached: a cache would hold keys in clear, and a key is held in memory only as its hash.
- */
+/** Not cached: a cache would hold keys in clear. */
 export function hashApiKey(key: ApiKey): KeyHash {
   return sha256(key, 'hex');
 }
@@ -32,7 +28,7 @@ export function maskApiKeysIn(text: string): string {
   return text.replace(UUID_ANYWHERE, maskApiKey);
 }
 
-/** The last five characters kept beside the hash so an account manager can tell keys apart. */
+/** Kept beside the hash so that an account manager can tell keys apart. */
 export function lastFive(key: ApiKey): string {
   return key.slice(-5);
 }

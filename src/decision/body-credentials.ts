@@ -2,12 +2,12 @@ import { CREDENTIAL_FIELDS, credentialFieldReader, isExactly, type CredentialFie
 import { scanJson } from './json-scan.js';
 import type { ApiKey, BodyCredentialsPolicy, BodyRefusal, BodyView, SiteId } from './types.js';
 
-/** What the body says about one credential field: how many members fold to it, and the first. */
+/** How many members fold to one credential field, and where the first is. */
 interface FieldMembers {
   count: number;
   nameStart: number;
   nameEnd: number;
-  /** The first member's value exactly as written, so a number is compared digit for digit. */
+  /** As written, so that a number is compared digit for digit. */
   valueStart: number;
   valueEnd: number;
 }
@@ -17,14 +17,13 @@ const noMembers = (): FieldMembers => ({ count: 0, nameStart: 0, nameEnd: 0, val
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
-/** A JSON value from `start` to `end` in `text`: a string with no escape is its text between the quotes. */
+/** A string with no escape is its text between the quotes. */
 function isPlainString(text: string, start: number, end: number): boolean {
   if (text.charCodeAt(start) !== QUOTE) return false;
   for (let i = start + 1; i < end - 1; i++) if (text.charCodeAt(i) === BACKSLASH) return false;
   return true;
 }
 
-/** A JSON number or string holding exactly the canonical decimal of the header's site id. */
 function siteIdMatches(text: string, start: number, end: number, siteId: SiteId): boolean {
   const quoted = text.charCodeAt(start) === QUOTE;
   // Read in place when the value is written as the id itself; decoded only when it has escapes.
@@ -36,7 +35,6 @@ function siteIdMatches(text: string, start: number, end: number, siteId: SiteId)
   return JSON.parse(text.slice(start, end)) === siteId;
 }
 
-/** The body's apikey, lower-cased, is the header's canonical (lower-case ASCII) key. */
 function apiKeyMatches(text: string, start: number, end: number, apiKey: ApiKey): boolean {
   if (text.charCodeAt(start) !== QUOTE) return false;
   if (isPlainString(text, start, end) && end - start === apiKey.length + 2) {
@@ -52,11 +50,7 @@ function apiKeyMatches(text: string, start: number, end: number, apiKey: ApiKey)
   return (JSON.parse(text.slice(start, end)) as string).toLowerCase() === apiKey;
 }
 
-/**
- * The first member an upstream parser might take for `field` must be `field` itself, and hold the
- * header's value. Names are compared case-insensitively because an upstream that ignores case
- * would read `SiteID` as `siteid`.
- */
+/** The first member a parser that ignores case might take for `field` must be `field`, with the header's value. */
 function fieldRefusal(
   text: string,
   field: CredentialField,
@@ -68,13 +62,9 @@ function fieldRefusal(
 }
 
 /**
- * Spec, Authentication 4: the body's siteid and apikey must equal the header's. Returns the rule a
- * request breaks (error 104), or undefined when the body credentials are acceptable. The body is
- * read in one pass that builds nothing but the few members that may be credentials.
- *
- * A token request (no `apiKey` expected) needs no credentials in its body, since the token names the
- * site; but a siteid it does carry must be that site's, read by the same rules, and a body the
- * service could not read whole is refused as for a key, since it might name another site.
+ * Spec, Authentication 4: the body's siteid and apikey must equal the header's (else error 104).
+ * A token request (no `apiKey`) needs none, since the token names the site; but a siteid it carries
+ * must be that site's, and a body that could not be read whole is refused, as it might name another.
  */
 export function bodyCredentialsRule(
   body: BodyView,

@@ -6,22 +6,18 @@ const ASCII = /^[\x00-\x7f]*$/;
 const COMBINING_MARK = /\p{M}/gu;
 
 /**
- * A name as a case-insensitive parser sees it. Go's encoding/json, for one, matches field names by
- * Unicode case folding, so `ſiteid` (U+017F) and `apiKey` (Kelvin sign) read as siteid and
- * apikey: upper- then lower-casing folds those, NFKD the compatibility forms, and dropping combining
- * marks the dotted `İ` that a Turkish-locale lower-casing turns into `i`. Being stricter than any
- * one parser only ever denies a body that holds two spellings of a credential field.
+ * A name as a case-insensitive parser sees it: Go's encoding/json reads `ſiteid` (U+017F) and `apiKey`
+ * (Kelvin sign) as siteid and apikey. Upper- then lower-casing folds those, NFKD the compatibility forms,
+ * and dropping marks the dotted `İ`; stricter than any one parser, it only denies a body with two spellings.
  */
 export function folded(name: string): string {
   if (ASCII.test(name)) return name.toLowerCase();
   return name.normalize('NFKD').replace(COMBINING_MARK, '').toUpperCase().toLowerCase();
 }
 
-// Folding goes code point by code point: a name's folded form is its code points' folded forms in
-// a row (NFKD decomposes each alone, and the marks that its reordering moves are dropped; the only
-// context rule of case mapping, a final sigma, gives no ASCII). So a reader can follow a name
-// against siteid and apikey one code point at a time and give up at the first that leaves both;
-// in a hostile body of many names that is almost always the first, and nothing is folded.
+// A name's folded form is its code points' folded forms in a row (NFKD decomposes each alone; the only
+// context rule of case mapping, a final sigma, gives no ASCII): a reader follows a name against siteid
+// and apikey one code point at a time and gives up at the first that leaves both, in a hostile body at once.
 const SITEID = 'siteid';
 const APIKEY = 'apikey';
 const FIELD_LENGTH = 6;
@@ -36,7 +32,6 @@ function hexValue(c: number): number {
   return c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57;
 }
 
-/** The UTF-16 unit that `\uXXXX` at `at` stands for. */
 function escapedUnit(text: string, at: number): number {
   return (
     (hexValue(text.charCodeAt(at + 2)) << 12) |
@@ -46,7 +41,6 @@ function escapedUnit(text: string, at: number): number {
   );
 }
 
-/** Whether the sticky `pattern` matches `text` at `at`. */
 function startsAt(pattern: RegExp, text: string, at: number): boolean {
   pattern.lastIndex = at;
   return pattern.test(text);
@@ -60,20 +54,13 @@ function isLowSurrogate(unit: number): boolean {
   return unit >= 0xdc00 && unit <= 0xdfff;
 }
 
-/**
- * Reads the member names of one JSON text. Remembers what each character outside ASCII that it
- * met folds to, so that a body of many names folds each distinct character once; the memory lasts
- * as long as the reader, one body.
- */
+/** Reads the member names of one JSON text, folding each distinct character outside ASCII once. */
 class NameReader {
   private folds: Map<number, string | null> | undefined;
 
   constructor(private readonly text: string) {}
 
-  /**
-   * The folded form of a code point outside ASCII when it is empty or field letters only, else
-   * null. `written` is where the code point stands unescaped in the text, or -1.
-   */
+  /** Its folded form if empty or field letters only, else null; `written`: where it stands unescaped, or -1. */
   private fieldLettersOf(codePoint: number, written: number): string | null {
     const known = this.folds?.get(codePoint);
     if (known !== undefined) return known;
@@ -87,16 +74,12 @@ class NameReader {
     return letters;
   }
 
-  /**
-   * The credential field that the name from `start` to `end` (quotes included, valid JSON) folds to,
-   * if any: the answer that folding the decoded name gives, without decoding or folding it.
-   */
+  /** The credential field the name from `start` to `end` folds to, without decoding or folding it. */
   fieldOf(start: number, end: number): CredentialField | undefined {
     const { text } = this;
     const last = end - 1;
     let siteid = true;
     let apikey = true;
-    // How much of the folded name has been read, in characters.
     let at = 0;
     let i = start + 1;
     while (i < last) {
@@ -144,16 +127,13 @@ class NameReader {
   }
 }
 
-/**
- * For one JSON text, the credential field that a member name written from `start` to `end`
- * (quotes included, valid JSON) folds to, if any. A name that cannot is refused at a glance.
- */
+/** For one JSON text, the credential field that a member name from `start` to `end` (quotes included) folds to. */
 export function credentialFieldReader(text: string): (start: number, end: number) => CredentialField | undefined {
   const reader = new NameReader(text);
   return (start, end) => reader.fieldOf(start, end);
 }
 
-/** Whether the member name written from `start` to `end` is exactly `field`, escapes decoded. */
+/** Escapes decoded. */
 export function isExactly(text: string, start: number, end: number, field: CredentialField): boolean {
   if (end - start === field.length + 2) return text.startsWith(field, start + 1);
   return JSON.parse(text.slice(start, end)) === field;

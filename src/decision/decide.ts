@@ -13,8 +13,8 @@ function admitsClient(site: SiteCredentials, input: CheckInput): { readonly admi
 }
 
 /**
- * The whole authentication decision for one request: pure, no I/O, no clock but `now` (epoch ms).
- * An API-key request is checked in a fixed precedence, 108 → 101 → 103 → 102 → 104 → 105:
+ * The whole decision for one request: pure, no I/O, no clock but `now` (epoch ms). An API-key request
+ * is checked in a fixed precedence, 108 → 101 → 103 → 102 → 104 → 105:
  *   108  the Authorization header is missing or malformed         (spec, Errors 108)
  *   101  the site is unknown or disabled                           (spec, Errors 101)
  *   103  the client IP is not on the site's allowlist              (spec, Authentication 6)
@@ -24,7 +24,6 @@ function admitsClient(site: SiteCredentials, input: CheckInput): { readonly admi
  *        retired (spec, Versioning 1)
  * The allowlist comes before the key so that a stolen key cannot be tried from outside the allowlist,
  * and 105 comes last so that it tells nobody without valid credentials anything.
- * A Bearer request is decided by decideToken.
  */
 export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: number, sunset: SunsetPolicy): Decision {
   const header = parseAuthorization(input.authorization);
@@ -60,14 +59,9 @@ export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: num
 }
 
 /**
- * A Bearer request (RFC 6750), in the precedence 106 → 107 → 106 → 101 → 103 → 104:
- *   106  the token is not one our issuer signed for us, or has expired (verified before the decision)
- *   107  its client_id is registered to no site
- *   106  it was issued before the client's registration to the site, or before the site's tokens were revoked
- *   101  the client's site is disabled
- *   103  the client IP is not on the site's allowlist: whitelisting stays mandatory
- *   104  the body names another site (siteid is optional: the token names the site)
- * API-key brownouts and the sunset do not apply: tokens are what partners move to.
+ * A Bearer request (RFC 6750), in the precedence 106 → 107 → 106 → 101 → 103 → 104: the token
+ * verified (before the decision), its client registered, not revoked, the site enabled, the client
+ * IP allowlisted, the body naming no other site. Brownouts and the sunset do not apply to tokens.
  */
 function decideToken(input: CheckInput, verdict: TokenVerdict | undefined, snapshot: CredentialSnapshot): Decision {
   if (verdict === undefined) return deny({ errorId: 106, rule: 'tokens-disabled' });
@@ -93,14 +87,14 @@ function decideToken(input: CheckInput, verdict: TokenVerdict | undefined, snaps
   return { outcome: 'allow', method: 'token', siteId, clientId };
 }
 
-/** Epoch ms before which the client's tokens are refused: its registration to the site, or the site's revocation if later. */
+/** Epoch ms before which the client's tokens are refused. */
 function tokensNotBefore(site: SiteCredentials, clientId: ClientId): number {
   // A client found through the site is among its clients; were it not, nothing it signed would count.
   const registeredAt = site.tokenClients.get(clientId) ?? Number.POSITIVE_INFINITY;
   return site.tokensNotBefore === null ? registeredAt : Math.max(registeredAt, site.tokensNotBefore);
 }
 
-/** The method a decided request used: a 108 header has none; past it, a decision names a key or a token's client. */
+/** A 108 header has none. */
 export function authMethodOf(decision: Decision): AuthMethod | undefined {
   if (decision.outcome === 'allow') return decision.method;
   const { denial } = decision;

@@ -1,16 +1,13 @@
 import { BODY_RULE_HINTS, BODY_RULE_MESSAGES, HEADER_RULE_WORDS, TOKEN_BODY_RULE_MESSAGES, TOKEN_RULE_HINTS, tokenRuleDescription } from './rule-words.js';
 import type { BodyRule, Denial, ErrorId, HeaderRule, KeyId, SiteId, TokenRule } from './types.js';
 
-/**
- * The gRPC status codes a denial carries to Envoy (google.rpc.Code), named here so that the
- * decision depends on no transport library.
- */
+/** google.rpc.Code, named here so that the decision depends on no transport library. */
 export const GrpcCode = Object.freeze({ OK: 0, PERMISSION_DENIED: 7, UNAUTHENTICATED: 16 } as const);
 export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 
 type DenialOf<K extends ErrorId> = Extract<Denial, { errorId: K }>;
 
-/** What the decision log knows of a denial: the key-free fields of its line and the message the partner received. */
+/** What the decision log knows of a denial. */
 export interface LoggedDenial {
   readonly siteId: SiteId | undefined;
   readonly clientIp: string | undefined;
@@ -21,35 +18,33 @@ export interface LoggedDenial {
 
 /** What `explain` read from the database and configuration beside the decision, to put a denial in words. */
 export interface ExplainFacts {
-  /** The denied site as stored now, its name on one line; undefined: no such site, or none named. */
+  /** The denied site as stored now, its name on one line. */
   readonly site: { readonly name: string; readonly enabled: boolean; readonly allowlist: readonly string[] } | undefined;
-  /** The header's API key as stored now, its instants as text (expiredAt only once it has passed); undefined: no such key. */
+  /** The header's API key as stored now (expiredAt only once it has passed). */
   readonly key: { readonly siteId: SiteId; readonly keyId: KeyId; readonly revokedAt: string | null; readonly expiredAt: string | null } | undefined;
-  /** The client address the request view read, as received. */
+  /** As received. */
   readonly clientAddress: string | undefined;
-  /** Where CLIENT_IP_SOURCE reads the client address, in words. */
+  /** CLIENT_IP_SOURCE in words. */
   readonly clientIpSource: string;
 }
 
-/**
- * One error a partner can see, in every reader's words: its stable code, the HTTP status the partner
- * gets in Envoy's DeniedHttpResponse, the gRPC code Envoy gets in CheckResponse.status, the partner's
- * message, the decision log's reason and `explain`'s words. Its id is its metric label (error_id).
- */
+/** One error a partner can see, in every reader's words. Its id is its metric label (error_id). */
 interface CatalogueEntry<D extends Denial> {
   readonly code: string;
+  /** In Envoy's DeniedHttpResponse. */
   readonly httpStatus: number;
+  /** In CheckResponse.status. */
   readonly grpcStatus: GrpcCode;
   readonly message: (denial: D) => string;
-  /** A WWW-Authenticate challenge for the denied response (RFC 6750 §3), where the error has one. */
+  /** WWW-Authenticate (RFC 6750 §3). */
   readonly challenge?: (denial: D) => string;
-  /** Why the check was refused, for the person reading the log; `thePartnersMessage` where it says more than the line's fields. */
+  /** `thePartnersMessage` where it says more than the line's fields. */
   readonly logReason: (denied: LoggedDenial) => string;
-  /** Why, for `explain`'s reader: what to look at or run. */
+  /** What to look at or run. */
   readonly explain: (denial: D, facts: ExplainFacts) => string;
 }
 
-/** The log's reason for errors whose message says more than the line's fields (a body rule's limit, a brownout's end, a token rule). */
+/** The log's reason for errors whose message says more than the line's fields. */
 export const thePartnersMessage = (denied: LoggedDenial): string => denied.errorMessage;
 
 // An allowlist can be long; the first entries are enough to see why an address is not on it.
@@ -207,29 +202,26 @@ export const ERROR_CATALOGUE: { readonly [K in ErrorId]: CatalogueEntry<DenialOf
   },
 });
 
-/** A catalogue whose ids are any numbers: what the readers of the table take, so that a new row is all a new id needs. */
+/** What the readers of the table take, so that a new row is all a new id needs. */
 export type ErrorCatalogue = Readonly<Record<number, CatalogueEntry<never>>>;
 
-/** The ids of a catalogue, ascending. */
 export function errorIdsOf(catalogue: ErrorCatalogue): readonly number[] {
   return Object.keys(catalogue).map(Number);
 }
 
-/** Every error id, from the table: the metric labels (error_id) and nothing listed by hand. */
+/** The metric labels (error_id), from the table. */
 export const ERROR_IDS: readonly ErrorId[] = Object.freeze(errorIdsOf(ERROR_CATALOGUE) as ErrorId[]);
 
-/** The error_id label of a denial's metric. */
 export const errorMetricLabel = (errorId: number): string => String(errorId);
 
 // The entry is the one for the denial's errorId, so it takes that denial (TypeScript cannot pair them).
 const entryOf = (errorId: number, catalogue: ErrorCatalogue = ERROR_CATALOGUE): CatalogueEntry<never> => catalogue[errorId] as CatalogueEntry<never>;
 
-/** The partner-facing message of a denial; never contains a full key. */
+/** Never contains a full key. */
 export function denialMessage(denial: Denial, catalogue?: ErrorCatalogue): string {
   return entryOf(denial.errorId, catalogue).message(denial as never);
 }
 
-/** The WWW-Authenticate challenge of a denial, for the errors that have one. */
 export function denialChallenge(denial: Denial): string | undefined {
   return entryOf(denial.errorId).challenge?.(denial as never);
 }
@@ -239,17 +231,15 @@ export function denialBody(denial: Denial, catalogue?: ErrorCatalogue): string {
   return JSON.stringify({ error: { id: denial.errorId, message: denialMessage(denial, catalogue) } });
 }
 
-/** The decision log's reason for a denial. */
 export function loggedReason(denied: LoggedDenial & { readonly errorId: number }, catalogue?: ErrorCatalogue): string {
   return entryOf(denied.errorId, catalogue).logReason(denied);
 }
 
-/** Whether the log's reason for this error is the partner's message, which then tells repeated denials apart. */
+/** Whether the log's reason is the partner's message, which then tells repeated denials apart. */
 export function reasonIsMessage(errorId: number, catalogue?: ErrorCatalogue): boolean {
   return entryOf(errorId, catalogue).logReason === thePartnersMessage;
 }
 
-/** `explain`'s words for a denial. */
 export function explainDenial(denial: Denial, facts: ExplainFacts, catalogue?: ErrorCatalogue): string {
   return entryOf(denial.errorId, catalogue).explain(denial as never, facts);
 }

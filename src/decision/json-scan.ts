@@ -1,11 +1,8 @@
-/** What JSON.parse would make of a text: refuse it, or give an object, or give another value. */
+/** What JSON.parse would make of a text. */
 export type JsonShape = 'invalid' | 'object' | 'not-object';
 
-/**
- * Told of each member of the top-level object as soon as its value ends: the positions of the
- * name's quotes (start of the opening one, end of the closing one) and of the value as written.
- */
-export type TopLevelMemberVisitor = (nameStart: number, nameEnd: number, valueStart: number, valueEnd: number) => void;
+/** Positions of a top-level member's name, quotes included, and of its value as written. */
+type TopLevelMemberVisitor = (nameStart: number, nameEnd: number, valueStart: number, valueEnd: number) => void;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -36,7 +33,7 @@ function skipWhitespace(text: string, at: number): number {
   return i;
 }
 
-/** The character code at `at`, or -1 past the end (reading past it would deoptimise the caller). */
+/** -1 past the end: reading past it would deoptimise the caller. */
 function codeAt(text: string, at: number): number {
   return at < text.length ? text.charCodeAt(at) : -1;
 }
@@ -50,16 +47,13 @@ function isHexDigit(c: number): boolean {
 }
 
 /**
- * What a string holds as it is: anything but the quote, the backslash and control characters. The
- * regular expression engine runs through such a stretch several times faster than a loop over
- * charCodeAt, but each call costs about as much as reading tens of characters: it takes over only
- * after that many characters without an escape (a large body is mostly long strings; a credential is
- * short; a string of escapes must not cost a call each).
+ * A string's characters that need no escape. The regular expression engine runs through them several
+ * times faster than a loop over charCodeAt, but a call costs as much as tens of characters: it takes
+ * over only after that many without an escape.
  */
 const PLAIN_STRETCH = /[^"\\\u0000-\u001f]*/y;
 const PLAIN_STRETCH_AFTER = 64;
 
-/** The index of the first character at or after `at` that ends a stretch of PLAIN_STRETCH. */
 function endOfPlainStretch(text: string, at: number): number {
   PLAIN_STRETCH.lastIndex = at;
   PLAIN_STRETCH.test(text);
@@ -74,7 +68,7 @@ function endOfString(text: string, at: number): number {
     if (i >= skipFrom) i = endOfPlainStretch(text, i);
     const c = codeAt(text, i);
     if (c === QUOTE) return i + 1;
-    // Control characters must be escaped; -1 is the end of the text.
+    // A control character, or the end of the text.
     if (c < 0x20) return -1;
     if (c === BACKSLASH) {
       const escaped = codeAt(text, i + 1);
@@ -134,11 +128,9 @@ function endOfLiteral(text: string, at: number, literal: string): number {
 }
 
 /**
- * One pass over a JSON text (RFC 8259), giving the verdict JSON.parse would give without building
- * any value, and reporting the members of a top-level object, duplicates included: JSON.parse keeps
- * only the last of a repeated name while other parsers keep the first, so the body check must see
- * every copy. Iterative, with the open containers on an explicit stack, so that nesting of any
- * depth costs memory in proportion and cannot overflow the call stack.
+ * One pass over a JSON text (RFC 8259), giving JSON.parse's verdict without building any value, and
+ * reporting every member of a top-level object, duplicates included: JSON.parse keeps the last of a
+ * repeated name, other parsers the first. Iterative, so that no nesting can overflow the call stack.
  */
 export function scanJson(text: string, onTopLevelMember: TopLevelMemberVisitor): JsonShape {
   let shallow = 0;

@@ -12,14 +12,12 @@ export type ParsedAuthorization =
 const BEARER = /^bearer +/i;
 const BEARER_SCHEME_LENGTH = 'bearer'.length;
 
-/** The token of a Bearer Authorization header; undefined for any other form. */
 export function bearerToken(value: string | undefined): string | undefined {
   if (value === undefined || value.length <= BEARER_SCHEME_LENGTH || value.charCodeAt(BEARER_SCHEME_LENGTH) !== 0x20) return undefined;
   const scheme = BEARER.exec(value);
   return scheme === null ? undefined : value.slice(scheme[0].length);
 }
 
-/** The canonical site id for text that is one, else undefined; shared by the header and body checks and the CLI. */
 export function canonicalSiteId(text: string): SiteId | undefined {
   return canonicalPositiveId(text);
 }

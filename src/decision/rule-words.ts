@@ -1,7 +1,6 @@
 import { POSITIVE_ID_MAX } from '../common/positive-id.js';
 import type { BodyRule, HeaderRule, TokenRefusal, TokenRule } from './types.js';
 
-/** A rule's message; the one rule whose message names a limit takes it. */
 type BodyRuleMessages = { readonly [R in BodyRule]: R extends 'body-too-large' ? (maxBodyBytes: number) => string : string };
 
 /** What the partner is told of each broken body rule (error 104). */
@@ -38,10 +37,7 @@ export const BODY_RULE_HINTS: Readonly<Partial<Record<BodyRule, string>>> = Obje
     'Envoy cut the body at max_request_bytes (x-envoy-auth-partial-body: true): raise max_request_bytes, or set allow_partial_message: false so that Envoy refuses larger bodies itself',
 });
 
-/**
- * Which header rule a 108 broke, in words: the partner gets one message for all (spec, Errors 108),
- * while the decision log and `explain` say which, so support knows what to tell them.
- */
+/** The partner gets one message for every 108 (spec, Errors 108); the log and `explain` say which rule. */
 export const HEADER_RULE_WORDS: { readonly [R in HeaderRule]: string } = Object.freeze({
   'header-missing': 'the request has no Authorization header, or an empty one; a partner sends Authorization: <site id>:<API key>',
   'header-malformed': 'the Authorization header is not <site id>:<API key> with exactly one colon, nor Bearer <token>',
@@ -50,16 +46,13 @@ export const HEADER_RULE_WORDS: { readonly [R in HeaderRule]: string } = Object.
   'api-key-invalid': 'the API key in the Authorization header is not a UUID (8-4-4-4-12 hexadecimal digits)',
 });
 
-/** A rule's description; the rules whose fix is to ask for a token for this API take the resource to ask for. */
 type TokenRuleDescriptions = { readonly [R in TokenRule]: R extends 'malformed' | 'audience' ? (resource: string | undefined) => string : string };
 
-/** `resource=<TOKEN_AUDIENCE>` (RFC 8707), or words for it where the decision was not told the value. */
 const resourceParameter = (resource: string | undefined): string => (resource === undefined ? 'the resource parameter of this API' : `resource=${resource}`);
 
 /**
- * What is wrong with a token, in words a migrating partner can act on (RFC 6750 error_description:
+ * In words a partner can act on, never anything of the token itself (RFC 6750 error_description:
  * printable ASCII without quote or backslash; TOKEN_AUDIENCE is held to the same in config.ts).
- * Never anything of the token itself.
  */
 export const TOKEN_RULE_DESCRIPTIONS: TokenRuleDescriptions = Object.freeze({
   'tokens-disabled': 'token-based authentication is not enabled on this service; send Authorization: <Site-ID>:<API-Key>',
@@ -80,13 +73,12 @@ export const TOKEN_RULE_DESCRIPTIONS: TokenRuleDescriptions = Object.freeze({
   revoked: "the token was issued before the site's tokens were revoked; request a new one",
 });
 
-/** The description of a refused token's rule, with the resource to ask for where the rule needs it. */
 export function tokenRuleDescription(refusal: TokenRefusal): string {
   const description = TOKEN_RULE_DESCRIPTIONS[refusal.rule];
   return typeof description === 'function' ? description(refusal.resource) : description;
 }
 
-/** What an operator does about a refused token (`explain`), beside what the partner-facing message says. */
+/** What an operator does about a refused token (`explain`). */
 export const TOKEN_RULE_HINTS: Readonly<Partial<Record<TokenRule, string>>> = Object.freeze({
   'tokens-disabled': 'set TOKEN_ISSUER and TOKEN_AUDIENCE to accept access tokens (docs/tokens.md, "Token-based authentication")',
   'keys-unavailable':

@@ -1,6 +1,6 @@
 import type { Brownout, SiteCredentials, SunsetPolicy, SunsetReason } from './types.js';
 
-export type SunsetRefusal =
+type SunsetRefusal =
   | { readonly kind: 'refuse'; readonly denial: { readonly reason: SunsetReason; readonly brownout?: { readonly id: string; readonly until: number } } }
   | { readonly kind: 'rehearse'; readonly brownoutId: string };
 
@@ -9,9 +9,8 @@ function covers(brownout: Brownout, site: SiteCredentials, now: number): boolean
 }
 
 /**
- * Whether API-key authentication is refused to a site whose credentials are otherwise valid: after
- * the sunset when enforcement is on, or during a brownout; never while the site's grace
- * lasts. A dry-run brownout refuses nobody but is reported, so its effect can be measured first.
+ * Whether valid API-key credentials are refused: after an enforced sunset, or in a brownout; never in
+ * the site's grace. A dry-run brownout refuses nobody but is reported, so its effect is measured first.
  */
 export function sunsetRefusal(site: SiteCredentials, brownouts: readonly Brownout[], policy: SunsetPolicy, now: number): SunsetRefusal | undefined {
   if (site.graceUntil !== null && now < site.graceUntil) return undefined;

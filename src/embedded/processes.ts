@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 
-/** Whether a process exists. EPERM says it does, run by another user. */
+/** EPERM says it exists, run by another user. */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -11,7 +11,6 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** Sends a signal to a process if it is still there; one that is gone, or not ours to signal, is let be. */
 export function signalIfThere(pid: number, name: NodeJS.Signals): void {
   try {
     process.kill(pid, name);
@@ -20,21 +19,19 @@ export function signalIfThere(pid: number, name: NodeJS.Signals): void {
   }
 }
 
-/** A TCP port on 127.0.0.1 that nothing listens on now. */
+/** On 127.0.0.1. */
 export async function freePort(): Promise<number> {
   const [port] = await freePorts(1);
   return port!;
 }
 
 /**
- * Ports are picked below the ephemeral range that Linux (32768–60999), macOS and Windows (49152 and up)
- * give outgoing connections: a port listen(0) hands out can be taken by any client socket before its
- * server binds it (an EADDRINUSE seen in a full test run), one picked here only by another listener.
+ * Below the ephemeral range of Linux (32768–60999), macOS and Windows (49152 and up): a port listen(0)
+ * hands out can be taken by any client socket before its server binds it, one picked here only by a listener.
  */
 const PICKED_PORTS = { from: 20_000, to: 32_767 } as const;
 const PICK_ATTEMPTS = 200;
 
-/** A server listening on 127.0.0.1:port, or undefined when the port is taken. */
 function probe(port: number): Promise<Server | undefined> {
   return new Promise((resolveProbe) => {
     const server = createServer();
@@ -44,10 +41,7 @@ function probe(port: number): Promise<Server | undefined> {
   });
 }
 
-/**
- * `count` different free ports: each probe stays open until all have one, so two ports a process is
- * about to listen on (gRPC and metrics, say) cannot be the same one handed out twice.
- */
+/** Each probe stays open until all have one, so that no port is handed out twice. */
 export async function freePorts(count: number): Promise<number[]> {
   const probes: Server[] = [];
   try {

@@ -3,38 +3,31 @@ import { denialMessage } from '../decision/error-catalogue.js';
 import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenClaimant, TokenRule, UndecidedReason } from '../decision/types.js';
 import { clipForLog } from '../common/log-text.js';
 
-/** What every check event says, allowed or denied. */
+/** What every check event says, allowed or denied; text a client sent is clipped. */
 interface CheckEventFacts {
-  /** The canonical site id from the header; undefined when the header did not parse (108). */
+  /** Undefined when the header did not parse (108). */
   readonly siteId: SiteId | undefined;
-  /**
-   * The site is in the credential snapshot and enabled: the check got past 101. Only then is the
-   * site id one we registered and not one a client made up.
-   */
+  /** In the snapshot and enabled (past 101): only then is its id one we registered, not one a client made up. */
   readonly siteKnown: boolean;
   readonly keyId: KeyId | undefined;
-  /** How the request authenticated, from the form of its Authorization header; undefined for a 108. */
   readonly authMethod: AuthMethod | undefined;
-  /** The access token's client, once its token verified. */
   readonly clientId: ClientId | undefined;
   /** `*****` and the last five characters of the submitted key (spec, Errors 102); not for allows. */
   readonly maskedKey: string | undefined;
-  /** The client address as read by CLIENT_IP_SOURCE, clipped. */
   readonly clientIp: string | undefined;
-  /** `x-request-id` (or Envoy's request id), clipped: to match Envoy's access log. */
+  /** `x-request-id` (or Envoy's request id): to match Envoy's access log. */
   readonly requestId: string | undefined;
-  /** Size in bytes of the body Envoy forwarded; undefined when it was not UTF-8 text. */
+  /** Undefined when the body was not UTF-8 text. */
   readonly bodyBytes: number | undefined;
-  /** From receiving the CheckRequest to having the CheckResponse ready. */
   readonly durationSeconds: number;
 }
 
-export interface AllowedCheckEvent extends CheckEventFacts {
+interface AllowedCheckEvent extends CheckEventFacts {
   readonly outcome: 'allowed';
   readonly shadow: false;
   readonly siteId: SiteId;
   readonly authMethod: AuthMethod;
-  /** A dry-run brownout would have refused it (105): its id. */
+  /** The dry-run brownout that would have refused it (105). */
   readonly rehearsalBrownoutId: string | undefined;
   readonly sunsetReason: undefined;
   readonly errorId: undefined;
@@ -48,34 +41,30 @@ export interface DeniedCheckEvent extends CheckEventFacts {
   /** SHADOW_MODE: answered as an allow; this denial is what would have been sent. */
   readonly shadow: boolean;
   readonly rehearsalBrownoutId: undefined;
-  /** Why valid credentials were refused with 105. */
   readonly sunsetReason: SunsetReason | undefined;
   readonly errorId: ErrorId;
   /** Which rule refused the header (108), the token (106) or the body (104). */
   readonly rule: HeaderRule | TokenRule | BodyRule | undefined;
   /** The message the partner received; it quotes the key masked only. */
   readonly errorMessage: string;
-  /** A refused token's client (106, 107), for the refusal counts; `signed: false` when only the token's sender says so. */
   readonly claimant: TokenClaimant | undefined;
 }
 
 /**
- * What observers (metrics, decision logs) learn of one decided check: ids, the masked key and the
- * client address, never the request as received. Without the Authorization header or the body in
- * hand, no observer can log a key, even by mistake.
+ * What observers learn of one decided check, never the request as received: without the
+ * Authorization header or the body in hand, no observer can log a key, even by mistake.
  */
 export type CheckEvent = AllowedCheckEvent | DeniedCheckEvent;
 
 /** A check that got no decision: Envoy's failure_mode_allow / status_on_error take over. */
 export interface UndecidedCheckEvent {
   readonly requestId: string | undefined;
-  /** unavailable: no credential data to decide on; internal: an unexpected error; or why a token is not decided yet. */
+  /** unavailable: no credential data to decide on; internal: an unexpected error. */
   readonly reason: 'unavailable' | 'internal' | UndecidedReason;
   readonly durationSeconds: number;
 }
 
-/** The parts of a viewed request that an event is built from (the request view has them). */
-export interface ViewedRequest {
+interface ViewedRequest {
   readonly requestId: string | undefined;
   readonly input: CheckInput;
 }
@@ -87,23 +76,15 @@ function claimantOf(denial: Extract<Decision, { outcome: 'deny' }>['denial']): T
   return denial.claimant;
 }
 
-function bodyBytes(input: CheckInput): number | undefined {
-  switch (input.body.kind) {
-    case 'empty':
-      return 0;
-    case 'text':
-      return Buffer.byteLength(input.body.text, 'utf8');
-    case 'not-utf8':
-      return undefined;
-    case 'too-large':
-      return input.body.bytes;
-  }
+function bodyBytes({ body }: CheckInput): number | undefined {
+  if (body.kind === 'text') return Buffer.byteLength(body.text, 'utf8');
+  if (body.kind === 'too-large') return body.bytes;
+  return body.kind === 'empty' ? 0 : undefined;
 }
 
 /**
- * The one place an event is made from a decision; everything an observer may see passes here. It
- * runs on every check, so it builds plain literals (an object spread costs microseconds here).
- * `message` is the denial's message when the caller has made it already (a date in it costs as much).
+ * The one place an event is made from a decision. It runs on every check, so it builds plain
+ * literals (a spread costs microseconds here); `message` is the denial's, when the caller has made it.
  */
 export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number, shadow = false, message?: string): CheckEvent {
   const requestId = clipForLog(request.requestId);

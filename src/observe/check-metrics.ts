@@ -1,12 +1,13 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Histogram, type Counter, type Registry } from 'prom-client';
 import { errorMetricLabel } from '../decision/error-catalogue.js';
 import { TOKEN_RULE_DESCRIPTIONS } from '../decision/rule-words.js';
 import { UNDECIDED_REASONS, type TokenRule } from '../decision/types.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
+import { counter, each, scrapedGauge } from './metric-kinds.js';
 import { SiteLabels } from './site-labels.js';
 
 /** The `outcome` label of a check SHADOW_MODE let through that would have been denied. */
-export const SHADOW_DENIED = 'shadow_denied';
+const SHADOW_DENIED = 'shadow_denied';
 
 // A check takes microseconds when it is all in memory; Envoy gives up at its timeout (200 ms by
 // default, docs/deployment.md, "Envoy"): buckets from 25 µs to 250 ms resolve both ends.
@@ -19,96 +20,52 @@ export class CheckMetrics {
   private readonly siteLabels: SiteLabels;
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;
   private readonly checkDuration: Histogram<'outcome'>;
-  /** The check-duration histogram's child for each outcome, looked up once rather than on every check. */
+  /** Looked up once per outcome rather than on every check. */
   private readonly checkDurationByOutcome = new Map<string, Histogram.Internal<'outcome'>>();
   private readonly undecided: Counter<'reason'>;
   private readonly incompleteRequestsReset: Counter;
-  private readonly apiKeyRequests: Counter;
-  private readonly tokenRequests: Counter;
+  private readonly apiKeyRequests: Counter<'site'>;
+  private readonly tokenRequests: Counter<'site'>;
   private readonly checksByMethod: Counter<'method' | 'outcome'>;
   private readonly tokenRefusals: Counter<'reason'>;
-  private readonly sunsetRefusals: Counter;
+  private readonly sunsetRefusals: Counter<'reason'>;
   private readonly brownoutRehearsals: Counter;
 
   constructor(registry: Registry, options: { readonly siteLabelsMax: number; readonly apiKeySunsetAt: number | (() => number) }) {
-    const registers = [registry];
     this.siteLabels = new SiteLabels(options.siteLabelsMax);
-
-    this.checks = new Counter({
-      name: 'sitekey_authz_checks_total',
-      help: 'Checks decided, by outcome (allowed, denied, shadow_denied: let through by SHADOW_MODE, would have been denied), error id of a denial, and site (only sites that have had an allowed check, up to METRICS_SITE_LABELS_MAX; else "other").',
-      labelNames: ['outcome', 'error_id', 'site'],
-      registers,
-    });
-    // Who still authenticates with API keys, and what the sunset refuses.
-    this.apiKeyRequests = new Counter({
-      name: 'sitekey_authz_apikey_requests_total',
-      help: 'Requests authenticated with a valid API key and let through, by site (same label rules as sitekey_authz_checks_total): the traffic the sunset will stop.',
-      labelNames: ['site'],
-      registers,
-    });
-    // Who has moved to tokens: the share of each site's traffic by method, for the migration.
-    this.tokenRequests = new Counter({
-      name: 'sitekey_authz_token_requests_total',
-      help: 'Requests authenticated with a valid access token and let through, by site (same label rules as sitekey_authz_checks_total): the traffic that has migrated.',
-      labelNames: ['site'],
-      registers,
-    });
-    this.checksByMethod = new Counter({
-      name: 'sitekey_authz_checks_by_method_total',
-      help: 'Checks decided, by the method the request used (api_key: <site id>:<key>; token: Bearer access token) and outcome (allowed, denied); a malformed header (108) has no method and is not counted here.',
-      labelNames: ['method', 'outcome'],
-      registers,
-    });
-    for (const method of ['api_key', 'token']) for (const outcome of ['allowed', 'denied']) this.checksByMethod.inc({ method, outcome }, 0);
-    this.tokenRefusals = new Counter({
-      name: 'sitekey_authz_token_refusals_total',
-      help: 'Requests with a Bearer token refused, by reason: the 106 rule the token broke, or unregistered-client (107).',
-      labelNames: ['reason'],
-      registers,
-    });
-    for (const reason of [...Object.keys(TOKEN_RULE_DESCRIPTIONS), 'unregistered-client']) this.tokenRefusals.inc({ reason }, 0);
-    this.sunsetRefusals = new Counter({
-      name: 'sitekey_authz_apikey_sunset_refusals_total',
-      help: 'Requests with valid API-key credentials refused with error 105, by reason: tokens-only (the site moved to tokens), brownout or retired.',
-      labelNames: ['reason'],
-      registers,
-    });
-    for (const reason of ['tokens-only', 'brownout', 'retired']) this.sunsetRefusals.inc({ reason }, 0);
-    this.brownoutRehearsals = new Counter({
-      name: 'sitekey_authz_apikey_brownout_rehearsals_total',
-      help: 'Requests a dry-run brownout would have refused with error 105, let through.',
-      registers,
-    });
-    const sunsetAt = options.apiKeySunsetAt;
-    new Gauge({
-      name: 'sitekey_authz_apikey_sunset_timestamp_seconds',
-      aggregator: 'first',
-      help: 'When API-key authentication retires (`sitekey-authz sunset show`), in Unix seconds.',
-      registers,
-      collect() {
-        this.set((typeof sunsetAt === 'function' ? sunsetAt() : sunsetAt) / 1000);
-      },
-    });
+    this.checks = counter(registry, 'sitekey_authz_checks_total', ['outcome', 'error_id', 'site'],
+      'Checks decided, by outcome (allowed, denied, shadow_denied: let through by SHADOW_MODE, would have been denied), error id of a denial, and site (only sites that have had an allowed check, up to METRICS_SITE_LABELS_MAX; else "other").');
+    this.apiKeyRequests = counter(registry, 'sitekey_authz_apikey_requests_total', ['site'],
+      'Requests authenticated with a valid API key and let through, by site (same label rules as sitekey_authz_checks_total): the traffic the sunset will stop.');
+    this.tokenRequests = counter(registry, 'sitekey_authz_token_requests_total', ['site'],
+      'Requests authenticated with a valid access token and let through, by site (same label rules as sitekey_authz_checks_total): the traffic that has migrated.');
+    this.checksByMethod = counter(registry, 'sitekey_authz_checks_by_method_total', ['method', 'outcome'],
+      'Checks decided, by the method the request used (api_key: <site id>:<key>; token: Bearer access token) and outcome (allowed, denied); a malformed header (108) has no method and is not counted here.',
+      ['api_key', 'token'].flatMap((method) => ['allowed', 'denied'].map((outcome) => ({ method, outcome }))));
+    this.tokenRefusals = counter(registry, 'sitekey_authz_token_refusals_total', ['reason'],
+      'Requests with a Bearer token refused, by reason: the 106 rule the token broke, or unregistered-client (107).',
+      each('reason', [...Object.keys(TOKEN_RULE_DESCRIPTIONS), 'unregistered-client']));
+    this.sunsetRefusals = counter(registry, 'sitekey_authz_apikey_sunset_refusals_total', ['reason'],
+      'Requests with valid API-key credentials refused with error 105, by reason: tokens-only (the site moved to tokens), brownout or retired.',
+      each('reason', ['tokens-only', 'brownout', 'retired']));
+    this.brownoutRehearsals = counter(registry, 'sitekey_authz_apikey_brownout_rehearsals_total', [],
+      'Requests a dry-run brownout would have refused with error 105, let through.');
+    const { apiKeySunsetAt: sunsetAt } = options;
+    const sunsetSeconds = () => (typeof sunsetAt === 'function' ? sunsetAt() : sunsetAt) / 1000;
+    scrapedGauge(registry, 'sitekey_authz_apikey_sunset_timestamp_seconds', sunsetSeconds,
+      'When API-key authentication retires (`sitekey-authz sunset show`), in Unix seconds.', 'first');
     this.checkDuration = new Histogram({
       name: 'sitekey_authz_check_duration_seconds',
       help: 'Time from receiving a CheckRequest to having its answer ready, by outcome (allowed, denied, unavailable, internal).',
       labelNames: ['outcome'],
       buckets: CHECK_DURATION_BUCKETS,
-      registers,
+      registers: [registry],
     });
-    this.undecided = new Counter({
-      name: 'sitekey_authz_checks_undecided_total',
-      help: 'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE), unknown-kid-pending (a token names a kid that no fetch of the issuer\'s keys since it arrived has looked up yet, gRPC UNAVAILABLE), verification-budget (a new token beyond the signature checks its address or the process may start, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
-      labelNames: ['reason'],
-      registers,
-    });
-    for (const reason of ['unavailable', 'internal', ...UNDECIDED_REASONS]) this.undecided.inc({ reason }, 0);
-    this.incompleteRequestsReset = new Counter({
-      name: 'sitekey_authz_grpc_incomplete_requests_reset_total',
-      help: 'Requests that had begun but not all arrived, answered RESOURCE_EXHAUSTED and reset (oldest first) because all of them together held more bytes than the budget.',
-      registers,
-    });
+    this.undecided = counter(registry, 'sitekey_authz_checks_undecided_total', ['reason'],
+      'Checks that got no decision, so Envoy applied its failure policy: reason unavailable (no fresh credential data, gRPC UNAVAILABLE), unknown-kid-pending (a token names a kid that no fetch of the issuer\'s keys since it arrived has looked up yet, gRPC UNAVAILABLE), verification-budget (a new token beyond the signature checks its address or the process may start, gRPC UNAVAILABLE) or internal (a bug, gRPC INTERNAL).',
+      each('reason', ['unavailable', 'internal', ...UNDECIDED_REASONS]));
+    this.incompleteRequestsReset = counter(registry, 'sitekey_authz_grpc_incomplete_requests_reset_total', [],
+      'Requests that had begun but not all arrived, answered RESOURCE_EXHAUSTED and reset (oldest first) because all of them together held more bytes than the budget.');
   }
 
   observeCheck(event: CheckEvent): void {
@@ -119,7 +76,7 @@ export class CheckMetrics {
       this.checksByMethod.inc({ method: event.authMethod, outcome: 'allowed' });
       if (event.rehearsalBrownoutId !== undefined) this.brownoutRehearsals.inc();
     } else {
-      // A shadow denial was let through: it is counted apart, so that "denied" keeps meaning refused.
+      // Counted apart, so that "denied" keeps meaning refused.
       const outcome = event.shadow ? SHADOW_DENIED : 'denied';
       this.checks.inc({ outcome, error_id: errorMetricLabel(event.errorId), site });
       if (event.authMethod !== undefined) this.checksByMethod.inc({ method: event.authMethod, outcome });

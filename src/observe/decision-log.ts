@@ -21,12 +21,9 @@ function checkFields(event: CheckEvent) {
 }
 
 export interface DecisionLogOptions {
-  /** LOG_ALLOWED_SAMPLE_RATE: the share of allowed checks logged at info, 0..1. */
+  /** LOG_ALLOWED_SAMPLE_RATE */
   readonly allowedSampleRate: number;
-  /**
-   * LOG_REPEAT_WINDOW_SECONDS: a denial identical to one logged less than this long ago is counted,
-   * and the count logged as one line when the window ends; 0 logs every denial.
-   */
+  /** LOG_REPEAT_WINDOW_SECONDS; 0 logs every denial. */
   readonly repeatWindowSeconds: number;
   readonly random?: () => number;
   readonly now?: () => number;
@@ -34,7 +31,7 @@ export interface DecisionLogOptions {
 
 export interface DecisionLog {
   record(event: CheckEvent): void;
-  /** Logs the repeats still counted; at shutdown, after the last check. */
+  /** Logs the repeats still counted; after the last check. */
   close(): void;
 }
 
@@ -42,27 +39,21 @@ export interface DecisionLog {
 export const REPEAT_WINDOWS_MAX = 10_000;
 
 /**
- * Denials that would read the same in the log, but for their request id and duration. The message is
- * part of the key only where the other fields do not determine it: a long key costs every denial.
+ * What makes denials read the same in the log, but for their request id and duration. The message
+ * counts only where these do not determine it: a long key costs every denial.
  */
+const SAME_LINE_FIELDS = ['errorId', 'shadow', 'siteId', 'clientIp', 'maskedKey', 'clientId', 'keyId', 'rule'] as const;
+
 function sameLineKey(event: DeniedCheckEvent): string {
-  const key = `${event.errorId}|${event.shadow}|${event.siteId}|${event.clientIp}|${event.maskedKey}|${event.clientId}|${event.keyId}|${event.rule}`;
-  return reasonIsMessage(event.errorId) ? `${key}|${event.errorMessage}` : key;
+  let key = '';
+  for (const field of SAME_LINE_FIELDS) key += `${event[field]}|`;
+  return reasonIsMessage(event.errorId) ? key + event.errorMessage : key;
 }
 
-/** The fields of sameLineKey compared one by one: whether `event` reads as `earlier` does, without building a key. */
+/** Whether `event` reads as `earlier` does, without building a key. */
 function readsAs(event: DeniedCheckEvent, earlier: DeniedCheckEvent): boolean {
-  return (
-    event.errorId === earlier.errorId &&
-    event.shadow === earlier.shadow &&
-    event.siteId === earlier.siteId &&
-    event.clientIp === earlier.clientIp &&
-    event.maskedKey === earlier.maskedKey &&
-    event.clientId === earlier.clientId &&
-    event.keyId === earlier.keyId &&
-    event.rule === earlier.rule &&
-    (!reasonIsMessage(event.errorId) || event.errorMessage === earlier.errorMessage)
-  );
+  for (const field of SAME_LINE_FIELDS) if (event[field] !== earlier[field]) return false;
+  return !reasonIsMessage(event.errorId) || event.errorMessage === earlier.errorMessage;
 }
 
 interface RepeatWindow {
@@ -70,17 +61,14 @@ interface RepeatWindow {
   readonly openedAt: number;
   repeats: number;
   lastRequestId: string | undefined;
-  /** Logged and taken out of the windows: a later repeat opens a new one. */
+  /** Taken out of the windows: a later repeat opens a new one. */
   ended: boolean;
 }
 
 /**
- * One JSON line per denial (request id, site, masked key, key id, client IP, error id, rule in words,
- * duration) and a sample of allows. A client that repeats the same refused request (a partner's retry
- * loop, a flood) gets its first denial of each window on a line of its own and the rest counted on
- * one line (`check.denied.repeated`) when the window ends: the log cannot be flooded, and a flood
- * costs a count, not a line. It reads the key-free CheckEvent only, so it cannot log the
- * Authorization header, a full key or the body.
+ * One JSON line per denial and a sample of allows. A client that repeats the same refused request (a
+ * retry loop, a flood) gets its first denial of each window on a line of its own and the rest counted
+ * on one line (`check.denied.repeated`) when the window ends: a flood costs a count, not a line.
  */
 export function createDecisionLog(logger: Logger, options: DecisionLogOptions): DecisionLog {
   const { allowedSampleRate, random = Math.random, now = Date.now } = options;
@@ -112,20 +100,23 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
       `the denial logged before (request ${first.requestId ?? 'without id'}) repeated ${window.repeats} more times`,
     );
   };
-  // Ends the windows that are over; windows are kept in the order they opened.
+  const end = (key: string, window: RepeatWindow): void => {
+    windows.delete(key);
+    window.ended = true;
+    logRepeats(window);
+  };
+  // Windows are kept in the order they opened.
   const sweep = (at: number): void => {
     for (const [key, window] of windows) {
       if (at - window.openedAt < windowMs) break;
-      windows.delete(key);
-      window.ended = true;
-      logRepeats(window);
+      end(key, window);
     }
     if (windows.size === 0 && sweeper !== undefined) {
       clearInterval(sweeper);
       sweeper = undefined;
     }
   };
-  /** True when the denial was only counted: a line identical to it was logged within the window. */
+  /** True when the denial was only counted, not logged. */
   const counted = (event: DeniedCheckEvent): boolean => {
     if (windowMs === 0) return false;
     const at = now();
@@ -139,11 +130,7 @@ export function createDecisionLog(logger: Logger, options: DecisionLogOptions): 
       return true;
     }
     key ??= sameLineKey(event);
-    if (window !== undefined) {
-      windows.delete(key);
-      window.ended = true;
-      logRepeats(window);
-    }
+    if (window !== undefined) end(key, window);
     if (windows.size < REPEAT_WINDOWS_MAX) {
       latest = { first: event, openedAt: at, repeats: 0, lastRequestId: undefined, ended: false };
       windows.set(key, latest);

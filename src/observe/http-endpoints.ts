@@ -4,59 +4,46 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { GatedConnection, OperatorConnections } from './operator-connections.js';
 
 export interface Readiness {
-  /** True when checks can be decided; the detail goes into the /readyz body for operators. */
   readonly ready: boolean;
+  /** Goes into the /readyz body for operators. */
   readonly detail: Record<string, unknown>;
 }
 
-/** The Prometheus exposition served on /metrics. */
 export interface MetricsExposition {
   readonly contentType: string;
   scrape(): Promise<string>;
 }
 
 /**
- * Limits of the operator HTTP server, stated once (docs/operations.md, "Limits"). Its clients are kubelet probes
- * and a Prometheus scrape: a few small requests, each sent at once, never pipelined. Whatever a client
- * does on this port, it must not take the CPU or memory that checks need, nor the places that probes need.
+ * Limits of the operator HTTP server (docs/operations.md, "Limits"). Its clients are kubelet probes and
+ * a Prometheus scrape: a few small requests, never pipelined. Whatever a client does on this port, it
+ * must not take the CPU or memory that checks need, nor the places that probes need.
  */
 export const HTTP_ENDPOINT_LIMITS = Object.freeze({
-  /**
-   * A request (request line and headers; we read no body) must have arrived by then, counted from the
-   * connection or from its first byte after the previous answer (slow-loris).
-   */
+  /** For a request's line and headers, from the connection or its first byte after an answer (slow-loris). */
   headersTimeoutMs: 5_000,
-  /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutMs: 5_000,
-  /** A connection on which nothing moves, either way, this long is closed: a client that stops reading its answers holds them in memory. */
+  /** Nothing moving either way: a client that stops reading its answers holds them in memory. */
   socketTimeoutMs: 10_000,
-  /** How often connections are looked at for requests past the headers time-out. */
   connectionsCheckingIntervalMs: 1_000,
   /**
-   * Connections at once. At the cap a new connection takes the place of another that has no complete
-   * request: first the oldest still sending one, then the oldest idle, then the oldest that has sent
-   * nothing for `newConnectionGraceMs`; so slow clients cannot keep out a probe, which sends its request at once.
+   * At the cap a newcomer replaces a connection without a complete request (see GatedConnection's
+   * evictionRank), so slow clients cannot keep out a probe, which sends its request at once.
    */
   maxConnections: 32,
-  /** A connection that has sent nothing yet is not replaced for this long: a probe's request may still be on its way. */
+  /** A connection that has sent nothing yet is not replaced for this long: a probe's request may be on its way. */
   newConnectionGraceMs: 250,
-  /** Connections at once while newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed at once. */
+  /** While newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed. */
   maxConnectionsWithNewcomers: 96,
-  /**
-   * Connections at once from one address (an IPv6 /64); at this cap its newcomer replaces its own
-   * oldest, so a flood from one address never fills the places a kubelet or Prometheus needs.
-   */
+  /** From one address (an IPv6 /64): its newcomer replaces its own oldest, so one source never fills the port. */
   maxConnectionsPerSource: 16,
-  /**
-   * Complete requests one connection may have waiting for their answers; a client that pipelines more
-   * is disconnected before any is parsed. Requests reach the parser one at a time (operator-connections.ts).
-   */
+  /** Complete requests waiting on one connection; a client that pipelines more is disconnected before any is parsed. */
   maxPipelinedRequests: 4,
-  /** /metrics answers being prepared or sent at once, over all connections; beyond, 503 at once. */
+  /** /metrics answers in flight over all connections; beyond, 503 at once. */
   maxScrapesInFlight: 8,
-  /** /metrics is rendered at most this often; scrapes that arrive meanwhile share the next rendering. */
+  /** Scrapes that arrive meanwhile share the next rendering. */
   metricsMinIntervalMs: 1_000,
-  /** Request line and headers, bytes; a kubelet probe or a Prometheus scrape sends a few hundred. */
+  /** Request line and headers; a probe or a scrape sends a few hundred bytes. */
   maxHeaderBytes: 8_192,
 });
 
@@ -71,7 +58,7 @@ export interface HttpEndpoints {
  * One rendering shared by every scrape that waits for it, at most one every `minIntervalMs`. A scrape
  * always gets a rendering that began after it arrived, so it never reads counts older than itself.
  */
-export function sharedScrape(render: () => Promise<string>, minIntervalMs: number): () => Promise<string> {
+function sharedScrape(render: () => Promise<string>, minIntervalMs: number): () => Promise<string> {
   let lastStartedAt = Number.NEGATIVE_INFINITY;
   let rendering: Promise<string> | undefined;
   let next: Promise<string> | undefined;
@@ -98,16 +85,13 @@ export function sharedScrape(render: () => Promise<string>, minIntervalMs: numbe
   };
 }
 
-/**
- * Operator endpoints on METRICS_PORT: /healthz (the process is alive), /readyz (it can decide
- * checks: credentials loaded and fresh, not shutting down) and /metrics (Prometheus).
- */
+/** Operator endpoints on METRICS_PORT: /healthz, /readyz and /metrics. */
 export async function startHttpEndpoints(options: {
   readonly bindAddress: string;
   readonly port: number;
   readonly readiness: () => Readiness;
   readonly metrics?: MetricsExposition;
-  /** Production uses HTTP_ENDPOINT_LIMITS; tests shorten its time-outs. */
+  /** Tests shorten the time-outs. */
   readonly limits?: Partial<HttpEndpointLimits>;
 }): Promise<HttpEndpoints> {
   const limits: HttpEndpointLimits = { ...HTTP_ENDPOINT_LIMITS, ...options.limits };
@@ -159,8 +143,7 @@ export async function startHttpEndpoints(options: {
     return reply(404, { error: 'not found; try /healthz, /readyz or /metrics' });
   };
 
-  // node:http parses and answers; the TCP server in front hands it each connection gated, so that
-  // requests reach the parser one at a time and the cap chooses whom a newcomer replaces.
+  // The TCP server in front hands node:http each connection gated: requests reach the parser one at a time.
   const server = createServer({ maxHeaderSize: limits.maxHeaderBytes }, answer);
   // An expectation node does not meet itself (anything but 100-continue) is answered here, so its connection goes on.
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {

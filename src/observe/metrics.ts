@@ -1,25 +1,24 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry, type Counter } from 'prom-client';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { CheckMetrics } from './check-metrics.js';
+import { counter, each, scrapedGauge } from './metric-kinds.js';
 import { StoreMetrics, type PoolCounts, type SnapshotGauges, type SyncOutcome } from './store-metrics.js';
 
-export { SHADOW_DENIED } from './check-metrics.js';
-export { OTHER_SITE } from './site-labels.js';
-export type { PoolCounts, SnapshotGauges, SnapshotStatus, SyncOutcome } from './store-metrics.js';
+export type { SnapshotStatus, SyncOutcome } from './store-metrics.js';
 
 export interface ServiceMetricsOptions {
   /** METRICS_SITE_LABELS_MAX: how many sites get a series of their own. */
   readonly siteLabelsMax: number;
   readonly snapshot: SnapshotGauges;
   readonly pool: PoolCounts;
-  /** The service would answer checks now (what /readyz says). */
+  /** What /readyz says. */
   readonly ready: () => boolean;
   readonly now?: () => number;
   readonly version?: string;
-  /** The sunset in force, epoch ms (a function: it lives in the database): exported so that alerts can compare traffic with it. */
+  /** Epoch ms, a function because it lives in the database: alerts compare traffic with it. */
   readonly apiKeySunsetAt: number | (() => number);
 }
 
@@ -32,10 +31,7 @@ function packageVersion(): string {
   return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 
-/**
- * Every metric the service exposes on /metrics, declared once, in its own registry (tests make
- * several). Observers feed it events; gauges of state are read at scrape time.
- */
+/** Every metric the service exposes on /metrics, in its own registry (tests make several). */
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly checks: CheckMetrics;
@@ -43,7 +39,6 @@ export class ServiceMetrics {
   private tokenKeyFetches: Counter<'result'> | undefined;
 
   constructor(options: ServiceMetricsOptions) {
-    const registers = [this.registry];
     const now = options.now ?? Date.now;
     const startedAt = now();
 
@@ -55,20 +50,13 @@ export class ServiceMetrics {
       aggregator: 'first',
       help: 'Always 1; the labels name the running version of sitekey-authz and of Node.js.',
       labelNames: ['version', 'node_version'],
-      registers,
+      registers: [this.registry],
     }).set({ version: options.version ?? packageVersion(), node_version: process.versions.node }, 1);
 
     // Registered in this order, so that /metrics lists them as it always has.
     this.checks = new CheckMetrics(this.registry, options);
-    new Gauge({
-      name: 'sitekey_authz_ready',
-      aggregator: 'min',
-      help: '1 while the service answers checks (credential snapshot loaded and fresh, not shutting down), else 0.',
-      registers,
-      collect() {
-        this.set(options.ready() ? 1 : 0);
-      },
-    });
+    scrapedGauge(this.registry, 'sitekey_authz_ready', () => (options.ready() ? 1 : 0),
+      '1 while the service answers checks (credential snapshot loaded and fresh, not shutting down), else 0.', 'min');
     this.store = new StoreMetrics(this.registry, { snapshot: options.snapshot, pool: options.pool, now, startedAt });
   }
 
@@ -76,7 +64,6 @@ export class ServiceMetrics {
     return this.registry.contentType;
   }
 
-  /** The text exposition format, for /metrics. */
   scrape(): Promise<string> {
     return this.registry.metrics();
   }
@@ -103,38 +90,16 @@ export class ServiceMetrics {
 
   /** Gauges of the token verifier's state, read at each scrape. */
   followTokenKeys(state: { readonly keys: () => number; readonly ageSeconds: () => number; readonly verifiedTokens: () => number }): void {
-    const registers = [this.registry];
-    new Gauge({
-      name: 'sitekey_authz_token_issuer_keys',
-      help: "Signing keys in the token issuer's key set held now; 0 while none is held (tokens are then refused, keys-unavailable).",
-      registers,
-      collect() {
-        this.set(state.keys());
-      },
-    });
-    new Gauge({
-      name: 'sitekey_authz_token_issuer_keys_age_seconds',
-      help: "Seconds since the key set held was fetched from the token issuer (a set read from the database at start: since it was fetched and stored); NaN while none is held.",
-      registers,
-      collect() {
-        this.set(state.ageSeconds());
-      },
-    });
-    new Gauge({
-      name: 'sitekey_authz_token_verified_cached',
-      help: 'Access tokens whose signature was verified and that are kept (by hash, until their exp) so that repeats cost no signature check.',
-      registers,
-      collect() {
-        this.set(state.verifiedTokens());
-      },
-    });
-    this.tokenKeyFetches = new Counter({
-      name: 'sitekey_authz_token_issuer_key_fetches_total',
-      help: "Fetches of the token issuer's key set, by result (ok, failed); a failed fetch keeps the last good set.",
-      labelNames: ['result'],
-      registers,
-    });
-    for (const result of ['ok', 'failed']) this.tokenKeyFetches.inc({ result }, 0);
+    const { registry } = this;
+    scrapedGauge(registry, 'sitekey_authz_token_issuer_keys', state.keys,
+      "Signing keys in the token issuer's key set held now; 0 while none is held (tokens are then refused, keys-unavailable).");
+    scrapedGauge(registry, 'sitekey_authz_token_issuer_keys_age_seconds', state.ageSeconds,
+      "Seconds since the key set held was fetched from the token issuer (a set read from the database at start: since it was fetched and stored); NaN while none is held.");
+    scrapedGauge(registry, 'sitekey_authz_token_verified_cached', state.verifiedTokens,
+      'Access tokens whose signature was verified and that are kept (by hash, until their exp) so that repeats cost no signature check.');
+    this.tokenKeyFetches = counter(registry, 'sitekey_authz_token_issuer_key_fetches_total', ['result'],
+      "Fetches of the token issuer's key set, by result (ok, failed); a failed fetch keeps the last good set.",
+      each('result', ['ok', 'failed']));
   }
 
   onTokenKeysFetch(outcome: { readonly ok: boolean }): void {

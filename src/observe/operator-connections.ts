@@ -2,21 +2,18 @@ import { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { ConnectionRoster, connectionSource, type RosterConnection, type RosterLimits } from '../common/connection-roster.js';
 
-/** What the operator port's connections are held to (the relevant part of HTTP_ENDPOINT_LIMITS). */
-export interface ConnectionLimits extends RosterLimits {
+/** The part of HTTP_ENDPOINT_LIMITS a connection is held to. */
+interface ConnectionLimits extends RosterLimits {
   readonly headersTimeoutMs: number;
   readonly newConnectionGraceMs: number;
   readonly maxPipelinedRequests: number;
   readonly maxHeaderBytes: number;
 }
 
-/** Node's own answer when a request's headers come too late, sent before the connection is closed. */
+/** Node's own answer when a request's headers come too late. */
 const REQUEST_TIMEOUT = Buffer.from('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n', 'ascii');
 
-/**
- * The end of the first header block in `bytes` at or after `from` (just past its empty line), or -1.
- * A header block ends with an empty line; llhttp also takes a bare LF as a line end, so both count.
- */
+/** Just past the first empty line in `bytes` at or after `from`, or -1; llhttp also takes a bare LF as a line end. */
 function headerBlockEnd(bytes: Buffer, from = 0): number {
   for (let lf = bytes.indexOf(10, from); lf !== -1 && lf + 1 < bytes.length; lf = bytes.indexOf(10, lf + 1)) {
     if (bytes[lf + 1] === 10) return lf + 2;
@@ -26,18 +23,16 @@ function headerBlockEnd(bytes: Buffer, from = 0): number {
 }
 
 /**
- * One TCP connection of the operator port as node:http sees it (node:http takes any Duplex as a
- * connection): bytes reach node's parser one request at a time, the next only once the previous one
- * has been answered. Node's parser otherwise parses every request that has arrived on a socket at
- * once, and a client that pipelines thousands of them makes it build and abort thousands of requests
- * before another connection is served. Here a client with more than `maxPipelinedRequests` complete
- * requests waiting is disconnected before any of them is parsed.
+ * One TCP connection of the operator port as a Duplex for node:http: bytes reach its parser one request
+ * at a time, the next once the previous one has been answered. Node's parser otherwise parses every
+ * request that has arrived at once, and a client that pipelines thousands of them makes it build and
+ * abort thousands before another connection is served.
  */
 export class GatedConnection extends Duplex implements RosterConnection {
   readonly openedAt = performance.now();
   /**
-   * Bytes received and not yet given to the parser: `storage` from `heldFrom` to `heldTo`. It doubles when
-   * full, so a client sending a byte at a time costs one copy per doubling, not a copy of all so far per byte.
+   * Bytes not yet given to the parser: `storage` from `heldFrom` to `heldTo`. It doubles when full, so
+   * a client sending a byte at a time costs one copy per doubling, not a copy of all so far per byte.
    */
   private storage: Buffer = Buffer.alloc(0);
   private heldFrom = 0;
@@ -45,10 +40,9 @@ export class GatedConnection extends Duplex implements RosterConnection {
   /** Complete requests in `held`, counted up to `countedTo`. */
   private waiting = 0;
   private countedTo = 0;
-  /** A request given to the parser and not answered yet. */
   private inFlight = false;
   private answered = 0;
-  /** When the request being received began: at the connection, or at its first byte after an answer; undefined while idle or answering. */
+  /** At the connection, or at its first byte after an answer; undefined while idle or answering. */
   private requestStartedAt: number | undefined = this.openedAt;
   private socketEnded = false;
   private endPushed = false;
@@ -68,7 +62,7 @@ export class GatedConnection extends Duplex implements RosterConnection {
     socket.on('close', () => this.destroy());
   }
 
-  /** Called by the server once the request in flight has been answered (or abandoned). */
+  /** Once the request in flight has been answered (or abandoned). */
   requestDone(): void {
     if (!this.inFlight) return;
     this.inFlight = false;
@@ -78,10 +72,8 @@ export class GatedConnection extends Duplex implements RosterConnection {
   }
 
   /**
-   * The roster's order (connection-roster.ts): 0, one sending a request slower than a probe does
-   * (bytes, but no complete request); 1, an idle keep-alive one; 2, one that has sent nothing for
-   * `newConnectionGraceMs`. Never one with a complete request, nor one whose request may still be on
-   * its way: a probe that sends its request at once is answered.
+   * Replaced first (connection-roster.ts): 0, one sending a request slower than a probe does; 1, an idle
+   * keep-alive one; 2, one silent for `newConnectionGraceMs`. Never one with a complete request.
    */
   evictionRank(now: number): number | undefined {
     if (this.inFlight || this.waiting > 0) return undefined;
@@ -94,19 +86,18 @@ export class GatedConnection extends Duplex implements RosterConnection {
     return this.answered === 0 && !this.inFlight && this.waiting === 0;
   }
 
-  /** True when a request has been coming for longer than the headers time-out allows. */
   isLate(now: number): boolean {
     return !this.inFlight && this.waiting === 0 && this.requestStartedAt !== undefined && now - this.requestStartedAt > this.limits.headersTimeoutMs;
   }
 
-  /** 408 to a client that sent part of a request, then the connection is closed; one that sent nothing is closed. */
+  /** 408 to a client that sent part of a request; one that sent nothing is just closed. */
   timeOut(): void {
     this.requestStartedAt = undefined;
     if (this.held.length > 0) this.socket.end(REQUEST_TIMEOUT);
     this.socket.destroySoon();
   }
 
-  /** node:http sets its keep-alive and no-progress time-outs through these, as on a socket. */
+  /** node:http sets its keep-alive and no-progress time-outs through this, as on a socket. */
   setTimeout(ms: number): this {
     this.socket.setTimeout(ms);
     return this;
@@ -153,7 +144,7 @@ export class GatedConnection extends Duplex implements RosterConnection {
     this.pump();
   }
 
-  /** Gives the parser the next request, if none is in flight; or what is held, when it can never become a request. */
+  /** Gives the parser the next request; or what is held, when it can never become a request. */
   private pump(): void {
     if (this.inFlight || this.destroyed) return;
     // Only a counted request has an end to find: a request still arriving is not scanned again per chunk.
@@ -198,10 +189,7 @@ export class GatedConnection extends Duplex implements RosterConnection {
   }
 }
 
-/**
- * The operator port's connections: the roster's cap, per source and in all, with the choice of whom a
- * newcomer replaces, and the headers time-out (node:http's own applies only to sockets it accepted itself).
- */
+/** The roster's caps, and the headers time-out (node:http's own applies only to sockets it accepted itself). */
 export class OperatorConnections {
   private readonly roster: ConnectionRoster<GatedConnection>;
   private readonly sweep: NodeJS.Timeout;
@@ -214,11 +202,7 @@ export class OperatorConnections {
     this.sweep = setInterval(() => this.timeOutLate(), checkingIntervalMs).unref();
   }
 
-  /**
-   * A new connection, or undefined when it is closed at once. When no place may be made for it (see
-   * ConnectionRoster), newcomers still get one up to `maxConnectionsWithNewcomers`, so that a burst of
-   * connections does not close a probe before its request could be read; beyond, the newcomer is closed.
-   */
+  /** A new connection, or undefined when it is closed at once (see ConnectionRoster). */
   admit(socket: Socket): GatedConnection | undefined {
     const connection = this.roster.admit(connectionSource(socket.remoteAddress), () => new GatedConnection(socket, this.limits));
     if (connection === undefined) socket.destroy();

@@ -5,11 +5,9 @@ import type { CheckEvent } from './check-event.js';
 export const OTHER_SITE = 'other';
 
 /**
- * The `site` label: a site earns its own only with an allowed check, which only its credentials can
- * bring, at most `max` of them, first come first labelled. Anyone can send checks naming existing
- * site ids with a wrong key or from any address; those denials keep a label the site already has,
- * but never take one of the METRICS_SITE_LABELS_MAX places. A value that a client wrote (an unknown
- * id, an IP, a path) never becomes a label, so no request can add a series.
+ * A site earns its own `site` label only with an allowed check, which only its credentials can bring,
+ * at most `max` of them, first come first labelled: a denial keeps a label the site has but never takes
+ * a place, and nothing a client wrote becomes a label, so no request can add a series.
  */
 export class SiteLabels {
   private readonly labelled = new Set<SiteId>();
