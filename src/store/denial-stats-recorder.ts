@@ -1,7 +1,6 @@
 import type { ErrorId, SiteId } from '../decision/types.js';
 import type { Logger } from '../observe/logger.js';
-import type { StatementRunner } from './periodic-flush.js';
-import { deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, IdleExpiry, PeriodicFlush } from './periodic-flush.js';
+import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type StatementRunner } from './periodic-flush.js';
 
 export interface DenialStatsOptions {
   readonly pool: StatementRunner;
@@ -11,7 +10,7 @@ export interface DenialStatsOptions {
   readonly expiredRowsPerFlush?: number;
   /** Distinct (site, error, client address) groups kept between two flushes; more go to "other". */
   readonly maxGroups: number;
-  /** Rows with a client address per site and hour in denial_stats; DENIAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
+  /** DENIAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
   readonly maxRowsPerSiteHour?: number;
   readonly logger: Logger;
 }
@@ -41,17 +40,14 @@ export const UNKNOWN_SITES = '0';
 export const UNKNOWN_SITES_ADDRESS = 'any';
 
 /**
- * Rows with a client address that denial_stats keeps per site and hour. A client with many source
- * addresses would otherwise add a row for each (tens of millions a day); the rest of that hour's
- * refusals of the site are added to its OVERFLOW_ADDRESS rows, which count the addresses too.
+ * Rows with a client address that denial_stats keeps per site and hour: a client with many source
+ * addresses would otherwise add a row for each (tens of millions a day).
  */
 export const DENIAL_ROWS_PER_SITE_HOUR = 1_000;
 
-// One statement per flush: at most $12 rows of the old hours go (a group held that long is not
-// written: it would meet its own deleted row); the batch is added to its hour's rows, and a group
-// with an address new to its site and hour goes to the site's OVERFLOW_ADDRESS row once the hour
-// holds $10 rows with addresses (largest counts first). Two replicas flushing at the same moment may
-// each add up to the cap: the bound is per replica and flush, not exact.
+// A group held past retention is not written: it would meet its own deleted row. A group with an address
+// new to its site and hour goes to the site's OVERFLOW_ADDRESS row once the hour holds $10 rows with
+// addresses (largest counts first). Two replicas flushing at once may each add up to the cap.
 const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12')}),
   batch AS (
     SELECT date_trunc('hour', v.first_seen) AS hour, v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.addresses, v.first_seen, v.last_seen,
@@ -81,25 +77,21 @@ const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12'
          first_seen = LEAST(d.first_seen, excluded.first_seen), last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
 
 /**
- * Refusals of known sites by error and client address, for `report denials`: counted in
- * memory on the request path, written in one statement per flush. Strangers cannot grow it without
- * bound: past maxGroups a new address is counted under OVERFLOW_ADDRESS for its site and error, and
- * the table keeps at most DENIAL_ROWS_PER_SITE_HOUR addresses' rows per site and hour.
+ * Refusals of known sites by error and client address, for `report denials`. Strangers cannot grow it
+ * without bound: past maxGroups a new address is counted under OVERFLOW_ADDRESS for its site and error,
+ * and the table keeps at most DENIAL_ROWS_PER_SITE_HOUR addresses' rows per site and hour.
  */
-export class DenialStatsRecorder {
+export class DenialStatsRecorder extends PeriodicFlush {
   private groups = new Map<string, Group>();
   private overflowed = 0;
-  /** Groups already counted under OVERFLOW_ADDRESS since the last flush, so that an address counts once (up to maxGroups of them). */
+  /** Groups counted under OVERFLOW_ADDRESS since the last flush, so that an address counts once (up to maxGroups of them). */
   private overflowSeen = new Set<string>();
-  /** The group the last refusal was added to under its own address: a flood repeats it, and then costs no key. */
+  /** A flood repeats the group of the last refusal under its own address, which then costs no key. */
   private latest: Group | undefined;
-  private readonly flusher: PeriodicFlush;
-  private readonly failures: FlushFailureLog;
   private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: DenialStatsOptions) {
-    this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
-    this.failures = new FlushFailureLog(options.logger, 'refusal counts');
+    super(options.flushSeconds, options.logger, 'refusal counts');
     this.idleExpiry = new IdleExpiry(options.pool, 'denial_stats', options.retentionDays, options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH, this.failures);
   }
 
@@ -153,16 +145,7 @@ export class DenialStatsRecorder {
     return this.groups.size;
   }
 
-  flush(): Promise<void> {
-    return this.flusher.flush();
-  }
-
-  /** The last flush, for SIGTERM. */
-  stop(): Promise<void> {
-    return this.flusher.stop();
-  }
-
-  private async write(): Promise<void> {
+  protected async write(): Promise<void> {
     if (this.groups.size === 0) return this.idleExpiry.run();
     const batch = [...this.groups.values()];
     const overflowed = this.overflowed;
@@ -177,14 +160,8 @@ export class DenialStatsRecorder {
     await this.failures.attempt(
       () =>
         this.options.pool.query(FLUSH, [
-          batch.map((group) => group.siteId),
-          batch.map((group) => group.errorId),
-          batch.map((group) => group.clientIp),
-          batch.map((group) => group.rehearsal),
-          batch.map((group) => group.count),
-          batch.map((group) => group.addresses),
-          batch.map((group) => new Date(group.firstSeen)),
-          batch.map((group) => new Date(group.lastSeen)),
+          ...columnsOf(batch, ['siteId', 'errorId', 'clientIp', 'rehearsal', 'count', 'addresses']),
+          ...seenColumns(batch),
           this.options.retentionDays,
           this.options.maxRowsPerSiteHour ?? DENIAL_ROWS_PER_SITE_HOUR,
           batch.map((group) => group.shadow),
