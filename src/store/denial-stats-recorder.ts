@@ -84,7 +84,7 @@ const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12'
 export class DenialStatsRecorder extends PeriodicFlush {
   private groups = new Map<string, Group>();
   private overflowed = 0;
-  /** Groups counted under OVERFLOW_ADDRESS since the last flush, so that an address counts once (up to maxGroups of them). */
+  /** Counted under OVERFLOW_ADDRESS since the last flush: an address counts once (up to maxGroups of them). */
   private overflowSeen = new Set<string>();
   /** A flood repeats the group of the last refusal under its own address, which then costs no key. */
   private latest: Group | undefined;
