@@ -1,7 +1,4 @@
-/**
- * Who makes a change, as the audit trail records it: each part in a column of its own, so that no
- * part can pose as another (an e-mail claim that reads "alice@corp (sub 1)" is no subject).
- */
+/** Each part in a column of its own: none can pose as another (an e-mail "alice@corp (sub 1)" is no subject). */
 export type AuditActor =
   /** A person on the admin port: the admin token's `sub`, and its e-mail only when the provider verified it. */
   | { readonly kind: 'admin-token'; readonly subject: string; readonly email?: string }

@@ -23,7 +23,6 @@ export interface AuditQuery {
   /** Case ignored: a part of the subject or of the verified e-mail, each apart, or of an older entry's one text. */
   readonly actor?: string;
   readonly limit: number;
-  /** Where the previous page ended. */
   readonly beforeId?: string;
 }
 

@@ -10,10 +10,7 @@ export interface AuthUsageRecorderOptions {
   /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
   readonly expiredRowsPerFlush?: number;
   readonly logger: Logger;
-  /**
-   * Groups held between two flushes; beyond them a group is dropped and logged, never the request. Only
-   * allowed requests are recorded, so only holders of valid credentials can add groups.
-   */
+  /** Beyond them a group is dropped and logged, never the request; only allowed requests add groups. */
   readonly maxGroups: number;
 }
 

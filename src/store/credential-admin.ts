@@ -38,10 +38,7 @@ async function allowlistSize(sql: pg.ClientBase, siteId: SiteId): Promise<number
   return Number(rows[0]?.entries ?? 0);
 }
 
-/**
- * Every administrative change: each runs in one transaction with its audit_log row, so no change is
- * ever made unrecorded. Keys are stored as SHA-256 and their last five characters only.
- */
+/** Every administrative change, in one transaction with its audit_log row. Keys are kept as SHA-256 and last five. */
 export class CredentialAdmin {
   private readonly transactions: AdminTransactions;
   readonly sunset: SunsetAdmin;
@@ -126,10 +123,7 @@ export class CredentialAdmin {
     return this.storeKey('key.import', siteId, apiKey, options);
   }
 
-  /**
-   * A new key, and an end for the old one (never later than the end it already has), in one
-   * transaction: the partner swaps keys while both work, and the old one stops by itself.
-   */
+  /** A new key, and an end for the old one (never later than its own): the partner swaps keys while both work. */
   async rollKey(siteId: SiteId, keyId: KeyId, oldExpiresAt: Date, options: KeyOptions): Promise<KeyRoll> {
     const apiKey = randomUUID();
     return this.transactions.change(async (sql) => {
@@ -287,10 +281,7 @@ async function keyNotFound(sql: pg.ClientBase, siteId: SiteId, keyId: KeyId): Pr
   );
 }
 
-/**
- * Revoking an address that is not listed itself but lies inside a listed network would leave it
- * admitted; the message names those networks, which are what to remove instead.
- */
+/** An address inside a listed network stays admitted: the message names the networks to remove instead. */
 async function notOnAllowlist(sql: pg.ClientBase, siteId: SiteId, missing: readonly string[]): Promise<AdminError> {
   const absent: string[] = [];
   const inside: string[] = [];

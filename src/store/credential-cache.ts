@@ -27,30 +27,20 @@ export interface CredentialCacheOptions {
 }
 
 const RELOAD_RETRY_MS = 1_000;
-/**
- * Anyone who can log in may NOTIFY '*': after a full load that a notification started, the next one
- * waits this long, and every '*' that arrives meanwhile is served by that one load.
- */
+/** Anyone who can log in may NOTIFY '*': after a full load that one started, the next waits this long. */
 export const NOTIFIED_FULL_LOAD_INTERVAL_MS = 5_000;
 /** More sites than this named before their reload are served by one full load instead. */
 const PENDING_SITES_MAX = 10_000;
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
 
 /**
- * The in-memory credential snapshot a check reads: loaded whole at start, kept current by
- * LISTEN/NOTIFY one site at a time, reloaded whole after every reconnect, every refreshSeconds, when a
- * third of the staleness limit passed without a successful full load, and on a '*' notification.
- * Per-site reloads do not wait behind a full load, so a revocation is not stuck behind one that hangs;
- * SiteTable keeps whichever read is newer.
+ * The in-memory credential snapshot a check reads: loaded whole at start and on every reconnect, refresh,
+ * renewal and '*' notification, and one site at a time on its notification. SiteTable keeps the newer read.
  */
 export class CredentialCache {
   private readonly table = new SiteTable();
   private readonly digests = new SiteDigests();
-  /**
-   * Sites reloaded on their own while a full resync ran, with the digest read beside the rows (none:
-   * the site is gone, could not be used, or the table kept a newer read): where the table still holds
-   * those rows after the resync, their digest is the one to keep, not the resync's.
-   */
+  /** Sites reloaded on their own during a resync, with their digest (none: gone, unusable, or kept older). */
   private readonly reloadedDuringResync = new Map<SiteId, SiteDigest | undefined>();
   /** performance.now() when the running full resync began. */
   private resyncStartedAt: number | undefined;

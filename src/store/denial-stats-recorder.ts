@@ -32,22 +32,15 @@ interface Group {
 /** Where refusals beyond maxGroups are counted: their site and error are kept, the address is not. */
 export const OVERFLOW_ADDRESS = 'other';
 
-/**
- * Refusals of unknown or disabled sites (101) are counted together, under this site id and the
- * address UNKNOWN_SITES_ADDRESS: the id is whatever a client sent, so it gets no group of its own.
- */
+/** Refusals of unknown or disabled sites (101) are counted together: the id is whatever a client sent. */
 export const UNKNOWN_SITES = '0';
 export const UNKNOWN_SITES_ADDRESS = 'any';
 
-/**
- * Rows with a client address that denial_stats keeps per site and hour: a client with many source
- * addresses would otherwise add a row for each (tens of millions a day).
- */
+/** A client with many source addresses would otherwise add a row for each (tens of millions a day). */
 export const DENIAL_ROWS_PER_SITE_HOUR = 1_000;
 
-// A group held past retention is not written: it would meet its own deleted row. A group with an address
-// new to its site and hour goes to the site's OVERFLOW_ADDRESS row once the hour holds $10 rows with
-// addresses (largest counts first). Two replicas flushing at once may each add up to the cap.
+// A group held past retention is not written: it would meet its own deleted row. Once the hour holds $10 rows
+// with addresses, a new address goes to the OVERFLOW_ADDRESS row; two replicas at once may each fill the cap.
 const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12')}),
   batch AS (
     SELECT date_trunc('hour', v.first_seen) AS hour, v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.addresses, v.first_seen, v.last_seen,
@@ -76,11 +69,7 @@ const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12'
      SET count = d.count + excluded.count, overflow_addresses = d.overflow_addresses + excluded.overflow_addresses,
          first_seen = LEAST(d.first_seen, excluded.first_seen), last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
 
-/**
- * Refusals of known sites by error and client address, for `report denials`. Strangers cannot grow it
- * without bound: past maxGroups a new address is counted under OVERFLOW_ADDRESS for its site and error,
- * and the table keeps at most DENIAL_ROWS_PER_SITE_HOUR addresses' rows per site and hour.
- */
+/** Refusals of known sites by error and client address, bounded in memory by maxGroups, in the table per hour. */
 export class DenialStatsRecorder extends PeriodicFlush {
   private groups = new Map<string, Group>();
   private overflowed = 0;

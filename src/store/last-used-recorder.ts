@@ -24,10 +24,7 @@ const FLUSH: Readonly<Record<LastUsedOf, string>> = {
 };
 const WHAT: Readonly<Record<LastUsedOf, string>> = { api_keys: 'key last-used times', token_clients: 'token client last-used times' };
 
-/**
- * When each key (or token client) was last used, for account managers and the migration report. Only
- * allowed checks record, so only registered ids can be held.
- */
+/** Only allowed checks record, so only registered ids can be held. */
 export class LastUsedRecorder extends PeriodicFlush {
   private pending = new Map<string, number>();
   private readonly of: LastUsedOf;

@@ -15,7 +15,6 @@ export interface ListenSessionOptions {
   /** From now on no committed change is missed. */
   readonly onListening: () => void;
   readonly onNotification: (payload: string | undefined) => void;
-  /** It reconnects by itself. */
   readonly onLost: (error: unknown) => void;
 }
 

@@ -1,15 +1,11 @@
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 
-/** The one thing a recorder needs of a pg.Pool. */
 export interface StatementRunner {
   query(text: string, values: unknown[]): Promise<unknown>;
 }
 
-/**
- * A recorder that keeps the request path off the database: `record` touches memory only, and `write`
- * runs every so often, one at a time, and once more on stop (SIGTERM).
- */
+/** Keeps the request path off the database: `record` touches memory, `write` runs on a timer and on stop. */
 export abstract class PeriodicFlush {
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
@@ -28,7 +24,6 @@ export abstract class PeriodicFlush {
     return this.flushing;
   }
 
-  /** The last write. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.flush();
@@ -47,10 +42,7 @@ export function seenColumns(batch: ReadonlyArray<{ readonly firstSeen: number; r
   return [batch.map((row) => new Date(row.firstSeen)), batch.map((row) => new Date(row.lastSeen))];
 }
 
-/**
- * Rows past retention a recorder deletes in one flush, oldest first: a lowered retention is worked off
- * over many flushes, not in one statement that would outlast the time-out and take the batch down with it.
- */
+/** A lowered retention is worked off over many flushes, not by a statement that would outlast its time-out. */
 export const EXPIRED_ROWS_PER_FLUSH = 10_000;
 
 type HourlyCounts = 'auth_usage' | 'denial_stats' | 'token_refusal_stats';
@@ -62,10 +54,7 @@ export function deleteExpiredHours(table: HourlyCounts, days: string, limit: str
 
 const IDLE_EXPIRY_INTERVAL_MS = 3_600_000;
 
-/**
- * Expired rows deleted on the flushes that have nothing to write, at most once an hour: a replica that
- * refuses or allows nothing for a while must not keep rows past their retention.
- */
+/** At most once an hour: a replica that counts nothing for a while must not keep rows past retention. */
 export class IdleExpiry {
   private readonly gate = new RateLimit(IDLE_EXPIRY_INTERVAL_MS);
 
@@ -91,10 +80,7 @@ export class IdleExpiry {
 
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 
-/**
- * While the database stays down, a recorder's failed writes are logged at once, then at most once a
- * minute (with how many were not logged), and once more when writing works again.
- */
+/** The first failure at once, then at most one line a minute, and one when writing works again. */
 class FlushFailureLog {
   private readonly gate = new RateLimit(FAILURE_LOG_INTERVAL_MS);
   private notLogged = 0;

@@ -2,7 +2,6 @@ import type { SiteId } from '../decision/types.js';
 import type { Slices } from '../common/slices.js';
 import { SiteIdIndex } from './site-id-index.js';
 
-/** What a resync read that the digests take. */
 export interface ResyncDigests {
   readonly bucketDigests: ReadonlyMap<string, string>;
   /** The sites of the buckets whose digest changed. */
@@ -20,13 +19,9 @@ export interface SiteDigest {
   readonly bucket: string;
 }
 
-/** An MD5, held as its bytes. */
 const DIGEST_BYTES = 16;
 
-/**
- * The digest of a site whose digest is not known: no comparison matches it, so the next resync reads
- * the site again, and it stays listed in its bucket, so that the resync also sees it deleted.
- */
+/** Matches no digest, so the next resync reads the site again, and keeps it listed so it also sees it deleted. */
 const UNKNOWN_DIGEST = Buffer.alloc(DIGEST_BYTES);
 
 /** Dividing by a power of two is exact, and truncates as PostgreSQL does. */
@@ -42,10 +37,7 @@ export function bucketOf(siteId: SiteId): string {
   return (BigInt(siteId) / BigInt(BUCKET_SPAN)).toString();
 }
 
-/**
- * Per site, the digest of the rows read of it, outside V8's heap (SiteIdIndex says why): 100,000
- * sites' digests as strings in Maps were 200,000 objects more for every full collection to mark.
- */
+/** Outside V8's heap: 100,000 digests as strings in Maps were 200,000 objects for every full collection. */
 export class SiteDigestTable {
   private readonly index = new SiteIdIndex();
   private digests = Buffer.alloc(64 * DIGEST_BYTES);
@@ -147,10 +139,7 @@ export class SiteDigestTable {
   }
 }
 
-/**
- * Each bucket's digest as the last resync read it, and each site's digest for the rows the table holds:
- * the next resync reads again only the sites whose digest changed, and those with none.
- */
+/** What the table's sites were read as: the next resync reads again only those whose digest changed. */
 export class SiteDigests {
   readonly buckets = new Map<string, string>();
   readonly sites = new SiteDigestTable();
@@ -182,9 +171,8 @@ export class SiteDigests {
   }
 
   /**
-   * `reloaded`: the sites reloaded on their own while the resync ran (undefined: no digest known);
-   * `keptReloads`: those whose newer reload the table kept over the resync's read. Where the table holds
-   * a reload's rows, the reload's digest is the one that describes them.
+   * `reloaded`: sites reloaded on their own during the resync, with their digest; `keptReloads`: those whose
+   * rows the table kept over the resync's. Where the table holds a reload's rows, the reload's digest is kept.
    */
   settleReloads(resync: ResyncDigests, reloaded: ReadonlyMap<SiteId, SiteDigest | undefined>, keptReloads: readonly SiteId[]): void {
     const kept = new Set(keptReloads);

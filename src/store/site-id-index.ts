@@ -17,10 +17,8 @@ function numericId(siteId: SiteId): number | undefined {
 }
 
 /**
- * Site ids to entry numbers, dense from 0, that the caller's typed arrays are indexed by. At 100,000
- * sites, a Map of ids is work for every full collection, and its pauses stalled checks; a typed array
- * is one object however long. An open-addressing table by the id as a number; ids no number spells
- * exactly go in a Map beside it. An entry keeps its number until it is removed.
+ * Site ids to entry numbers, in typed arrays: at 100,000 sites a Map of ids was work for every full collection,
+ * whose pauses stalled checks. Ids no number spells exactly (none in practice) go in a Map beside it.
  */
 export class SiteIdIndex {
   private slotIds = new Float64Array(INITIAL_SLOTS);
@@ -136,7 +134,6 @@ export class SiteIdIndex {
     return (Math.imul(low ^ Math.imul(high, 0x9e3779b1), 0x85ebca6b) ^ (low >>> 15)) & (this.slotIds.length - 1);
   }
 
-  /** Dropping REMOVED marks. */
   private rehash(): void {
     const [ids, entries] = [this.slotIds, this.slotEntries];
     let slots = INITIAL_SLOTS;

@@ -9,10 +9,8 @@ const CHUNK_BYTES = 2 ** 20;
 const COMPACT_BELOW_LIVE = 0.25;
 export const DECODED_SITES_MAX = 4_096;
 
-// A record: its length in bytes, flags, two times, the counts of keys and token clients, then strings
-// (each its length in UTF-16 units and the units, so that any text a row holds survives): the site id,
-// the allowlist's two packed strings, per key its hash (32 bytes when lower-case hex, else a string), id
-// and expiry, and per token client its id and registration time.
+// A record: length, flags, two times, key and client counts, then strings (UTF-16, so any text survives): site id,
+// the allowlist's two, per key its hash (32 bytes when lower-case hex), id and expiry, per client its id and time.
 const LENGTH = 0;
 const FLAGS = 4;
 const GRACE_UNTIL = 8;
@@ -72,10 +70,8 @@ class RecordReader {
 }
 
 /**
- * The sites of a snapshot, each a record in Buffer chunks outside V8's heap. Held as objects, 100,000
- * sites were ~60 MB for every full collection to mark and move, and its pauses stalled checks by
- * 40-70 ms; held so, the heap holds only the sites checks read lately, decoded (a bounded number).
- * A replaced or removed site's record is dead space; a chunk mostly dead is compacted.
+ * Each site a record in Buffer chunks outside V8's heap: as objects, 100,000 sites were ~60 MB for every full
+ * collection, whose pauses stalled checks by 40-70 ms. Mostly dead chunks are compacted.
  */
 export class SiteRecords {
   private readonly index = new SiteIdIndex();
@@ -86,10 +82,7 @@ export class SiteRecords {
   private readonly chunkEnd: number[] = [];
   private readonly freeChunks: number[] = [];
   private writing = -1;
-  /**
-   * Two generations of up to half DECODED_SITES_MAX: a site read in the older moves to the newer, and
-   * when the newer is full the older is dropped (evicting a Map's first entry walks past old holes).
-   */
+  /** Two generations: the newer full, the older is dropped (evicting a Map's first entry walks past old holes). */
   private recentlyDecoded = new Map<SiteId, SiteCredentials>();
   private earlierDecoded = new Map<SiteId, SiteCredentials>();
   private keyTotal = 0;
@@ -244,7 +237,6 @@ export class SiteRecords {
     if (chunkIndex !== this.writing && this.chunkLive[chunkIndex]! < chunk.length * COMPACT_BELOW_LIVE) this.compact(chunkIndex);
   }
 
-  /** Room for a record, counted live: its ref. */
   private reserve(bytes: number): number {
     if (bytes > CHUNK_BYTES) return this.ownChunk(bytes);
     if (this.writing < 0 || this.chunkEnd[this.writing]! + bytes > CHUNK_BYTES) {
@@ -275,7 +267,6 @@ export class SiteRecords {
     return chunkIndex;
   }
 
-  /** Into the chunk being written. */
   private compact(chunkIndex: number): void {
     const chunk = this.chunks[chunkIndex]!;
     this.chunks[chunkIndex] = undefined;

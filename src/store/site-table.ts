@@ -3,10 +3,8 @@ import type { Brownout, ClientId, CredentialSnapshot, SiteCredentials, SiteId, S
 import { SiteRecords } from './site-records.js';
 
 /**
- * The sites a check reads, replaced whole by a full load, site by site by a resync or a reload. Loads
- * may finish out of order, so each write says when its read began and a read older than what is held
- * is dropped: a slow full load never undoes a revocation that a later per-site reload brought in.
- * Sites are replaced, never changed: a check sees each site before or after a reload, never half of one.
+ * Loads may finish out of order: a read older than what is held is dropped, so a slow full load never undoes a
+ * revocation a later reload brought in. Sites are replaced, never changed: a check never sees half of one.
  */
 export class SiteTable implements CredentialSnapshot {
   private sites = new SiteRecords();
@@ -62,11 +60,7 @@ export class SiteTable implements CredentialSnapshot {
     this.fullLoadStartedAt = startedAt;
   }
 
-  /**
-   * `changed` replaces those sites, `removed` go, every other site keeps its record. Like replaceAll, it
-   * never undoes a per-site reload that began later, even one that lands between its slices. False when
-   * a newer full load was applied already.
-   */
+  /** Like replaceAll, never undoes a reload that began later, even between its slices. False: a newer load won. */
   async applyResync(
     changed: SiteRecords,
     removed: readonly SiteId[],
@@ -120,7 +114,6 @@ export class SiteTable implements CredentialSnapshot {
     return replaced;
   }
 
-  /** Or removed, with the client index that follows it. */
   private put(siteId: SiteId, source: SiteRecords | undefined): void {
     for (const clientId of this.sites.tokenClientsOf(siteId).keys()) if (this.clientSites.get(clientId) === siteId) this.clientSites.delete(clientId);
     // A site `source` lists but could not write is unknown: none of its requests is allowed.

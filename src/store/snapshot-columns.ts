@@ -8,7 +8,7 @@ export type SiteFilter = (column: string) => string;
 
 const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
-export interface SnapshotColumn {
+interface SnapshotColumn {
   readonly column: string;
   /** The name of the value in the loader's row. */
   readonly as: string;
@@ -98,10 +98,7 @@ export function snapshotRowsQuery(table: SnapshotTable, filter: SiteFilter): str
   return `SELECT ${columns.join(', ')} FROM ${table.table} WHERE ${where(table.holds, filter(table.siteColumn))}`;
 }
 
-/**
- * Per site, the MD5 of everything the snapshot holds of it, and its bucket. Empty parts stay in place,
- * so that no two different sites spell the same text.
- */
+/** Per site, the MD5 of all the snapshot holds of it; empty parts stay in place, so no two sites spell the same. */
 export function siteDigestsQuery(filter: SiteFilter, tables: readonly SnapshotTable[] = SNAPSHOT_TABLES): string {
   const [sites, ...ofSite] = tables as [SnapshotTable, ...SnapshotTable[]];
   const rowText = (table: SnapshotTable) => table.columns.map(digestTextOf).join(` || '${table.digestJoin}' || `);
@@ -120,9 +117,8 @@ export function siteDigestsQuery(filter: SiteFilter, tables: readonly SnapshotTa
 }
 
 /**
- * One row per bucket: a resync that finds nothing changed reads a few hundred rows. Each table's rows
- * in a bucket fold into the XOR of each row's hash: no text made and nothing sorted, it costs a quarter
- * of an MD5 per site (about 0.2 s at 100,000 sites). A changed bucket is then compared site by site.
+ * One row per bucket, each table's rows folded into the XOR of their hashes: no text made and nothing sorted,
+ * a quarter of an MD5 per site. A changed bucket is then compared site by site.
  */
 export function bucketDigestsQuery(tables: readonly SnapshotTable[] = SNAPSHOT_TABLES): string {
   const parts = tables.map((table) => {

@@ -31,20 +31,13 @@ export interface SyncFailureEvent {
 
 const TICK_MAX_MS = 1_000;
 
-/**
- * The bound on every database wait of the service: a third of the staleness limit, so that a load that
- * hangs fails, and is retried, well before the snapshot it would have renewed is too old.
- */
+/** A third of the staleness limit: a load that hangs fails, and is retried, well before the snapshot is too old. */
 export function databaseTimeoutMs(maxStalenessSeconds: number): number {
   if (maxStalenessSeconds === 0) return 30_000;
   return Math.min(30_000, Math.max(500, (maxStalenessSeconds * 1000) / 3));
 }
 
-/**
- * Whether the snapshot is loaded, and its age since the last successful full load began, on this
- * process's own clock: a lock that never comes or a frozen server leave it growing until checks
- * answer UNAVAILABLE. maxStalenessSeconds 0: never too stale.
- */
+/** The age since the last successful full load began, on this process's clock, whatever the connections do. */
 export class SnapshotFreshness {
   private everLoaded = false;
   private lastFullLoadStartedAt: number | undefined;

@@ -72,10 +72,8 @@ async function bySite<R extends { site_id: string }, G>(
 }
 
 /**
- * The sites of these rows (or the `wanted` ones) written into `table`. A row that would break the
- * decision is left out and reported: a key that cannot be matched is refused (102), a site that cannot
- * be built is unknown (101). Each site is a record as soon as it is built, so that no run of site
- * objects outlives a slice.
+ * A row that would break the decision is left out and reported: an unusable key is refused (102), an unusable
+ * site unknown (101). Each site is a record once built, so that no run of site objects outlives a slice.
  */
 async function buildSites(
   [sites, keys, allowlist, tokenClients]: SiteRows,
@@ -151,11 +149,7 @@ export async function inOneSnapshot<T>(pool: pg.Pool, read: (client: pg.PoolClie
   );
 }
 
-/**
- * A whole read goes by runs of this many sites, each run's rows built and let go before the next is
- * read: read at once, 100,000 sites' rows (~100 MB) outlived the young generation, and the full
- * collection that freed them paused checks.
- */
+/** Read at once, 100,000 sites' rows (~100 MB) outlived the young generation, and freeing them paused checks. */
 const SITES_PER_RUN = 2_000;
 /** `$1`: the last site id of the run before (NULL: none yet). NULL when no site is left. */
 const NEXT_RUN_END = `SELECT max(id)::text AS last FROM (SELECT id FROM sites WHERE $1::bigint IS NULL OR id > $1 ORDER BY id LIMIT ${SITES_PER_RUN}) run`;
@@ -164,7 +158,6 @@ const inRun: SiteFilter = (column) => `($1::bigint IS NULL OR ${column} > $1) AN
 /** `$1`: the site ids to read. */
 export const namedSites: SiteFilter = (column) => `${column} = ANY($1::bigint[])`;
 
-/** Every site (or the `wanted` ones), read run by run in the transaction `client` has open. */
 export async function readAllSites(client: pg.PoolClient, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
   const sites = new SiteRecords();
   for (let after: string | null = null; ; ) {

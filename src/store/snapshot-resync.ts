@@ -9,10 +9,7 @@ import { ignoreUnusable, inOneSnapshot, namedSites, readAllSites, readNamedSites
 /** `$1`: the buckets to read. */
 const inBuckets: SiteFilter = (column) => `${column} / ${BUCKET_SPAN} = ANY($1::bigint[])`;
 const BUCKET_DIGESTS = bucketDigestsQuery();
-/**
- * One row per bucket, `<id>:<digest>` per site joined by commas: as a row per site, 100,000 rows
- * outlived the young generation, and the full collection that freed them paused checks.
- */
+/** A row per bucket: as a row per site, 100,000 rows outlived the young generation, and freeing them paused checks. */
 const BUCKET_SITE_DIGESTS = `SELECT string_agg(id::text || ':' || digest, ',') AS sites FROM (${siteDigestsQuery(inBuckets)}) per_site GROUP BY bucket`;
 const NAMED_SITE_DIGESTS = `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${siteDigestsQuery(namedSites)}) per_site`;
 
@@ -20,16 +17,11 @@ const NAMED_SITE_DIGESTS = `SELECT id::text AS id, bucket::text AS bucket, diges
 const NAMED_READ_MAX_SHARE = 0.25;
 
 export interface SiteResync extends ResyncDigests {
-  /** With their rows. */
   readonly changed: LoadedSites;
   readonly removed: SiteId[];
 }
 
-/**
- * A full resync that reads again only what changed, in one transaction: a digest per bucket; for the
- * buckets whose digest changed, a digest per site; and the rows of the sites whose digest changed (all
- * rows, run by run, if that is most of them). Comparing and building yield to checks in slices.
- */
+/** A digest per bucket, per site of the changed buckets, then the rows of the changed sites, in one transaction. */
 export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: UnusableRowListener = ignoreUnusable): Promise<SiteResync> {
   const read = await inOneSnapshot(pool, async (client) => {
     const bucketRows = (await client.query<{ bucket: string; digest: string }>(BUCKET_DIGESTS)).rows;
@@ -66,9 +58,8 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
       }
     }
     if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, changed: new SiteRecords() };
-    // Read whole, the rows also hold sites that did not change: those keep the records checks use now.
-    // Unfiltered only when every site changed (the first load): a site in `changed` must have its digest
-    // in `siteDigests`, or a digest a reload left would stay on the rows the resync put in its place.
+    // Read whole, the rows also hold unchanged sites, which keep their records. Unfiltered only on the first load: a
+    // site in `changed` needs its digest in `siteDigests`, or one a reload left would stay on the resync's rows.
     const everySiteChanged = changedBuckets.length === bucketDigests.size && changedIds.length === siteDigests.size;
     const changed =
       changedIds.length > held.sites.size * NAMED_READ_MAX_SHARE

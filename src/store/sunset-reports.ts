@@ -5,7 +5,6 @@ import { OVERFLOW_ADDRESS, UNKNOWN_SITES } from './denial-stats-recorder.js';
 import { countsBeginOf } from './usage-impact.js';
 import { epochMsOf, instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
-/** One key that a site used in the report's window. */
 export interface MigrationKeyRow {
   readonly siteId: string;
   readonly siteName: string;
@@ -19,7 +18,6 @@ export interface MigrationKeyRow {
   readonly daysLeft: number | null;
 }
 
-/** One site's move from API keys to tokens over the report's window. */
 export interface MigrationSiteRow {
   readonly siteId: string;
   readonly siteName: string;
@@ -119,11 +117,7 @@ export class SunsetReports {
     });
   }
 
-  /**
-   * Every site with a request, a key use or a token use in the window; those that would refuse someone
-   * first. Where the counts begin is read from the data: serve's AUTH_USAGE_RETENTION_DAYS deleted older
-   * hours, not the setting of the process asking.
-   */
+  /** Sites that would refuse someone first; where the counts begin is read from the data, not from this process. */
   async migrationSiteReport(since: Date, sunsetAt: number, now: number): Promise<MigrationSiteReport> {
     return this.transactions.read(async (sql) => {
       const countsBegin = await countsBeginOf(sql);
@@ -188,10 +182,7 @@ export class SunsetReports {
     });
   }
 
-  /**
-   * Refusals (and dry-run rehearsals) since `since`, by site, error and client address, most first:
-   * the first `limit` rows with an address, then every site's 'other' rows (a handful per site).
-   */
+  /** The first `limit` rows with an address, most first, then every site's 'other' rows. */
   async denialReport(since: Date, siteId: SiteId | undefined, limit: number): Promise<DenialReport> {
     return this.transactions.read(async (sql) => {
       if (siteId !== undefined && (await sql.query('SELECT 1 FROM sites WHERE id = $1', [siteId])).rowCount === 0) {

@@ -37,10 +37,7 @@ export const NO_SITE = '0';
 /** Where the clients past the caps are counted, per site, error, rule and signature. */
 export const OTHER_CLIENTS = 'other';
 
-/**
- * Rows with a client id kept per site and hour. A site's own clients are few; the cap is for NO_SITE,
- * where every client id our issuer signed but nobody registered lands.
- */
+/** A site's own clients are few; the cap is for NO_SITE, where every signed but unregistered client id lands. */
 const TOKEN_REFUSAL_ROWS_PER_SITE_HOUR = 100;
 
 // As denial_stats': a client new to its site and hour goes to the OTHER_CLIENTS row once that hour holds
