@@ -1,15 +1,11 @@
 import type { AuthMethod, SiteId } from '../decision/types.js';
-import type { Logger } from '../observe/logger.js';
-import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, type StatementRunner } from './periodic-flush.js';
+import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, type RecorderOptions } from './periodic-flush.js';
 
-export interface AuthUsageRecorderOptions {
-  readonly pool: StatementRunner;
-  readonly flushSeconds: number;
+export interface AuthUsageRecorderOptions extends RecorderOptions {
   /** AUTH_USAGE_RETENTION_DAYS. */
   readonly retentionDays: number;
   /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
   readonly expiredRowsPerFlush?: number;
-  readonly logger: Logger;
   /** Beyond them a group is dropped and logged, never the request; only allowed requests add groups. */
   readonly maxGroups: number;
 }
@@ -46,7 +42,7 @@ export class AuthUsageRecorder extends PeriodicFlush {
   private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: AuthUsageRecorderOptions) {
-    super(options.flushSeconds, options.logger, 'authentication usage counts');
+    super(options, 'authentication usage counts');
     this.idleExpiry = new IdleExpiry(options.pool, 'auth_usage', options.retentionDays, options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH, this.failures);
   }
 

@@ -1,10 +1,7 @@
 import type { ErrorId, SiteId } from '../decision/types.js';
-import type { Logger } from '../observe/logger.js';
-import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type StatementRunner } from './periodic-flush.js';
+import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type RecorderOptions } from './periodic-flush.js';
 
-export interface DenialStatsOptions {
-  readonly pool: StatementRunner;
-  readonly flushSeconds: number;
+export interface DenialStatsOptions extends RecorderOptions {
   readonly retentionDays: number;
   /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
   readonly expiredRowsPerFlush?: number;
@@ -12,7 +9,6 @@ export interface DenialStatsOptions {
   readonly maxGroups: number;
   /** DENIAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
   readonly maxRowsPerSiteHour?: number;
-  readonly logger: Logger;
 }
 
 interface Group {
@@ -80,7 +76,7 @@ export class DenialStatsRecorder extends PeriodicFlush {
   private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: DenialStatsOptions) {
-    super(options.flushSeconds, options.logger, 'refusal counts');
+    super(options, 'refusal counts');
     this.idleExpiry = new IdleExpiry(options.pool, 'denial_stats', options.retentionDays, options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH, this.failures);
   }
 

@@ -1,14 +1,10 @@
-import type { Logger } from '../observe/logger.js';
-import { PeriodicFlush, type StatementRunner } from './periodic-flush.js';
+import { PeriodicFlush, type RecorderOptions } from './periodic-flush.js';
 
 /** API keys by id (the default), or token clients by client id. */
 export type LastUsedOf = 'api_keys' | 'token_clients';
 
-export interface LastUsedRecorderOptions {
-  readonly pool: StatementRunner;
+export interface LastUsedRecorderOptions extends RecorderOptions {
   readonly of?: LastUsedOf;
-  readonly flushSeconds: number;
-  readonly logger: Logger;
   /** Told after each write (metrics): whether it succeeded. */
   readonly onFlush?: (outcome: { readonly ok: boolean; readonly keys: number }) => void;
 }
@@ -30,7 +26,7 @@ export class LastUsedRecorder extends PeriodicFlush {
   private readonly of: LastUsedOf;
 
   constructor(private readonly options: LastUsedRecorderOptions) {
-    super(options.flushSeconds, options.logger, WHAT[options.of ?? 'api_keys']);
+    super(options, WHAT[options.of ?? 'api_keys']);
     this.of = options.of ?? 'api_keys';
   }
 

@@ -5,6 +5,12 @@ export interface StatementRunner {
   query(text: string, values: unknown[]): Promise<unknown>;
 }
 
+export interface RecorderOptions {
+  readonly pool: StatementRunner;
+  readonly flushSeconds: number;
+  readonly logger: Logger;
+}
+
 /** Keeps the request path off the database: `record` touches memory, `write` runs on a timer and on stop. */
 export abstract class PeriodicFlush {
   private readonly timer: NodeJS.Timeout;
@@ -12,9 +18,9 @@ export abstract class PeriodicFlush {
   protected readonly failures: FlushFailureLog;
 
   /** `what` the recorder writes, for its log lines, e.g. "key last-used times". */
-  constructor(seconds: number, logger: Logger, what: string) {
-    this.failures = new FlushFailureLog(logger, what);
-    this.timer = setInterval(() => void this.flush(), seconds * 1000);
+  constructor(options: RecorderOptions, what: string) {
+    this.failures = new FlushFailureLog(options.logger, what);
+    this.timer = setInterval(() => void this.flush(), options.flushSeconds * 1000);
     this.timer.unref();
   }
 

@@ -115,19 +115,20 @@ export class SiteRecords {
     return site;
   }
 
-  private read(siteId: SiteId): SiteCredentials | undefined {
+  /** NO_RECORD for a site unknown, or left unknown by a write that failed half-way. */
+  private refOf(siteId: SiteId): number {
     const entry = this.index.entryOf(siteId);
-    if (entry < 0) return undefined;
-    const ref = this.refs[entry]!;
+    return entry < 0 ? NO_RECORD : this.refs[entry]!;
+  }
+
+  private read(siteId: SiteId): SiteCredentials | undefined {
+    const ref = this.refOf(siteId);
     return ref === NO_RECORD ? undefined : this.decode(ref);
   }
 
   /** Decoded only when the site has some. */
   tokenClientsOf(siteId: SiteId): ReadonlyMap<ClientId, number> {
-    const entry = this.index.entryOf(siteId);
-    if (entry < 0) return NO_CLIENTS;
-    const ref = this.refs[entry]!;
-    // A write that failed half-way, which left the site unknown.
+    const ref = this.refOf(siteId);
     if (ref === NO_RECORD) return NO_CLIENTS;
     return this.chunkOf(ref).readUInt32LE((ref % CHUNK_BYTES) + CLIENT_COUNT) === 0 ? NO_CLIENTS : this.decode(ref).tokenClients;
   }
@@ -178,9 +179,7 @@ export class SiteRecords {
 
   /** The site's record copied from `source`, nothing decoded; false when `source` has none. */
   copyFrom(source: SiteRecords, siteId: SiteId): boolean {
-    const from = source.index.entryOf(siteId);
-    if (from < 0) return false;
-    const sourceRef = source.refs[from]!;
+    const sourceRef = source.refOf(siteId);
     if (sourceRef === NO_RECORD) return false;
     const sourceChunk = source.chunkOf(sourceRef);
     const sourceAt = sourceRef % CHUNK_BYTES;

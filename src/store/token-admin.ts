@@ -64,15 +64,11 @@ export class TokenAdmin {
 
   /** Binds a client that exists at the issuer already (`token-client add`). */
   async addClient(siteId: SiteId, clientId: ClientId, note: string): Promise<TokenClientSummary> {
-    return this.insertClient(siteId, clientId, note, undefined);
+    return this.addRegisteredClient(siteId, clientId, note, undefined);
   }
 
   /** With what manages the client at the issuer, where the service has just registered it. */
-  async addRegisteredClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration): Promise<TokenClientSummary> {
-    return this.insertClient(siteId, clientId, note, registration);
-  }
-
-  private async insertClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration | undefined): Promise<TokenClientSummary> {
+  async addRegisteredClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration | undefined): Promise<TokenClientSummary> {
     return this.transactions.change(async (sql) => {
       const site = await sql.query('SELECT 1 FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
       if (site.rowCount === 0) throw siteNotFound(siteId);

@@ -1,17 +1,13 @@
 import type { ClientId, SiteId, TokenRule } from '../decision/types.js';
-import type { Logger } from '../observe/logger.js';
-import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type StatementRunner } from './periodic-flush.js';
+import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type RecorderOptions } from './periodic-flush.js';
 
-export interface TokenRefusalStatsOptions {
-  readonly pool: StatementRunner;
-  readonly flushSeconds: number;
+export interface TokenRefusalStatsOptions extends RecorderOptions {
   /** DENIAL_STATS_RETENTION_DAYS: token refusals are kept as long as the other refusals. */
   readonly retentionDays: number;
   /** Distinct groups kept between two flushes; more go to OTHER_CLIENTS. */
   readonly maxGroups: number;
   /** TOKEN_REFUSAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
   readonly maxRowsPerSiteHour?: number;
-  readonly logger: Logger;
 }
 
 /** One refused token's count: the site its client is registered to, or NO_SITE. */
@@ -73,7 +69,7 @@ export class TokenRefusalRecorder extends PeriodicFlush {
   private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: TokenRefusalStatsOptions) {
-    super(options.flushSeconds, options.logger, 'token refusal counts');
+    super(options, 'token refusal counts');
     this.idleExpiry = new IdleExpiry(options.pool, 'token_refusal_stats', options.retentionDays, EXPIRED_ROWS_PER_FLUSH, this.failures);
   }
 
