@@ -2,7 +2,6 @@ import { maskApiKey } from '../decision/api-key.js';
 import type { ApiKey, KeyId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
-/** What the admin store answers of sites and keys, and the rows and columns they are read from. */
 export interface SiteSummary {
   readonly siteId: SiteId;
   readonly name: string;
@@ -13,7 +12,6 @@ export interface SiteSummary {
   readonly allowlistEntries: number;
 }
 
-/** How a site may authenticate and through what: its method, grace and token cut-off. */
 export interface SiteAccess {
   readonly siteId: SiteId;
   readonly authMethod: SiteAuthMethod;
@@ -21,7 +19,7 @@ export interface SiteAccess {
   readonly tokensNotBefore: string | null;
 }
 
-export type KeyStatus = 'active' | 'expired' | 'revoked';
+type KeyStatus = 'active' | 'expired' | 'revoked';
 
 /** A key as an account manager may see it: masked, never the key itself. */
 export interface KeySummary {
@@ -36,7 +34,7 @@ export interface KeySummary {
   readonly note: string;
 }
 
-/** A newly issued key: the only moment the key exists outside the partner's hands. */
+/** The only moment the key exists outside the partner's hands. */
 export interface IssuedKey extends KeySummary {
   readonly apiKey: ApiKey;
 }
@@ -51,7 +49,7 @@ export interface KeyOptions {
   readonly note: string;
 }
 
-/** A roll: the new key, shown once, and the old key with the end it now has. */
+/** The new key, shown once, and the old key with the end it now has. */
 export interface KeyRoll {
   readonly key: IssuedKey;
   readonly replaced: { readonly keyId: KeyId; readonly maskedKey: string; readonly expiresAt: string };
@@ -90,8 +88,6 @@ export const SITE_SUMMARY = `SELECT s.id::text, s.name, s.enabled, s.created_at,
     (SELECT count(*) FROM allowlist_entries a WHERE a.site_id = s.id) AS allowlist_entries
   FROM sites s`;
 
-const iso = optionalInstantText;
-
 export function keySummary(row: KeySummaryRow): KeySummary {
   return {
     keyId: row.id,
@@ -99,9 +95,9 @@ export function keySummary(row: KeySummaryRow): KeySummary {
     maskedKey: maskApiKey(row.last_five),
     status: row.status,
     createdAt: instantText(row.created_at),
-    expiresAt: iso(row.expires_at),
-    revokedAt: iso(row.revoked_at),
-    lastUsedAt: iso(row.last_used_at),
+    expiresAt: optionalInstantText(row.expires_at),
+    revokedAt: optionalInstantText(row.revoked_at),
+    lastUsedAt: optionalInstantText(row.last_used_at),
     note: row.note,
   };
 }

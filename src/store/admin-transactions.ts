@@ -31,8 +31,7 @@ export interface AdminNextStep {
   readonly createClientFor?: SiteId;
 }
 
-/** Where a refusal points besides what happened: the field it concerns, and what to do next in each transport's words. */
-export interface AdminErrorDetail {
+interface AdminErrorDetail {
   /** The body field or argument it concerns, e.g. `id` for a site that exists. */
   readonly field?: string;
   /** What to do next, in words (the API and the console). */
@@ -64,7 +63,7 @@ export class AdminError extends Error {
 
 export type AdminTransport = 'cli' | 'api' | 'console';
 
-/** The message with its next step, as the CLI (what to type), the API (what to send) or the console (what to press) says it. */
+/** The message with its next step: what to type (CLI), to send (API) or to press (console). */
 export function adminErrorText(error: AdminError, transport: AdminTransport): string {
   const step = error.nextStep;
   if (step === undefined) {
@@ -95,7 +94,7 @@ export const siteNotFound = (siteId: SiteId, field = 'siteId'): AdminError =>
     cliStep: `add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``,
   });
 
-/** Refuses a list of sites that names one that does not exist, as siteNotFound of the first such id. */
+/** As siteNotFound of the first id that does not exist. */
 export async function refuseUnknownSites(sql: pg.ClientBase, siteIds: readonly SiteId[], field: string): Promise<void> {
   const { rows } = await sql.query<{ id: string }>('SELECT id::text FROM sites WHERE id = ANY($1::bigint[])', [siteIds]);
   const known = new Set(rows.map((row) => row.id));
@@ -103,7 +102,6 @@ export async function refuseUnknownSites(sql: pg.ClientBase, siteIds: readonly S
   if (unknown !== undefined) throw siteNotFound(unknown, field);
 }
 
-/** A database without our tables gets a message that says how to create them. */
 function schemaHint(error: unknown): unknown {
   if ((error as { code?: string }).code !== UNDEFINED_TABLE) return error;
   return new AdminError('SCHEMA_MISSING', 'the database has no sitekey-authz tables yet', undefined, { step: 'an operator must apply the migrations', cliStep: 'create them with `sitekey-authz migrate`' });

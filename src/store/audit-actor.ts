@@ -1,7 +1,4 @@
-/**
- * Who makes a change, as the audit trail records it: each part in a column of its own, so that no
- * part can pose as another (an e-mail claim that reads "alice@corp (sub 1)" is no subject).
- */
+/** Each part in a column of its own: none can pose as another (an e-mail "alice@corp (sub 1)" is no subject). */
 export type AuditActor =
   /** A person on the admin port: the admin token's `sub`, and its e-mail only when the provider verified it. */
   | { readonly kind: 'admin-token'; readonly subject: string; readonly email?: string }
@@ -10,11 +7,7 @@ export type AuditActor =
 
 export type ActorKind = AuditActor['kind'];
 
-/**
- * An entry's actor as read back. Entries written before the parts were kept apart have only `actor`,
- * their one text as it was recorded, and null parts; newer ones have both, `actor` kept for the
- * readers of that text.
- */
+/** Entries written before the parts were kept apart have only `actor`, their one text, and null parts. */
 export interface RecordedActor {
   readonly actor: string;
   readonly actorKind: ActorKind | null;
@@ -22,20 +15,19 @@ export interface RecordedActor {
   readonly actorEmail: string | null;
 }
 
-/** The one text the `actor` column held before the parts: the e-mail with the subject, or the CLI's name. */
+/** What the `actor` column held before the parts. */
 export function actorText(actor: AuditActor): string {
   if (actor.kind === 'cli') return actor.subject;
   return actor.email === undefined ? `sub ${actor.subject}` : `${actor.email} (sub ${actor.subject})`;
 }
 
-/** The columns an INSERT INTO audit_log writes for the actor, in this order. */
+/** In the order of actorValues. */
 export const ACTOR_COLUMNS = 'actor, actor_kind, actor_subject, actor_email';
 
 export function actorValues(actor: AuditActor): [string, ActorKind, string, string | null] {
   return [actorText(actor), actor.kind, actor.subject, actor.kind === 'admin-token' ? (actor.email ?? null) : null];
 }
 
-/** The columns a read selects for a RecordedActor, from audit_log under `alias`. */
 export const recordedActorColumns = (alias: string): string =>
   `${alias}.actor, ${alias}.actor_kind, ${alias}.actor_subject, ${alias}.actor_email`;
 

@@ -3,7 +3,6 @@ import type { AdminTransactions } from './admin-transactions.js';
 import { recordedActor, recordedActorColumns, type RecordedActor, type RecordedActorRow } from './audit-actor.js';
 import { instantText, type StoredTimestamp } from './timestamps.js';
 
-/** One administrative change: who (each part apart), what, when, on which site, and its details as recorded. */
 export interface AuditEntry extends RecordedActor {
   readonly id: string;
   readonly at: string;
@@ -15,27 +14,21 @@ export interface AuditEntry extends RecordedActor {
 }
 
 export interface AuditQuery {
-  /** Only entries at or after this instant. */
   readonly since: Date;
-  /** Only entries before this instant (exclusive); none: up to now. */
+  /** Exclusive; none: up to now. */
   readonly until?: Date;
   readonly siteId: SiteId | undefined;
   /** An action (key.revoke), or a group of them (key). */
   readonly action: string | undefined;
-  /**
-   * Only changes by this person, case ignored: a part of the subject or of the verified e-mail, each
-   * apart (so no text that spans both matches), or of an older entry's one text.
-   */
+  /** Case ignored: a part of the subject or of the verified e-mail, each apart, or of an older entry's one text. */
   readonly actor?: string;
   readonly limit: number;
-  /** Only entries older than this one (its id): where the previous page ended. */
   readonly beforeId?: string;
 }
 
-/** `actor` as a LIKE pattern that matches it anywhere, its wildcards taken literally. */
+/** A LIKE pattern that matches the text anywhere, its wildcards taken literally. */
 const containing = (text: string): string => `%${text.replace(/[\\%_]/g, (wildcard) => `\\${wildcard}`)}%`;
 
-/** The audit trail every change writes in its own transaction, read newest first. */
 export class AuditLog {
   constructor(private readonly transactions: AdminTransactions) {}
 

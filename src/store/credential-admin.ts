@@ -13,7 +13,7 @@ import { TokenAdmin } from './token-admin.js';
 import { UsageImpact } from './usage-impact.js';
 import type { AuditActor } from './audit-actor.js';
 
-export { AdminError, adminErrorText, type AdminErrorCode } from './admin-transactions.js';
+export { AdminError, adminErrorText } from './admin-transactions.js';
 import { AdminError, siteNotFound } from './admin-transactions.js';
 import {
   KEY_COLUMNS,
@@ -31,33 +31,21 @@ import {
   type SiteSummary,
   type SiteSummaryRow,
 } from './admin-records.js';
-export type { AllowlistEntrySummary, IssuedKey, KeyOptions, KeyRoll, KeyStatus, KeySummary, SiteAccess, SiteSummary } from './admin-records.js';
-/** How many entries the site's allowlist holds, for the audit row's before and after. */
+export type { AllowlistEntrySummary, IssuedKey, KeyOptions, KeyRoll, KeySummary, SiteAccess, SiteSummary } from './admin-records.js';
+
 async function allowlistSize(sql: pg.ClientBase, siteId: SiteId): Promise<number> {
   const { rows } = await sql.query<{ entries: string }>('SELECT count(*)::text AS entries FROM allowlist_entries WHERE site_id = $1', [siteId]);
   return Number(rows[0]?.entries ?? 0);
 }
 
-
-/**
- * Every administrative change to sites, keys and allowlists: each runs in one
- * transaction together with its audit_log row, so no change is ever made unrecorded. Keys are
- * stored as SHA-256 and their last five characters only. The triggers of migration 002 tell
- * every running replica.
- */
+/** Every administrative change, in one transaction with its audit_log row. Keys are kept as SHA-256 and last five. */
 export class CredentialAdmin {
   private readonly transactions: AdminTransactions;
-  /** The API-key sunset's policy, grace and brownouts. */
   readonly sunset: SunsetAdmin;
-  /** The reports of the API-key sunset: keys and sites still on keys, refusals. */
   readonly sunsetReports: SunsetReports;
-  /** Token clients, each site's methods and the revocation of its tokens. */
   readonly tokens: TokenAdmin;
-  /** Who changed what and when, as every change recorded it. */
   readonly auditLog: AuditLog;
-  /** What explains a partner's refusals: the site now, the changes behind it, refused tokens. */
   readonly refusals: RefusalFacts;
-  /** What a site or a brownout would refuse, for the confirmations that say so. */
   readonly impact: UsageImpact;
 
   constructor(
@@ -75,40 +63,40 @@ export class CredentialAdmin {
   }
 
   async addSite(siteId: SiteId, name: string): Promise<SiteSummary> {
-    return this.change(async (sql) => {
+    return this.transactions.change(async (sql) => {
       const inserted = await sql.query('INSERT INTO sites (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [siteId, name]);
       if (inserted.rowCount === 0) {
         throw new AdminError('SITE_EXISTS', `site ${siteId} already exists`, undefined, { field: 'id', step: 'open it among the sites, or give another id', cliStep: 'see it with `sitekey-authz site list`' });
       }
-      await this.audit(sql, 'site.add', siteId, { name });
+      await this.transactions.audit(sql, 'site.add', siteId, { name });
       return this.site(sql, siteId);
     });
   }
 
   /** Disabling refuses the site's requests (101) and keeps its keys; returns whether anything changed. */
   async setSiteEnabled(siteId: SiteId, enabled: boolean): Promise<{ readonly site: SiteSummary; readonly changed: boolean }> {
-    return this.change(async (sql) => {
+    return this.transactions.change(async (sql) => {
       const before = await this.lockSite(sql, siteId);
       const changed = before.enabled !== enabled;
       if (changed) {
         await sql.query('UPDATE sites SET enabled = $2, updated_at = now() WHERE id = $1', [siteId, enabled]);
-        await this.audit(sql, enabled ? 'site.enable' : 'site.disable', siteId, { before: { enabled: before.enabled }, after: { enabled } });
+        await this.transactions.audit(sql, enabled ? 'site.enable' : 'site.disable', siteId, { before: { enabled: before.enabled }, after: { enabled } });
       }
       return { site: await this.site(sql, siteId), changed };
     });
   }
 
   async listSites(): Promise<SiteSummary[]> {
-    return this.withClient(async (sql) => (await sql.query<SiteSummaryRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
+    return this.transactions.read(async (sql) => (await sql.query<SiteSummaryRow>(`${SITE_SUMMARY} ORDER BY s.id`)).rows.map(siteSummary));
   }
 
   async getSite(siteId: SiteId): Promise<SiteSummary> {
-    return this.withClient((sql) => this.site(sql, siteId));
+    return this.transactions.read((sql) => this.site(sql, siteId));
   }
 
   /** Every site's method, grace and token cut-off (or one site's: SITE_NOT_FOUND when it does not exist). */
   async siteAccess(siteId?: SiteId): Promise<SiteAccess[]> {
-    return this.withClient(async (sql) => {
+    return this.transactions.read(async (sql) => {
       const { rows } = await sql.query<{ id: string; auth_method: string; apikey_grace_until: StoredTimestamp | null; tokens_not_before: StoredTimestamp | null }>(
         'SELECT id::text, auth_method, apikey_grace_until, tokens_not_before FROM sites WHERE $1::bigint IS NULL OR id = $1 ORDER BY id',
         [siteId ?? null],
@@ -130,18 +118,15 @@ export class CredentialAdmin {
     return { ...key, apiKey };
   }
 
-  /** Registers a key the partner already has, e.g. from a system being replaced. */
+  /** A key the partner already has, e.g. from a system being replaced. */
   async importKey(siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
     return this.storeKey('key.import', siteId, apiKey, options);
   }
 
-  /**
-   * A new key, and an end for the old one (never later than the end it already has), in one
-   * transaction: the partner swaps keys while both work, and the old one stops by itself.
-   */
+  /** A new key, and an end for the old one (never later than its own): the partner swaps keys while both work. */
   async rollKey(siteId: SiteId, keyId: KeyId, oldExpiresAt: Date, options: KeyOptions): Promise<KeyRoll> {
     const apiKey = randomUUID();
-    return this.change(async (sql) => {
+    return this.transactions.change(async (sql) => {
       await this.lockSite(sql, siteId);
       const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2 FOR UPDATE`, [keyId, siteId]);
       const old = rows[0];
@@ -156,40 +141,40 @@ export class CredentialAdmin {
       const { ends: endsAt, kept: keptSooner } = ended.rows[0] as { ends: StoredTimestamp; kept: boolean };
       const replaced = { keyId, maskedKey: maskApiKey(old.last_five), expiresAt: instantText(endsAt) };
       const key = await this.insertKey(sql, siteId, apiKey, options);
-      await this.audit(sql, 'key.roll', siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note, replaced });
+      await this.transactions.audit(sql, 'key.roll', siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note, replaced });
       const warnings = keptSooner ? [`the old key ${keyId} (${replaced.maskedKey}) already expires sooner, at ${replaced.expiresAt}, and keeps that expiry`] : [];
       return { key: { ...key, apiKey }, replaced, warnings };
     });
   }
 
-  /** Revokes one key of the site; revoking a revoked key changes nothing and says so. */
+  /** Revoking a revoked key changes nothing and says so. */
   async revokeKey(siteId: SiteId, keyId: KeyId): Promise<{ readonly key: KeySummary; readonly changed: boolean }> {
-    return this.change(async (sql) => {
+    return this.transactions.change(async (sql) => {
       await this.lockSite(sql, siteId);
       const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2`, [keyId, siteId]);
       const before = rows[0];
       if (before === undefined) throw await keyNotFound(sql, siteId, keyId);
       if (before.revoked_at !== null) return { key: keySummary(before), changed: false };
       const revoked = await sql.query<KeySummaryRow>(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING ${KEY_COLUMNS}`, [keyId]);
-      await this.audit(sql, 'key.revoke', siteId, { keyId, maskedKey: maskApiKey(before.last_five), before: { status: before.status }, after: { status: 'revoked' } });
+      await this.transactions.audit(sql, 'key.revoke', siteId, { keyId, maskedKey: maskApiKey(before.last_five), before: { status: before.status }, after: { status: 'revoked' } });
       return { key: keySummary(revoked.rows[0] as KeySummaryRow), changed: true };
     });
   }
 
   async listKeys(siteId: SiteId): Promise<KeySummary[]> {
-    return this.withClient(async (sql) => {
+    return this.transactions.read(async (sql) => {
       await this.site(sql, siteId);
       const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE site_id = $1 ORDER BY api_keys.id`, [siteId]);
       return rows.map(keySummary);
     });
   }
 
-  /** Adds networks to the site's allowlist; those already on it are reported, not doubled. */
+  /** Networks already on the allowlist are reported, not doubled. */
   async allowNetworks(
     siteId: SiteId,
     entries: readonly AllowlistEntry[],
   ): Promise<{ readonly added: string[]; readonly alreadyAllowed: string[] }> {
-    return this.change(async (sql) => {
+    return this.transactions.change(async (sql) => {
       await this.lockSite(sql, siteId);
       const entriesBefore = await allowlistSize(sql, siteId);
       const added: string[] = [];
@@ -199,15 +184,15 @@ export class CredentialAdmin {
         (inserted.rowCount === 0 ? alreadyAllowed : added).push(cidr);
       }
       if (added.length > 0) {
-        await this.audit(sql, 'ip.allow', siteId, { cidrs: added, before: { entries: entriesBefore }, after: { entries: entriesBefore + added.length } });
+        await this.transactions.audit(sql, 'ip.allow', siteId, { cidrs: added, before: { entries: entriesBefore }, after: { entries: entriesBefore + added.length } });
       }
       return { added, alreadyAllowed };
     });
   }
 
-  /** Removes networks from the allowlist: all of them, or, when one is not on it, none. */
+  /** All of them, or, when one is not on the allowlist, none. */
   async revokeNetworks(siteId: SiteId, entries: readonly AllowlistEntry[]): Promise<{ readonly removed: string[] }> {
-    return this.change(async (sql) => {
+    return this.transactions.change(async (sql) => {
       await this.lockSite(sql, siteId);
       const entriesBefore = await allowlistSize(sql, siteId);
       const cidrs = entries.map((entry) => entry.cidr);
@@ -219,13 +204,13 @@ export class CredentialAdmin {
         if (deleted.rowCount === 0) missing.push(cidr);
       }
       if (missing.length > 0) throw await notOnAllowlist(sql, siteId, missing);
-      await this.audit(sql, 'ip.revoke', siteId, { cidrs, before: { entries: entriesBefore }, after: { entries: entriesBefore - cidrs.length } });
+      await this.transactions.audit(sql, 'ip.revoke', siteId, { cidrs, before: { entries: entriesBefore }, after: { entries: entriesBefore - cidrs.length } });
       return { removed: cidrs };
     });
   }
 
   async listNetworks(siteId: SiteId): Promise<AllowlistEntrySummary[]> {
-    return this.withClient(async (sql) => {
+    return this.transactions.read(async (sql) => {
       await this.site(sql, siteId);
       const { rows } = await sql.query<{ cidr: string; created_at: StoredTimestamp }>(
         'SELECT cidr::text, created_at FROM allowlist_entries WHERE site_id = $1 ORDER BY family(cidr), cidr',
@@ -236,10 +221,10 @@ export class CredentialAdmin {
   }
 
   private async storeKey(action: string, siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
-    return this.change(async (sql) => {
+    return this.transactions.change(async (sql) => {
       await this.lockSite(sql, siteId);
       const key = await this.insertKey(sql, siteId, apiKey, options);
-      await this.audit(sql, action, siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note });
+      await this.transactions.audit(sql, action, siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note });
       return key;
     });
   }
@@ -270,23 +255,11 @@ export class CredentialAdmin {
     return siteSummary(rows[0]);
   }
 
-  /** Serialises changes to one site, so that concurrent account managers cannot interleave. */
+  /** So that concurrent account managers cannot interleave. */
   private async lockSite(sql: pg.ClientBase, siteId: SiteId): Promise<{ enabled: boolean }> {
     const { rows } = await sql.query<{ enabled: boolean }>('SELECT enabled FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
     if (rows[0] === undefined) throw siteNotFound(siteId);
     return rows[0];
-  }
-
-  private audit(sql: pg.ClientBase, action: string, siteId: SiteId, details: Record<string, unknown>): Promise<void> {
-    return this.transactions.audit(sql, action, siteId, details);
-  }
-
-  private withClient<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
-    return this.transactions.read(work);
-  }
-
-  private change<T>(work: (sql: pg.ClientBase) => Promise<T>): Promise<T> {
-    return this.transactions.change(work);
   }
 }
 
@@ -308,10 +281,7 @@ async function keyNotFound(sql: pg.ClientBase, siteId: SiteId, keyId: KeyId): Pr
   );
 }
 
-/**
- * Revoking an address that is not listed itself but lies inside a listed network would leave it
- * admitted; the message names those networks, which are what to remove instead.
- */
+/** An address inside a listed network stays admitted: the message names the networks to remove instead. */
 async function notOnAllowlist(sql: pg.ClientBase, siteId: SiteId, missing: readonly string[]): Promise<AdminError> {
   const absent: string[] = [];
   const inside: string[] = [];

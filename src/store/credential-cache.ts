@@ -12,88 +12,63 @@ import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
 import { databaseTimeoutMs, SnapshotFreshness, warnOfOutage, SyncObservers, type CacheStatus, type SyncEvent, type SyncFailureEvent } from './snapshot-freshness.js';
 
-export { CREDENTIALS_CHANNEL, LISTEN_APPLICATION_NAME } from './listen-session.js';
+export { LISTEN_APPLICATION_NAME } from './listen-session.js';
 export { databaseTimeoutMs, type CacheStatus, type SyncEvent, type SyncFailureEvent } from './snapshot-freshness.js';
 
 export interface CredentialCacheOptions {
-  /** For the snapshot queries; its connections should carry databaseTimeoutMs (see connectionPool). */
+  /** Its connections should carry databaseTimeoutMs (see connectionPool). */
   readonly pool: pg.Pool;
-  /** A session connection for LISTEN: a transaction-mode pooler (PgBouncer) cannot hold one. */
+  /** A session connection: a transaction-mode pooler (PgBouncer) cannot hold a LISTEN. */
   readonly listenUrl: string;
-  /** A full resync this often, behind LISTEN/NOTIFY. */
   readonly refreshSeconds: number;
-  /** Past this long since the last successful full load began, refuse to decide (0: never). */
+  /** 0: never too stale. */
   readonly maxStalenessSeconds: number;
   readonly logger: Logger;
 }
 
 const RELOAD_RETRY_MS = 1_000;
-/**
- * Anyone who can log in may NOTIFY '*': after a full load that a notification started, the next one
- * waits this long, and every '*' that arrives meanwhile is served by that one load.
- */
+/** Anyone who can log in may NOTIFY '*': after a full load that one started, the next waits this long. */
 export const NOTIFIED_FULL_LOAD_INTERVAL_MS = 5_000;
-/** More sites than this named before their reload are served by one (coalesced) full load instead. */
-export const PENDING_SITES_MAX = 10_000;
+/** More sites than this named before their reload are served by one full load instead. */
+const PENDING_SITES_MAX = 10_000;
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
 
 /**
- * The in-memory credential snapshot a check reads: loaded whole at start, kept current by
- * LISTEN/NOTIFY one site at a time, reloaded whole after every reconnect, every refreshSeconds,
- * whenever a third of the staleness limit has passed without a successful full load, and on a '*'
- * notification (at most one such load per NOTIFIED_FULL_LOAD_INTERVAL_MS: notifications are hints
- * that anyone with a login can send).
- *
- * Its age is the time since the last successful full load began, on this process's own clock: a
- * lock that never comes, a query that never returns or a frozen server leave the age growing until
- * checks answer UNAVAILABLE, whatever state the connections are in. Per-site reloads do
- * not wait behind a full load, so a revocation's reload is not stuck behind one that hangs; SiteTable
- * keeps whichever read is newer.
+ * The in-memory credential snapshot a check reads: loaded whole at start and on every reconnect, refresh,
+ * renewal and '*' notification, and one site at a time on its notification. SiteTable keeps the newer read.
  */
 export class CredentialCache {
   private readonly table = new SiteTable();
-  /**
-   * Each site's digest as the last full resync, or the site's own reload since, read it: the next
-   * resync reads again only the sites whose digest changed. A site whose digest is not known for the
-   * rows the table holds has none, so that the next resync reads it too.
-   */
   private readonly digests = new SiteDigests();
-  /**
-   * Sites reloaded on their own while a full resync ran, with the digest read beside the rows (none:
-   * the site is gone, could not be used, or the table kept a newer read): where the table still holds
-   * those rows after the resync, their digest is the one to keep, not the resync's.
-   */
+  /** Sites reloaded on their own during a resync, with their digest (none: gone, unusable, or kept older). */
   private readonly reloadedDuringResync = new Map<SiteId, SiteDigest | undefined>();
-  /** When the running full resync began (performance.now()); undefined when none runs. */
+  /** performance.now() when the running full resync began. */
   private resyncStartedAt: number | undefined;
   private readonly session: ListenSession;
   private readonly freshness: SnapshotFreshness;
   private stopped = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
-  /** The running full load, and whether another must follow it (a change may have missed it). */
+  /** Owed: another must follow the running one, as a change may have missed it. */
   private fullLoad: Promise<void> | undefined;
   private fullLoadOwed = false;
-  /** Sites named by notifications since the running reload took its batch. */
   private readonly pendingSites = new Set<SiteId>();
   private siteReload: Promise<void> | undefined;
-  /** The running reload of brownouts alone, and whether another must follow it. */
   private brownoutReload: Promise<void> | undefined;
   private brownoutReloadOwed = false;
   private siteReloadRetryAt = 0;
-  /** When the last full load asked for by a notification was started, and the one that waits for its turn. */
   private lastNotifiedFullLoadAt = Number.NEGATIVE_INFINITY;
   private notifiedFullLoadTimer: NodeJS.Timeout | undefined;
 
   private readonly outageLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
-  /** The LISTEN session's losses have lines of their own: the load failures of the same outage must not hide that changes now wait for the resync. */
+  /** Apart, so that the load failures of one outage do not hide that changes now wait for the resync. */
   private readonly listenLostLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly ignoredLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly syncObservers: SyncObservers<SyncEvent>;
   private readonly failureObservers: SyncObservers<SyncFailureEvent>;
   private readonly notificationObservers: SyncObservers<undefined>;
   private readonly unusableRowObservers: SyncObservers<UnusableRow>;
-  /** Rows already logged as left out: each is said once, however often it is loaded again. */
+  /** Each row left out is logged once, however often it is loaded again. */
   private readonly unusableRowsSaid = new Set<string>();
   private readonly onUnusableRow = (row: UnusableRow): void => {
     const said = `${row.table} ${row.row}`;
@@ -104,7 +79,7 @@ export class CredentialCache {
     this.unusableRowObservers.tell(row);
   };
   private resolveStarted: () => void = () => undefined;
-  /** Settles start(): on the first successful load, or on stop(). */
+  /** Settled by the first successful load, or by stop(). */
   private readonly started = new Promise<void>((resolveStarted) => (this.resolveStarted = resolveStarted));
 
   constructor(private readonly options: CredentialCacheOptions) {
@@ -123,7 +98,7 @@ export class CredentialCache {
     });
   }
 
-  /** Resolves once the first snapshot is loaded; keeps retrying until then (or until stop()). */
+  /** Resolves once the first snapshot is loaded; retries until then, or until stop(). */
   async start(): Promise<void> {
     this.every(this.options.refreshSeconds * 1000, () => this.requestFullLoad());
     this.every(this.freshness.tickMs(), () => this.keepCurrent());
@@ -136,7 +111,7 @@ export class CredentialCache {
     return this.freshness.isFresh(now) ? this.table : undefined;
   }
 
-  /** The sunset policy the database held at the last full load; undefined: none stored yet. */
+  /** undefined: none stored yet. */
   sunsetPolicy(): SunsetPolicy | undefined {
     return this.table.sunsetPolicy;
   }
@@ -155,22 +130,20 @@ export class CredentialCache {
     };
   }
 
-  /** Observers (metrics, logs) of every successful sync. */
   onSync(listener: (event: SyncEvent) => void): void {
     this.syncObservers.add(listener);
   }
 
-  /** Observers of every failed sync. */
   onSyncFailure(listener: (event: SyncFailureEvent) => void): void {
     this.failureObservers.add(listener);
   }
 
-  /** Observers of each row a load leaves out (every time it does). */
+  /** Told every time a load leaves a row out. */
   onUnusableRowSkipped(listener: (row: UnusableRow) => void): void {
     this.unusableRowObservers.add(listener);
   }
 
-  /** Observers of every notification received on the channel, acted on or not. */
+  /** Told of every notification, acted on or not. */
   onNotificationReceived(listener: () => void): void {
     this.notificationObservers.add(listener);
   }
@@ -190,14 +163,13 @@ export class CredentialCache {
     this.timers.push(timer);
   }
 
-  /** Retries what failed, and renews the snapshot before a third of the staleness limit has passed. */
   private keepCurrent(): void {
     if (this.stopped) return;
     if (this.pendingSites.size > 0 && Date.now() >= this.siteReloadRetryAt) this.reloadPendingSites();
     if (this.fullLoad === undefined && (this.fullLoadOwed || this.freshness.renewalDue(Date.now()))) this.requestFullLoad();
   }
 
-  /** A full load now, or right after the running one: a change may have committed after it began. */
+  /** Now, or right after the running one: a change may have committed after it began. */
   private requestFullLoad(): void {
     if (this.stopped) return;
     if (this.fullLoad !== undefined) {
@@ -211,7 +183,7 @@ export class CredentialCache {
     });
   }
 
-  /** A full load for a notification: at once if none was started for one lately, else one at the end of the interval. */
+  /** At once if none was started for a notification lately, else one at the end of the interval. */
   private requestNotifiedFullLoad(): void {
     if (this.stopped || this.notifiedFullLoadTimer !== undefined) return;
     const waitMs = this.lastNotifiedFullLoadAt + NOTIFIED_FULL_LOAD_INTERVAL_MS - performance.now();
@@ -266,7 +238,7 @@ export class CredentialCache {
       this.resolveStarted();
       this.synced({ kind: 'full', sites: this.table.size, sitesRead: resync.changed.size, durationSeconds: (performance.now() - order) / 1000 });
     } catch (error) {
-      // Not owed at once: the tick tries again, while the snapshot ages.
+      // Not owed at once: the tick retries while the snapshot ages.
       this.failed({ kind: 'full', error });
     } finally {
       this.resyncStartedAt = undefined;
@@ -309,10 +281,8 @@ export class CredentialCache {
   }
 
   /**
-   * Our triggers send a site id, or '*' after a TRUNCATE. Anyone who can connect may NOTIFY on the
-   * channel, though: any other payload is ignored, since it must neither reach the per-site query
-   * (its cast to bigint would fail that batch and every one after it) nor queue full resyncs without
-   * end. The periodic resync is the safety net for whatever was meant.
+   * Our triggers send a site id, or '*'. Anyone who can connect may NOTIFY, though: another payload is
+   * ignored, as its cast to bigint would fail every per-site batch after it.
    */
   private onNotification(payload: string | undefined): void {
     this.notificationObservers.tell(undefined);
@@ -355,7 +325,6 @@ export class CredentialCache {
     this.failureObservers.tell(event);
   }
 
-  /** One line per OUTAGE_LOG_INTERVAL_MS (of `limit`) while the database misbehaves, saying what checks get meanwhile. */
   private logOutage(what: string, error: unknown, limit: RateLimit = this.outageLog): void {
     if (this.stopped || !limit.open()) return;
     warnOfOutage(this.options.logger, what, error, this.status(Date.now()));

@@ -2,11 +2,7 @@ import type pg from 'pg';
 import type { ClientId, KeyHash, KeyId, SiteId } from '../decision/types.js';
 import type { StoredTimestamp } from './timestamps.js';
 
-/**
- * Credential rows as they are in the database now, for `explain` to say why a decision went as it
- * did (unknown or disabled site, revoked or expired key, the allowlist's entries). Never used to
- * decide: the decision reads only the snapshot.
- */
+/** Rows as they are now, for `explain` to say why a decision went as it did; never used to decide. */
 export interface SiteRecord {
   readonly siteId: SiteId;
   readonly name: string;
@@ -43,7 +39,6 @@ export async function findKey(pool: pg.Pool, keyHash: KeyHash): Promise<KeyRecor
   return row === undefined ? undefined : { keyId: row.id, siteId: row.site_id, revokedAt: row.revoked_at, expiresAt: row.expires_at };
 }
 
-/** The site a token client is registered to. */
 export async function findTokenClient(pool: pg.Pool, clientId: ClientId): Promise<{ readonly clientId: ClientId; readonly siteId: SiteId } | undefined> {
   const { rows } = await pool.query<{ site_id: string }>('SELECT site_id::text FROM token_clients WHERE client_id = $1', [clientId]);
   const row = rows[0];

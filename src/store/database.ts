@@ -7,10 +7,8 @@ import { startEmbeddedPostgres } from '../embedded/embedded-postgres.js';
 export const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
- * A pool on the database, with the connect time-out, named in pg_stat_activity. An idle connection
- * the server drops must not crash the process: it is logged, and the next query reports the failure.
- * With `timeoutMs`, every wait on the server is bounded by it: connecting, each statement and lock
- * (enforced by PostgreSQL) and each round trip (enforced here, for a server that does not answer at all).
+ * A pool whose idle connection the server drops is logged, not a crash. With `timeoutMs`, every wait on the
+ * server is bounded: by PostgreSQL for statements and locks, here for a server that does not answer at all.
  */
 export function connectionPool(
   url: string,
@@ -40,7 +38,6 @@ export function connectionPool(
   return pool;
 }
 
-/** The credential database for this process: DATABASE_URL, or the embedded server in DATA_DIR. */
 export interface Database {
   readonly url: string;
   readonly embedded: boolean;
@@ -51,10 +48,8 @@ export interface Database {
 }
 
 /**
- * A command that starts the embedded server stops it even when interrupted (Ctrl-C): the server
- * runs in its own session, out of the terminal's reach, and would otherwise outlive the command
- * until the next start takes it over. A signal that comes while the server starts is acted on once
- * it has started. `serve` drains on these signals itself, then closes the database.
+ * A command stops the embedded server it started even on Ctrl-C: the server runs in its own session and would
+ * outlive it. A signal that comes while the server starts is acted on once it has started.
  */
 function stopOnSignals() {
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -84,11 +79,7 @@ function stopOnSignals() {
   };
 }
 
-/**
- * Opens the database that `serve` and the CLI share; `use` says which of the two asks. With
- * DATABASE_URL unset it starts an embedded PostgreSQL in DATA_DIR whose data survives restarts, or
- * joins the one another of our processes already runs there, so the CLI works beside a running `serve`.
- */
+/** With DATABASE_URL unset: the embedded PostgreSQL in DATA_DIR, started or joined (the CLI beside a running serve). */
 export async function openDatabase(config: Config, logger: Logger, use: 'service' | 'command' = 'service'): Promise<Database> {
   if (config.databaseUrl !== undefined) {
     return { url: config.databaseUrl, embedded: false, created: false, close: async () => {} };

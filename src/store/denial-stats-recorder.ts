@@ -1,19 +1,14 @@
 import type { ErrorId, SiteId } from '../decision/types.js';
-import type { Logger } from '../observe/logger.js';
-import type { StatementRunner } from './periodic-flush.js';
-import { deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, IdleExpiry, PeriodicFlush } from './periodic-flush.js';
+import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type RecorderOptions } from './periodic-flush.js';
 
-export interface DenialStatsOptions {
-  readonly pool: StatementRunner;
-  readonly flushSeconds: number;
+export interface DenialStatsOptions extends RecorderOptions {
   readonly retentionDays: number;
   /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
   readonly expiredRowsPerFlush?: number;
   /** Distinct (site, error, client address) groups kept between two flushes; more go to "other". */
   readonly maxGroups: number;
-  /** Rows with a client address per site and hour in denial_stats; DENIAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
+  /** DENIAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
   readonly maxRowsPerSiteHour?: number;
-  readonly logger: Logger;
 }
 
 interface Group {
@@ -33,25 +28,15 @@ interface Group {
 /** Where refusals beyond maxGroups are counted: their site and error are kept, the address is not. */
 export const OVERFLOW_ADDRESS = 'other';
 
-/**
- * Refusals of unknown or disabled sites (101) are counted together, under this site id and the
- * address UNKNOWN_SITES_ADDRESS: the id is whatever a client sent, so it gets no group of its own.
- */
+/** Refusals of unknown or disabled sites (101) are counted together: the id is whatever a client sent. */
 export const UNKNOWN_SITES = '0';
 export const UNKNOWN_SITES_ADDRESS = 'any';
 
-/**
- * Rows with a client address that denial_stats keeps per site and hour. A client with many source
- * addresses would otherwise add a row for each (tens of millions a day); the rest of that hour's
- * refusals of the site are added to its OVERFLOW_ADDRESS rows, which count the addresses too.
- */
+/** A client with many source addresses would otherwise add a row for each (tens of millions a day). */
 export const DENIAL_ROWS_PER_SITE_HOUR = 1_000;
 
-// One statement per flush: at most $12 rows of the old hours go (a group held that long is not
-// written: it would meet its own deleted row); the batch is added to its hour's rows, and a group
-// with an address new to its site and hour goes to the site's OVERFLOW_ADDRESS row once the hour
-// holds $10 rows with addresses (largest counts first). Two replicas flushing at the same moment may
-// each add up to the cap: the bound is per replica and flush, not exact.
+// A group held past retention is not written: it would meet its own deleted row. Once the hour holds $10 rows
+// with addresses, a new address goes to the OVERFLOW_ADDRESS row; two replicas at once may each fill the cap.
 const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12')}),
   batch AS (
     SELECT date_trunc('hour', v.first_seen) AS hour, v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.addresses, v.first_seen, v.last_seen,
@@ -80,26 +65,18 @@ const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12'
      SET count = d.count + excluded.count, overflow_addresses = d.overflow_addresses + excluded.overflow_addresses,
          first_seen = LEAST(d.first_seen, excluded.first_seen), last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
 
-/**
- * Refusals of known sites by error and client address, for `report denials`: counted in
- * memory on the request path, written in one statement per flush. Strangers cannot grow it without
- * bound: past maxGroups a new address is counted under OVERFLOW_ADDRESS for its site and error, and
- * the table keeps at most DENIAL_ROWS_PER_SITE_HOUR addresses' rows per site and hour.
- */
-export class DenialStatsRecorder {
+/** Refusals of known sites by error and client address, bounded in memory by maxGroups, in the table per hour. */
+export class DenialStatsRecorder extends PeriodicFlush {
   private groups = new Map<string, Group>();
   private overflowed = 0;
-  /** Groups already counted under OVERFLOW_ADDRESS since the last flush, so that an address counts once (up to maxGroups of them). */
+  /** Counted under OVERFLOW_ADDRESS since the last flush: an address counts once (up to maxGroups of them). */
   private overflowSeen = new Set<string>();
-  /** The group the last refusal was added to under its own address: a flood repeats it, and then costs no key. */
+  /** A flood repeats the group of the last refusal under its own address, which then costs no key. */
   private latest: Group | undefined;
-  private readonly flusher: PeriodicFlush;
-  private readonly failures: FlushFailureLog;
   private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: DenialStatsOptions) {
-    this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
-    this.failures = new FlushFailureLog(options.logger, 'refusal counts');
+    super(options, 'refusal counts');
     this.idleExpiry = new IdleExpiry(options.pool, 'denial_stats', options.retentionDays, options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH, this.failures);
   }
 
@@ -153,16 +130,7 @@ export class DenialStatsRecorder {
     return this.groups.size;
   }
 
-  flush(): Promise<void> {
-    return this.flusher.flush();
-  }
-
-  /** The last flush, for SIGTERM. */
-  stop(): Promise<void> {
-    return this.flusher.stop();
-  }
-
-  private async write(): Promise<void> {
+  protected async write(): Promise<void> {
     if (this.groups.size === 0) return this.idleExpiry.run();
     const batch = [...this.groups.values()];
     const overflowed = this.overflowed;
@@ -177,14 +145,8 @@ export class DenialStatsRecorder {
     await this.failures.attempt(
       () =>
         this.options.pool.query(FLUSH, [
-          batch.map((group) => group.siteId),
-          batch.map((group) => group.errorId),
-          batch.map((group) => group.clientIp),
-          batch.map((group) => group.rehearsal),
-          batch.map((group) => group.count),
-          batch.map((group) => group.addresses),
-          batch.map((group) => new Date(group.firstSeen)),
-          batch.map((group) => new Date(group.lastSeen)),
+          ...columnsOf(batch, ['siteId', 'errorId', 'clientIp', 'rehearsal', 'count', 'addresses']),
+          ...seenColumns(batch),
           this.options.retentionDays,
           this.options.maxRowsPerSiteHour ?? DENIAL_ROWS_PER_SITE_HOUR,
           batch.map((group) => group.shadow),

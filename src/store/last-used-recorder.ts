@@ -1,20 +1,15 @@
-import type { Logger } from '../observe/logger.js';
-import { FlushFailureLog, PeriodicFlush, type StatementRunner } from './periodic-flush.js';
+import { PeriodicFlush, type RecorderOptions } from './periodic-flush.js';
 
-
-/** What is recorded: API keys by id (the default), or token clients by client id. */
+/** API keys by id (the default), or token clients by client id. */
 export type LastUsedOf = 'api_keys' | 'token_clients';
 
-export interface LastUsedRecorderOptions {
-  readonly pool: StatementRunner;
+export interface LastUsedRecorderOptions extends RecorderOptions {
   readonly of?: LastUsedOf;
-  readonly flushSeconds: number;
-  readonly logger: Logger;
   /** Told after each write (metrics): whether it succeeded. */
   readonly onFlush?: (outcome: { readonly ok: boolean; readonly keys: number }) => void;
 }
 
-// One statement per flush, whatever the number of ids; GREATEST keeps a newer time another replica wrote.
+// GREATEST keeps a newer time another replica wrote.
 const FLUSH: Readonly<Record<LastUsedOf, string>> = {
   api_keys: `UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, v.used_at)
                FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, used_at)
@@ -25,21 +20,14 @@ const FLUSH: Readonly<Record<LastUsedOf, string>> = {
 };
 const WHAT: Readonly<Record<LastUsedOf, string>> = { api_keys: 'key last-used times', token_clients: 'token client last-used times' };
 
-/**
- * When each key (or token client) was last used, for account managers and the migration report.
- * `record` only touches memory, so the request path never waits on the database; a timer writes the
- * batch. Only allowed checks record, so only registered ids can be held.
- */
-export class LastUsedRecorder {
+/** Only allowed checks record, so only registered ids can be held. */
+export class LastUsedRecorder extends PeriodicFlush {
   private pending = new Map<string, number>();
   private readonly of: LastUsedOf;
-  private readonly flusher: PeriodicFlush;
-  private readonly failures: FlushFailureLog;
 
   constructor(private readonly options: LastUsedRecorderOptions) {
+    super(options, WHAT[options.of ?? 'api_keys']);
     this.of = options.of ?? 'api_keys';
-    this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
-    this.failures = new FlushFailureLog(options.logger, WHAT[this.of]);
   }
 
   record(id: string, at: number): void {
@@ -47,17 +35,7 @@ export class LastUsedRecorder {
     if (earlier === undefined || at > earlier) this.pending.set(id, at);
   }
 
-  /** Writes what was recorded since the last flush; on failure keeps it for the next one. */
-  flush(): Promise<void> {
-    return this.flusher.flush();
-  }
-
-  /** The last flush, for SIGTERM. */
-  stop(): Promise<void> {
-    return this.flusher.stop();
-  }
-
-  private async write(): Promise<void> {
+  protected async write(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 
-/** The channel the triggers of migration 002 notify; the payload is a site id, or '*' for all. */
+/** The triggers of migration 002 notify a site id, or '*' for all. */
 export const CREDENTIALS_CHANNEL = 'sitekey_credentials';
 export const LISTEN_APPLICATION_NAME = 'sitekey-authz-listen';
 
@@ -9,21 +9,16 @@ const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5_000;
 
 export interface ListenSessionOptions {
-  /** A session connection: a transaction-mode pooler (PgBouncer) cannot hold a LISTEN. */
   readonly url: string;
   /** Bounds connecting and LISTEN: a frozen server must not hold us. */
   readonly timeoutMs: number;
-  /** LISTEN is in place: from now on no committed change is missed. */
+  /** From now on no committed change is missed. */
   readonly onListening: () => void;
   readonly onNotification: (payload: string | undefined) => void;
-  /** The session is gone (error, end) or could not be set up; it reconnects by itself. */
   readonly onLost: (error: unknown) => void;
 }
 
-/**
- * One LISTEN connection on the credentials channel: connects with jittered backoff and reconnects
- * whenever it is lost. It decides nothing about freshness: only successful loads do that.
- */
+/** One LISTEN connection, reconnected with jittered backoff whenever it is lost. */
 export class ListenSession {
   private client: pg.Client | undefined;
   private connecting: Promise<void> | undefined;
@@ -35,7 +30,6 @@ export class ListenSession {
     return this.client !== undefined;
   }
 
-  /** Starts connecting; resolves once the first attempt has succeeded or failed. */
   start(): void {
     void this.connect();
   }

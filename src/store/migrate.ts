@@ -8,10 +8,8 @@ export interface MigrationLog {
 }
 
 /**
- * Applies every pending migration in src/store/migrations; returns the names it applied. The
- * connection is ours, not node-pg-migrate's: it ends its own without waiting for the end, so a command
- * that stopped the embedded server right after met "terminating connection due to administrator
- * command" as an unhandled 'error' event on that connection.
+ * The connection is ours: node-pg-migrate ends its own without waiting, and a command that then stopped the
+ * embedded server met an unhandled 'error' event on it.
  */
 export async function migrate(databaseUrl: string, log?: MigrationLog): Promise<string[]> {
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });

@@ -1,65 +1,66 @@
 import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 
-/** The one thing a recorder needs of a pg.Pool. */
 export interface StatementRunner {
   query(text: string, values: unknown[]): Promise<unknown>;
 }
 
-/**
- * Runs a batch write every so often, one at a time, and once more on stop (SIGTERM): what the
- * recorders that keep the request path off the database (last-used times, refusal counts) share.
- */
-export class PeriodicFlush {
+export interface RecorderOptions {
+  readonly pool: StatementRunner;
+  readonly flushSeconds: number;
+  readonly logger: Logger;
+}
+
+/** Keeps the request path off the database: `record` touches memory, `write` runs on a timer and on stop. */
+export abstract class PeriodicFlush {
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
+  protected readonly failures: FlushFailureLog;
 
-  constructor(
-    seconds: number,
-    private readonly write: () => Promise<void>,
-  ) {
-    this.timer = setInterval(() => void this.flush(), seconds * 1000);
+  /** `what` the recorder writes, for its log lines, e.g. "key last-used times". */
+  constructor(options: RecorderOptions, what: string) {
+    this.failures = new FlushFailureLog(options.logger, what);
+    this.timer = setInterval(() => void this.flush(), options.flushSeconds * 1000);
     this.timer.unref();
   }
 
-  /** A write after the one under way, never beside it. */
+  /** A write after the one under way, never beside it; what fails is kept for the next one. */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(this.write);
+    this.flushing = this.flushing.then(() => this.write());
     return this.flushing;
   }
 
-  /** The last write. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.flush();
   }
+
+  protected abstract write(): Promise<void>;
 }
 
-/**
- * Rows past retention a recorder deletes in one flush, oldest first: a lowered retention, or a table
- * older than its setting, is worked off over many flushes instead of in one statement that would
- * outlast the statement time-out and take the batch's counts down with it.
- */
+/** Per field, its values across the batch: the arrays an unnest() of the batch reads. */
+export function columnsOf<T>(batch: readonly T[], fields: ReadonlyArray<keyof T>): unknown[][] {
+  return fields.map((field) => batch.map((row) => row[field]));
+}
+
+/** The batch's first and last times, as the timestamptz[] an unnest() reads. */
+export function seenColumns(batch: ReadonlyArray<{ readonly firstSeen: number; readonly lastSeen: number }>): Date[][] {
+  return [batch.map((row) => new Date(row.firstSeen)), batch.map((row) => new Date(row.lastSeen))];
+}
+
+/** A lowered retention is worked off over many flushes, not by a statement that would outlast its time-out. */
 export const EXPIRED_ROWS_PER_FLUSH = 10_000;
 
-/** The tables of hourly counts whose rows expire. */
-export type HourlyCounts = 'auth_usage' | 'denial_stats' | 'token_refusal_stats';
+type HourlyCounts = 'auth_usage' | 'denial_stats' | 'token_refusal_stats';
 
-/**
- * The statement that deletes at most `limit` rows of `table` whose hour is more than `days` days old,
- * oldest first; `days` and `limit` are the statement's parameter references, e.g. '$6'.
- */
+/** Deletes at most `limit` rows of `table` older than `days` days; both are parameter references, e.g. '$6'. */
 export function deleteExpiredHours(table: HourlyCounts, days: string, limit: string): string {
   return `DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE hour < now() - make_interval(days => ${days}) ORDER BY hour LIMIT ${limit})`;
 }
 
-/** With nothing to write, how often a recorder deletes expired rows all the same: the tables count by the hour. */
 const IDLE_EXPIRY_INTERVAL_MS = 3_600_000;
 
-/**
- * A recorder's deletion of expired rows on the flushes that have nothing to write, at most once an hour:
- * a replica that refuses or allows nothing for a while must not keep rows past their retention.
- */
+/** At most once an hour: a replica that counts nothing for a while must not keep rows past retention. */
 export class IdleExpiry {
   private readonly gate = new RateLimit(IDLE_EXPIRY_INTERVAL_MS);
 
@@ -83,27 +84,19 @@ export class IdleExpiry {
   }
 }
 
-/** While the database stays down, a failed write is logged once a minute, not at every flush. */
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 
-/**
- * The log of a recorder's failed writes: the first failure at once, then at most one line a minute
- * (with how many were not logged), and one line when writing works again.
- */
-export class FlushFailureLog {
+/** The first failure at once, then at most one line a minute, and one when writing works again. */
+class FlushFailureLog {
   private readonly gate = new RateLimit(FAILURE_LOG_INTERVAL_MS);
   private notLogged = 0;
 
   constructor(
     private readonly logger: Logger,
-    /** What the recorder writes, e.g. "key last-used times". */
     private readonly what: string,
   ) {}
 
-  /**
-   * Writes a batch taken out of memory: on failure the batch is handed back (`keep`), to be written
-   * at the next flush, and the failure logged with `fields`. Resolves whether it was written.
-   */
+  /** Writes a batch taken out of memory; on failure hands it back (`keep`). Resolves whether it was written. */
   async attempt(write: () => Promise<unknown>, keep: () => void, fields: Record<string, unknown>): Promise<boolean> {
     try {
       await write();
@@ -116,7 +109,6 @@ export class FlushFailureLog {
     }
   }
 
-  /** `then`: what happens to what failed; a batch's counts are kept for the next flush. */
   failed(error: unknown, fields: Record<string, unknown>, then = 'keeping them for the next flush'): void {
     if (!this.gate.open()) {
       this.notLogged++;

@@ -1,11 +1,8 @@
 import type pg from 'pg';
 
 /**
- * A connection of the pool for `work`, then back to the pool; destroyed instead when the server ended
- * it, or when `work` failed and `destroyOnFailure` says the connection may be unusable. The pool listens
- * for errors only on idle connections: one the server ends between two of our statements (stopping, or
- * pg_terminate_backend) would end the process as an unhandled 'error' event. Here the next statement
- * fails instead, and `work` reports it.
+ * The pool hears errors of idle connections only: one the server ends between our statements would be an
+ * unhandled 'error' event. Destroyed when the server ended it, or when `work` failed and `destroyOnFailure`.
  */
 export async function withPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>, destroyOnFailure: boolean): Promise<T> {
   const client = await pool.connect();

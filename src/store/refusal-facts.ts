@@ -6,15 +6,14 @@ import { NO_SITE } from './token-refusal-recorder.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 import type pg from 'pg';
 
-/** An audit entry named as the cause of a refusal: who did it and when. */
 export interface AuditMention extends RecordedActor {
   readonly id: string;
   readonly at: string;
   readonly action: string;
 }
 
-/** A key of the site that no longer works: revoked (by whom, when the trail says) or expired. */
-export interface EndedKey {
+/** Revoked (by whom, when the trail says) or expired. */
+interface EndedKey {
   readonly keyId: string;
   readonly maskedKey: string;
   readonly revokedAt: string | null;
@@ -22,14 +21,14 @@ export interface EndedKey {
   readonly revocation: AuditMention | undefined;
 }
 
-export interface BrownoutSpan {
+interface BrownoutSpan {
   readonly brownoutId: string;
   readonly from: string;
   readonly until: string;
   readonly dryRun: boolean;
 }
 
-/** What a site is now, and the changes that made it so: what the words for its refusals need. */
+/** What a site is now, and the changes that made it so. */
 export interface SiteStanding {
   readonly siteId: SiteId;
   readonly name: string;
@@ -41,28 +40,25 @@ export interface SiteStanding {
   readonly clients: readonly ClientId[];
   /** The newest audit entry of each action on the site (site.disable, site.auth, ip.revoke, …). */
   readonly latest: Readonly<Record<string, AuditMention>>;
-  /** Revoked or expired keys, the most recently ended first. */
+  /** The most recently ended first. */
   readonly endedKeys: readonly EndedKey[];
-  /** Brownouts of the site (or of every site) that overlap the window, newest first. */
+  /** Of the site (or of every site) that overlap the window, newest first. */
   readonly brownouts: readonly BrownoutSpan[];
 }
 
-/** A token client as the report names it: the site it is registered to, or the entry that removed it. */
 export interface ClientStanding {
   readonly clientId: ClientId;
   readonly siteId: SiteId | null;
   readonly removal: (AuditMention & { readonly siteId: SiteId | null }) | undefined;
 }
 
-/** Refused tokens of one client, site, error, rule and signature in the window. */
-export interface TokenRefusalRow {
+interface TokenRefusalRow {
   /** null: the client is registered to no site. */
   readonly siteId: SiteId | null;
   readonly clientId: ClientId;
   readonly errorId: 106 | 107;
-  /** A 106's rule; null for a 107. */
+  /** null for a 107. */
   readonly rule: string | null;
-  /** Our issuer signed the token: the client id is not only the sender's word. */
   readonly signed: boolean;
   readonly count: number;
   readonly firstSeen: string;
@@ -76,11 +72,9 @@ const ALLOWLIST_SHOWN = 20;
 type MentionRow = RecordedActorRow & { id: string; at: StoredTimestamp; action: string };
 const mention = (row: MentionRow): AuditMention => ({ id: row.id, at: instantText(row.at), ...recordedActor(row), action: row.action });
 
-/** The reads behind the blocked-partner report. */
 export class RefusalFacts {
   constructor(private readonly transactions: AdminTransactions) {}
 
-  /** The site now, with the changes that explain its refusals; undefined when there is no such site. */
   async siteStanding(siteId: SiteId, since: Date): Promise<SiteStanding | undefined> {
     return this.transactions.read(async (sql) => {
       const { rows } = await sql.query<{
@@ -116,7 +110,6 @@ export class RefusalFacts {
     });
   }
 
-  /** Where a client id is registered, and if it was removed, by whom and when. */
   async clientStanding(clientId: ClientId): Promise<ClientStanding> {
     return this.transactions.read(async (sql) => {
       const registered = await sql.query<{ site_id: string }>('SELECT site_id::text FROM token_clients WHERE client_id = $1', [clientId]);
@@ -130,7 +123,7 @@ export class RefusalFacts {
     });
   }
 
-  /** Refused tokens since `since` of a site's clients, or of one client wherever it is counted. */
+  /** Of a site's clients, or of one client wherever it is counted. */
   async tokenRefusals(since: Date, of: { readonly siteId: SiteId } | { readonly clientId: ClientId }): Promise<TokenRefusalRow[]> {
     return this.transactions.read(async (sql) => {
       const { rows } = await sql.query<{

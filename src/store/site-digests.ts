@@ -2,42 +2,34 @@ import type { SiteId } from '../decision/types.js';
 import type { Slices } from '../common/slices.js';
 import { SiteIdIndex } from './site-id-index.js';
 
-/** What a resync read that the digests take: each bucket's digest, the changed buckets' sites, and what changed or went. */
 export interface ResyncDigests {
   readonly bucketDigests: ReadonlyMap<string, string>;
   /** The sites of the buckets whose digest changed. */
   readonly siteDigests: SiteDigestTable;
   /** Sites whose digest differs from the one held, new ones included. */
   readonly changed: { has(siteId: SiteId): boolean };
-  /** Sites held that no longer exist. */
   readonly removed: readonly SiteId[];
 }
 
 /** Sites whose ids share a run of BUCKET_SPAN share a bucket: a resync compares one digest per bucket first. */
 export const BUCKET_SPAN = 256;
 
-/** A site's digest (of everything the snapshot holds of it), and its bucket. */
 export interface SiteDigest {
   readonly digest: string;
   readonly bucket: string;
 }
 
-/** An MD5 in hex, as PostgreSQL's md5() gives it, held as its bytes. */
 const DIGEST_BYTES = 16;
 
-/**
- * What a site whose digest is not known holds: no comparison matches it, so the next resync reads the
- * site again, and the site stays listed in its bucket, so that the resync also sees it deleted. (A real
- * MD5 of sixteen zero bytes would only cost its site a read every resync.)
- */
+/** Matches no digest, so the next resync reads the site again, and keeps it listed so it also sees it deleted. */
 const UNKNOWN_DIGEST = Buffer.alloc(DIGEST_BYTES);
 
-/** The bucket of a site id that a number spells exactly: dividing by a power of two is exact, and truncates as PostgreSQL does. */
+/** Dividing by a power of two is exact, and truncates as PostgreSQL does. */
 function bucketNumber(id: number): number {
   return Math.trunc(id / BUCKET_SPAN);
 }
 
-/** The bucket of a site id (decimal digits, up to 2^63 - 1): as PostgreSQL's `id / BUCKET_SPAN` spells it, truncated toward zero. */
+/** As PostgreSQL's `id / BUCKET_SPAN` spells it, truncated toward zero. */
 export function bucketOf(siteId: SiteId): string {
   const id = Number(siteId);
   // -0 (bucket of -1 to -255) spells "0", as in PostgreSQL.
@@ -45,10 +37,7 @@ export function bucketOf(siteId: SiteId): string {
   return (BigInt(siteId) / BigInt(BUCKET_SPAN)).toString();
 }
 
-/**
- * Per site, the digest of the rows read of it, outside V8's heap (SiteIdIndex says why): 100,000
- * sites' digests as strings in Maps were 200,000 objects more for every full collection to mark.
- */
+/** Outside V8's heap: 100,000 digests as strings in Maps were 200,000 objects for every full collection. */
 export class SiteDigestTable {
   private readonly index = new SiteIdIndex();
   private digests = Buffer.alloc(64 * DIGEST_BYTES);
@@ -63,20 +52,19 @@ export class SiteDigestTable {
     return this.index.entryOf(siteId) >= 0;
   }
 
-  /** Whether the digest held for the site is `digest`; false when none is known, or `digest` is not an MD5 in hex. */
+  /** False when none is known, or `digest` is not an MD5 in hex. */
   matches(siteId: SiteId, digest: string): boolean {
     const entry = this.index.entryOf(siteId);
     if (entry < 0 || this.isUnknown(entry) || !this.readHex(digest)) return false;
     return this.scratch.compare(this.digests, entry * DIGEST_BYTES, (entry + 1) * DIGEST_BYTES) === 0;
   }
 
-  /** The digest held for the site, in hex; undefined when none is known. */
   digestOf(siteId: SiteId): string | undefined {
     const entry = this.index.entryOf(siteId);
     return entry < 0 || this.isUnknown(entry) ? undefined : this.digests.toString('hex', entry * DIGEST_BYTES, (entry + 1) * DIGEST_BYTES);
   }
 
-  /** Holds `digest` for the site; a digest that is not an MD5 in hex is held as unknown, so the site is read again. */
+  /** A digest that is not an MD5 in hex is held as unknown, so the site is read again. */
   set(siteId: SiteId, digest: string): void {
     if (!this.readHex(digest)) {
       this.setUnknown(siteId);
@@ -86,13 +74,11 @@ export class SiteDigestTable {
     this.scratch.copy(this.digests, entry * DIGEST_BYTES);
   }
 
-  /** Keeps the site listed with no digest known: the next resync reads it again, or finds it gone. */
   setUnknown(siteId: SiteId): void {
     const entry = this.hold(siteId);
     UNKNOWN_DIGEST.copy(this.digests, entry * DIGEST_BYTES);
   }
 
-  /** The site's digest as `source` holds it, if it holds one. */
   copyFrom(source: SiteDigestTable, siteId: SiteId): void {
     const from = source.index.entryOf(siteId);
     if (from < 0) return;
@@ -108,17 +94,15 @@ export class SiteDigestTable {
     else this.bucketSizes.set(bucket, left);
   }
 
-  /** Buckets that hold a digest of at least one site. */
   buckets(): IterableIterator<string> {
     return this.bucketSizes.keys();
   }
 
-  /** The sites held, in no particular order. */
   sites(): IterableIterator<SiteId> {
     return this.index.siteIds();
   }
 
-  /** The sites held of the given buckets: one pass over all of them, whose ids need no text to be bucketed. */
+  /** One pass over all sites, whose ids need no text to be bucketed. */
   *sitesIn(buckets: ReadonlySet<string>): IterableIterator<SiteId> {
     const numeric = new Set<number>();
     for (const bucket of buckets) numeric.add(Number(bucket));
@@ -129,7 +113,7 @@ export class SiteDigestTable {
     }
   }
 
-  /** The site's entry, made (and its bucket counted) when it has none, with room for its digest (the bytes may move: read them after). */
+  /** The site's entry, with room for its digest (the bytes may move: read them after). */
   private hold(siteId: SiteId): number {
     const had = this.index.size;
     const entry = this.index.add(siteId);
@@ -149,44 +133,30 @@ export class SiteDigestTable {
     return UNKNOWN_DIGEST.compare(this.digests, entry * DIGEST_BYTES, (entry + 1) * DIGEST_BYTES) === 0;
   }
 
-  /** Reads an MD5 in hex into the scratch bytes; false when `digest` is not one. */
+  /** Into the scratch bytes; false when `digest` is not an MD5 in hex. */
   private readHex(digest: string): boolean {
     return digest.length === 2 * DIGEST_BYTES && this.scratch.write(digest, 'hex') === DIGEST_BYTES;
   }
 }
 
-/**
- * What the snapshot's sites were read as: each bucket's digest as the last resync read it, and each
- * site's digest for the rows the table holds of it. The next resync reads again only the sites whose
- * digest changed, and those with none. A resync looks for removed sites only in the buckets it read again.
- */
+/** What the table's sites were read as: the next resync reads again only those whose digest changed. */
 export class SiteDigests {
   readonly buckets = new Map<string, string>();
   readonly sites = new SiteDigestTable();
 
-  /**
-   * A site read on its own since, with the digest read beside its rows: the next resync reads its
-   * bucket's digests again, but not the site's rows unless they changed once more.
-   */
+  /** A site read on its own since: the next resync reads its bucket's digests again, not its rows. */
   remember(siteId: SiteId, held: SiteDigest): void {
     this.sites.set(siteId, held.digest);
     this.buckets.delete(held.bucket);
   }
 
-  /**
-   * A site read on its own since, whose digest is not known: the next resync reads it again, or finds
-   * it removed. Dropped rather than kept as unknown, a site the table still holds would be listed in no
-   * bucket, and its deletion would go unseen.
-   */
+  /** Kept as unknown, not dropped: a site listed in no bucket would have its deletion go unseen. */
   forget(siteId: SiteId): void {
     this.sites.setUnknown(siteId);
     this.buckets.delete(bucketOf(siteId));
   }
 
-  /**
-   * Takes the digests a resync read, once the table holds its sites, yielding to checks in `slices`.
-   * Reloads that land meanwhile are settled after it, by settleReloads.
-   */
+  /** Once the table holds the resync's sites; reloads that land meanwhile are settled after, by settleReloads. */
   async takeResync(resync: ResyncDigests, slices: Slices): Promise<void> {
     this.buckets.clear();
     for (const [bucket, digest] of resync.bucketDigests) this.buckets.set(bucket, digest);
@@ -201,10 +171,8 @@ export class SiteDigests {
   }
 
   /**
-   * After takeResync: `reloaded`, the sites reloaded on their own while the resync ran, with the
-   * digest read beside their rows (undefined: none known); `keptReloads`, the sites whose newer reload
-   * the table kept over the resync's read. Where the table holds a reload's rows, the reload's digest
-   * is the one that describes them, not the resync's.
+   * `reloaded`: sites reloaded on their own during the resync, with their digest; `keptReloads`: those whose
+   * rows the table kept over the resync's. Where the table holds a reload's rows, the reload's digest is kept.
    */
   settleReloads(resync: ResyncDigests, reloaded: ReadonlyMap<SiteId, SiteDigest | undefined>, keptReloads: readonly SiteId[]): void {
     const kept = new Set(keptReloads);

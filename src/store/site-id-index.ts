@@ -4,34 +4,28 @@ const EMPTY = -1;
 const REMOVED = -2;
 const INITIAL_SLOTS = 64;
 
-/** The array with twice the length, what it held kept and the rest `fill`. */
 export function doubled(array: Float64Array<ArrayBuffer>, fill: number): Float64Array<ArrayBuffer> {
   const grown = new Float64Array(array.length * 2).fill(fill);
   grown.set(array);
   return grown;
 }
 
-/** The id as a number when the number spells it exactly (every id a site can have in practice); else undefined. */
+/** Undefined when no number spells the id exactly (none in practice). */
 function numericId(siteId: SiteId): number | undefined {
   const id = Number(siteId);
   return Number.isSafeInteger(id) && String(id) === siteId ? id : undefined;
 }
 
 /**
- * Site ids to entry numbers, dense from 0, that the caller's typed arrays are indexed by; held in typed
- * arrays, outside V8's heap. At 100,000 sites, a Map of ids (a string and an entry each) is work for
- * every full collection, and its pauses stalled checks; a typed array is one object however long.
- *
- * An open-addressing table of slots by a hash of the id as a number; an entry keeps its number until
- * it is removed, however often the slots are rehashed. Ids no number spells exactly (beyond 2^53, or
- * written oddly by hand) go in a Map beside it: there are none in practice.
+ * Site ids to entry numbers, in typed arrays: at 100,000 sites a Map of ids was work for every full collection,
+ * whose pauses stalled checks. Ids no number spells exactly (none in practice) go in a Map beside it.
  */
 export class SiteIdIndex {
   private slotIds = new Float64Array(INITIAL_SLOTS);
   private slotEntries = new Int32Array(INITIAL_SLOTS).fill(EMPTY);
-  /** Slots holding an entry or marked REMOVED: a probe goes on past both. */
+  /** Holding an entry or marked REMOVED: a probe goes on past both. */
   private slotsTaken = 0;
-  /** Per entry, its id as a number; NaN for a free entry or one of `unusual`. */
+  /** NaN for a free entry or one of `unusual`. */
   private entryIds = new Float64Array(INITIAL_SLOTS).fill(Number.NaN);
   private readonly freeEntries: number[] = [];
   private entriesEnd = 0;
@@ -43,12 +37,11 @@ export class SiteIdIndex {
     return this.count;
   }
 
-  /** Entries are numbered below this: the length the caller's arrays must have. */
   get entryLimit(): number {
     return this.entriesEnd;
   }
 
-  /** The site's entry; -1 when it has none. */
+  /** -1 when it has none. */
   entryOf(siteId: SiteId): number {
     const id = numericId(siteId);
     if (id === undefined) return this.unusual.get(siteId) ?? -1;
@@ -56,7 +49,6 @@ export class SiteIdIndex {
     return entry >= 0 ? entry : -1;
   }
 
-  /** The site's entry, made for it when it has none. */
   add(siteId: SiteId): number {
     const held = this.entryOf(siteId);
     if (held >= 0) return held;
@@ -77,7 +69,7 @@ export class SiteIdIndex {
     return entry;
   }
 
-  /** Removes the site's entry, which a later add may reuse; returns it, or -1 when there was none. */
+  /** The entry removed (a later add may reuse it), or -1. */
   remove(siteId: SiteId): number {
     const id = numericId(siteId);
     let entry: number;
@@ -98,25 +90,22 @@ export class SiteIdIndex {
     return entry;
   }
 
-  /** The site id of an entry in use. */
   siteIdOf(entry: number): SiteId {
     const id = this.entryIds[entry]!;
     return Number.isNaN(id) ? this.unusualIds.get(entry)! : String(id);
   }
 
-  /** The entries in use, in no particular order. */
   *entries(): IterableIterator<number> {
     for (let entry = 0; entry < this.entriesEnd; entry++) {
       if (!Number.isNaN(this.entryIds[entry]!) || this.unusualIds.has(entry)) yield entry;
     }
   }
 
-  /** The ids of the entries in use, in no particular order. */
   *siteIds(): IterableIterator<SiteId> {
     for (const entry of this.entries()) yield this.siteIdOf(entry);
   }
 
-  /** The id of an entry in use as a number, or NaN when no number spells it. */
+  /** NaN when no number spells it. */
   numericIdOf(entry: number): number {
     return this.entryIds[entry]!;
   }
@@ -129,7 +118,7 @@ export class SiteIdIndex {
     return this.entriesEnd++;
   }
 
-  /** The slot holding `id`, or the empty slot where its probe ends. */
+  /** Or the empty slot where its probe ends. */
   private slotOf(id: number): number {
     const mask = this.slotIds.length - 1;
     for (let slot = this.hash(id); ; slot = (slot + 1) & mask) {
@@ -145,7 +134,6 @@ export class SiteIdIndex {
     return (Math.imul(low ^ Math.imul(high, 0x9e3779b1), 0x85ebca6b) ^ (low >>> 15)) & (this.slotIds.length - 1);
   }
 
-  /** Into a table of twice the entries' slots at least, dropping REMOVED marks. */
   private rehash(): void {
     const [ids, entries] = [this.slotIds, this.slotEntries];
     let slots = INITIAL_SLOTS;

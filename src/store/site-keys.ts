@@ -10,17 +10,13 @@ const HASH_LENGTH = 64;
 const FIELD_END = '\t';
 const ENTRY_END = '\n';
 
-/** A key's credential and the hash it is found by: what the snapshot holds of each key. */
 export interface HashedKey extends KeyCredential {
   readonly hash: KeyHash;
 }
 
 /**
- * A few keys in two strings: their hashes end to end, and per key `<key id>\t<expiry>\n` (no expiry
- * when it never expires). A site has one or two keys as a rule, and a snapshot holds every site: a
- * string holds no references, so the collector marks this list and its two strings without tracing
- * further, where an array of key objects was four objects more per site for every full collection to
- * trace. A lookup that finds a key makes its credential then.
+ * Hashes end to end, and per key `<key id>\t<expiry>\n`: strings hold no references, so the collector does not
+ * trace further, where key objects were four objects more per site for every full collection.
  */
 class KeyList implements KeysByHash {
   constructor(
@@ -61,11 +57,7 @@ function listable(key: HashedKey): boolean {
   return key.hash.length === HASH_LENGTH && !key.keyId.includes(FIELD_END) && !key.keyId.includes(ENTRY_END);
 }
 
-/**
- * A site's keys, by hash, in the smallest form that finds one in a few steps: a list, or a Map when
- * rows written by hand give a site more keys than a list should search (or a key a list cannot hold).
- * Of two keys with one hash (the schema makes hashes unique), the last is the one found, as in a Map.
- */
+/** A list, or a Map when hand-written rows give a site many keys; of two with one hash, the last is found. */
 export function siteKeys(keys: readonly HashedKey[]): KeysByHash {
   if (keys.length === 0) return NO_KEYS;
   if (keys.length > LIST_MAX || !keys.every(listable)) return new Map(keys.map((key) => [key.hash, key]));

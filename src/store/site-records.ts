@@ -3,18 +3,14 @@ import type { ClientId, SiteCredentials, SiteId } from '../decision/types.js';
 import { siteKeys, type HashedKey } from './site-keys.js';
 import { doubled, SiteIdIndex } from './site-id-index.js';
 
-/** Records are written into chunks of this size; a larger record gets a chunk of its own. */
+/** A larger record gets a chunk of its own. */
 const CHUNK_BYTES = 2 ** 20;
 /** A chunk other than the one being written is compacted once less than this share of it is live. */
 const COMPACT_BELOW_LIVE = 0.25;
-/** Sites kept decoded for the checks that read them at most; those not read lately are dropped first. */
 export const DECODED_SITES_MAX = 4_096;
 
-// A record: its length in bytes, flags, two times, the counts of keys and token clients, then strings
-// (each its length in UTF-16 units and the units, so that any text a row holds survives): the site id,
-// the allowlist's two packed strings, per key its hash (its 32 bytes when it is a SHA-256 in lower-case
-// hex, as every stored key's is, else a string), id and expiry, and per token client its id and
-// registration time.
+// A record: length, flags, two times, key and client counts, then strings (UTF-16, so any text survives): site id,
+// the allowlist's two, per key its hash (32 bytes when lower-case hex), id and expiry, per client its id and time.
 const LENGTH = 0;
 const FLAGS = 4;
 const GRACE_UNTIL = 8;
@@ -37,7 +33,6 @@ function stringBytes(text: string): number {
   return 4 + 2 * text.length;
 }
 
-/** A key as its record holds it: the hash as its bytes when it is lower-case hex, else as a string. */
 interface RecordedKey extends HashedKey {
   readonly hashAsBytes: boolean;
 }
@@ -46,7 +41,6 @@ function hashBytes(key: RecordedKey): number {
   return 1 + (key.hashAsBytes ? HASH_BYTES : stringBytes(key.hash));
 }
 
-/** Reads a record's fields in order from a chunk. */
 class RecordReader {
   constructor(
     private readonly chunk: Buffer,
@@ -76,29 +70,19 @@ class RecordReader {
 }
 
 /**
- * The sites of a snapshot, each a record in Buffer chunks outside V8's heap, found through a
- * SiteIdIndex. Held as objects, 100,000 sites were ~60 MB of small objects for every full collection
- * to mark and move, and its pauses stalled checks by 40-70 ms; held so, the heap holds only the sites
- * checks read lately, decoded (a bounded number), and a write never decodes.
- *
- * A replaced or removed site's record is dead space; a chunk mostly dead is compacted into the chunk
- * being written.
+ * Each site a record in Buffer chunks outside V8's heap: as objects, 100,000 sites were ~60 MB for every full
+ * collection, whose pauses stalled checks by 40-70 ms. Mostly dead chunks are compacted.
  */
 export class SiteRecords {
   private readonly index = new SiteIdIndex();
-  /** Per entry, where its record starts: chunk * CHUNK_BYTES + offset, or NO_RECORD. */
+  /** Per entry: chunk * CHUNK_BYTES + offset, or NO_RECORD. */
   private refs = new Float64Array(64).fill(NO_RECORD);
   private readonly chunks: Array<Buffer | undefined> = [];
-  /** Per chunk, its live bytes and the end of what was written into it. */
   private readonly chunkLive: number[] = [];
   private readonly chunkEnd: number[] = [];
   private readonly freeChunks: number[] = [];
   private writing = -1;
-  /**
-   * Sites decoded for checks, in two generations of up to half DECODED_SITES_MAX: a site read in the older
-   * one moves to the newer, and when the newer is full the older is dropped. Every step is one or two Map
-   * operations, where evicting a Map's first entry walks past the holes earlier evictions left.
-   */
+  /** Two generations: the newer full, the older is dropped (evicting a Map's first entry walks past old holes). */
   private recentlyDecoded = new Map<SiteId, SiteCredentials>();
   private earlierDecoded = new Map<SiteId, SiteCredentials>();
   private keyTotal = 0;
@@ -107,7 +91,6 @@ export class SiteRecords {
     return this.index.size;
   }
 
-  /** Active keys across the sites held. */
   get activeKeys(): number {
     return this.keyTotal;
   }
@@ -116,7 +99,6 @@ export class SiteRecords {
     return this.index.entryOf(siteId) >= 0;
   }
 
-  /** The site, decoded on its first read since it was written and kept for the next reads. */
   get(siteId: SiteId): SiteCredentials | undefined {
     const recent = this.recentlyDecoded.get(siteId);
     if (recent !== undefined) return recent;
@@ -133,20 +115,20 @@ export class SiteRecords {
     return site;
   }
 
-  /** The site as held, decoded without keeping it. */
-  private read(siteId: SiteId): SiteCredentials | undefined {
+  /** NO_RECORD for a site unknown, or left unknown by a write that failed half-way. */
+  private refOf(siteId: SiteId): number {
     const entry = this.index.entryOf(siteId);
-    if (entry < 0) return undefined;
-    const ref = this.refs[entry]!;
+    return entry < 0 ? NO_RECORD : this.refs[entry]!;
+  }
+
+  private read(siteId: SiteId): SiteCredentials | undefined {
+    const ref = this.refOf(siteId);
     return ref === NO_RECORD ? undefined : this.decode(ref);
   }
 
-  /** The token clients of the site, decoded only when it has some. */
+  /** Decoded only when the site has some. */
   tokenClientsOf(siteId: SiteId): ReadonlyMap<ClientId, number> {
-    const entry = this.index.entryOf(siteId);
-    if (entry < 0) return NO_CLIENTS;
-    const ref = this.refs[entry]!;
-    // A write that failed half-way, which left the site unknown.
+    const ref = this.refOf(siteId);
     if (ref === NO_RECORD) return NO_CLIENTS;
     return this.chunkOf(ref).readUInt32LE((ref % CHUNK_BYTES) + CLIENT_COUNT) === 0 ? NO_CLIENTS : this.decode(ref).tokenClients;
   }
@@ -195,11 +177,9 @@ export class SiteRecords {
     this.refs[entry] = ref;
   }
 
-  /** The site as `source` holds it, its record copied as it is (nothing decoded); false when `source` has none. */
+  /** The site's record copied from `source`, nothing decoded; false when `source` has none. */
   copyFrom(source: SiteRecords, siteId: SiteId): boolean {
-    const from = source.index.entryOf(siteId);
-    if (from < 0) return false;
-    const sourceRef = source.refs[from]!;
+    const sourceRef = source.refOf(siteId);
     if (sourceRef === NO_RECORD) return false;
     const sourceChunk = source.chunkOf(sourceRef);
     const sourceAt = sourceRef % CHUNK_BYTES;
@@ -223,14 +203,13 @@ export class SiteRecords {
     return this.index.siteIds();
   }
 
-  /** Bytes the chunks take, live or dead: what the store holds outside the heap. */
+  /** Live or dead. */
   get bytesHeld(): number {
     let bytes = 0;
     for (const chunk of this.chunks) bytes += chunk?.length ?? 0;
     return bytes;
   }
 
-  /** The entry for the site, what it held released. */
   private replace(siteId: SiteId): number {
     this.release(siteId);
     const entry = this.index.add(siteId);
@@ -241,7 +220,7 @@ export class SiteRecords {
     return entry;
   }
 
-  /** Forgets what the site held (its record dead, its decoded form dropped); its entry stays. */
+  /** Its record dead, its decoded form dropped; its entry stays. */
   private release(siteId: SiteId): void {
     this.recentlyDecoded.delete(siteId);
     this.earlierDecoded.delete(siteId);
@@ -257,7 +236,6 @@ export class SiteRecords {
     if (chunkIndex !== this.writing && this.chunkLive[chunkIndex]! < chunk.length * COMPACT_BELOW_LIVE) this.compact(chunkIndex);
   }
 
-  /** Room for a record of `bytes`, counted live: its ref. */
   private reserve(bytes: number): number {
     if (bytes > CHUNK_BYTES) return this.ownChunk(bytes);
     if (this.writing < 0 || this.chunkEnd[this.writing]! + bytes > CHUNK_BYTES) {
@@ -273,7 +251,6 @@ export class SiteRecords {
     return this.writing * CHUNK_BYTES + at;
   }
 
-  /** A chunk for one record alone. */
   private ownChunk(bytes: number): number {
     const own = this.newChunk(bytes);
     this.chunkEnd[own] = bytes;
@@ -289,7 +266,6 @@ export class SiteRecords {
     return chunkIndex;
   }
 
-  /** Moves the live records of a chunk into the one being written, and frees it. */
   private compact(chunkIndex: number): void {
     const chunk = this.chunks[chunkIndex]!;
     this.chunks[chunkIndex] = undefined;

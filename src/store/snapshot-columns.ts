@@ -1,26 +1,20 @@
 import { BUCKET_SPAN } from './site-digests.js';
 
-/**
- * The columns of the credential snapshot, declared once: the loader's rows, each site's digest and each
- * bucket's digest are all built from SNAPSHOT_TABLES, so that a column the snapshot reads is also one a
- * resync sees change. A column added to a table here reaches the three queries; the loader's row type
- * and buildSites then use it.
- */
+// The loader's rows, each site's digest and each bucket's digest are all built from SNAPSHOT_TABLES, so
+// that a column the snapshot reads is also one a resync sees change.
 
 /** A condition on the column that holds the site id (`id` on sites, `site_id` on the others). */
 export type SiteFilter = (column: string) => string;
 
-/** A time as the snapshot holds it: epoch milliseconds, NULL for none. */
 const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
-export interface SnapshotColumn {
-  /** The column of the table, as the bucket digest hashes it. */
+interface SnapshotColumn {
   readonly column: string;
   /** The name of the value in the loader's row. */
   readonly as: string;
-  /** What the loader reads (default: the column). */
+  /** Default: the column. */
   readonly read?: string;
-  /** How a site's digest spells it (default: what the loader reads, as text; '-' for NULL). */
+  /** Default: what the loader reads, as text; '-' for NULL. */
   readonly digestText?: string;
 }
 
@@ -28,7 +22,7 @@ export interface SnapshotTable {
   readonly table: 'sites' | 'api_keys' | 'allowlist_entries' | 'token_clients';
   /** Names the table's part of a bucket's digest. */
   readonly part: string;
-  /** The column that holds the site id; read as text, so that no site id near 2^63 loses digits. */
+  /** Read as text, so that no site id near 2^63 loses digits. */
   readonly siteColumn: 'id' | 'site_id';
   /** Which of its rows the snapshot holds (none: all). */
   readonly holds?: string;
@@ -91,7 +85,6 @@ export const SNAPSHOT_TABLES: readonly SnapshotTable[] = [
   },
 ];
 
-/** The table of that name. */
 export function snapshotTable(name: SnapshotTable['table']): SnapshotTable {
   return SNAPSHOT_TABLES.find((table) => table.table === name)!;
 }
@@ -100,17 +93,12 @@ const readOf = (column: SnapshotColumn) => column.read ?? column.column;
 const digestTextOf = (column: SnapshotColumn) => column.digestText ?? `coalesce((${readOf(column)})::text, '-')`;
 const where = (...conditions: Array<string | undefined>) => conditions.filter((condition) => condition !== undefined).join(' AND ');
 
-/** The rows the loader reads of `table` for the sites `filter` selects: the site id as text and each column as its row names it. */
 export function snapshotRowsQuery(table: SnapshotTable, filter: SiteFilter): string {
   const columns = [`${table.siteColumn}::text AS ${table.siteColumn}`, ...table.columns.map((column) => `${readOf(column)} AS ${column.as}`)];
   return `SELECT ${columns.join(', ')} FROM ${table.table} WHERE ${where(table.holds, filter(table.siteColumn))}`;
 }
 
-/**
- * Per site (of those `filter` selects), the MD5 of everything the snapshot holds of it, and its
- * bucket: the site's columns, then each other table's rows of the site in their order. Empty parts
- * stay in place, so that no two different sites spell the same text.
- */
+/** Per site, the MD5 of all the snapshot holds of it; empty parts stay in place, so no two sites spell the same. */
 export function siteDigestsQuery(filter: SiteFilter, tables: readonly SnapshotTable[] = SNAPSHOT_TABLES): string {
   const [sites, ...ofSite] = tables as [SnapshotTable, ...SnapshotTable[]];
   const rowText = (table: SnapshotTable) => table.columns.map(digestTextOf).join(` || '${table.digestJoin}' || `);
@@ -129,12 +117,8 @@ export function siteDigestsQuery(filter: SiteFilter, tables: readonly SnapshotTa
 }
 
 /**
- * One row per bucket: a resync that finds nothing changed reads a few hundred rows, not a row per site.
- * Each table's rows in a bucket are folded into one 64-bit value, the XOR of each row's hash over the
- * site id and the columns the snapshot reads: no text is made and nothing sorted, so it costs the
- * database a quarter of an MD5 per site (about 0.2 s at 100,000 sites, every resync of every
- * replica). A changed bucket is then compared site by site with siteDigestsQuery, so this digest only has
- * to change when a bucket's rows do. PostgreSQL 14 brought hash_record_extended and bit_xor.
+ * One row per bucket, each table's rows folded into the XOR of their hashes: no text made and nothing sorted,
+ * a quarter of an MD5 per site. A changed bucket is then compared site by site.
  */
 export function bucketDigestsQuery(tables: readonly SnapshotTable[] = SNAPSHOT_TABLES): string {
   const parts = tables.map((table) => {

@@ -3,24 +3,23 @@ import type { Logger } from '../observe/logger.js';
 
 export interface CacheStatus {
   readonly loaded: boolean;
-  /** Loaded, and not staler than the limit: checks can be decided. */
+  /** Loaded, and not staler than the limit. */
   readonly ready: boolean;
   readonly listening: boolean;
   readonly sites: number;
   readonly activeKeys: number;
-  /** When the last full load that succeeded began: every change committed before it is in the snapshot. */
+  /** When the last full load that succeeded began. */
   readonly lastSyncAt: string | null;
-  /** Seconds since lastSyncAt on this process's clock, whatever the connections do: what readiness is judged on. */
+  /** On this process's clock, whatever the connections do: what readiness is judged on. */
   readonly staleSeconds: number;
   readonly maxStalenessSeconds: number;
-  /** Sites notified as changed whose reload has not succeeded yet. */
   readonly pendingSites: number;
 }
 
 export interface SyncEvent {
   readonly kind: 'full' | 'sites';
   readonly sites: number;
-  /** Sites whose rows this sync read and built again: a resync that found nothing changed read none. */
+  /** A resync that found nothing changed read none. */
   readonly sitesRead: number;
   readonly durationSeconds: number;
 }
@@ -32,21 +31,13 @@ export interface SyncFailureEvent {
 
 const TICK_MAX_MS = 1_000;
 
-/**
- * The bound on every database wait of the service: connecting, each query, each lock. A third of
- * the staleness limit, so that a load that hangs fails, and is retried, well before the snapshot
- * it would have renewed is too old.
- */
+/** A third of the staleness limit: a load that hangs fails, and is retried, well before the snapshot is too old. */
 export function databaseTimeoutMs(maxStalenessSeconds: number): number {
   if (maxStalenessSeconds === 0) return 30_000;
   return Math.min(30_000, Math.max(500, (maxStalenessSeconds * 1000) / 3));
 }
 
-/**
- * Whether the snapshot is loaded, and its age: the time since the last successful full load began, on
- * this process's own clock, whatever state the connections are in. Checks are decided while it is
- * loaded and no staler than maxStalenessSeconds (0: never too stale).
- */
+/** The age since the last successful full load began, on this process's clock, whatever the connections do. */
 export class SnapshotFreshness {
   private everLoaded = false;
   private lastFullLoadStartedAt: number | undefined;
@@ -57,13 +48,12 @@ export class SnapshotFreshness {
     return this.everLoaded;
   }
 
-  /** A full load that began at startedAt (Date.now()) succeeded: every change committed before then is in the snapshot. */
+  /** `startedAt`: Date.now() when it began. */
   fullLoadSucceeded(startedAt: number): void {
     this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
     this.everLoaded = true;
   }
 
-  /** When the last full load that succeeded began, as CacheStatus.lastSyncAt gives it. */
   lastSyncAt(): string | null {
     return this.lastFullLoadStartedAt === undefined ? null : new Date(this.lastFullLoadStartedAt).toISOString();
   }
@@ -78,21 +68,21 @@ export class SnapshotFreshness {
     return limit === 0 || (this.ageSeconds(now) ?? Infinity) <= limit;
   }
 
-  /** A third of the staleness limit has passed without a successful full load (or none has succeeded yet). */
+  /** A third of the staleness limit passed without a successful full load. */
   renewalDue(now: number): boolean {
     const limit = this.maxStalenessSeconds;
     const age = this.ageSeconds(now);
     return limit > 0 && (age === undefined || age >= limit / 3);
   }
 
-  /** How often to look whether the snapshot needs renewing: six times within the staleness limit, at most a second apart. */
+  /** Six times within the staleness limit, at most a second apart. */
   tickMs(): number {
     const limitMs = this.maxStalenessSeconds * 1000;
     return limitMs === 0 ? TICK_MAX_MS : Math.max(100, Math.min(TICK_MAX_MS, limitMs / 6));
   }
 }
 
-/** A line about a database that misbehaves, saying why it may, and what checks get meanwhile. */
+/** Says why the database may misbehave, and what checks get meanwhile. */
 export function warnOfOutage(logger: Logger, what: string, error: unknown, status: CacheStatus): void {
   const code = (error as { code?: unknown } | null)?.code;
   const consequence = !status.loaded
@@ -117,7 +107,7 @@ export function warnOfOutage(logger: Logger, what: string, error: unknown, statu
   );
 }
 
-/** Observers of one kind of event: one that throws is logged, and the others still hear of it. */
+/** One that throws is logged, and the others still hear of it. */
 export class SyncObservers<E> {
   private readonly listeners: Array<(event: E) => void> = [];
 

@@ -1,19 +1,16 @@
 import type pg from 'pg';
 import { buildAllowlist } from '../allowlist/allowlist.js';
 import { IPV4_MAPPED } from '../allowlist/client-ip.js';
-import type { Brownout, ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
+import type { Brownout, ClientId, SiteId } from '../decision/types.js';
 import { Slices } from '../common/slices.js';
 import { withPooledClient } from './pooled-client.js';
 import { siteKeys, type HashedKey } from './site-keys.js';
 import { snapshotRowsQuery, snapshotTable, type SiteFilter } from './snapshot-columns.js';
 import { SiteRecords } from './site-records.js';
 
-/** Sites by id, as records: the plain data a CredentialSnapshot hands the decision. */
 export type LoadedSites = SiteRecords;
 
-// The rows as snapshotRowsQuery reads them: the columns and their names are declared in snapshot-columns.ts.
-
-/** What the decision needs of a site: whether it may authenticate at all, and its sunset grace. */
+// The rows as snapshotRowsQuery reads them: their columns are declared in snapshot-columns.ts.
 interface SiteCredentialsRow {
   id: string;
   enabled: boolean;
@@ -21,13 +18,11 @@ interface SiteCredentialsRow {
   auth_method: string;
   tokens_not_before_ms: number | null;
 }
-/** A token client as the decision matches it: by the token's client_id claim, and since when its tokens count. */
 interface TokenClientRow {
   site_id: string;
   client_id: ClientId;
   tokens_not_before_ms: number;
 }
-/** An unrevoked key as the decision matches it: by the hex SHA-256 of the key, never the key. */
 interface ActiveKeyHashRow {
   site_id: string;
   id: string;
@@ -48,7 +43,6 @@ export interface UnusableRow {
   readonly reason: string;
 }
 
-/** Hears each row a load leaves out. */
 export type UnusableRowListener = (row: UnusableRow) => void;
 
 export const ignoreUnusable: UnusableRowListener = () => undefined;
@@ -56,57 +50,52 @@ const HASH = /^[0-9a-f]{64}$/;
 
 const NO_CLIENTS: ReadonlyMap<ClientId, number> = new Map();
 
-/** A method the schema does not know (a row written by hand) is read as the stricter one. */
-function siteAuthMethod(value: string): SiteAuthMethod {
-  return value === 'both' ? 'both' : 'tokens';
-}
-
-/** The rows of the four tables that make up the sites, as one transaction read them. */
 type SiteRows = [SiteCredentialsRow[], ActiveKeyHashRow[], AllowlistNetworkRow[], TokenClientRow[]];
 
+/** The `wanted` rows (all when undefined) by site, each as `add` puts it in its site's group. */
+async function bySite<R extends { site_id: string }, G>(
+  rows: readonly R[],
+  slices: Slices,
+  wanted: ReadonlySet<SiteId> | undefined,
+  newGroup: () => G,
+  add: (group: G, row: R) => void,
+): Promise<Map<SiteId, G>> {
+  const groups = new Map<SiteId, G>();
+  for (const row of rows) {
+    if (slices.over) await slices.next();
+    if (wanted !== undefined && !wanted.has(row.site_id)) continue;
+    let group = groups.get(row.site_id);
+    if (group === undefined) groups.set(row.site_id, (group = newGroup()));
+    add(group, row);
+  }
+  return groups;
+}
+
 /**
- * The sites of these rows, or only the `wanted` ones, written into `table`. Rows that would break the
- * decision are left out, each reported: a key that cannot be matched is refused (102), a site that
- * cannot be built is unknown (101). One odd row never fails every check. Building yields to checks in
- * slices; each site is a record as soon as it is built, so no run of site objects outlives a slice.
+ * A row that would break the decision is left out and reported: an unusable key is refused (102), an unusable
+ * site unknown (101). Each site is a record once built, so that no run of site objects outlives a slice.
  */
 async function buildSites(
   [sites, keys, allowlist, tokenClients]: SiteRows,
   onUnusable: UnusableRowListener,
-  wanted?: ReadonlySet<SiteId>,
-  table: LoadedSites = new SiteRecords(),
+  wanted: ReadonlySet<SiteId> | undefined,
+  table: LoadedSites,
 ): Promise<LoadedSites> {
   const slices = new Slices();
-  const keysBySite = new Map<SiteId, HashedKey[]>();
-  for (const key of keys) {
-    if (slices.over) await slices.next();
-    if (wanted !== undefined && !wanted.has(key.site_id)) continue;
+  const keysBySite = await bySite(keys, slices, wanted, (): HashedKey[] => [], (keysOfSite, key) => {
     if (!HASH.test(key.hash) || Number.isNaN(key.expires_at_ms)) {
       onUnusable({ table: 'api_keys', row: key.id, reason: 'its hash or expiry cannot be read' });
-      continue;
-    }
-    let keysOfSite = keysBySite.get(key.site_id);
-    if (keysOfSite === undefined) keysBySite.set(key.site_id, (keysOfSite = []));
-    keysOfSite.push({ hash: key.hash, keyId: key.id, expiresAt: key.expires_at_ms });
-  }
-  const entriesBySite = new Map<SiteId, AllowlistNetworkRow[]>();
-  for (const entry of allowlist) {
-    if (slices.over) await slices.next();
-    if (wanted !== undefined && !wanted.has(entry.site_id)) continue;
-    let entries = entriesBySite.get(entry.site_id);
-    if (entries === undefined) entriesBySite.set(entry.site_id, (entries = []));
-    entries.push(entry);
-  }
-  const clientsBySite = new Map<SiteId, Map<ClientId, number>>();
-  for (const client of tokenClients) {
-    if (slices.over) await slices.next();
-    if (wanted !== undefined && !wanted.has(client.site_id)) continue;
-    let clients = clientsBySite.get(client.site_id);
-    if (clients === undefined) clientsBySite.set(client.site_id, (clients = new Map()));
+    } else keysOfSite.push({ hash: key.hash, keyId: key.id, expiresAt: key.expires_at_ms });
+  });
+  const noEntries = (): AllowlistNetworkRow[] => [];
+  const entriesBySite = await bySite(allowlist, slices, wanted, noEntries, (entries, entry) => entries.push(entry));
+  const noClients = () => new Map<ClientId, number>();
+  const clientsBySite = await bySite(tokenClients, slices, wanted, noClients, (clients, client) => {
     // A cut-off that cannot be read admits none of the client's tokens.
-    const registeredAt = client.tokens_not_before_ms;
-    clients.set(client.client_id, typeof registeredAt === 'number' && !Number.isNaN(registeredAt) ? registeredAt : Number.POSITIVE_INFINITY);
-  }
+    const notBefore = client.tokens_not_before_ms;
+    const readable = typeof notBefore === 'number' && !Number.isNaN(notBefore);
+    clients.set(client.client_id, readable ? notBefore : Number.POSITIVE_INFINITY);
+  });
   for (const site of sites) {
     if (wanted !== undefined && !wanted.has(site.id)) continue;
     if (Number.isNaN(site.grace_until_ms) || Number.isNaN(site.tokens_not_before_ms) || typeof site.enabled !== 'boolean') {
@@ -126,7 +115,8 @@ async function buildSites(
           reason: `an IPv4-mapped network wider than ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}, which would reach beyond IPv4`,
         }),
       ),
-      authMethod: siteAuthMethod(site.auth_method),
+      // A method the schema does not know (a row written by hand) is read as the stricter one.
+      authMethod: site.auth_method === 'both' ? 'both' : 'tokens',
       tokensNotBefore: site.tokens_not_before_ms,
       tokenClients: clientsBySite.get(site.id) ?? NO_CLIENTS,
     });
@@ -135,19 +125,18 @@ async function buildSites(
   return table;
 }
 
-/** The four tables' rows of the sites `filter` selects, read in the transaction `client` has open. */
 async function readSiteRows(client: pg.PoolClient, filter: SiteFilter, params: unknown[]): Promise<SiteRows> {
-  const sites = await client.query<SiteCredentialsRow>(snapshotRowsQuery(snapshotTable('sites'), filter), params);
-  const keys = await client.query<ActiveKeyHashRow>(snapshotRowsQuery(snapshotTable('api_keys'), filter), params);
-  const allowlist = await client.query<AllowlistNetworkRow>(snapshotRowsQuery(snapshotTable('allowlist_entries'), filter), params);
-  const tokenClients = await client.query<TokenClientRow>(snapshotRowsQuery(snapshotTable('token_clients'), filter), params);
-  return [sites.rows, keys.rows, allowlist.rows, tokenClients.rows];
+  const rows: unknown[] = [];
+  for (const table of ['sites', 'api_keys', 'allowlist_entries', 'token_clients'] as const) {
+    rows.push((await client.query(snapshotRowsQuery(snapshotTable(table), filter), params)).rows);
+  }
+  return rows as SiteRows;
 }
 
 /** Runs `read` in one REPEATABLE READ transaction, so a key never appears without its site or allowlist. */
 export async function inOneSnapshot<T>(pool: pg.Pool, read: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   // On failure the connection is discarded, not rolled back: after a time-out it may still be busy with
-  // the query, and a ROLLBACK would wait behind it. Closing the connection ends the transaction too.
+  // the query, and a ROLLBACK would wait behind it.
   return withPooledClient(
     pool,
     async (client) => {
@@ -160,20 +149,15 @@ export async function inOneSnapshot<T>(pool: pg.Pool, read: (client: pg.PoolClie
   );
 }
 
-/**
- * A whole read goes by runs of this many sites, each run's rows built and let go before the next is
- * read, so that they die young. Read at once, 100,000 sites' rows (~100 MB) outlived the young
- * generation, filled the old one, and the full collection that freed them paused checks.
- */
+/** Read at once, 100,000 sites' rows (~100 MB) outlived the young generation, and freeing them paused checks. */
 const SITES_PER_RUN = 2_000;
-/** `$1`: the last site id of the run before (NULL: none yet). The last site id of the next run, NULL when none is left. */
+/** `$1`: the last site id of the run before (NULL: none yet). NULL when no site is left. */
 const NEXT_RUN_END = `SELECT max(id)::text AS last FROM (SELECT id FROM sites WHERE $1::bigint IS NULL OR id > $1 ORDER BY id LIMIT ${SITES_PER_RUN}) run`;
 /** `$1` and `$2`: the last site id of the run before (NULL: none) and of this run. */
 const inRun: SiteFilter = (column) => `($1::bigint IS NULL OR ${column} > $1) AND ${column} <= $2::bigint`;
 /** `$1`: the site ids to read. */
 export const namedSites: SiteFilter = (column) => `${column} = ANY($1::bigint[])`;
 
-/** Every site (or the `wanted` ones), read run by run in the transaction `client` has open. */
 export async function readAllSites(client: pg.PoolClient, onUnusable: UnusableRowListener, wanted?: ReadonlySet<SiteId>): Promise<LoadedSites> {
   const sites = new SiteRecords();
   for (let after: string | null = null; ; ) {
@@ -184,15 +168,10 @@ export async function readAllSites(client: pg.PoolClient, onUnusable: UnusableRo
   }
 }
 
-/** Named sites are read and built this many at a time, so that one run's rows are let go before the next is read. */
+/** Named sites are read and built this many at a time, for the reason of SITES_PER_RUN. */
 const NAMED_SITES_PER_RUN = 200;
 
-/**
- * The named sites, read and built NAMED_SITES_PER_RUN at a time within the caller's transaction;
- * `alsoOfRun` reads more of each run there. Read whole, a thousand sites' rows outlived the young
- * generation while their queries ran: each scavenge copied them, the next promoted them, and the full
- * collection that freed them held checks up.
- */
+/** The named sites, within the caller's transaction; `alsoOfRun` reads more of each run there. */
 export async function readNamedSites(
   client: pg.PoolClient,
   siteIds: readonly SiteId[],
@@ -222,26 +201,18 @@ const BROWNOUTS = `SELECT id::text AS id, (extract(epoch FROM starts_at) * 1000)
                           (extract(epoch FROM ends_at) * 1000)::float8 AS until_ms, site_ids::text[] AS site_ids, dry_run
                      FROM brownouts WHERE cancelled_at IS NULL AND ends_at > now()`;
 
-function toBrownout(row: BrownoutRow): Brownout {
-  return { id: row.id, from: row.from_ms, until: row.until_ms, siteIds: row.site_ids && new Set(row.site_ids), dryRun: row.dry_run };
-}
-
-/** A brownout the decision can apply: times it can compare ('infinity' included), and site ids, not NULLs. */
-function usableBrownout(row: BrownoutRow): boolean {
-  return !Number.isNaN(row.from_ms) && !Number.isNaN(row.until_ms) && (row.site_ids === null || row.site_ids.every((siteId) => siteId !== null));
-}
-
-/** Brownouts not cancelled and not over yet. */
+/** Brownouts not cancelled and not over yet; one with times it cannot compare, or a NULL site id, is left out. */
 export async function loadBrownouts(pool: pg.Pool, onUnusable: UnusableRowListener = ignoreUnusable): Promise<Brownout[]> {
   const { rows } = await pool.query<BrownoutRow>(BROWNOUTS);
-  return rows.flatMap((row) => {
-    if (usableBrownout(row)) return [toBrownout(row)];
-    onUnusable({ table: 'brownouts', row: row.id, reason: 'its times or site ids cannot be read (a NULL among site_ids?)' });
-    return [];
+  return rows.flatMap(({ id, from_ms: from, until_ms: until, site_ids: siteIds, dry_run: dryRun }) => {
+    if (Number.isNaN(from) || Number.isNaN(until) || (siteIds !== null && siteIds.some((siteId) => siteId === null))) {
+      onUnusable({ table: 'brownouts', row: id, reason: 'its times or site ids cannot be read (a NULL among site_ids?)' });
+      return [];
+    }
+    return [{ id, from, until, siteIds: siteIds && new Set(siteIds), dryRun }];
   });
 }
 
-/** Every site with its active keys and allowlist. */
 export function loadAllSites(pool: pg.Pool, onUnusable: UnusableRowListener = ignoreUnusable): Promise<LoadedSites> {
   return inOneSnapshot(pool, (client) => readAllSites(client, onUnusable));
 }

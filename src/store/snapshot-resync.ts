@@ -9,31 +9,19 @@ import { ignoreUnusable, inOneSnapshot, namedSites, readAllSites, readNamedSites
 /** `$1`: the buckets to read. */
 const inBuckets: SiteFilter = (column) => `${column} / ${BUCKET_SPAN} = ANY($1::bigint[])`;
 const BUCKET_DIGESTS = bucketDigestsQuery();
-/**
- * The site digests of the buckets asked for, one row per bucket: `<id>:<digest>` per site, joined by
- * commas. A resync that finds most buckets changed reads every site's digest: as a row per site,
- * 100,000 rows outlived the young generation while the result arrived, and the full collection that
- * freed them paused checks; a row per bucket is a few hundred strings.
- */
+/** A row per bucket: as a row per site, 100,000 rows outlived the young generation, and freeing them paused checks. */
 const BUCKET_SITE_DIGESTS = `SELECT string_agg(id::text || ':' || digest, ',') AS sites FROM (${siteDigestsQuery(inBuckets)}) per_site GROUP BY bucket`;
 const NAMED_SITE_DIGESTS = `SELECT id::text AS id, bucket::text AS bucket, digest FROM (${siteDigestsQuery(namedSites)}) per_site`;
 
 /** Beyond this share of the sites changed, their rows are read whole rather than named one by one. */
 const NAMED_READ_MAX_SHARE = 0.25;
 
-/** What a resync found: the digests it read, the sites that changed (read again), and those gone. */
 export interface SiteResync extends ResyncDigests {
-  /** Sites whose digest differs from the one held, new ones included, with their rows. */
   readonly changed: LoadedSites;
   readonly removed: SiteId[];
 }
 
-/**
- * A full resync that reads again only what changed, in one transaction: a digest per bucket of sites;
- * for the buckets whose digest is not the one held, a digest per site; and the rows of the sites whose
- * digest changed (all rows, run by run, if that is most of them). Comparing and building yield to the
- * event loop every SLICE_MS, so that a large installation's resync does not hold checks up.
- */
+/** A digest per bucket, per site of the changed buckets, then the rows of the changed sites, in one transaction. */
 export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: UnusableRowListener = ignoreUnusable): Promise<SiteResync> {
   const read = await inOneSnapshot(pool, async (client) => {
     const bucketRows = (await client.query<{ bucket: string; digest: string }>(BUCKET_DIGESTS)).rows;
@@ -70,9 +58,8 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
       }
     }
     if (changedIds.length === 0) return { bucketDigests, siteDigests, changedIds, removed, changed: new SiteRecords() };
-    // Read whole, the rows also hold sites that did not change: those keep the records checks use now.
-    // Unfiltered only when every site changed (the first load): a site in `changed` must have its digest
-    // in `siteDigests`, or a digest a reload left would stay on the rows the resync put in its place.
+    // Read whole, the rows also hold unchanged sites, which keep their records. Unfiltered only on the first load: a
+    // site in `changed` needs its digest in `siteDigests`, or one a reload left would stay on the resync's rows.
     const everySiteChanged = changedBuckets.length === bucketDigests.size && changedIds.length === siteDigests.size;
     const changed =
       changedIds.length > held.sites.size * NAMED_READ_MAX_SHARE
@@ -86,17 +73,13 @@ export async function resyncSites(pool: pg.Pool, held: SiteDigests, onUnusable: 
   return { bucketDigests, siteDigests, changed, removed };
 }
 
-/** The named sites, as loadSites reads them, and each one's digest read in the same transaction. */
 export interface ReloadedSites {
   readonly sites: LoadedSites;
   readonly digests: ReadonlyMap<SiteId, SiteDigest>;
 }
 
-/**
- * loadSites for a notification: with each site's digest beside its rows, the next resync knows the
- * site is current and does not read it again (at 1,000 changes it would rebuild 1,000 sites twice).
- */
-export async function loadSitesWithDigests(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener = ignoreUnusable): Promise<ReloadedSites> {
+/** With each site's digest beside its rows, the next resync knows the site is current and does not read it again. */
+export async function loadSitesWithDigests(pool: pg.Pool, siteIds: readonly SiteId[], onUnusable: UnusableRowListener): Promise<ReloadedSites> {
   return inOneSnapshot(pool, async (client) => {
     const digests = new Map<SiteId, SiteDigest>();
     const sites = await readNamedSites(client, siteIds, onUnusable, async (run) => {

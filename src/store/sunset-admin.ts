@@ -3,7 +3,6 @@ import { AdminError, refuseUnknownSites, siteNotFound, type AdminTransactions } 
 import { loadSunsetPolicy, writeSunsetPolicy } from './sunset-policy.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
-/** The sunset policy in force, as `sunset show` gives it. */
 export interface SunsetPolicySummary {
   readonly sunsetAt: string;
   readonly enforce: boolean;
@@ -13,7 +12,7 @@ export interface SunsetPolicySummary {
   readonly updatedAt: string | null;
 }
 
-/** What `sunset set` changes; an absent field keeps its value. */
+/** An absent field keeps its value. */
 export interface SunsetPolicyChange {
   readonly sunsetAt?: number;
   readonly enforce?: boolean;
@@ -76,14 +75,11 @@ function brownoutSummary(row: BrownoutRow): BrownoutSummary {
   };
 }
 
-/**
- * The API-key sunset as account managers run it: the policy, per-site grace and brownouts (the reports
- * they work from are SunsetReports'). Changes are audited; the triggers carry them to every replica.
- */
+/** The API-key sunset as account managers run it: the policy, per-site grace and brownouts. */
 export class SunsetAdmin {
   constructor(private readonly transactions: AdminTransactions) {}
 
-  /** The sunset policy every process follows: the database's, or `fallback` (the environment's) while it holds none. */
+  /** The database's, or `fallback` (the environment's) while it holds none. */
   async policy(fallback: SunsetPolicy): Promise<SunsetPolicySummary> {
     return this.transactions.read(async (sql) => {
       const stored = await loadSunsetPolicy(sql);
@@ -91,7 +87,7 @@ export class SunsetAdmin {
     });
   }
 
-  /** Changes the stored policy (starting from `fallback` when none is stored); audited as sunset.set. */
+  /** Starting from `fallback` when none is stored. */
   async setPolicy(change: SunsetPolicyChange, fallback: SunsetPolicy): Promise<{ readonly policy: SunsetPolicySummary; readonly previous: SunsetPolicySummary }> {
     return this.transactions.change(async (sql) => {
       const stored = await loadSunsetPolicy(sql, true);
@@ -110,7 +106,7 @@ export class SunsetAdmin {
     });
   }
 
-  /** Sets (a Date) or clears (null) the site's grace; returns the previous value. */
+  /** null clears it. */
   async setGrace(siteId: SiteId, until: Date | null): Promise<{ readonly siteId: SiteId; readonly graceUntil: string | null; readonly previous: string | null }> {
     return this.transactions.change(async (sql) => {
       const { rows } = await sql.query<{ previous: StoredTimestamp | null }>('SELECT apikey_grace_until AS previous FROM sites WHERE id = $1 FOR UPDATE', [siteId]);

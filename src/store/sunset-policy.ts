@@ -9,7 +9,6 @@ interface SunsetPolicyRow {
   guide_url: string | null;
 }
 
-/** The policy as stored, with when it was last changed. */
 export interface StoredSunsetPolicy extends SunsetPolicy {
   readonly updatedAt: string;
 }
@@ -19,11 +18,7 @@ const SELECT = `SELECT (extract(epoch FROM sunset_at) * 1000)::float8 AS sunset_
                   FROM sunset_policy`;
 
 
-/**
- * The sunset policy in the database; undefined while it holds none (nobody seeded or set it yet), or
- * while its schema is older than this code (a rolling upgrade whose migration has not run yet):
- * then the environment's policy applies, as it did before the table existed.
- */
+/** undefined while none is stored, or before its migration ran: then the environment's policy applies. */
 export async function loadSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, lock = false): Promise<StoredSunsetPolicy | undefined> {
   let rows: Array<SunsetPolicyRow & { updated_at: string }>;
   try {
@@ -37,10 +32,7 @@ export async function loadSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, lock =
   return { sunsetAt: row.sunset_at_ms, enforce: row.enforce, guideUrl: row.guide_url ?? undefined, updatedAt: row.updated_at };
 }
 
-/**
- * Writes the environment's policy as the first one, if the database holds none: the old variables
- * seed it once, and from then on the database decides. True when this call wrote it.
- */
+/** The environment's policy as the first one, if none is stored; true when this call wrote it. */
 export async function seedSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, policy: SunsetPolicy): Promise<boolean> {
   const { rowCount } = await sql.query(
     'INSERT INTO sunset_policy (sunset_at, enforce, guide_url) VALUES ($1, $2, $3) ON CONFLICT (singleton) DO NOTHING',
@@ -49,7 +41,6 @@ export async function seedSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, policy
   return rowCount === 1;
 }
 
-/** Replaces the stored policy (inserting it if there is none); the trigger tells every replica. */
 export async function writeSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, policy: SunsetPolicy): Promise<void> {
   await sql.query(
     `INSERT INTO sunset_policy (sunset_at, enforce, guide_url) VALUES ($1, $2, $3)
@@ -59,7 +50,6 @@ export async function writeSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, polic
   );
 }
 
-/** The environment's sunset policy: only the first value the database gets, when it holds none. */
 export function configuredSunsetPolicy(config: Pick<Config, 'apiKeySunsetAt' | 'apiKeySunsetEnforce' | 'migrationGuideUrl'>): SunsetPolicy {
   return { sunsetAt: config.apiKeySunsetAt, enforce: config.apiKeySunsetEnforce, guideUrl: config.migrationGuideUrl };
 }

@@ -5,7 +5,6 @@ import { OVERFLOW_ADDRESS, UNKNOWN_SITES } from './denial-stats-recorder.js';
 import { countsBeginOf } from './usage-impact.js';
 import { epochMsOf, instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
-/** One key that a site used in the report's window. */
 export interface MigrationKeyRow {
   readonly siteId: string;
   readonly siteName: string;
@@ -13,13 +12,12 @@ export interface MigrationKeyRow {
   readonly maskedKey: string;
   readonly lastUsedAt: string;
   readonly graceUntil: string | null;
-  /** When API keys stop working for this site: the later of the sunset and its grace. */
+  /** The later of the sunset and its grace. */
   readonly cutoffAt: string;
   /** null: the grace never ends ('infinity'). */
   readonly daysLeft: number | null;
 }
 
-/** One site's move from API keys to tokens over the report's window. */
 export interface MigrationSiteRow {
   readonly siteId: string;
   readonly siteName: string;
@@ -27,29 +25,21 @@ export interface MigrationSiteRow {
   /** Allowed requests in the window, as the replicas counted them by hour (auth_usage). */
   readonly tokenRequests: number;
   readonly keyRequests: number;
-  /** tokenRequests / (tokenRequests + keyRequests), from 0 to 1; null without any request. */
+  /** From 0 to 1; null without any request. */
   readonly tokenShare: number | null;
-  /** The site's last allowed token request at any time: its clients' last use or the hourly counts. */
+  /** At any time: its clients' last use or the hourly counts. */
   readonly lastTokenUseAt: string | null;
-  /** The last use of any of the site's API keys, at any time. */
   readonly lastKeyUseAt: string | null;
   readonly tokenClients: number;
-  /**
-   * `site auth <id> tokens` today would refuse someone: the site is on both and an API key of it was
-   * used in the window. A site already on tokens refuses keys now, so switching changes nothing.
-   */
+  /** `site auth <id> tokens` would refuse someone: the site is on both and one of its keys was used in the window. */
   readonly wouldRefuseOnTokens: boolean;
   readonly cutoffAt: string;
   readonly daysLeft: number | null;
 }
 
-/** The migration report per site, with where its request counts begin, read together. */
 export interface MigrationSiteReport {
   readonly rows: MigrationSiteRow[];
-  /**
-   * The first hour the request counts (auth_usage) hold, or null when they hold none: serve deletes hours
-   * older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request.
-   */
+  /** The first hour auth_usage holds; null: none. */
   readonly countsBegin: string | null;
   /** countsBegin when it is inside the window: the rows' request counts start there, not at `since`. */
   readonly countsBeginLate: string | undefined;
@@ -67,11 +57,10 @@ export interface DenialReportRow {
   readonly count: number;
   readonly firstSeen: string;
   readonly lastSeen: string;
-  /** On a row whose clientIp is 'other' (DENIAL_ROWS_PER_SITE_HOUR): how many addresses it stands for; else 0. */
+  /** On a row whose clientIp is 'other': how many addresses it stands for; else 0. */
   readonly moreAddresses: number;
 }
 
-/** `report denials`: the rows with the most refusals first, at most `limit` of them, and how many were left out. */
 export interface DenialReport {
   readonly rows: readonly DenialReportRow[];
   readonly omittedRows: number;
@@ -84,22 +73,17 @@ const HOUR_MS = 3_600_000;
 /** Why request counts can begin later than a report asks, for the warning every surface gives. */
 export const COUNTS_BEGIN_WHY = 'serve deletes counts older than AUTH_USAGE_RETENTION_DAYS, and counted none before its first request';
 
-/** countsBegin when it is later than the window starting at `since`, else undefined: the counts cover the window. */
 function countsBeginAfter(countsBegin: string | null, since: Date): string | undefined {
   return countsBegin !== null && Date.parse(countsBegin) > since.getTime() + HOUR_MS ? countsBegin : undefined;
 }
 
-/** When API keys stop working for a site (the later of the sunset and its grace) and the days to it. */
 export function keyCutoff(graceUntil: StoredTimestamp | null, sunsetAt: number, now: number): { readonly cutoffAt: string; readonly daysLeft: number | null } {
   const cutoff = Math.max(sunsetAt, graceUntil === null ? -Infinity : epochMsOf(graceUntil));
   // A grace written as 'infinity' never ends: no count of days.
   return { cutoffAt: instantText(cutoff), daysLeft: Number.isFinite(cutoff) ? Math.max(0, Math.ceil((cutoff - now) / DAY_MS)) : null };
 }
 
-/**
- * The reports account managers run the API-key sunset from: which keys and sites still use keys, how
- * much of each site's traffic is on tokens, and whom the service refuses. Read only.
- */
+/** The reports account managers run the API-key sunset from. Read only. */
 export class SunsetReports {
   constructor(private readonly transactions: AdminTransactions) {}
 
@@ -121,27 +105,19 @@ export class SunsetReports {
           ORDER BY max(k.last_used_at) OVER (PARTITION BY s.id) DESC, s.id, k.last_used_at DESC, k.id`,
         [since],
       );
-      return rows.map((row) => {
-        return {
-          siteId: row.site_id,
-          siteName: row.site_name,
-          keyId: row.key_id,
-          maskedKey: maskApiKey(row.last_five),
-          lastUsedAt: instantText(row.last_used_at),
-          graceUntil: optionalInstantText(row.grace_until),
-          ...keyCutoff(row.grace_until, sunsetAt, now),
-        };
-      });
+      return rows.map((row) => ({
+        siteId: row.site_id,
+        siteName: row.site_name,
+        keyId: row.key_id,
+        maskedKey: maskApiKey(row.last_five),
+        lastUsedAt: instantText(row.last_used_at),
+        graceUntil: optionalInstantText(row.grace_until),
+        ...keyCutoff(row.grace_until, sunsetAt, now),
+      }));
     });
   }
 
-  /**
-   * Every site with a request, a key use or a token use in the window: how much of its traffic is on
-   * tokens and whether it can be switched to tokens only. Sites that would refuse someone come first,
-   * the most key requests first. An hour of counts is in the window when its last request is. Where
-   * the counts begin is read in the same transaction, from the data: serve's AUTH_USAGE_RETENTION_DAYS
-   * is what deleted older hours, not the setting of the process asking.
-   */
+  /** Sites that would refuse someone first; where the counts begin is read from the data, not from this process. */
   async migrationSiteReport(since: Date, sunsetAt: number, now: number): Promise<MigrationSiteReport> {
     return this.transactions.read(async (sql) => {
       const countsBegin = await countsBeginOf(sql);
@@ -206,10 +182,7 @@ export class SunsetReports {
     });
   }
 
-  /**
-   * Refusals (and dry-run rehearsals) since `since`, by site, error and client address, most first:
-   * the first `limit` rows with an address, then every site's 'other' rows (a handful per site).
-   */
+  /** The first `limit` rows with an address, most first, then every site's 'other' rows. */
   async denialReport(since: Date, siteId: SiteId | undefined, limit: number): Promise<DenialReport> {
     return this.transactions.read(async (sql) => {
       if (siteId !== undefined && (await sql.query('SELECT 1 FROM sites WHERE id = $1', [siteId])).rowCount === 0) {

@@ -1,7 +1,4 @@
-/**
- * A timestamptz as node-postgres reads it: a Date, or the number Infinity or -Infinity for
- * PostgreSQL's 'infinity' and '-infinity', which no command writes but SQL can.
- */
+/** Infinity or -Infinity for PostgreSQL's 'infinity' and '-infinity', which no command writes but SQL can. */
 export type StoredTimestamp = Date | number;
 
 export function epochMsOf(at: StoredTimestamp): number {

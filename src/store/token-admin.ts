@@ -3,12 +3,11 @@ import type { ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import type { ClientAuthMethod } from '../token/client-registration.js';
 import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 
-/** A token client as `token-client list` shows it. */
 export interface TokenClientSummary {
   readonly clientId: ClientId;
   readonly siteId: SiteId;
   readonly note: string;
-  /** How the client authenticates, when the service registered it at the issuer; null: added by hand. */
+  /** null: added by hand, not registered at the issuer by the service. */
   readonly authMethod: ClientAuthMethod | null;
   readonly createdAt: string;
   readonly lastUsedAt: string | null;
@@ -19,7 +18,7 @@ export interface StoredRegistration {
   readonly authMethod: ClientAuthMethod;
   readonly registrationClientUri: string;
   readonly sealedToken: Buffer;
-  /** Which key sealed it (registration-seal.ts). */
+  /** registration-seal.ts's. */
   readonly keyId: string;
 }
 
@@ -30,7 +29,6 @@ const clientNotFound = (clientId: ClientId): AdminError =>
     cliStep: 'see the registered ones with `sitekey-authz token-client list`',
   });
 
-/** Which methods a site accepts, and since when its tokens count. */
 export interface SiteTokenPolicy {
   readonly siteId: SiteId;
   readonly authMethod: SiteAuthMethod;
@@ -60,25 +58,17 @@ function clientSummary(row: TokenClientRow): TokenClientSummary {
   };
 }
 
-/**
- * Token-based authentication as account managers run it: which OAuth clients authenticate as which
- * site, which methods a site accepts, and revoking a site's tokens. Each change is audited in its
- * transaction; the triggers carry it to every replica.
- */
+/** Which OAuth clients authenticate as which site, which methods a site accepts, and revoking a site's tokens. */
 export class TokenAdmin {
   constructor(private readonly transactions: AdminTransactions) {}
 
   /** Binds a client that exists at the issuer already (`token-client add`). */
   async addClient(siteId: SiteId, clientId: ClientId, note: string): Promise<TokenClientSummary> {
-    return this.insertClient(siteId, clientId, note, undefined);
+    return this.addRegisteredClient(siteId, clientId, note, undefined);
   }
 
-  /** Binds a client the service has just registered at the issuer, with what manages it there. */
-  async addRegisteredClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration): Promise<TokenClientSummary> {
-    return this.insertClient(siteId, clientId, note, registration);
-  }
-
-  private async insertClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration | undefined): Promise<TokenClientSummary> {
+  /** With what manages the client at the issuer, where the service has just registered it. */
+  async addRegisteredClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration | undefined): Promise<TokenClientSummary> {
     return this.transactions.change(async (sql) => {
       const site = await sql.query('SELECT 1 FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
       if (site.rowCount === 0) throw siteNotFound(siteId);
@@ -103,7 +93,6 @@ export class TokenAdmin {
     });
   }
 
-  /** The client, with what manages it at the issuer when the service registered it. */
   async clientWithRegistration(clientId: ClientId): Promise<{ readonly client: TokenClientSummary; readonly registration: StoredRegistration | undefined }> {
     return this.transactions.read(async (sql) => {
       const { rows } = await sql.query<TokenClientRow & { registration_client_uri: string | null; registration_token_sealed: Buffer | null; registration_key_id: string | null }>(
@@ -120,7 +109,7 @@ export class TokenAdmin {
     });
   }
 
-  /** The issuer gave the client a new secret (and perhaps a new registration access token): audited. */
+  /** The issuer gave the client a new secret (and perhaps a new registration access token). */
   async recordSecretRotation(clientId: ClientId, sealedToken: Buffer, keyId: string): Promise<TokenClientSummary> {
     return this.transactions.change(async (sql) => {
       const { rows } = await sql.query<TokenClientRow>(
@@ -146,7 +135,7 @@ export class TokenAdmin {
     });
   }
 
-  /** Every client, or the site's; a site that does not exist is an error, not an empty list. */
+  /** A site that does not exist is an error, not an empty list. */
   async listClients(siteId: SiteId | undefined): Promise<TokenClientSummary[]> {
     return this.transactions.read(async (sql) => {
       if (siteId !== undefined) {
@@ -161,7 +150,6 @@ export class TokenAdmin {
     });
   }
 
-  /** Sets the methods the site accepts; returns the policy and the method it had. */
   async setAuthMethod(siteId: SiteId, method: SiteAuthMethod): Promise<{ readonly policy: SiteTokenPolicy; readonly previous: SiteAuthMethod }> {
     return this.transactions.change(async (sql) => {
       const before = await this.lockPolicy(sql, siteId);
@@ -173,7 +161,7 @@ export class TokenAdmin {
     });
   }
 
-  /** Refuses the site's tokens issued before now (the database's clock, as every replica reads it). */
+  /** Those issued before now, on the database's clock, as every replica reads it. */
   async revokeTokens(siteId: SiteId): Promise<SiteTokenPolicy> {
     return this.transactions.change(async (sql) => {
       const before = await this.lockPolicy(sql, siteId);

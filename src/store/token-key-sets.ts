@@ -9,10 +9,8 @@ import { UNDEFINED_TABLE } from './database.js';
 export type KeySetSource = { readonly kind: 'jwks_url' | 'issuer'; readonly value: string };
 
 /**
- * The token issuer's last good key set in token_key_sets, for IssuerKeys: read at start, written
- * after a fetch that changed it. A write never replaces a set fetched later by another process.
- * Before the migration has run (a rolling upgrade), there is nothing to read and writes fail quietly
- * into IssuerKeys' log line.
+ * The issuer's last good key set; a write never replaces a set fetched later by another process. Before the
+ * migration ran (a rolling upgrade) there is nothing to read, and writes fail into IssuerKeys' log line.
  */
 export function tokenKeySetStore(pool: Pick<pg.Pool, 'query'>, source: KeySetSource): KeySetStore {
   return {
@@ -46,10 +44,7 @@ export function tokenKeySetStore(pool: Pick<pg.Pool, 'query'>, source: KeySetSou
   };
 }
 
-/**
- * How serve and explain hold the issuer's keys: from TOKEN_JWKS_URL, or else from the jwks_uri of
- * TOKEN_ISSUER's discovery document, with the last good set kept in the database under the same name.
- */
+/** From TOKEN_JWKS_URL, or the jwks_uri of TOKEN_ISSUER's discovery document. */
 export function issuerKeysOptions(settings: TokenSettings, pool: Pick<pg.Pool, 'query'>, logger: Logger): IssuerKeysOptions {
   const { jwksUrl, issuer } = settings;
   if (jwksUrl !== undefined) return { jwksUrl, setting: 'TOKEN_JWKS_URL', logger, store: tokenKeySetStore(pool, { kind: 'jwks_url', value: jwksUrl }) };

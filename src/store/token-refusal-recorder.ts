@@ -1,18 +1,13 @@
 import type { ClientId, SiteId, TokenRule } from '../decision/types.js';
-import type { Logger } from '../observe/logger.js';
-import type { StatementRunner } from './periodic-flush.js';
-import { deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, FlushFailureLog, IdleExpiry, PeriodicFlush } from './periodic-flush.js';
+import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type RecorderOptions } from './periodic-flush.js';
 
-export interface TokenRefusalStatsOptions {
-  readonly pool: StatementRunner;
-  readonly flushSeconds: number;
+export interface TokenRefusalStatsOptions extends RecorderOptions {
   /** DENIAL_STATS_RETENTION_DAYS: token refusals are kept as long as the other refusals. */
   readonly retentionDays: number;
   /** Distinct groups kept between two flushes; more go to OTHER_CLIENTS. */
   readonly maxGroups: number;
-  /** Rows with a client id per site and hour; TOKEN_REFUSAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
+  /** TOKEN_REFUSAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
   readonly maxRowsPerSiteHour?: number;
-  readonly logger: Logger;
 }
 
 /** One refused token's count: the site its client is registered to, or NO_SITE. */
@@ -20,7 +15,7 @@ export interface RefusedToken {
   readonly siteId: SiteId;
   readonly clientId: ClientId;
   readonly errorId: 106 | 107;
-  /** The rule that refused a 106; '' for a 107. */
+  /** '' for a 107. */
   readonly rule: TokenRule | '';
   /** Our issuer's signature verified: the client id is not just what the sender wrote. */
   readonly signed: boolean;
@@ -38,31 +33,27 @@ export const NO_SITE = '0';
 /** Where the clients past the caps are counted, per site, error, rule and signature. */
 export const OTHER_CLIENTS = 'other';
 
-/**
- * Rows with a client id that token_refusal_stats keeps per site and hour. A site's own clients are
- * few; the cap is for NO_SITE, where every client id our issuer signed but nobody registered lands.
- */
-export const TOKEN_REFUSAL_ROWS_PER_SITE_HOUR = 100;
+/** A site's own clients are few; the cap is for NO_SITE, where every signed but unregistered client id lands. */
+const TOKEN_REFUSAL_ROWS_PER_SITE_HOUR = 100;
 
-// One statement per flush, as denial_stats': the expired hours go, then each group is added to its
-// hour's row; a client new to its site and hour goes to the OTHER_CLIENTS row once that hour holds $9
-// rows with a client id. The bound is per replica and flush, not exact.
-const FLUSH = `WITH expired AS (${deleteExpiredHours('token_refusal_stats', '$8', '$10')}),
+// As denial_stats': a client new to its site and hour goes to the OTHER_CLIENTS row once that hour holds
+// $10 rows with a client id.
+const FLUSH = `WITH expired AS (${deleteExpiredHours('token_refusal_stats', '$9', '$11')}),
   batch AS (
     SELECT date_trunc('hour', v.first_seen) AS hour, v.site_id, v.client_id, v.error_id, v.rule, v.signed, v.count, v.first_seen, v.last_seen,
            v.client_id = '${OTHER_CLIENTS}' OR EXISTS (
              SELECT 1 FROM token_refusal_stats t
               WHERE t.hour = date_trunc('hour', v.first_seen) AND t.site_id = v.site_id AND t.client_id = v.client_id) AS placed
-      FROM unnest($1::bigint[], $2::text[], $3::smallint[], $4::text[], $5::boolean[], $6::bigint[], $7::timestamptz[], $11::timestamptz[])
+      FROM unnest($1::bigint[], $2::text[], $3::smallint[], $4::text[], $5::boolean[], $6::bigint[], $7::timestamptz[], $8::timestamptz[])
            AS v(site_id, client_id, error_id, rule, signed, count, first_seen, last_seen)
-     WHERE date_trunc('hour', v.first_seen) >= now() - make_interval(days => $8)),
+     WHERE date_trunc('hour', v.first_seen) >= now() - make_interval(days => $9)),
   held AS (
     SELECT t.hour, t.site_id, count(DISTINCT t.client_id) AS clients FROM token_refusal_stats t
      WHERE t.client_id <> '${OTHER_CLIENTS}' AND (t.hour, t.site_id) IN (SELECT hour, site_id FROM batch)
      GROUP BY t.hour, t.site_id),
   routed AS (
     SELECT b.hour, b.site_id, b.error_id, b.rule, b.signed, b.count, b.first_seen, b.last_seen,
-           CASE WHEN b.placed OR coalesce(h.clients, 0) + dense_rank() OVER (PARTITION BY b.hour, b.site_id, b.placed ORDER BY b.client_id) <= $9
+           CASE WHEN b.placed OR coalesce(h.clients, 0) + dense_rank() OVER (PARTITION BY b.hour, b.site_id, b.placed ORDER BY b.client_id) <= $10
                 THEN b.client_id ELSE '${OTHER_CLIENTS}' END AS client_id
       FROM batch b LEFT JOIN held h ON h.hour = b.hour AND h.site_id = b.site_id)
   INSERT INTO token_refusal_stats AS t (hour, site_id, client_id, error_id, rule, signed, count, first_seen, last_seen)
@@ -71,21 +62,14 @@ const FLUSH = `WITH expired AS (${deleteExpiredHours('token_refusal_stats', '$8'
   ON CONFLICT (hour, site_id, client_id, error_id, rule, signed) DO UPDATE
      SET count = t.count + excluded.count, first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)`;
 
-/**
- * Refused access tokens by the site of their client, client, rule and whether the client id was
- * signed: counted in memory on the request path, written in one statement per flush, bounded as
- * denial_stats is (maxGroups in memory, TOKEN_REFUSAL_ROWS_PER_SITE_HOUR in the table).
- */
-export class TokenRefusalRecorder {
+/** Refused access tokens by the site of their client, client, rule and signature, bounded as denial_stats is. */
+export class TokenRefusalRecorder extends PeriodicFlush {
   private groups = new Map<string, Group>();
   private overflowed = 0;
-  private readonly flusher: PeriodicFlush;
-  private readonly failures: FlushFailureLog;
   private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: TokenRefusalStatsOptions) {
-    this.flusher = new PeriodicFlush(options.flushSeconds, () => this.write());
-    this.failures = new FlushFailureLog(options.logger, 'token refusal counts');
+    super(options, 'token refusal counts');
     this.idleExpiry = new IdleExpiry(options.pool, 'token_refusal_stats', options.retentionDays, EXPIRED_ROWS_PER_FLUSH, this.failures);
   }
 
@@ -116,16 +100,7 @@ export class TokenRefusalRecorder {
     return this.groups.size;
   }
 
-  flush(): Promise<void> {
-    return this.flusher.flush();
-  }
-
-  /** The last flush, for SIGTERM. */
-  stop(): Promise<void> {
-    return this.flusher.stop();
-  }
-
-  private async write(): Promise<void> {
+  protected async write(): Promise<void> {
     if (this.groups.size === 0) return this.idleExpiry.run();
     const batch = [...this.groups.values()];
     const overflowed = this.overflowed;
@@ -138,17 +113,11 @@ export class TokenRefusalRecorder {
     await this.failures.attempt(
       () =>
         this.options.pool.query(FLUSH, [
-          batch.map((group) => group.siteId),
-          batch.map((group) => group.clientId),
-          batch.map((group) => group.errorId),
-          batch.map((group) => group.rule),
-          batch.map((group) => group.signed),
-          batch.map((group) => group.count),
-          batch.map((group) => new Date(group.firstSeen)),
+          ...columnsOf(batch, ['siteId', 'clientId', 'errorId', 'rule', 'signed', 'count']),
+          ...seenColumns(batch),
           this.options.retentionDays,
           this.options.maxRowsPerSiteHour ?? TOKEN_REFUSAL_ROWS_PER_SITE_HOUR,
           EXPIRED_ROWS_PER_FLUSH,
-          batch.map((group) => new Date(group.lastSeen)),
         ]),
       () => batch.forEach((group) => this.add(group)),
       { groups: batch.length },

@@ -3,14 +3,11 @@ import type { SiteAuthMethod, SiteId } from '../decision/types.js';
 import { refuseUnknownSites, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 import { optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
-/**
- * What a site did in a window and what it holds now: the numbers a confirmation names before an
- * action refuses someone ("site 1001 sent 1,414 API-key requests in the last 30 days").
- */
+/** The numbers a confirmation names before an action refuses someone ("site 1001 sent 1,414 API-key requests"). */
 export interface SiteImpact {
   readonly siteId: SiteId;
   readonly days: number;
-  /** Allowed requests in the window, as the replicas counted them by hour (auth_usage, as the migration report reads it). */
+  /** Allowed requests in the window, as auth_usage counted them. */
   readonly keyRequests: number;
   readonly tokenRequests: number;
   readonly allowlistSize: number;
@@ -18,11 +15,10 @@ export interface SiteImpact {
   readonly tokenClients: number;
   readonly enabled: boolean;
   readonly authMethod: SiteAuthMethod;
-  /** The oldest hour of request counts held (null: none): the counts begin there when it is inside the window. */
+  /** null: none held. The counts begin there when it is inside the window. */
   readonly countsBegin: string | null;
 }
 
-/** Whom a brownout would refuse: the sites it covers that accept API keys and have no grace when it starts. */
 export interface BrownoutImpact {
   readonly days: number;
   /** Sites covered that accept API keys, enabled, with no grace at the brownout's start. */
@@ -39,7 +35,6 @@ const WINDOW_USAGE = `SELECT site_id,
     coalesce(sum(count) FILTER (WHERE method = 'token'), 0)::text AS token_requests
   FROM auth_usage WHERE last_seen >= $1 GROUP BY site_id`;
 
-/** The oldest hour of request counts held (null: none), where every report of them begins at the earliest. */
 export async function countsBeginOf(sql: pg.ClientBase): Promise<string | null> {
   const first = await sql.query<{ hour: StoredTimestamp | null }>('SELECT min(hour) AS hour FROM auth_usage');
   return optionalInstantText(first.rows[0]?.hour ?? null);
@@ -86,7 +81,7 @@ export class UsageImpact {
     });
   }
 
-  /** `siteIds` null: every site. An unknown id is refused, as adding the brownout would refuse it. */
+  /** `siteIds` null: every site. An unknown id is refused, as adding the brownout would be. */
   async brownout(siteIds: readonly SiteId[] | null, startsAt: Date, since: Date, days: number): Promise<BrownoutImpact> {
     return this.transactions.read(async (sql) => {
       if (siteIds !== null) await refuseUnknownSites(sql, siteIds, 'sites');
