@@ -42,18 +42,24 @@ export const REPEAT_WINDOWS_MAX = 10_000;
  * What makes denials read the same in the log, but for their request id and duration. The message
  * counts only where these do not determine it: a long key costs every denial.
  */
-const SAME_LINE_FIELDS = ['errorId', 'shadow', 'siteId', 'clientIp', 'maskedKey', 'clientId', 'keyId', 'rule'] as const;
-
 function sameLineKey(event: DeniedCheckEvent): string {
-  let key = '';
-  for (const field of SAME_LINE_FIELDS) key += `${event[field]}|`;
-  return reasonIsMessage(event.errorId) ? key + event.errorMessage : key;
+  const key = `${event.errorId}|${event.shadow}|${event.siteId}|${event.clientIp}|${event.maskedKey}|${event.clientId}|${event.keyId}|${event.rule}`;
+  return reasonIsMessage(event.errorId) ? `${key}|${event.errorMessage}` : key;
 }
 
-/** Whether `event` reads as `earlier` does, without building a key. */
+/** sameLineKey's fields compared one by one, without building a key: this runs on every denial. */
 function readsAs(event: DeniedCheckEvent, earlier: DeniedCheckEvent): boolean {
-  for (const field of SAME_LINE_FIELDS) if (event[field] !== earlier[field]) return false;
-  return !reasonIsMessage(event.errorId) || event.errorMessage === earlier.errorMessage;
+  return (
+    event.errorId === earlier.errorId &&
+    event.shadow === earlier.shadow &&
+    event.siteId === earlier.siteId &&
+    event.clientIp === earlier.clientIp &&
+    event.maskedKey === earlier.maskedKey &&
+    event.clientId === earlier.clientId &&
+    event.keyId === earlier.keyId &&
+    event.rule === earlier.rule &&
+    (!reasonIsMessage(event.errorId) || event.errorMessage === earlier.errorMessage)
+  );
 }
 
 interface RepeatWindow {
