@@ -21,7 +21,7 @@ const MAX_REGISTRATION_TOKEN = 1_024;
 // RFC 6750 §2.1's b64token: what a Bearer header can carry.
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
-/** What `sitekey-authz issuer --help` lists: its own settings and the shared ones it reads. */
+/** What `sitekey-authz issuer --help` lists. */
 export const ISSUER_ENVIRONMENT: readonly Setting[] = SETTINGS.filter(
   (setting) => setting.name.startsWith('ISSUER_') || ['DATABASE_URL', 'DATA_DIR', 'MIGRATE_ON_START', 'BIND_ADDRESS', 'LOG_LEVEL', 'CLIENT_IP_SOURCE', 'XFF_TRUSTED_HOPS'].includes(setting.name),
 );

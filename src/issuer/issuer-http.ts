@@ -90,7 +90,6 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer | und
   });
 }
 
-/** The limits, applied before the provider reads a byte, then the provider. */
 async function guardedTokenRequest(
   request: IncomingMessage,
   response: ServerResponse,

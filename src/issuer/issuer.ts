@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Adapter, KoaContextWithOIDC } from 'oidc-provider';
 import type pg from 'pg';
@@ -16,13 +17,11 @@ import { DEFAULT_TOKEN_ENDPOINT_LIMITS, TokenEndpointGuard, type TokenEndpointLi
 export interface IssuerOptions {
   readonly databaseUrl: string;
   readonly port: number;
-  /** Default 127.0.0.1. */
   readonly bindAddress?: string;
   /** An origin; default http://127.0.0.1:<the port listened on>. */
   readonly issuerUrl?: string;
   /** Every token's aud: serve's TOKEN_AUDIENCE. */
   readonly resource: string;
-  /** The initial access token that registration asks for. */
   readonly registrationToken: string;
   readonly tokenTtlSeconds?: number;
   readonly logger?: Logger;
@@ -51,18 +50,7 @@ const DEFAULT_KEY_CHECK_MS = 60_000;
 /** Every query of the issuer, and each wait for the keys' lock, ends within this. */
 const QUERY_TIMEOUT_MS = 5_000;
 const POOL_SIZE = 10;
-/** On close, how long requests in flight may take. */
 const DRAIN_MS = 5_000;
-
-function listen(server: Server, port: number, host: string): Promise<number> {
-  return new Promise((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolveListen((server.address() as AddressInfo).port);
-    });
-  });
-}
 
 interface SecretComparison {
   compareClientSecret(presented: string): boolean | Promise<boolean>;
@@ -116,7 +104,9 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
     const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16_384 });
     server.keepAliveTimeout = 5_000;
     server.maxConnections = 4_096;
-    const port = await listen(server, options.port, options.bindAddress ?? '127.0.0.1');
+    server.listen(options.port, options.bindAddress ?? '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
     closers.push(
       () =>
         new Promise<void>((resolveClose) => {

@@ -37,7 +37,6 @@ export function clientSecretMatches(held: unknown, presented: string): boolean {
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
-/** Never answered as a secret. */
 export function isSecretDigest(value: unknown): boolean {
   return typeof value === 'string' && value.startsWith(SECRET_DIGEST);
 }

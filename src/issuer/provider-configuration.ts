@@ -21,7 +21,6 @@ export function newClientId(): string {
   return `c${randomBytes(16).toString('base64url')}`;
 }
 
-/** Taken from the loaded module. */
 export type InvalidTarget = new () => Error;
 
 /**

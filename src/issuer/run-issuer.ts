@@ -40,7 +40,6 @@ export function startBanner(issuer: RunningIssuer, settings: IssuerSettings, tok
   return `${lines.join('\n')}\n`;
 }
 
-/** Bounded as every query of the issuer. */
 async function keptTrialToken(databaseUrl: string, logger: Logger): Promise<TrialRegistrationToken> {
   const pool = connectionPool(databaseUrl, { applicationName: 'sitekey-authz-issuer', max: 1, logger, timeoutMs: 5_000 });
   try {

@@ -13,7 +13,6 @@ import type pg from 'pg';
 /** RFC 9068 §2.1: resource servers must support RS256, so every verifier can check these tokens. */
 export const SIGNING_ALGORITHM = 'RS256';
 
-/** A private signing key as oidc-provider's `jwks` setting takes it. */
 type SigningJwk = JWK & { readonly kid: string; readonly alg: string; readonly use: 'sig' };
 
 export interface SigningKeySet {
@@ -25,12 +24,10 @@ export interface SigningKeySet {
 export interface ScheduledKey {
   readonly kid: string;
   readonly createdAt: number;
-  /** The newest key whose time has come signs. */
   readonly signsFrom: number;
 }
 
 export interface KeyRotationPolicy {
-  /** How long a key signs before its successor takes over. */
   readonly rotateAfterMs: number;
   readonly publishAheadMs: number;
   /** Above the longest token lifetime. */
@@ -46,13 +43,11 @@ export const DEFAULT_KEY_ROTATION: KeyRotationPolicy = Object.freeze({
 });
 
 interface KeyPlan {
-  /** Undefined only before the first key exists. */
   readonly signingKid: string | undefined;
   /** The signing one first, then the one that will sign next, then the retired ones. */
   readonly publishedKids: readonly string[];
   /** Make a new key that signs from this time, or undefined: none is due. */
   readonly newKeySignsFrom: number | undefined;
-  /** No token they signed can still be valid. */
   readonly withdrawnKids: readonly string[];
 }
 

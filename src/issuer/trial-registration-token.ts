@@ -14,9 +14,10 @@ export interface TrialRegistrationToken {
  * with a key derived from it. Two issuers starting at once agree on one.
  */
 export async function trialRegistrationToken(sql: pg.Pool): Promise<TrialRegistrationToken> {
-  const made = await sql.query('INSERT INTO issuer_trial_registration_token (token) VALUES ($1) ON CONFLICT (only_row) DO NOTHING', [
-    randomBytes(32).toString('base64url'),
-  ]);
+  const made = await sql.query(
+    'INSERT INTO issuer_trial_registration_token (token) VALUES ($1) ON CONFLICT (only_row) DO NOTHING',
+    [randomBytes(32).toString('base64url')],
+  );
   const { rows } = await sql.query<{ token: string }>('SELECT token FROM issuer_trial_registration_token');
   const token = rows[0]?.token;
   if (token === undefined) throw new Error('issuer_trial_registration_token has no row right after one was written');

@@ -31,7 +31,6 @@ export interface RegisteredClient extends ClientRegistration {
 const SERVER_FIELDS = ['registration_access_token', 'registration_client_uri', 'client_secret_expires_at', 'client_id_issued_at', 'client_secret'];
 const MAX_TOKEN = 4096;
 
-/** RFC 7591 §2 metadata of a client-credentials client for the partner API. */
 export function clientMetadata(clientName: string, keys: PartnerKeys): Record<string, unknown> {
   return {
     client_name: clientName,

@@ -19,7 +19,6 @@ export class IssuerUnreachable extends Error {
   override readonly name = 'IssuerUnreachable';
 }
 
-/** The issuer's document says something the service cannot trust or use. */
 export class IssuerMetadataInvalid extends Error {
   override readonly name = 'IssuerMetadataInvalid';
 }

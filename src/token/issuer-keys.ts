@@ -3,7 +3,6 @@ import type { Logger } from '../observe/logger.js';
 import { RateLimit } from '../common/rate-limit.js';
 import { fetchKeySet, jwksDiscovery, publicKeySet, type ReadLimits } from './issuer-documents.js';
 
-/** The key set a token verifier asks for the key a token names. */
 export interface KeySource {
   /** A key set is held: tokens can be verified. */
   readonly loaded: boolean;
@@ -15,14 +14,13 @@ export interface KeySource {
   readonly fetches?: { readonly started: number; readonly lastSucceeded: number };
 }
 
-/** The last good key set as the database keeps it; hostile like anything read back. */
+/** Hostile like anything read back. */
 export interface StoredKeySet {
   readonly jwks: unknown;
-  /** Epoch ms at which it was fetched from the issuer. */
   readonly fetchedAt: number;
 }
 
-/** Where the last good key set is kept, so that a new process starts with it while the issuer is unreachable. */
+/** The last good key set, so that a new process starts with it while the issuer is unreachable. */
 export interface KeySetStore {
   load(): Promise<StoredKeySet | undefined>;
   save(jwks: JSONWebKeySet, fetchedAt: number): Promise<void>;
@@ -36,23 +34,20 @@ export interface IssuerKeysOptions {
   readonly setting?: string;
   readonly logger: Logger;
   readonly store?: KeySetStore;
-  /** Bounds one read or write of the store (default 5 s). */
+  /** Bounds one read or write of the store. */
   readonly storeTimeoutMs?: number;
-  /** Until the first fetch succeeds, and after one fails, tried again this often (default 5 s). */
+  /** Until the first fetch succeeds, and after one fails, tried again this often. */
   readonly retryMs?: number;
-  /**
-   * A token naming a kid the set lacks fetches again at most this often (default 5 s): an issuer's new key is
-   * picked up within seconds, and a flood of made-up kids costs the issuer one request per interval.
-   */
+  /** A kid the set lacks fetches again at most this often: a flood of made-up kids costs one request each. */
   readonly unknownKeyCooldownMs?: number;
 }
 
 export type KeySetOrigin = 'issuer' | 'database';
 
-/** The largest JWKS read, fetched or stored (token_key_sets holds the same bound). */
+/** Fetched or stored (token_key_sets holds the same bound). */
 export const KEY_SET_MAX_BYTES = 256 * 1024;
 
-const FETCH_LIMITS: ReadLimits = { timeoutMs: 5_000, maxBytes: KEY_SET_MAX_BYTES };
+const FETCH_LIMITS = { timeoutMs: 5_000, maxBytes: KEY_SET_MAX_BYTES };
 const REFRESH_MS = 300_000;
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 // An unchanged set is written again this often, so that the stored fetched_at (a new process's age gauge
@@ -71,22 +66,20 @@ function within<T>(work: Promise<T>, timeoutMs: number, what: string): Promise<T
 interface HeldSet {
   readonly keySet: ReturnType<typeof createLocalJWKSet>;
   readonly size: number;
-  /** By this process or, for a stored set, by whoever stored it. */
+  /** For a stored set, when whoever stored it fetched it. */
   readonly fetchedAt: number;
   readonly origin: KeySetOrigin;
 }
 
 /**
  * The issuer's signing keys: the last good set from the store at start, then fetched every few minutes and
- * when a token names a key the set lacks. A failed fetch keeps the set held, so an issuer's outage does not
- * refuse tokens that verify; a changed set is written to the store, off the path of any check.
+ * when a token names a key the set lacks. A failed fetch keeps the set held: an issuer's outage refuses no token.
  */
 export class IssuerKeys implements KeySource {
   private held: HeldSet | undefined;
   private stored: { readonly text: string; readonly fetchedAt: number } | undefined;
   private lastFetchAt = -Infinity;
-  private fetchesStarted = 0;
-  private lastSucceeded = 0;
+  readonly fetches = { started: 0, lastSucceeded: 0 };
   private fetching: Promise<boolean> | undefined;
   private saving: Promise<void> | undefined;
   private firstAttempt: Promise<void> | undefined;
@@ -98,6 +91,7 @@ export class IssuerKeys implements KeySource {
   private readonly storeFailureLog = new RateLimit(FAILURE_LOG_INTERVAL_MS);
   private readonly listeners: Array<(outcome: { readonly ok: boolean }) => void> = [];
   private readonly locateJwks: (limits: ReadLimits) => Promise<string>;
+  private readonly storeTimeoutMs: number;
 
   constructor(private readonly options: IssuerKeysOptions) {
     const { jwksUrl, issuer } = options;
@@ -105,17 +99,14 @@ export class IssuerKeys implements KeySource {
       throw new TypeError('IssuerKeys: give either jwksUrl or issuer');
     }
     this.locateJwks = jwksUrl === undefined ? jwksDiscovery(issuer ?? '') : async () => jwksUrl;
+    this.storeTimeoutMs = options.storeTimeoutMs ?? 5_000;
   }
 
   get loaded(): boolean {
     return this.held !== undefined;
   }
 
-  get fetches(): { readonly started: number; readonly lastSucceeded: number } {
-    return { started: this.fetchesStarted, lastSucceeded: this.lastSucceeded };
-  }
-
-  /** The first attempt has ended: the stored set read and one fetch tried. */
+  /** The stored set read and one fetch tried. */
   get settled(): boolean {
     return this.attempted;
   }
@@ -132,7 +123,6 @@ export class IssuerKeys implements KeySource {
     return this.held?.origin;
   }
 
-  /** Told after each fetch, for metrics. */
   onFetch(listener: (outcome: { readonly ok: boolean }) => void): void {
     this.listeners.push(listener);
   }
@@ -172,16 +162,12 @@ export class IssuerKeys implements KeySource {
     this.held = { keySet: createLocalJWKSet(jwks), size: jwks.keys.length, fetchedAt, origin };
   }
 
-  private storeTimeoutMs(): number {
-    return this.options.storeTimeoutMs ?? 5_000;
-  }
-
   /** A store that fails or lies only costs the head start. */
   private async loadStored(): Promise<void> {
     const store = this.options.store;
     if (store === undefined) return;
     try {
-      const stored = await within(store.load(), this.storeTimeoutMs(), 'reading the stored key set');
+      const stored = await within(store.load(), this.storeTimeoutMs, 'reading the stored key set');
       if (stored === undefined || this.held !== undefined) return;
       const jwks = publicKeySet(stored.jwks);
       if (!Number.isFinite(stored.fetchedAt)) throw new TypeError('the stored key set has no fetch time');
@@ -204,7 +190,7 @@ export class IssuerKeys implements KeySource {
     if (store === undefined || this.saving !== undefined || this.stopped) return;
     const text = JSON.stringify(jwks);
     if (this.stored !== undefined && this.stored.text === text && fetchedAt - this.stored.fetchedAt < STORED_SET_RENEW_MS) return;
-    this.saving = within(store.save(jwks, fetchedAt), this.storeTimeoutMs(), 'writing the key set')
+    this.saving = within(store.save(jwks, fetchedAt), this.storeTimeoutMs, 'writing the key set')
       .then(
         () => {
           this.stored = { text, fetchedAt };
@@ -238,7 +224,6 @@ export class IssuerKeys implements KeySource {
     this.timer.unref();
   }
 
-  /** Callers that come while a fetch runs share its outcome. */
   private fetch(): Promise<boolean> {
     this.fetching ??= this.fetchOnce().finally(() => (this.fetching = undefined));
     return this.fetching;
@@ -246,12 +231,12 @@ export class IssuerKeys implements KeySource {
 
   private async fetchOnce(): Promise<boolean> {
     const fetchedAt = (this.lastFetchAt = Date.now());
-    const ordinal = ++this.fetchesStarted;
+    const ordinal = ++this.fetches.started;
     let ok = false;
     try {
       const jwks = await fetchKeySet(await this.locateJwks(FETCH_LIMITS), FETCH_LIMITS);
       this.hold(jwks, fetchedAt, 'issuer');
-      this.lastSucceeded = ordinal;
+      this.fetches.lastSucceeded = ordinal;
       this.failureLog.reset();
       this.saveFetched(jwks, fetchedAt);
       ok = true;

@@ -125,7 +125,6 @@ export class TokenVerifier {
     this.verified.delete(tokenId(token));
   }
 
-  /** Tokens kept now. */
   get size(): number {
     return this.verified.size;
   }
