@@ -52,12 +52,8 @@ function stringOf(answer: Record<string, unknown> | undefined, name: string, max
  * elsewhere (named by a lying issuer, or written into the database) would receive it. undefined: it may be used.
  */
 export function foreignManagementUri(registrationClientUri: string, registrationEndpoint: string): string | undefined {
-  let origin: string;
-  try {
-    origin = new URL(registrationClientUri).origin;
-  } catch {
-    return `the registration_client_uri is not a URL`;
-  }
+  if (!URL.canParse(registrationClientUri)) return `the registration_client_uri is not a URL`;
+  const origin = new URL(registrationClientUri).origin;
   const expected = new URL(registrationEndpoint).origin;
   return origin === expected ? undefined : `the registration_client_uri is on ${issuerText(origin)}, not on ${expected} where the issuer's registration_endpoint is`;
 }

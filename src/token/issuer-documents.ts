@@ -1,6 +1,6 @@
 import type { JSONWebKeySet, JWK } from 'jose';
 import { isSecureOrLoopbackUrl } from '../config.js';
-import { discoveryUrls, readBounded, type IssuerLimits } from './issuer-http.js';
+import { discoveryUrls, isObject, readBounded, type IssuerLimits } from './issuer-http.js';
 
 class IssuerDocumentError extends Error {
   override readonly name = 'IssuerDocumentError';
@@ -21,8 +21,6 @@ const PUBLIC_KEY_TYPES: ReadonlySet<string> = new Set(['RSA', 'EC', 'OKP', 'AKP'
 // Private key material (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2): an issuer that publishes it has made a
 // mistake we must not copy into our database.
 const PRIVATE_MEMBERS: ReadonlySet<string> = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'priv']);
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function publicKey(value: unknown): JWK | undefined {
   if (!isObject(value) || typeof value['kty'] !== 'string' || !PUBLIC_KEY_TYPES.has(value['kty'])) return undefined;
@@ -65,7 +63,7 @@ export async function fetchKeySet(url: string, limits: ReadLimits): Promise<JSON
 
 async function jwksUrlOf(metadataUrl: string, issuer: string, limits: ReadLimits): Promise<string> {
   const document = await fetchJson(metadataUrl, 'application/json', 'discovery document', limits);
-  const fields = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>;
+  const fields: Record<string, unknown> = isObject(document) ? document : {};
   // RFC 8414 §3.3, OpenID Connect Discovery §4.3: the document must be the issuer's own.
   if (fields['issuer'] !== issuer) throw new IssuerDocumentError(`the discovery document names the issuer ${JSON.stringify(fields['issuer'])}, not ${issuer}`);
   const jwksUri = fields['jwks_uri'];

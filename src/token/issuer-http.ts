@@ -41,6 +41,10 @@ export class IssuerRefused extends Error {
   }
 }
 
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** An answer's text, refused with `tooLarge('is … bytes …')` past maxBytes, declared or received. */
 export async function readBounded(response: Response, maxBytes: number, tooLarge: (detail: string) => Error): Promise<string> {
   const declared = Number(response.headers.get('content-length'));
@@ -98,13 +102,11 @@ export async function issuerRequest(
     throw new IssuerUnreachable(`${request.method} ${new URL(request.url).origin}: ${what}`);
   }
   let json: Record<string, unknown> | undefined;
-  if (text.trim() !== '') {
-    try {
-      const parsed = JSON.parse(text) as unknown;
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) json = parsed as Record<string, unknown>;
-    } catch {
-      json = undefined;
-    }
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    json = isObject(parsed) ? parsed : undefined;
+  } catch {
+    json = undefined;
   }
   if (response.status < 200 || response.status > 299) {
     throw new IssuerRefused(response.status, json?.['error'] === undefined ? '' : issuerText(json['error']), json?.['error_description'] === undefined ? '' : issuerText(json['error_description']));
