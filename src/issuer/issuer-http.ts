@@ -56,10 +56,7 @@ function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/**
- * The address a token request's limits count against, chosen by CLIENT_IP_SOURCE as serve chooses a check's. A
- * header that names no IP address falls back to the peer: a client never picks its own bucket.
- */
+/** Chosen by CLIENT_IP_SOURCE; a header that names no IP address falls back to the peer, never the client's pick. */
 export function sourceAddress(request: IncomingMessage, source: ClientIpSource): string {
   const peer = request.socket.remoteAddress ?? 'unknown';
   const named =
@@ -123,10 +120,7 @@ function pathOf(target: string): string {
   return queryAt < 0 ? target : target.slice(0, queryAt);
 }
 
-/**
- * A path as oidc-provider's router matches it: without case, one trailing slash dropped, and an
- * absolute-form target (`POST http://host/token`) read for its path, as Koa reads it.
- */
+/** As oidc-provider's router matches a path: without case, one trailing slash dropped, as Koa reads it. */
 function routeKey(target: string): string {
   const path = target.startsWith('/') ? pathOf(target) : URL.canParse(target) ? new URL(target).pathname : target;
   return (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).toUpperCase();

@@ -26,10 +26,7 @@ function storedSecret(secret: string): string {
   return secret.startsWith(SECRET_DIGEST) ? secret : digestOf(secret);
 }
 
-/**
- * Whether a presented secret is the one held: as its stored digest, or itself while the provider holds a client
- * it has just made. What is presented is always hashed, so the digest itself is no secret.
- */
+/** `held` is a digest, or the secret of a client the provider has just made; the digest itself is no secret. */
 export function clientSecretMatches(held: unknown, presented: string): boolean {
   if (typeof held !== 'string') return false;
   const expected = Buffer.from(storedSecret(held));

@@ -90,10 +90,7 @@ async function newSigningKey(): Promise<SigningJwk> {
   return { ...jwk, kid: await calculateJwkThumbprint(jwk), alg: SIGNING_ALGORITHM, use: 'sig' };
 }
 
-/**
- * Makes the key that is due, withdraws those no valid token can need, and resolves to the keys to publish and
- * the one that signs now. Every replica runs it on a timer; the advisory lock makes them take turns.
- */
+/** Every replica runs it on a timer; the advisory lock makes them take turns. */
 export async function currentSigningKeys(pool: pg.Pool, policy: KeyRotationPolicy): Promise<SigningKeySet> {
   const client = await pool.connect();
   try {

@@ -81,9 +81,8 @@ function isFromAnotherIssuer(token: string, issuer: string): boolean {
 }
 
 /**
- * An RFC 9068 JWT access token checked in the order a caller would fix it: shape, alg (config.ts refuses none
- * and HMAC), typ, kid, signature, iss, aud, exp and nbf within the clock skew, the claims required, and iat
- * not in the future. Partner tokens and the admin port's both go through here.
+ * An RFC 9068 access token checked in the order a caller would fix it: shape, alg (config.ts refuses none and
+ * HMAC), typ, kid, signature, iss, aud, exp and nbf within the clock skew, required claims, iat not ahead.
  */
 export async function verifyAccessToken(
   token: string,

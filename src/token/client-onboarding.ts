@@ -212,10 +212,7 @@ export class ClientOnboarding {
     return { stored: registration, atIssuer, seal };
   }
 
-  /**
-   * The issuer as its discovery document describes it now, when the client's registration_client_uri is still
-   * where its registration endpoint is: the registration access token goes nowhere else.
-   */
+  /** Only while the client's registration_client_uri is where the registration endpoint is now. */
   private async managingIssuer(settings: RegistrationSettings, client: TokenClientSummary, registration: ClientRegistration, limits: IssuerLimits): Promise<IssuerMetadata> {
     const metadata = await discoverIssuer(settings.issuer, limits);
     const foreign =

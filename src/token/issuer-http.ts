@@ -68,10 +68,7 @@ export interface IssuerRequest {
   readonly body?: unknown;
 }
 
-/**
- * The exchange, without redirects (which could lead off a configured URL); a non-2xx answer is an
- * IssuerRefused. `json` is undefined for an empty body (204).
- */
+/** Without redirects, which could lead off a configured URL; `json` is undefined for an empty body (204). */
 export async function issuerRequest(
   request: IssuerRequest,
   limits: IssuerLimits = ISSUER_LIMITS,
@@ -136,10 +133,7 @@ function endpoint(document: Record<string, unknown>, name: string): string | und
   return value as string;
 }
 
-/**
- * The issuer's metadata, read now (an issuer may move its endpoints); the document must be the issuer's own
- * (RFC 8414 §3.3).
- */
+/** Read now: an issuer may move its endpoints. The document must be the issuer's own (RFC 8414 §3.3). */
 export async function discoverIssuer(issuer: string, limits: IssuerLimits = ISSUER_LIMITS): Promise<IssuerMetadata> {
   let document: Record<string, unknown> | undefined;
   const refusals: string[] = [];

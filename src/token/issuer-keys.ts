@@ -7,10 +7,7 @@ export interface KeySource {
   /** A key set is held: tokens can be verified. */
   readonly loaded: boolean;
   readonly getKey: JWTVerifyGetKey;
-  /**
-   * For a source that fetches again when a kid is missing: fetches started, and the ordinal of the last that
-   * succeeded. A kid missing from a set no fetch since the token arrived has read may be the issuer's newest.
-   */
+  /** A kid missing from a set no fetch since the token arrived has read may be the issuer's newest. */
   readonly fetches?: { readonly started: number; readonly lastSucceeded: number };
 }
 
@@ -27,7 +24,7 @@ export interface KeySetStore {
 }
 
 export interface IssuerKeysOptions {
-  /** TOKEN_JWKS_URL; or else the issuer whose discovery document names the JWKS. */
+  /** Or else the issuer whose discovery document names the JWKS. */
   readonly jwksUrl?: string;
   readonly issuer?: string;
   /** The variable that set it, for log lines (default TOKEN_JWKS_URL). */

@@ -55,10 +55,9 @@ function claimantOf(token: string, rule: Refusal['rule']): TokenClaimant | undef
 const tokenId = (token: string): string => sha256(token, 'base64');
 
 /**
- * Partners' Bearer access tokens verified by access-token.ts's rules, no older and no longer-lived than
- * TOKEN_MAX_AGE_SECONDS. A verified token is kept until its exp, so that a later request costs a hash, not a
- * signature check; what it may do is decided each time against the snapshot, and forget() drops one the
- * decision found revoked or unregistered.
+ * Partners' access tokens, no older and no longer-lived than TOKEN_MAX_AGE_SECONDS. A verified token is kept
+ * until its exp, so that a later request costs a hash, not a signature check; what it may do is decided each
+ * time against the snapshot.
  */
 export class TokenVerifier {
   private readonly verified = new Map<string, AccessTokenClaims>();
@@ -78,10 +77,9 @@ export class TokenVerifier {
   }
 
   /**
-   * While no key set is held, a token not verified before is refused (keys-unavailable): tokens fail closed
-   * while API keys go on. A token whose kid the set lacks stays undecided until a fetch started after it
-   * first arrived has succeeded, so that a flood of made-up kids spending the fetches' cool-down never has
-   * the issuer's newest key refused. Signature checks of new tokens are bounded per `source` address and in all.
+   * Without a key set, a token not verified before is refused: tokens fail closed while API keys go on. A token
+   * whose kid the set lacks stays undecided until a fetch started after it first arrived has succeeded, so that
+   * a flood of made-up kids spending the fetches' cool-down never has the issuer's newest key refused.
    */
   verify(token: string, now: number, source?: string): TokenOutcome | Promise<TokenOutcome> {
     if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return this.refused('malformed');
