@@ -2,23 +2,18 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, integer, isSecureOrLoopbackUrl, port, SETTINGS, text, type Env, type Setting } from '../config.js';
 import { TRIAL_RESOURCE } from '../config/settings.js';
 
-/**
- * The settings of `sitekey-authz issuer` (docs/configuration.md, "Configuration": the ISSUER_* rows of SETTINGS),
- * validated once into a frozen value; a bad one stops start-up naming the variable. The database,
- * BIND_ADDRESS, LOG_LEVEL and CLIENT_IP_SOURCE are serve's settings, read by loadConfig.
- */
-
+/** The settings of `sitekey-authz issuer` (the ISSUER_* rows of SETTINGS); a bad one stops start-up. */
 export interface IssuerSettings {
   readonly port: number;
-  /** The issuer identifier; undefined: http://127.0.0.1:<the port listened on>, for trying out. */
+  /** Undefined: http://127.0.0.1:<the port listened on>, for trying out. */
   readonly url: string | undefined;
   readonly resource: string;
-  /** Undefined: none was set, on loopback: the trial token kept in the database (trial-registration-token.ts). */
+  /** Undefined on loopback when none was set: the trial token kept in the database. */
   readonly registrationToken: string | undefined;
   readonly tokenTtlSeconds: number;
 }
 
-/** A day: the signing keys stay published longer than this after they stop signing (key-schedule.ts). */
+/** A day: the signing keys stay published longer than this after they stop signing (signing-keys.ts). */
 export const MAX_TOKEN_TTL_SECONDS = 86_400;
 const MIN_TOKEN_TTL_SECONDS = 60;
 const MIN_REGISTRATION_TOKEN = 32;
@@ -26,20 +21,23 @@ const MAX_REGISTRATION_TOKEN = 1_024;
 // RFC 6750 §2.1's b64token: what a Bearer header can carry.
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
-/** What `sitekey-authz issuer --help` lists: its own settings and the shared ones it reads. */
+/** What `sitekey-authz issuer --help` lists. */
 export const ISSUER_ENVIRONMENT: readonly Setting[] = SETTINGS.filter(
   (setting) => setting.name.startsWith('ISSUER_') || ['DATABASE_URL', 'DATA_DIR', 'MIGRATE_ON_START', 'BIND_ADDRESS', 'LOG_LEVEL', 'CLIENT_IP_SOURCE', 'XFF_TRUSTED_HOPS'].includes(setting.name),
 );
 
+function parsedUrl(value: string, name: string, expected: string): URL {
+  try {
+    return new URL(value);
+  } catch {
+    throw new ConfigError(name, `expected ${expected}`);
+  }
+}
+
 function issuerUrl(env: Env): string | undefined {
   const value = text(env, 'ISSUER_URL');
   if (value === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(value);
-  } catch {
-    throw new ConfigError('ISSUER_URL', 'expected an https:// origin such as https://auth.partner-api.example.com');
-  }
+  const parsed = parsedUrl(value, 'ISSUER_URL', 'an https:// origin such as https://auth.partner-api.example.com');
   if (!['https:', 'http:'].includes(parsed.protocol) || !isSecureOrLoopbackUrl(value)) {
     throw new ConfigError('ISSUER_URL', 'must be https:// (http:// only to a loopback address such as 127.0.0.1, for trying out)');
   }
@@ -56,12 +54,7 @@ function resource(env: Env, onLoopback: boolean): string {
     if (onLoopback) return TRIAL_RESOURCE;
     throw new ConfigError('ISSUER_RESOURCE', "is required with an ISSUER_URL off loopback: the partner API's audience, the TOKEN_AUDIENCE serve is given, e.g. https://partner-api.example.com");
   }
-  let parsed: URL;
-  try {
-    parsed = new URL(value);
-  } catch {
-    throw new ConfigError('ISSUER_RESOURCE', 'expected an absolute URI such as https://partner-api.example.com');
-  }
+  const parsed = parsedUrl(value, 'ISSUER_RESOURCE', 'an absolute URI such as https://partner-api.example.com');
   if (parsed.hash !== '' || value.includes('#')) throw new ConfigError('ISSUER_RESOURCE', 'must not have a fragment (#...): RFC 8707 resource indicators have none');
   return value;
 }
@@ -71,7 +64,7 @@ export function isRegistrationToken(token: string): boolean {
   return token.length >= MIN_REGISTRATION_TOKEN && token.length <= MAX_REGISTRATION_TOKEN && BEARER_TOKEN.test(token);
 }
 
-/** The token, from the variable or from its _FILE; never quoted back in a message. */
+/** From the variable or from its _FILE; never quoted back in a message. */
 function registrationToken(env: Env, onLoopback: boolean, readFile: (path: string) => string): string | undefined {
   const inline = text(env, 'ISSUER_REGISTRATION_TOKEN');
   const file = text(env, 'ISSUER_REGISTRATION_TOKEN_FILE');

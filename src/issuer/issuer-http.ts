@@ -4,12 +4,6 @@ import { forwardedForEntry, parseClientIp } from '../allowlist/client-ip.js';
 import type { ClientIpSource } from '../config.js';
 import type { TokenEndpointGuard } from './token-endpoint-guard.js';
 
-/**
- * The issuer's port in front of oidc-provider: /healthz for probes, RFC 8414's metadata path answering
- * the provider's discovery document, and the token endpoint's limits, applied before the provider
- * reads a byte of the request.
- */
-
 export const TOKEN_PATH = '/token';
 export const REGISTRATION_PATH = '/reg';
 export const DISCOVERY_PATH = '/.well-known/openid-configuration';
@@ -17,7 +11,7 @@ export const DISCOVERY_PATH = '/.well-known/openid-configuration';
 export const AUTHORIZATION_SERVER_METADATA_PATH = '/.well-known/oauth-authorization-server';
 
 /** oidc-provider's own limit on a request body; a token request is a few hundred bytes. */
-export const MAX_TOKEN_REQUEST_BYTES = 56 * 1024;
+const MAX_TOKEN_REQUEST_BYTES = 56 * 1024;
 /** Longer client ids are no client of ours: they share one bucket. */
 const MAX_CLIENT_ID = 255;
 
@@ -62,11 +56,7 @@ function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/**
- * The address a token request's limits count against, chosen by CLIENT_IP_SOURCE as serve chooses a
- * check's (behind the gateway, the peer is the gateway). A header that names no IP address falls back
- * to the peer: a client never picks its own bucket.
- */
+/** Chosen by CLIENT_IP_SOURCE; a header that names no IP address falls back to the peer, never the client's pick. */
 export function sourceAddress(request: IncomingMessage, source: ClientIpSource): string {
   const peer = request.socket.remoteAddress ?? 'unknown';
   const named =
@@ -97,13 +87,11 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer | und
   });
 }
 
-/** The limits, then the provider, for a token request. */
 async function guardedTokenRequest(
   request: IncomingMessage,
   response: ServerResponse,
   guard: TokenEndpointGuard,
   provider: RequestListener,
-  now: () => number,
   clientIpSource: ClientIpSource,
 ): Promise<void> {
   const address = sourceAddress(request, clientIpSource);
@@ -111,7 +99,7 @@ async function guardedTokenRequest(
   if (body === undefined) {
     return answerJson(response, 413, { error: 'invalid_request', error_description: `the request body is larger than ${MAX_TOKEN_REQUEST_BYTES} bytes` });
   }
-  const admission = guard.admit(address, claimedClientId(request.headers, body.toString('utf8')), now());
+  const admission = guard.admit(address, claimedClientId(request.headers, body.toString('utf8')), Date.now());
   if (!admission.admitted) {
     return answerJson(
       response,
@@ -127,40 +115,34 @@ async function guardedTokenRequest(
   provider(request, response);
 }
 
-/**
- * A path as oidc-provider's router matches it: without case, and with one trailing slash dropped.
- * An absolute-form target (`POST http://host/token`) is read for its path, as Koa reads it.
- */
+function pathOf(target: string): string {
+  const queryAt = target.indexOf('?');
+  return queryAt < 0 ? target : target.slice(0, queryAt);
+}
+
+/** As oidc-provider's router matches a path: without case, one trailing slash dropped, as Koa reads it. */
 function routeKey(target: string): string {
-  let path: string;
-  if (target.startsWith('/')) {
-    const queryAt = target.indexOf('?');
-    path = queryAt < 0 ? target : target.slice(0, queryAt);
-  } else {
-    path = URL.canParse(target) ? new URL(target).pathname : target;
-  }
+  const path = target.startsWith('/') ? pathOf(target) : URL.canParse(target) ? new URL(target).pathname : target;
   return (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).toUpperCase();
 }
 
 /**
- * Every POST goes through the token endpoint's limits but registration's (which needs the initial
- * access token): however a client spells the token endpoint's path, the provider reaching it means
- * the limits were counted.
+ * Every POST but registration's (which needs the initial access token) goes through the token endpoint's
+ * limits: however a client spells the token endpoint's path, the provider reaching it means they were counted.
  */
 function isGuarded(request: IncomingMessage): boolean {
   return request.method === 'POST' && routeKey(request.url ?? '/') !== routeKey(REGISTRATION_PATH);
 }
 
+/** The issuer's port in front of oidc-provider: /healthz, RFC 8414's metadata path, the token endpoint's limits. */
 export function issuerRequestListener(options: {
   readonly guard: TokenEndpointGuard;
   /** The provider's listener now: it changes when the signing keys do. */
   readonly provider: () => RequestListener;
   readonly clientIpSource: ClientIpSource;
-  /** The issuer identifier: every URL the provider writes starts with it, whatever Host a request names. */
+  /** Every URL the provider writes starts with it, whatever Host a request names. */
   readonly issuerUrl: string;
-  readonly now?: () => number;
 }): RequestListener {
-  const now = options.now ?? Date.now;
   const issuer = new URL(options.issuerUrl);
   return (request, response) => {
     // Behind the gateway the request arrives over http with the gateway's Host; a client could name
@@ -168,12 +150,11 @@ export function issuerRequestListener(options: {
     request.headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
     request.headers['x-forwarded-host'] = issuer.host;
     const url = request.url ?? '/';
-    const queryAt = url.indexOf('?');
-    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    const path = pathOf(url);
     if (path === '/healthz') return answerJson(response, 200, { status: 'ok' });
-    if (path === AUTHORIZATION_SERVER_METADATA_PATH) request.url = DISCOVERY_PATH + (queryAt < 0 ? '' : url.slice(queryAt));
+    if (path === AUTHORIZATION_SERVER_METADATA_PATH) request.url = DISCOVERY_PATH + url.slice(path.length);
     if (isGuarded(request)) {
-      guardedTokenRequest(request, response, options.guard, options.provider(), now, options.clientIpSource).catch(() => {
+      guardedTokenRequest(request, response, options.guard, options.provider(), options.clientIpSource).catch(() => {
         if (!response.headersSent) answerJson(response, 400, { error: 'invalid_request', error_description: 'the request body could not be read' });
         else response.destroy();
       });

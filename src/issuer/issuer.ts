@@ -1,56 +1,46 @@
-import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Adapter, KoaContextWithOIDC } from 'oidc-provider';
 import type pg from 'pg';
 import type { ClientIpSource } from '../config.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { connectionPool } from '../store/database.js';
-import { DEFAULT_KEY_ROTATION, type KeyRotationPolicy } from './key-schedule.js';
 import { DISCOVERY_PATH, issuerRequestListener, REGISTRATION_PATH, TOKEN_PATH, type RequestListener } from './issuer-http.js';
 import { clientSecretMatches, deleteExpiredObjects, isSecretDigest, postgresAdapter } from './postgres-adapter.js';
 import { newClientSecret, providerConfiguration } from './provider-configuration.js';
 import { routeProviderNotices } from './provider-notices.js';
-import { currentSigningKeys, sameKeySet, type SigningKeySet } from './signing-keys.js';
+import { currentSigningKeys, DEFAULT_KEY_ROTATION, sameKeySet } from './signing-keys.js';
+import type { KeyRotationPolicy, SigningKeySet } from './signing-keys.js';
 import { DEFAULT_TOKEN_ENDPOINT_LIMITS, TokenEndpointGuard, type TokenEndpointLimits } from './token-endpoint-guard.js';
-
-/**
- * `sitekey-authz issuer` as a value: an OAuth 2.0 authorization server on oidc-provider over the
- * given database (migrated), listening until close(). Tests start it in-process on port 0.
- */
 
 export interface IssuerOptions {
   readonly databaseUrl: string;
-  /** 0 lets the system choose. */
   readonly port: number;
-  /** Default 127.0.0.1. */
   readonly bindAddress?: string;
-  /** The issuer identifier (an origin, no path); default http://127.0.0.1:<the port listened on>. */
+  /** An origin; default http://127.0.0.1:<the port listened on>. */
   readonly issuerUrl?: string;
-  /** The resource every token is for: serve's TOKEN_AUDIENCE. */
+  /** Every token's aud: serve's TOKEN_AUDIENCE. */
   readonly resource: string;
-  /** The initial access token that registration asks for. */
   readonly registrationToken: string;
-  /** Default 600. */
   readonly tokenTtlSeconds?: number;
   readonly logger?: Logger;
   readonly keyRotation?: KeyRotationPolicy;
-  /** How often each replica looks at the signing keys (and deletes expired rows); default a minute. */
+  /** How often each replica looks at the signing keys and deletes expired rows. */
   readonly keyCheckIntervalMs?: number;
   readonly tokenEndpointLimits?: TokenEndpointLimits;
-  /** Where a token request's source address comes from (CLIENT_IP_SOURCE); default the peer. */
   readonly clientIpSource?: ClientIpSource;
 }
 
 export interface RunningIssuer {
-  /** The issuer identifier, the tokens' iss: serve's TOKEN_ISSUER. */
+  /** The tokens' iss: serve's TOKEN_ISSUER. */
   readonly url: string;
   readonly tokenEndpoint: string;
   readonly registrationEndpoint: string;
   readonly discoveryUrl: string;
   readonly jwksUrl: string;
-  /** The port listened on (the issuer identifier may name another, behind a gateway). */
+  /** Listened on; behind a gateway the issuer identifier may name another. */
   readonly port: number;
-  /** The kid that signs new tokens now. */
   readonly signingKid: string;
   close(): Promise<void>;
 }
@@ -60,29 +50,16 @@ const DEFAULT_KEY_CHECK_MS = 60_000;
 /** Every query of the issuer, and each wait for the keys' lock, ends within this. */
 const QUERY_TIMEOUT_MS = 5_000;
 const POOL_SIZE = 10;
-/** On close, how long requests in flight may take (a token request takes milliseconds). */
 const DRAIN_MS = 5_000;
 
-function listen(server: Server, port: number, host: string): Promise<number> {
-  return new Promise((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolveListen((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-/** oidc-provider's Client, as far as the comparison of a presented secret goes. */
 interface SecretComparison {
   compareClientSecret(presented: string): boolean | Promise<boolean>;
 }
 
 /**
- * The secret in registration answers, where only its digest is kept: a read (RFC 7592 §2.1) does not
- * answer the digest; an update that names a secret is told to leave it out, since the one named cannot
- * be compared with a digest by the provider; and a PUT that leaves client_secret out (§2.2: omitted is
- * null) gets a new secret, so the old one stops working.
+ * The secret in registration answers, where only its digest is kept: a read (RFC 7592 §2.1) does not answer
+ * the digest; an update naming a secret is told to leave it out (the provider cannot compare it with a digest);
+ * a PUT without client_secret (§2.2: omitted is null) gets a new secret, so the old one stops working.
  */
 function clientSecretAnswers(clients: Adapter, logger: Logger) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<unknown>): Promise<void> => {
@@ -104,6 +81,7 @@ function clientSecretAnswers(clients: Adapter, logger: Logger) {
   };
 }
 
+/** An OAuth 2.0 authorization server on oidc-provider over a migrated database, listening until close(). */
 export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer> {
   const logger = options.logger ?? createLogger('silent');
   const unrouteNotices = routeProviderNotices(logger);
@@ -126,7 +104,9 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
     const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16_384 });
     server.keepAliveTimeout = 5_000;
     server.maxConnections = 4_096;
-    const port = await listen(server, options.port, options.bindAddress ?? '127.0.0.1');
+    server.listen(options.port, options.bindAddress ?? '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
     closers.push(
       () =>
         new Promise<void>((resolveClose) => {

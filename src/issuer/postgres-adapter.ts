@@ -4,19 +4,16 @@ import type { Adapter, AdapterFactory, AdapterPayload } from 'oidc-provider';
 import { sha256 } from '../common/sha256.js';
 
 /**
- * oidc-provider's storage (its Adapter interface) on PostgreSQL, in issuer_oidc_objects (migration
- * 011): clients, registration access tokens, the jti of client assertions already seen. The pool
- * bounds every query with its time-out (connectionPool's timeoutMs); a failing query fails the
- * request it serves, with a server_error, never an answer made up.
+ * oidc-provider's storage on PostgreSQL, in issuer_oidc_objects (migration 011): clients, registration access
+ * tokens, the jti of client assertions already seen. A failing query fails its request with a server_error.
  *
- * A client is found by its id; anything else by the SHA-256 of its id, which for a token is its
- * value: the table never holds a registration access token anyone could present. A client's secret is
- * kept as its SHA-256 too (RFC 6819 §5.1.4.1.3), compared by clientSecretMatches: the secrets are 256
- * random bits the provider made, so a fast hash is enough, and the table holds none a client could present.
+ * A client is found by its id; anything else by the SHA-256 of its id, which for a token is its value, and a
+ * client's secret is kept as its SHA-256 (RFC 6819 §5.1.4.1.3): the table holds nothing a client could present.
+ * The secrets are 256 random bits, so a fast hash is enough.
  */
 
-/** The largest payload stored: a client's metadata with its JWKS is a few kilobytes. */
-export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/** A client's metadata with its JWKS is a few kilobytes. */
+const MAX_PAYLOAD_BYTES = 64 * 1024;
 
 const KEPT_AS_IS = new Set(['Client']);
 
@@ -24,16 +21,12 @@ const SECRET_DIGEST = 'sha256:';
 
 const digestOf = (secret: string): string => `${SECRET_DIGEST}${sha256(secret, 'hex')}`;
 
-/** What the table keeps of a secret: its digest (a payload read back and stored again keeps its digest). */
+/** A payload read back and stored again keeps its digest. */
 function storedSecret(secret: string): string {
   return secret.startsWith(SECRET_DIGEST) ? secret : digestOf(secret);
 }
 
-/**
- * Whether the secret a client presented is the one held: the digest as stored, or the secret itself
- * while the provider holds a client it has just made. What is presented is always hashed, so the
- * digest itself is no secret.
- */
+/** `held` is a digest, or the secret of a client the provider has just made; the digest itself is no secret. */
 export function clientSecretMatches(held: unknown, presented: string): boolean {
   if (typeof held !== 'string') return false;
   const expected = Buffer.from(storedSecret(held));
@@ -41,7 +34,6 @@ export function clientSecretMatches(held: unknown, presented: string): boolean {
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
-/** A stored digest, which is no secret a partner could use and is never answered as one. */
 export function isSecretDigest(value: unknown): boolean {
   return typeof value === 'string' && value.startsWith(SECRET_DIGEST);
 }
@@ -109,15 +101,14 @@ class PostgresAdapter implements Adapter {
   }
 }
 
-/** What oidc-provider's `adapter` setting takes: one adapter per model name, all on `pool`. */
 export function postgresAdapter(pool: pg.Pool): AdapterFactory {
   return (model) => new PostgresAdapter(pool, model);
 }
 
-/** Rows deleted per statement by deleteExpiredObjects, so that a backlog never holds a long lock. */
+// Per statement, so that a backlog never holds a long lock.
 const EXPIRED_BATCH = 1_000;
 
-/** Deletes expired rows (find() already ignores them); resolves to how many went. */
+/** Deletes expired rows (find() already ignores them). */
 export async function deleteExpiredObjects(pool: pg.Pool): Promise<number> {
   const { rowCount } = await pool.query(
     `DELETE FROM issuer_oidc_objects WHERE ctid IN (

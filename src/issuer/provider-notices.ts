@@ -1,11 +1,7 @@
 import type { Logger } from '../observe/logger.js';
 
-/**
- * oidc-provider writes its notices with console.info and console.warn ("oidc-provider WARNING: ...").
- * While an issuer runs, they go to its logger as JSON lines like every other; one is expected and
- * logged at debug only: the issuer reads the token endpoint's body before the provider does, to
- * apply its limits first (issuer-http.ts), and hands it over as the provider documents.
- */
+// oidc-provider writes its notices with console.info and console.warn; while an issuer runs they go to its
+// logger. One is expected, at debug: issuer-http.ts reads the token endpoint's body before the provider does.
 
 const PROVIDER_NOTICE = /^(?:\x1b\[[\d;]*m)?oidc-provider (NOTICE|WARNING): (.*?)(?:\x1b\[0m)?$/s;
 const EXPECTED = /already parsed request body detected/;

@@ -8,15 +8,10 @@ import type { IssuerSettings } from './issuer-config.js';
 import { startIssuer, type RunningIssuer } from './issuer.js';
 import { trialRegistrationToken, type TrialRegistrationToken } from './trial-registration-token.js';
 
-/**
- * `sitekey-authz issuer`: the database as serve opens it (DATABASE_URL, or the embedded one in
- * DATA_DIR, migrated when MIGRATE_ON_START says so), the issuer on ISSUER_PORT, until SIGTERM or SIGINT.
- */
-
-/** Which registration token the issuer takes: the one set, or the trial one kept in the database, printed if made now or asked for. */
+/** The trial token is printed if made now or asked for. */
 export type BannerToken = { readonly kind: 'set' } | ({ readonly kind: 'trial'; readonly show: boolean } & TrialRegistrationToken);
 
-/** What an operator needs on start: where it is, and what to give serve. Never the registration token, unless a trial one made now or asked for. */
+/** What an operator needs on start: where it is, and what to give serve. */
 export function startBanner(issuer: RunningIssuer, settings: IssuerSettings, token: BannerToken): string {
   const shown = token.kind === 'trial' && (token.madeNow || token.show);
   const registrationToken =
@@ -45,7 +40,6 @@ export function startBanner(issuer: RunningIssuer, settings: IssuerSettings, tok
   return `${lines.join('\n')}\n`;
 }
 
-/** The trial token kept in the database, read (or made) before the issuer starts; bounded as every query of the issuer. */
 async function keptTrialToken(databaseUrl: string, logger: Logger): Promise<TrialRegistrationToken> {
   const pool = connectionPool(databaseUrl, { applicationName: 'sitekey-authz-issuer', max: 1, logger, timeoutMs: 5_000 });
   try {
@@ -55,6 +49,7 @@ async function keptTrialToken(databaseUrl: string, logger: Logger): Promise<Tria
   }
 }
 
+/** `sitekey-authz issuer`: the database as serve opens it, the issuer on ISSUER_PORT, until SIGTERM or SIGINT. */
 export async function runIssuer(config: Config, settings: IssuerSettings, logger: Logger, options: { readonly showRegistrationToken: boolean }): Promise<void> {
   const stopping = stopRequested(logger);
   const resources = new Resources(logger);

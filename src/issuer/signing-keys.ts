@@ -1,24 +1,84 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type pg from 'pg';
-import { planKeys, type KeyRotationPolicy } from './key-schedule.js';
 
 /**
- * The issuer's signing keys in issuer_signing_keys (migration 011): made here, private JWKs that
- * never leave the issuer's process and its database (no route shows them, no log line names more
- * than a kid). Every replica runs `currentSigningKeys` on a timer; the transaction's advisory lock
- * makes them take turns, so one makes each new key and all agree on which key signs.
+ * The issuer's signing keys in issuer_signing_keys (migration 011): private JWKs that never leave the issuer's
+ * process and its database (no route shows them, no log line names more than a kid).
+ *
+ * A key is published as soon as it exists and signs `publishAheadMs` later, so that a verifier holding a cached
+ * JWKS has it before its first token arrives; after a newer key begins to sign, the old one stays published
+ * for `keepAfterRetiredMs`, longer than any token it signed can live. The first key signs at once.
  */
 
 /** RFC 9068 §2.1: resource servers must support RS256, so every verifier can check these tokens. */
 export const SIGNING_ALGORITHM = 'RS256';
 
-/** A private signing key as oidc-provider's `jwks` setting takes it. */
-export type SigningJwk = JWK & { readonly kid: string; readonly alg: string; readonly use: 'sig' };
+type SigningJwk = JWK & { readonly kid: string; readonly alg: string; readonly use: 'sig' };
 
 export interface SigningKeySet {
   readonly signingKid: string;
-  /** Published in the JWKS, the signing key first. */
+  /** The signing key first. */
   readonly keys: readonly SigningJwk[];
+}
+
+export interface ScheduledKey {
+  readonly kid: string;
+  readonly createdAt: number;
+  readonly signsFrom: number;
+}
+
+export interface KeyRotationPolicy {
+  readonly rotateAfterMs: number;
+  readonly publishAheadMs: number;
+  /** Above the longest token lifetime. */
+  readonly keepAfterRetiredMs: number;
+}
+
+const DAY_MS = 86_400_000;
+
+export const DEFAULT_KEY_ROTATION: KeyRotationPolicy = Object.freeze({
+  rotateAfterMs: 30 * DAY_MS,
+  publishAheadMs: DAY_MS,
+  keepAfterRetiredMs: DAY_MS + 3_600_000,
+});
+
+interface KeyPlan {
+  readonly signingKid: string | undefined;
+  /** The signing one first, then the one that will sign next, then the retired ones. */
+  readonly publishedKids: readonly string[];
+  /** Make a new key that signs from this time, or undefined: none is due. */
+  readonly newKeySignsFrom: number | undefined;
+  readonly withdrawnKids: readonly string[];
+}
+
+/** A pure function of the keys and the time, so that every replica on one database comes to the same answer. */
+export function planKeys(keys: readonly ScheduledKey[], now: number, policy: KeyRotationPolicy): KeyPlan {
+  const bySigningTime = [...keys].sort((a, b) => a.signsFrom - b.signsFrom || a.createdAt - b.createdAt);
+  let started = bySigningTime.filter((key) => key.signsFrom <= now);
+  let pending = bySigningTime.filter((key) => key.signsFrom > now);
+  // Only keys yet to sign (made by a replica whose clock runs ahead): the first of them signs now,
+  // published as it is, rather than none.
+  if (started.length === 0 && pending.length > 0) [started, pending] = [pending.slice(0, 1), pending.slice(1)];
+  const signing = started.at(-1);
+  const retired = started.slice(0, -1);
+  const withdrawnKids: string[] = [];
+  const keptRetired: string[] = [];
+  retired.forEach((key, index) => {
+    const successor = started[index + 1] as ScheduledKey;
+    if (now >= successor.signsFrom + policy.keepAfterRetiredMs) withdrawnKids.push(key.kid);
+    else keptRetired.push(key.kid);
+  });
+  let newKeySignsFrom: number | undefined;
+  if (keys.length === 0) newKeySignsFrom = now;
+  else if (signing !== undefined && pending.length === 0 && now >= signing.signsFrom + policy.rotateAfterMs - policy.publishAheadMs) {
+    newKeySignsFrom = Math.max(now + policy.publishAheadMs, signing.signsFrom + policy.rotateAfterMs);
+  }
+  return {
+    signingKid: signing?.kid,
+    publishedKids: [...(signing ? [signing.kid] : []), ...pending.map((key) => key.kid), ...keptRetired.reverse()],
+    newKeySignsFrom,
+    withdrawnKids,
+  };
 }
 
 // pg_advisory_xact_lock's key for the key table: "sitekey-authz issuer signing keys".
@@ -30,16 +90,7 @@ async function newSigningKey(): Promise<SigningJwk> {
   return { ...jwk, kid: await calculateJwkThumbprint(jwk), alg: SIGNING_ALGORITHM, use: 'sig' };
 }
 
-interface KeyRow {
-  readonly kid: string;
-  readonly created_at: Date;
-  readonly signs_from: Date;
-}
-
-/**
- * Makes the key that is due (the first one, or the next one a rotation publishes ahead), withdraws
- * those no valid token can need, and resolves to the keys to publish and the one that signs now.
- */
+/** Every replica runs it on a timer; the advisory lock makes them take turns. */
 export async function currentSigningKeys(pool: pg.Pool, policy: KeyRotationPolicy): Promise<SigningKeySet> {
   const client = await pool.connect();
   try {
@@ -48,7 +99,9 @@ export async function currentSigningKeys(pool: pg.Pool, policy: KeyRotationPolic
     // The database's clock, one for every replica: they agree on which key signs even when theirs differ.
     const clock = await client.query<{ now: number }>('SELECT (extract(epoch FROM now()) * 1000)::float8 AS now');
     const now = clock.rows[0]?.now ?? Date.now();
-    const { rows } = await client.query<KeyRow>('SELECT kid, created_at, signs_from FROM issuer_signing_keys');
+    const { rows } = await client.query<{ kid: string; created_at: Date; signs_from: Date }>(
+      'SELECT kid, created_at, signs_from FROM issuer_signing_keys',
+    );
     const scheduled = rows.map((row) => ({ kid: row.kid, createdAt: row.created_at.getTime(), signsFrom: row.signs_from.getTime() }));
     let plan = planKeys(scheduled, now, policy);
     if (plan.newKeySignsFrom !== undefined) {
@@ -78,7 +131,6 @@ export async function currentSigningKeys(pool: pg.Pool, policy: KeyRotationPolic
   }
 }
 
-/** Whether two key sets publish the same keys and sign with the same one. */
 export function sameKeySet(a: SigningKeySet | undefined, b: SigningKeySet): boolean {
   return a !== undefined && a.signingKid === b.signingKid && a.keys.map((key) => key.kid).join(' ') === b.keys.map((key) => key.kid).join(' ');
 }

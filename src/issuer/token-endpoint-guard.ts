@@ -1,16 +1,5 @@
 import { addressBucket, Buckets, type RateLimit } from '../common/token-buckets.js';
 
-export { addressBucket, type RateLimit } from '../common/token-buckets.js';
-
-/**
- * The token endpoint's limits, decided before oidc-provider spends anything on a request: requests
- * per source address, requests per client, and failed client authentications per address. A bad
- * `private_key_jwt` assertion costs a signature check; an address may fail only `failedPerAddress`
- * times (a reservation is taken before the check and given back when the client authenticated), so a
- * flood of bad assertions is refused unverified while other addresses' clients still get tokens.
- * Kept in memory per process: each replica bounds its own share of the work.
- */
-
 export interface TokenEndpointLimits {
   readonly perAddress: RateLimit;
   readonly perClient: RateLimit;
@@ -18,9 +7,8 @@ export interface TokenEndpointLimits {
 }
 
 /**
- * A partner reuses its token until shortly before it expires (ISSUER_TOKEN_TTL_SECONDS): one request
- * in minutes. These limits leave room for a fleet of a partner's machines behind one address, and for
- * a few mistakes while a partner sets up, and no room for guessing.
+ * A partner reuses its token until shortly before it expires: one request in minutes. These leave room for a
+ * fleet behind one address and a few mistakes while setting up, and none for guessing.
  */
 export const DEFAULT_TOKEN_ENDPOINT_LIMITS: TokenEndpointLimits = Object.freeze({
   perAddress: { burst: 60, perSecond: 10 },
@@ -32,6 +20,11 @@ export type Admission =
   | { readonly admitted: true; readonly settle: (authenticated: boolean) => void }
   | { readonly admitted: false; readonly retryAfterSeconds: number; readonly reason: string };
 
+/**
+ * Requests per address, per client, and failed client authentications per address, in memory per replica. A
+ * bad private_key_jwt assertion costs a signature check: a failure is reserved before the check and given back
+ * when the client authenticated, so a flood of bad assertions is refused unverified.
+ */
 export class TokenEndpointGuard {
   private readonly failures: Buckets;
   private readonly addresses: Buckets;
@@ -43,10 +36,7 @@ export class TokenEndpointGuard {
     this.clients = new Buckets(limits.perClient);
   }
 
-  /**
-   * Whether a token request from `address` naming `clientId` (as it says, unverified) may reach the
-   * provider. When admitted, `settle` says whether the client authenticated, once the answer is known.
-   */
+  /** `clientId` as the request says, unverified; once admitted, `settle` says whether the client authenticated. */
   admit(source: string, clientId: string | undefined, now: number): Admission {
     const address = addressBucket(source);
     const refuse = (waitMs: number, reason: string): Admission => ({ admitted: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)), reason });

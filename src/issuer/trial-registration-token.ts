@@ -2,28 +2,22 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { isRegistrationToken } from './issuer-config.js';
 
-/**
- * The initial access token of an issuer tried out on loopback without ISSUER_REGISTRATION_TOKEN: made
- * at the first start on a database and kept there (issuer_trial_registration_token, migration 012),
- * so that every later start on the same database takes the same one. serve seals each client's
- * registration access token with a key derived from that token (TOKEN_REGISTRATION_TOKEN): one that
- * changed at every start would leave each client created before beyond rotation and removal.
- */
-
 export interface TrialRegistrationToken {
   readonly token: string;
   /** Made by this start: the one time it is printed without being asked for. */
   readonly madeNow: boolean;
 }
 
-/** As `openssl rand -base64 32` makes one: 256 bits. */
-function newRegistrationToken(): string {
-  return randomBytes(32).toString('base64url');
-}
-
-/** The kept token, made and kept first if there is none; two issuers starting at once agree on one. */
+/**
+ * The initial access token of an issuer tried out on loopback without ISSUER_REGISTRATION_TOKEN, kept in the
+ * database so that every start on it takes the same one: serve seals each client's registration access token
+ * with a key derived from it. Two issuers starting at once agree on one.
+ */
 export async function trialRegistrationToken(sql: pg.Pool): Promise<TrialRegistrationToken> {
-  const made = await sql.query('INSERT INTO issuer_trial_registration_token (token) VALUES ($1) ON CONFLICT (only_row) DO NOTHING', [newRegistrationToken()]);
+  const made = await sql.query(
+    'INSERT INTO issuer_trial_registration_token (token) VALUES ($1) ON CONFLICT (only_row) DO NOTHING',
+    [randomBytes(32).toString('base64url')],
+  );
   const { rows } = await sql.query<{ token: string }>('SELECT token FROM issuer_trial_registration_token');
   const token = rows[0]?.token;
   if (token === undefined) throw new Error('issuer_trial_registration_token has no row right after one was written');

@@ -6,7 +6,6 @@ import type { KeySource } from './issuer-keys.js';
 /** Longer is no access token any issuer mints: refused unread. */
 export const TOKEN_MAX_CHARS = 16_384;
 
-/** Why a token was refused, as a partner (error 106) or a person on the admin port (401) is told. */
 export type AccessTokenRule = Exclude<TokenRule, 'revoked' | 'tokens-disabled' | 'keys-unavailable' | 'too-old'>;
 
 export type AccessTokenOutcome = { readonly valid: true; readonly payload: JWTPayload } | { readonly valid: false; readonly rule: AccessTokenRule };
@@ -14,44 +13,36 @@ export type AccessTokenOutcome = { readonly valid: true; readonly payload: JWTPa
 const refuse = (rule: AccessTokenRule): AccessTokenOutcome => ({ valid: false, rule });
 
 /**
- * Whether a token is older, or lives longer, than the rules' maximum age: by iat (within the clock
- * skew), and by exp - iat. An exp of 1e400 reads as Infinity, and a token issued years ago with an
- * exp ahead would otherwise count for as long as exp says. A token within the bound has
- * exp <= iat + bound, so none is kept verified beyond it either. Instants in epoch ms.
+ * Whether a token is older, or lives longer, than the rules' maximum age (instants in epoch ms). Written
+ * as !(… <=) so that an exp of 1e400, read as Infinity, is beyond it rather than valid for as long as it says.
  */
 export function beyondMaxAge(issuedAt: number, expiresAt: number, rules: AccessTokenRules, now: number): boolean {
   const bound = rules.maxAgeSeconds * 1000;
   return !(expiresAt - issuedAt <= bound) || !(now - issuedAt <= bound + rules.clockSkewSeconds * 1000);
 }
 
-/** What jose's error codes say, as the rule a caller can act on. */
+const RULE_OF_JOSE_CODE: Readonly<Record<string, AccessTokenRule>> = {
+  ERR_JWT_EXPIRED: 'expired',
+  ERR_JOSE_ALG_NOT_ALLOWED: 'algorithm',
+  ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'signature',
+  ERR_JWKS_NO_MATCHING_KEY: 'unknown-key',
+  ERR_JWKS_MULTIPLE_MATCHING_KEYS: 'unknown-key',
+};
+
 function ruleOfJoseError(error: unknown): AccessTokenRule {
   if (!(error instanceof errors.JOSEError)) throw error;
-  switch (error.code) {
-    case 'ERR_JWT_EXPIRED':
-      return 'expired';
-    case 'ERR_JWT_CLAIM_VALIDATION_FAILED': {
-      const { claim, reason } = error as errors.JWTClaimValidationFailed;
-      if (reason === 'missing') return 'claims';
-      if (claim === 'iss') return 'issuer';
-      if (claim === 'aud') return 'audience';
-      if (claim === 'nbf' || claim === 'iat') return reason === 'check_failed' ? 'not-yet-valid' : 'claims';
-      return 'claims';
-    }
-    case 'ERR_JOSE_ALG_NOT_ALLOWED':
-      return 'algorithm';
-    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
-      return 'signature';
-    case 'ERR_JWKS_NO_MATCHING_KEY':
-    case 'ERR_JWKS_MULTIPLE_MATCHING_KEYS':
-      return 'unknown-key';
-    default:
-      // ERR_JWS_INVALID, ERR_JWT_INVALID, ERR_JOSE_NOT_SUPPORTED, a key of the wrong type, …
-      return 'malformed';
+  if (error.code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') {
+    const { claim, reason } = error as errors.JWTClaimValidationFailed;
+    if (reason === 'missing') return 'claims';
+    if (claim === 'iss') return 'issuer';
+    if (claim === 'aud') return 'audience';
+    return (claim === 'nbf' || claim === 'iat') && reason === 'check_failed' ? 'not-yet-valid' : 'claims';
   }
+  // ERR_JWS_INVALID, ERR_JWT_INVALID, ERR_JOSE_NOT_SUPPORTED, a key of the wrong type, …
+  return RULE_OF_JOSE_CODE[error.code] ?? 'malformed';
 }
 
-/** The typ header as the accepted types list it: NO_TOKEN_TYPE when there is none; '' (never listed) when it is not text or says "none". */
+/** The typ header as the accepted types list it; '' (never listed) when it is not text or says "none". */
 function typeOf(typ: unknown): string {
   if (typ === undefined) return NO_TOKEN_TYPE;
   if (typeof typ !== 'string') return '';
@@ -76,10 +67,8 @@ export function headerRule(token: string, rules: AccessTokenRules): AccessTokenR
 }
 
 /**
- * Whether the token's iss, read before its signature is checked, names another issuer: a token of
- * another authorization server (a staff token, say) is told so, not that its kid is unknown here. The
- * unverified claim chooses the message and nothing else: a token naming our issuer is verified in
- * full, and one naming another could never have verified.
+ * Whether the unverified iss names another issuer: a staff token, say, is told so rather than that its kid is
+ * unknown. It chooses the message only: a token naming our issuer is verified in full.
  */
 function isFromAnotherIssuer(token: string, issuer: string): boolean {
   let iss: unknown;
@@ -92,13 +81,8 @@ function isFromAnotherIssuer(token: string, issuer: string): boolean {
 }
 
 /**
- * One RFC 9068 JWT access token checked in the order a caller would fix it: the JWS shape, its alg
- * against the allow-list (never none or HMAC: config.ts refuses them), typ (at+jwt, or the types
- * configured; a token without typ only where NO_TOKEN_TYPE is), an iss of another issuer (read
- * unverified, for the message only), the kid against
- * the issuer's keys, the signature, iss, aud, exp and nbf within the clock skew, the claims the caller
- * needs, and iat not in the future. jose does every cryptographic step. Partner tokens
- * (token-verifier.ts) and the admin port's (admin/admin-token.ts) both go through here.
+ * An RFC 9068 access token checked in the order a caller would fix it: shape, alg (config.ts refuses none and
+ * HMAC), typ, kid, signature, iss, aud, exp and nbf within the clock skew, required claims, iat not ahead.
  */
 export async function verifyAccessToken(
   token: string,

@@ -14,17 +14,11 @@ import {
   type ClientRegistration,
   type PartnerKeys,
   type RegisteredClient,
+  type UpdatedClient,
 } from './client-registration.js';
-import { IssuerRefused, IssuerUnreachable, ISSUER_LIMITS, type IssuerLimits } from './issuer-http.js';
-import { discoverIssuer, IssuerMetadataInvalid, type IssuerMetadata } from './issuer-metadata.js';
+import { discoverIssuer, IssuerMetadataInvalid, IssuerRefused, IssuerUnreachable } from './issuer-http.js';
+import { ISSUER_LIMITS, type IssuerLimits, type IssuerMetadata } from './issuer-http.js';
 import { RegistrationSeal, SealUnreadable } from './registration-seal.js';
-
-/**
- * A partner's OAuth client, created, rotated and removed at the issuer and here in one step: the
- * operations the CLI, the admin API and the console share. Each leaves both sides as they were when
- * it fails half-way, and says which side refused and why. The registration access token is sealed
- * before it is stored and never leaves this module; the client secret is returned once, never stored.
- */
 
 /** What the account manager sends the partner; the names are the JSON the CLI and API print. */
 export interface Handover {
@@ -40,28 +34,23 @@ export interface Handover {
 export interface NewPartnerClient {
   readonly siteId: SiteId;
   readonly note: string;
-  /** The partner's public keys (private_key_jwt); none: a secret. */
   readonly keys: PartnerKeys;
 }
 
+type Onboarded = { readonly handover: Handover; readonly client: TokenClientSummary };
+
 interface RegistrationSettings {
   readonly issuer: string;
-  readonly audience: string;
   readonly initialAccessToken: string;
 }
 
-/** Said wherever registration cannot be used; names what to set, and the way without it. */
-export const REGISTRATION_OFF_HELP =
+const REGISTRATION_OFF_HELP =
   'set TOKEN_REGISTRATION_TOKEN (or TOKEN_REGISTRATION_TOKEN_FILE) to the initial access token of the issuer named by TOKEN_ISSUER; ' +
   'for an issuer without dynamic client registration, create the client there and register it here by its client id';
-/** What the CLI types for that last step. */
 const REGISTRATION_OFF_CLI = { cliStep: 'register a client made at the issuer with `sitekey-authz token-client add <site-id> <client-id>`' };
 
-/**
- * Each operation as a whole ends by then, whatever the issuer does: under the admin port's 30 s
- * socket time-out, so that an answer carrying a new secret is never cut off on its way out.
- */
-export const OPERATION_DEADLINE_MS = 20_000;
+// Under the admin port's 30 s socket time-out, so that an answer carrying a new secret is never cut off.
+const OPERATION_DEADLINE_MS = 20_000;
 
 const ROTATION_UNKNOWN = 'the outcome is unknown: the issuer may have rotated the secret, and the old one may no longer work. To replace the client';
 
@@ -79,6 +68,11 @@ function issuerError(what: string, error: unknown, consequence: string, nextStep
 /** Replace a client that cannot be managed from here: a new one for its site, this one removed here only. */
 const replaceClient = (client: TokenClientSummary): AdminNextStep => ({ removeHereOnly: client.clientId, createClientFor: client.siteId });
 
+/**
+ * A partner's OAuth client created, rotated and removed at the issuer and here in one step, for the CLI, the
+ * admin API and the console. An operation that fails half-way leaves both sides as they were and says which
+ * refused. The registration access token is stored sealed; the client secret is returned once, never stored.
+ */
 export class ClientOnboarding {
   constructor(
     private readonly admin: CredentialAdmin,
@@ -87,13 +81,12 @@ export class ClientOnboarding {
     private readonly deadlineMs = OPERATION_DEADLINE_MS,
   ) {}
 
-  /** The issuer's limits for one operation, with its deadline starting now. */
   private operationLimits(): IssuerLimits {
     return { ...this.limits, deadline: AbortSignal.timeout(this.deadlineMs) };
   }
 
   /** RFC 7591 at the issuer, then one transaction here; undone at the issuer when the transaction fails. */
-  async create(request: NewPartnerClient): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
+  async create(request: NewPartnerClient): Promise<Onboarded> {
     const settings = this.settings();
     const limits = this.operationLimits();
     const guideUrl = await this.guideUrl();
@@ -126,21 +119,21 @@ export class ClientOnboarding {
   }
 
   /** A new secret at the issuer (RFC 7592 update); the old one stops working there. */
-  async rotateSecret(clientId: ClientId): Promise<{ readonly handover: Handover; readonly client: TokenClientSummary }> {
+  async rotateSecret(clientId: ClientId): Promise<Onboarded> {
     const settings = this.settings();
-    const { client: current, registration: stored } = await this.admin.tokens.clientWithRegistration(clientId);
-    const { registration, seal } = this.managed(current, settings, stored);
-    if (registration.stored.authMethod !== 'client_secret_basic') {
+    const { client: current, registration } = await this.admin.tokens.clientWithRegistration(clientId);
+    const { stored, atIssuer, seal } = this.managed(current, settings, registration);
+    if (stored.authMethod !== 'client_secret_basic') {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} authenticates with the partner's own keys (private_key_jwt): it has no secret to rotate; the partner rotates their keys`);
     }
     const limits = this.operationLimits();
     const guideUrl = await this.guideUrl();
     const what = `give client ${clientId} a new secret`;
     let metadata: IssuerMetadata;
-    let updated: Awaited<ReturnType<typeof rotateClientSecret>>;
+    let updated: UpdatedClient;
     try {
-      metadata = await this.managingIssuer(settings, current, registration.atIssuer, limits);
-      updated = await rotateClientSecret(registration.atIssuer, clientId, limits);
+      metadata = await this.managingIssuer(settings, current, atIssuer, limits);
+      updated = await rotateClientSecret(atIssuer, clientId, limits);
     } catch (error) {
       // Until the update is sent nothing has changed at the issuer; once it is, anything may have.
       if (error instanceof RotationOutcomeUnknown) throw issuerError(what, error.cause, ROTATION_UNKNOWN, replaceClient(current));
@@ -148,9 +141,9 @@ export class ClientOnboarding {
     }
     let client: TokenClientSummary;
     try {
-      client = await this.admin.tokens.recordSecretRotation(clientId, seal.seal(updated.registrationAccessToken, clientId, registration.stored.registrationClientUri), seal.keyId);
+      const sealed = seal.seal(updated.registrationAccessToken, clientId, stored.registrationClientUri);
+      client = await this.admin.tokens.recordSecretRotation(clientId, sealed, seal.keyId);
     } catch (error) {
-      // The new secret is live and shown to no one: say so, and how to get another.
       throw new Error(
         `the issuer gave client ${clientId} a new secret, but recording it here failed (${(error as Error).message}); the old secret no longer works. ` +
           'Give it a new secret again once the database answers; if the issuer then refuses the registration access token, remove the client here only (local-only) and create a new one',
@@ -160,22 +153,19 @@ export class ClientOnboarding {
     return { handover: this.handover(metadata, clientId, updated.clientSecret, guideUrl), client };
   }
 
-  /**
-   * Deletes the client at the issuer when it was created here, then here. With `localOnly`, or for a
-   * client added by hand, here only: the client then still exists at the issuer.
-   */
+  /** At the issuer too, for a client created here, unless `localOnly`. */
   async remove(clientId: ClientId, localOnly: boolean): Promise<{ readonly client: TokenClientSummary; readonly deletedAtIssuer: boolean }> {
     const { client: current, registration } = await this.admin.tokens.clientWithRegistration(clientId);
     if (registration === undefined || localOnly) return { client: await this.admin.tokens.removeClient(clientId), deletedAtIssuer: false };
     const settings = this.settings(' (or remove it here only with local-only, then delete it at the issuer by hand)');
-    const { registration: managed } = this.managed(current, settings, registration);
+    const { atIssuer } = this.managed(current, settings, registration);
     const limits = this.operationLimits();
     try {
-      await this.managingIssuer(settings, current, managed.atIssuer, limits);
-      await deleteClient(managed.atIssuer, limits);
+      await this.managingIssuer(settings, current, atIssuer, limits);
+      await deleteClient(atIssuer, limits);
     } catch (error) {
-      // A 404 says plainly that nothing is left to delete there. RFC 7592 §2.3 answers 401 for a client
-      // that is gone, but also for a token that is wrong: that is not proof, so it is said, not assumed.
+      // A 404 says nothing is left to delete. RFC 7592 §2.3 answers 401 for a client that is gone, but also
+      // for a wrong token: not proof, so it is said, not assumed.
       if (!(error instanceof IssuerRefused && error.status === 404)) {
         const consequence =
           error instanceof IssuerRefused && error.status === 401
@@ -191,7 +181,7 @@ export class ClientOnboarding {
   private settings(extra = ''): RegistrationSettings {
     const tokens = this.config.tokens;
     if (tokens === undefined || tokens.registrationToken === undefined) throw new AdminError('REGISTRATION_OFF', `registering clients at the issuer is off: ${REGISTRATION_OFF_HELP}${extra}`, undefined, REGISTRATION_OFF_CLI);
-    return { issuer: tokens.issuer, audience: tokens.audience, initialAccessToken: tokens.registrationToken };
+    return { issuer: tokens.issuer, initialAccessToken: tokens.registrationToken };
   }
 
   private async guideUrl(): Promise<string | null> {
@@ -209,22 +199,20 @@ export class ClientOnboarding {
     if (registration === undefined) {
       throw new AdminError('TOKEN_CLIENT_NOT_MANAGED', `token client ${clientId} was not created by this service (it was added for an existing client): manage it at the issuer`);
     }
+    const { registrationClientUri } = registration;
     const seal = new RegistrationSeal(settings.initialAccessToken);
     let token: string;
     try {
-      token = seal.open(registration.sealedToken, registration.keyId, clientId, registration.registrationClientUri);
+      token = seal.open(registration.sealedToken, registration.keyId, clientId, registrationClientUri);
     } catch (error) {
       if (error instanceof SealUnreadable) throw new AdminError('REGISTRATION_TOKEN_UNREADABLE', error.message, error.altered ? replaceClient(client) : undefined);
       throw error;
     }
-    const atIssuer: ClientRegistration = { registrationClientUri: registration.registrationClientUri, registrationAccessToken: token };
-    return { registration: { stored: registration, atIssuer }, seal };
+    const atIssuer: ClientRegistration = { registrationClientUri, registrationAccessToken: token };
+    return { stored: registration, atIssuer, seal };
   }
 
-  /**
-   * The issuer as its discovery document describes it now, when the client's registration_client_uri
-   * is still where its registration endpoint is: the registration access token goes nowhere else.
-   */
+  /** Only while the client's registration_client_uri is where the registration endpoint is now. */
   private async managingIssuer(settings: RegistrationSettings, client: TokenClientSummary, registration: ClientRegistration, limits: IssuerLimits): Promise<IssuerMetadata> {
     const metadata = await discoverIssuer(settings.issuer, limits);
     const foreign =

@@ -1,44 +1,36 @@
 import type { JSONWebKeySet } from 'jose';
 import { isSecureOrLoopbackUrl } from '../config.js';
-import { IssuerMetadataInvalid } from './issuer-metadata.js';
-import { issuerRequest, issuerText, type IssuerLimits, ISSUER_LIMITS } from './issuer-http.js';
 import { isClientId } from '../common/client-id.js';
+import { IssuerMetadataInvalid, issuerRequest, issuerText, type IssuerLimits, ISSUER_LIMITS } from './issuer-http.js';
 
 /**
- * A client of OAuth 2.0 Dynamic Client Registration (RFC 7591) and its management protocol (RFC 7592):
- * what the service sends the issuer to create, read, change and delete a partner's client, and what it
- * accepts back. No storage and no policy here: client-onboarding.ts decides when.
+ * A client of OAuth 2.0 Dynamic Client Registration (RFC 7591) and its management (RFC 7592): what is sent to
+ * the issuer, and what is accepted back. No storage and no policy: client-onboarding.ts decides when.
  */
 
-/** How the partner's client authenticates at the token endpoint: a secret, or assertions signed with its own key (RFC 7523). */
+/** A secret, or assertions signed with the partner's own key (RFC 7523). */
 export type ClientAuthMethod = 'client_secret_basic' | 'private_key_jwt';
-export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'private_key_jwt'];
 
 /** The partner's public keys, given inline or by URL; none: a secret. */
 export type PartnerKeys = { readonly jwks: JSONWebKeySet } | { readonly jwksUri: string } | undefined;
 
-export interface RegisteredClient {
+/** RFC 7592 §3: where a registered client is read, changed and deleted, with the token that authorizes it. */
+export interface ClientRegistration {
+  readonly registrationClientUri: string;
+  readonly registrationAccessToken: string;
+}
+
+export interface RegisteredClient extends ClientRegistration {
   readonly clientId: string;
   /** Only for client_secret_basic; shown once, never stored. */
   readonly clientSecret: string | undefined;
   readonly authMethod: ClientAuthMethod;
-  /** RFC 7592 §3: where the client's configuration is read, changed and deleted. */
-  readonly registrationClientUri: string;
-  /** RFC 7592 §3: authorizes that; stored sealed. */
-  readonly registrationAccessToken: string;
-}
-
-/** Where a registered client is managed, with the token that authorizes it. */
-export interface ClientRegistration {
-  readonly registrationClientUri: string;
-  readonly registrationAccessToken: string;
 }
 
 // RFC 7592 §2.2: the server's own fields, never sent back in an update.
 const SERVER_FIELDS = ['registration_access_token', 'registration_client_uri', 'client_secret_expires_at', 'client_id_issued_at', 'client_secret'];
 const MAX_TOKEN = 4096;
 
-/** RFC 7591 §2 metadata of a client-credentials client for the partner API. */
 export function clientMetadata(clientName: string, keys: PartnerKeys): Record<string, unknown> {
   return {
     client_name: clientName,
@@ -56,17 +48,12 @@ function stringOf(answer: Record<string, unknown> | undefined, name: string, max
 }
 
 /**
- * The registration access token goes only where the issuer's registration endpoint is: a
- * registration_client_uri elsewhere (named by a lying issuer, or written into the database) would
- * receive it, or aim the service's requests at another host. undefined: it may be used.
+ * The registration access token goes only where the issuer's registration endpoint is: a registration_client_uri
+ * elsewhere (named by a lying issuer, or written into the database) would receive it. undefined: it may be used.
  */
 export function foreignManagementUri(registrationClientUri: string, registrationEndpoint: string): string | undefined {
-  let origin: string;
-  try {
-    origin = new URL(registrationClientUri).origin;
-  } catch {
-    return `the registration_client_uri is not a URL`;
-  }
+  if (!URL.canParse(registrationClientUri)) return `the registration_client_uri is not a URL`;
+  const origin = new URL(registrationClientUri).origin;
   const expected = new URL(registrationEndpoint).origin;
   return origin === expected ? undefined : `the registration_client_uri is on ${issuerText(origin)}, not on ${expected} where the issuer's registration_endpoint is`;
 }
@@ -78,10 +65,7 @@ function managementOf(answer: Record<string, unknown> | undefined): ClientRegist
   return isSecureOrLoopbackUrl(uri) ? { registrationClientUri: uri, registrationAccessToken: token } : undefined;
 }
 
-/**
- * RFC 7591 §3.1: registers the client with the initial access token. An answer the service could not
- * manage the client with is refused, and the client deleted again where the answer allows it.
- */
+/** RFC 7591 §3.1. An answer the client could not be managed with is refused, the client deleted where it allows. */
 export async function registerClient(
   registrationEndpoint: string,
   initialAccessToken: string,
@@ -120,15 +104,11 @@ export async function registerClient(
   };
 }
 
-/** RFC 7592 §2.3. */
 export async function deleteClient(registration: ClientRegistration, limits: IssuerLimits = ISSUER_LIMITS): Promise<void> {
   await issuerRequest({ method: 'DELETE', url: registration.registrationClientUri, bearer: registration.registrationAccessToken }, limits);
 }
 
-/**
- * The update was sent, and then something failed: the issuer may have rotated the secret and the
- * registration access token, or not. The cause says what failed.
- */
+/** The update was sent, then something failed: the issuer may have rotated the secret and the token, or not. */
 export class RotationOutcomeUnknown extends Error {
   override readonly name = 'RotationOutcomeUnknown';
   constructor(override readonly cause: unknown) {
@@ -136,16 +116,14 @@ export class RotationOutcomeUnknown extends Error {
   }
 }
 
-/** What an update changed: the new secret, and the registration access token if the issuer rotated it. */
 export interface UpdatedClient {
   readonly clientSecret: string;
   readonly registrationAccessToken: string;
 }
 
 /**
- * A new client secret through RFC 7592: read the client's configuration (§2.1), send it back without
- * the secret (§2.2, which lets the server issue a new one), and check that it did. An issuer that
- * keeps the secret on update cannot rotate it this way; that is said, not hidden.
+ * A new client secret through RFC 7592: read the client's configuration (§2.1), send it back without the secret
+ * (§2.2, which lets the server issue a new one), and check that it did.
  */
 export async function rotateClientSecret(registration: ClientRegistration, clientId: string, limits: IssuerLimits = ISSUER_LIMITS): Promise<UpdatedClient> {
   const read = await issuerRequest({ method: 'GET', url: registration.registrationClientUri, bearer: registration.registrationAccessToken }, limits);

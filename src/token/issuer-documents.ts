@@ -1,22 +1,49 @@
-import { readBounded } from './issuer-http.js';
+import type { JSONWebKeySet, JWK } from 'jose';
 import { isSecureOrLoopbackUrl } from '../config.js';
+import { discoveryUrls, isObject, readBounded, type IssuerLimits } from './issuer-http.js';
 
-/** Why an issuer's document could not be read; said in the log line. */
-export class IssuerDocumentError extends Error {
+class IssuerDocumentError extends Error {
   override readonly name = 'IssuerDocumentError';
 }
 
-/** Bounds on one read: its time and the size of the answer. */
-export interface ReadLimits {
-  readonly timeoutMs: number;
-  readonly maxBytes: number;
+class KeySetError extends Error {
+  override readonly name = 'KeySetError';
+}
+
+export type ReadLimits = Omit<IssuerLimits, 'deadline'>;
+
+/** More keys than any issuer publishes at once (a few, overlapping while it rotates): the rest are dropped. */
+export const KEY_SET_MAX_KEYS = 64;
+
+// `oct` is a shared secret, never a public key.
+const PUBLIC_KEY_TYPES: ReadonlySet<string> = new Set(['RSA', 'EC', 'OKP', 'AKP']);
+
+// Private key material (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2): an issuer that publishes it has made a
+// mistake we must not copy into our database.
+const PRIVATE_MEMBERS: ReadonlySet<string> = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'priv']);
+
+function publicKey(value: unknown): JWK | undefined {
+  if (!isObject(value) || typeof value['kty'] !== 'string' || !PUBLIC_KEY_TYPES.has(value['kty'])) return undefined;
+  const members = Object.keys(value)
+    .filter((name) => !PRIVATE_MEMBERS.has(name))
+    .sort();
+  return Object.fromEntries(members.map((name) => [name, value[name]])) as JWK;
 }
 
 /**
- * One bounded GET of a JSON document: a time-out, a size limit, no redirects (the URL is configured,
- * or named by a document from a configured URL, and a redirect could lead off it).
+ * A key set from an issuer's answer or from the database, both hostile: public signature keys only, private
+ * members stripped, members sorted so that two sets with the same keys read the same.
  */
-export async function fetchJson(url: string, accept: string, what: string, limits: ReadLimits): Promise<unknown> {
+export function publicKeySet(value: unknown): JSONWebKeySet {
+  if (!isObject(value) || !Array.isArray(value['keys'])) throw new KeySetError('the key set has no "keys" array');
+  const keys = value['keys'].flatMap((key) => publicKey(key) ?? []).slice(0, KEY_SET_MAX_KEYS);
+  // An empty set verifies nothing: held or stored, it would refuse every token while counting as keys.
+  if (keys.length === 0) throw new KeySetError('the key set holds no public signature key');
+  return { keys };
+}
+
+/** One bounded GET of a JSON document; no redirects, which could lead off a configured URL. */
+async function fetchJson(url: string, accept: string, what: string, limits: ReadLimits): Promise<unknown> {
   const response = await fetch(url, { headers: { accept }, redirect: 'error', signal: AbortSignal.timeout(limits.timeoutMs) });
   if (response.status !== 200) {
     await response.body?.cancel();
@@ -30,19 +57,13 @@ export async function fetchJson(url: string, accept: string, what: string, limit
   }
 }
 
-/**
- * Where an issuer's metadata is, in the order tried: RFC 8414 §3.1 puts the well-known segment
- * between the host and the issuer's path; OpenID Connect Discovery §4 appends it to the issuer.
- */
-export function discoveryUrls(issuer: string): readonly string[] {
-  const url = new URL(issuer);
-  const path = url.pathname.replace(/\/+$/, '');
-  return [`${url.origin}/.well-known/oauth-authorization-server${path}`, `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`];
+export async function fetchKeySet(url: string, limits: ReadLimits): Promise<JSONWebKeySet> {
+  return publicKeySet(await fetchJson(url, 'application/jwk-set+json, application/json', 'JWKS', limits));
 }
 
 async function jwksUrlOf(metadataUrl: string, issuer: string, limits: ReadLimits): Promise<string> {
   const document = await fetchJson(metadataUrl, 'application/json', 'discovery document', limits);
-  const fields = (typeof document === 'object' && document !== null ? document : {}) as Record<string, unknown>;
+  const fields: Record<string, unknown> = isObject(document) ? document : {};
   // RFC 8414 §3.3, OpenID Connect Discovery §4.3: the document must be the issuer's own.
   if (fields['issuer'] !== issuer) throw new IssuerDocumentError(`the discovery document names the issuer ${JSON.stringify(fields['issuer'])}, not ${issuer}`);
   const jwksUri = fields['jwks_uri'];
@@ -52,28 +73,24 @@ async function jwksUrlOf(metadataUrl: string, issuer: string, limits: ReadLimits
 }
 
 /**
- * The JWKS URL an issuer's discovery document names, held to the same rules as TOKEN_JWKS_URL: its
- * RFC 8414 authorization server metadata, else its OpenID Connect discovery document. The document
- * that answered last is tried first, so a steady issuer costs one request.
+ * The JWKS URL an issuer's discovery document names, read again on each call (an issuer may move its JWKS).
+ * The document that answered last is tried first, so a steady issuer costs one request.
  */
-export class JwksDiscovery {
-  private answered: string | undefined;
-
-  constructor(private readonly issuer: string) {}
-
-  async jwksUrl(limits: ReadLimits): Promise<string> {
-    const urls = discoveryUrls(this.issuer);
-    const ordered = this.answered === undefined ? urls : [this.answered, ...urls.filter((url) => url !== this.answered)];
+export function jwksDiscovery(issuer: string): (limits: ReadLimits) => Promise<string> {
+  let answered: string | undefined;
+  return async (limits) => {
+    const urls = discoveryUrls(issuer);
+    const ordered = answered === undefined ? urls : [answered, ...urls.filter((url) => url !== answered)];
     let failure: unknown;
     for (const url of ordered) {
       try {
-        const jwksUrl = await jwksUrlOf(url, this.issuer, limits);
-        this.answered = url;
+        const jwksUrl = await jwksUrlOf(url, issuer, limits);
+        answered = url;
         return jwksUrl;
       } catch (error) {
         failure = error;
       }
     }
     throw failure;
-  }
+  };
 }

@@ -1,22 +1,26 @@
+import { isSecureOrLoopbackUrl } from '../config.js';
+
 /**
- * One bounded HTTP exchange with the token issuer, for discovery and client registration: a time-out,
- * a size limit on the answer, no redirects (every URL is configured, or named by the issuer's own
- * document, and a redirect could lead off it). The issuer may hang, flood or lie: each way it can
- * fail is an IssuerUnreachable (no usable answer) or an IssuerRefused (an answer that says no).
+ * One bounded HTTP exchange with the token issuer, for discovery and client registration. The issuer may
+ * hang, flood or lie: each way it can fail is an IssuerUnreachable (no usable answer) or an IssuerRefused
+ * (an answer that says no).
  */
 
 export interface IssuerLimits {
   readonly timeoutMs: number;
   readonly maxBytes: number;
-  /** The deadline of the whole operation the exchange is part of, over the time-out of each. */
+  /** The deadline of the whole operation the exchange is part of. */
   readonly deadline?: AbortSignal;
 }
 
 export const ISSUER_LIMITS: IssuerLimits = { timeoutMs: 10_000, maxBytes: 256 * 1024 };
 
-/** The issuer gave no usable answer: unreachable, too slow, too large, not JSON. */
 export class IssuerUnreachable extends Error {
   override readonly name = 'IssuerUnreachable';
+}
+
+export class IssuerMetadataInvalid extends Error {
+  override readonly name = 'IssuerMetadataInvalid';
 }
 
 // The issuer's words reach a terminal and a browser: visible ASCII and spaces only, and not many.
@@ -25,17 +29,20 @@ export function issuerText(value: unknown): string {
   return String(value).replace(/[^\x20-\x7e]/g, '?').slice(0, MAX_ISSUER_TEXT);
 }
 
-/** The issuer answered with an error (RFC 6749 §5.2 / RFC 7591 §3.2.2 shape when it gave one). */
 export class IssuerRefused extends Error {
   override readonly name = 'IssuerRefused';
   constructor(
     readonly status: number,
-    /** The OAuth error code, e.g. invalid_token or invalid_client_metadata; '' when it gave none. */
+    /** The OAuth error code (RFC 6749 §5.2, RFC 7591 §3.2.2); '' when it gave none. */
     readonly error: string,
     readonly description: string,
   ) {
     super(`HTTP ${status}${error === '' ? '' : ` ${error}`}${description === '' ? '' : `: ${description}`}`);
   }
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** An answer's text, refused with `tooLarge('is … bytes …')` past maxBytes, declared or received. */
@@ -56,16 +63,16 @@ export async function readBounded(response: Response, maxBytes: number, tooLarge
 export interface IssuerRequest {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   readonly url: string;
-  /** RFC 6750 bearer token: the initial or the registration access token. */
+  /** The initial or the registration access token. */
   readonly bearer?: string;
   readonly body?: unknown;
 }
 
-/** What a 2xx answered: the parsed JSON object, or undefined for an empty body (204). */
-export type IssuerAnswer = { readonly status: number; readonly json: Record<string, unknown> | undefined };
-
-/** The exchange; a non-2xx answer is an IssuerRefused with the issuer's error and description. */
-export async function issuerRequest(request: IssuerRequest, limits: IssuerLimits = ISSUER_LIMITS): Promise<IssuerAnswer> {
+/** Without redirects, which could lead off a configured URL; `json` is undefined for an empty body (204). */
+export async function issuerRequest(
+  request: IssuerRequest,
+  limits: IssuerLimits = ISSUER_LIMITS,
+): Promise<{ readonly status: number; readonly json: Record<string, unknown> | undefined }> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (request.bearer !== undefined) headers['authorization'] = `Bearer ${request.bearer}`;
   if (request.body !== undefined) headers['content-type'] = 'application/json';
@@ -92,17 +99,61 @@ export async function issuerRequest(request: IssuerRequest, limits: IssuerLimits
     throw new IssuerUnreachable(`${request.method} ${new URL(request.url).origin}: ${what}`);
   }
   let json: Record<string, unknown> | undefined;
-  if (text.trim() !== '') {
-    try {
-      const parsed = JSON.parse(text) as unknown;
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) json = parsed as Record<string, unknown>;
-    } catch {
-      json = undefined;
-    }
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    json = isObject(parsed) ? parsed : undefined;
+  } catch {
+    json = undefined;
   }
   if (response.status < 200 || response.status > 299) {
     throw new IssuerRefused(response.status, json?.['error'] === undefined ? '' : issuerText(json['error']), json?.['error_description'] === undefined ? '' : issuerText(json['error_description']));
   }
   if (json === undefined && text.trim() !== '') throw new IssuerUnreachable(`${request.method} ${new URL(request.url).origin}: the answer is not a JSON object`);
   return { status: response.status, json };
+}
+
+/** RFC 8414 §3.1 puts the well-known segment before the issuer's path; OpenID Connect Discovery §4 after it. */
+export function discoveryUrls(issuer: string): readonly string[] {
+  const url = new URL(issuer);
+  const path = url.pathname.replace(/\/+$/, '');
+  return [`${url.origin}/.well-known/oauth-authorization-server${path}`, `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`];
+}
+
+export interface IssuerMetadata {
+  readonly issuer: string;
+  readonly tokenEndpoint: string;
+  /** Undefined when the issuer offers no dynamic registration. */
+  readonly registrationEndpoint: string | undefined;
+}
+
+function endpoint(document: Record<string, unknown>, name: string): string | undefined {
+  const value = document[name];
+  if (value === undefined) return undefined;
+  if (!isSecureOrLoopbackUrl(value)) throw new IssuerMetadataInvalid(`the issuer's discovery document names a ${name} that is not an https:// URL (http:// only on loopback)`);
+  return value as string;
+}
+
+/** Read now: an issuer may move its endpoints. The document must be the issuer's own (RFC 8414 §3.3). */
+export async function discoverIssuer(issuer: string, limits: IssuerLimits = ISSUER_LIMITS): Promise<IssuerMetadata> {
+  let document: Record<string, unknown> | undefined;
+  const refusals: string[] = [];
+  for (const url of discoveryUrls(issuer)) {
+    try {
+      document = (await issuerRequest({ method: 'GET', url }, limits)).json;
+      break;
+    } catch (error) {
+      if (!(error instanceof IssuerRefused)) throw error;
+      refusals.push(`${url} answered ${error.message}`);
+    }
+  }
+  if (document === undefined) {
+    if (refusals.length > 0) throw new IssuerUnreachable(`the issuer ${issuer} publishes no discovery document: ${refusals.join('; ')}`);
+    throw new IssuerUnreachable(`the issuer ${issuer}'s discovery document is empty`);
+  }
+  if (document['issuer'] !== issuer) {
+    throw new IssuerMetadataInvalid(`the discovery document at ${issuer} names the issuer ${JSON.stringify(String(document['issuer']).slice(0, 200))}, not ${issuer}: check TOKEN_ISSUER`);
+  }
+  const tokenEndpoint = endpoint(document, 'token_endpoint');
+  if (tokenEndpoint === undefined) throw new IssuerMetadataInvalid(`the issuer ${issuer}'s discovery document has no token_endpoint`);
+  return { issuer, tokenEndpoint, registrationEndpoint: endpoint(document, 'registration_endpoint') };
 }

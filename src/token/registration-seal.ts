@@ -2,24 +2,20 @@ import { hkdfSync } from 'node:crypto';
 import { openBox, sealBox } from '../common/sealed-box.js';
 
 /**
- * Registration access tokens at rest: AES-256-GCM with a key derived (HKDF-SHA-256, RFC 5869) from the
- * initial access token, the one secret an operator already keeps for registration. The sealed value
- * is bound to its client id and to the registration_client_uri it is sent to (the additional
- * authenticated data), so it can neither be moved to another row nor aimed at another address; a key id, derived apart and revealing nothing of the key, tells a changed initial access token from
- * a damaged value.
- *
- * Sealed layout: version (1 byte) | IV (12) | tag (16) | ciphertext.
+ * Registration access tokens at rest: AES-256-GCM under a key derived (HKDF-SHA-256) from the initial access
+ * token, the one secret an operator already keeps. Bound (as additional data) to the client id and the
+ * registration_client_uri, it can neither move to another row nor be aimed elsewhere; a key id, derived apart,
+ * tells a changed initial access token from a damaged value. Layout: version (1) | IV (12) | tag (16) | ciphertext.
  */
 
 const VERSION = 1;
 const SALT = Buffer.from('sitekey-authz registration access token', 'utf8');
 
-/** The value cannot be opened with the key at hand; the message says why and what to do. */
 export class SealUnreadable extends Error {
   override readonly name = 'SealUnreadable';
   constructor(
     message: string,
-    /** Changed or damaged since it was sealed (not merely sealed under another key): the client is replaced. */
+    /** Changed or damaged, not merely sealed under another key: the client is replaced. */
     readonly altered = false,
   ) {
     super(message);
@@ -30,7 +26,7 @@ export class SealUnreadable extends Error {
 const boundTo = (clientId: string, registrationClientUri: string): Buffer => Buffer.from(`${clientId}\n${registrationClientUri}`, 'utf8');
 
 export class RegistrationSeal {
-  /** Names the key in the row beside each sealed value. */
+  /** Stored beside each sealed value. */
   readonly keyId: string;
   readonly #key: Buffer;
 

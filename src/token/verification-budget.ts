@@ -1,7 +1,6 @@
 import { parseClientIp } from '../allowlist/client-ip.js';
 import { addressBucket, Buckets, type RateLimit } from '../common/token-buckets.js';
 
-/** How many signature checks of tokens never seen before may start: per source address, and in all. */
 export interface VerificationLimits {
   readonly perAddress: RateLimit;
   readonly overall: RateLimit;
@@ -17,13 +16,9 @@ export const DEFAULT_VERIFICATION_LIMITS: VerificationLimits = Object.freeze({
   overall: { burst: 1_000, perSecond: 1_000 },
 });
 
-const OVERALL = 'all';
-
 /**
- * The signature checks a process starts for tokens it has not verified before, bounded per source
- * address (an IPv6 address by its /64, as the issuer's token endpoint counts them) and in all: a
- * flood of forged tokens from one address spends that address's budget, not another's, and kept
- * tokens and API keys never spend any.
+ * The signature checks of tokens not verified before, bounded per source address (IPv6 by its /64) and in all:
+ * a flood of forged tokens from one address spends that address's budget, and kept tokens and API keys none.
  */
 export class VerificationBudget {
   private readonly addresses: Buckets;
@@ -34,12 +29,12 @@ export class VerificationBudget {
     this.overall = new Buckets(limits.overall);
   }
 
-  /** Whether a check of a new token from `source` (the request's client address) may start now; counted when it may. */
+  /** Whether a check of a new token from `source` (the client address) may start now; counted when it may. */
   take(source: string | undefined, now: number): boolean {
     const parsed = source === undefined ? undefined : parseClientIp(source);
     const address = parsed === undefined ? 'unknown' : addressBucket(parsed.address);
     if (this.addresses.take(address, now) > 0) return false;
-    if (this.overall.take(OVERALL, now) > 0) {
+    if (this.overall.take('all', now) > 0) {
       this.addresses.giveBack(address, now);
       return false;
     }

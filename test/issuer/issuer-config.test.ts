@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, SETTINGS } from '../../src/config.js';
-import { DEFAULT_KEY_ROTATION } from '../../src/issuer/key-schedule.js';
+import { DEFAULT_KEY_ROTATION } from '../../src/issuer/signing-keys.js';
 import { TRIAL_RESOURCE } from '../../src/config/settings.js';
 import { loadIssuerConfig, MAX_TOKEN_TTL_SECONDS } from '../../src/issuer/issuer-config.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planKeys, type KeyRotationPolicy, type ScheduledKey } from '../../src/issuer/key-schedule.js';
+import { planKeys, type KeyRotationPolicy, type ScheduledKey } from '../../src/issuer/signing-keys.js';
 
 const POLICY: KeyRotationPolicy = { rotateAfterMs: 30_000, publishAheadMs: 5_000, keepAfterRetiredMs: 10_000 };
 const key = (kid: string, createdAt: number, signsFrom = createdAt): ScheduledKey => ({ kid, createdAt, signsFrom });

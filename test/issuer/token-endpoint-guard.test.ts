@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import type { IncomingMessage } from 'node:http';
 import type { ClientIpSource } from '../../src/config.js';
 import { claimedClientId, sourceAddress } from '../../src/issuer/issuer-http.js';
-import { addressBucket, TokenEndpointGuard, type Admission } from '../../src/issuer/token-endpoint-guard.js';
+import { addressBucket } from '../../src/common/token-buckets.js';
+import { TokenEndpointGuard, type Admission } from '../../src/issuer/token-endpoint-guard.js';
 
 const LIMITS = { perAddress: { burst: 3, perSecond: 1 }, perClient: { burst: 2, perSecond: 1 }, failedPerAddress: { burst: 2, perSecond: 0.5 } };
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { discoveryUrls } from '../../src/token/issuer-documents.js';
+import { discoveryUrls } from '../../src/token/issuer-http.js';
 
 describe('discoveryUrls: where an issuer publishes its metadata', () => {
   const cases: Array<[string, readonly string[]]> = [

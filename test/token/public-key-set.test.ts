@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { KEY_SET_MAX_KEYS, publicKeySet } from '../../src/token/public-key-set.js';
+import { KEY_SET_MAX_KEYS, publicKeySet } from '../../src/token/issuer-documents.js';
 
 const RSA_PUBLIC = { kty: 'RSA', kid: 'r1', n: 'AQAB-n', e: 'AQAB', alg: 'RS256', use: 'sig' };
 

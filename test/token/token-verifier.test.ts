@@ -4,7 +4,8 @@ import { CompactSign, createLocalJWKSet, exportSPKI, importJWK, SignJWT, type JW
 import { loadConfig } from '../../src/config.js';
 import type { TokenVerdict } from '../../src/decision/types.js';
 import type { KeySource } from '../../src/token/issuer-keys.js';
-import { TOKEN_MAX_CHARS, TokenVerifier, VERIFIED_TOKENS_MAX } from '../../src/token/token-verifier.js';
+import { TOKEN_MAX_CHARS } from '../../src/token/access-token.js';
+import { TokenVerifier, VERIFIED_TOKENS_MAX } from '../../src/token/token-verifier.js';
 import { VerificationBudget } from '../../src/token/verification-budget.js';
 import { signedToken, signingKey, tokenClaims, tokenSettings, type SigningKey } from '../support/jwks-server.js';
 

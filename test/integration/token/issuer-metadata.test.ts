@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { clientMetadata, registerClient } from '../../../src/token/client-registration.js';
 import { IssuerRefused, IssuerUnreachable } from '../../../src/token/issuer-http.js';
-import { discoverIssuer, IssuerMetadataInvalid } from '../../../src/token/issuer-metadata.js';
+import { discoverIssuer, IssuerMetadataInvalid } from '../../../src/token/issuer-http.js';
 
 type Handler = (request: IncomingMessage, response: ServerResponse, origin: string) => void;
 
