@@ -13,12 +13,6 @@ export interface CheckAuthority {
   readonly now?: () => number;
 }
 
-// Fields written out: `{ ...input, bearer }` takes V8's slow path, about 0.5 µs per token check against 10 ns.
-function withBearer(input: CheckInput, bearer: TokenVerdict): CheckInput {
-  const { authorization, clientAddress, body, bodyPartial, bodyCredentials } = input;
-  return { authorization, bearer, clientAddress, body, bodyPartial, bodyCredentials };
-}
-
 /**
  * A Bearer token is verified first (asynchronously the first time it is seen), since decide() is pure and takes
  * the verdict as input; a kept token the decision refuses as revoked or unregistered is dropped from the verifier.
@@ -35,7 +29,7 @@ export function authorizeCheck(input: CheckInput, authority: CheckAuthority): De
     if ('undecided' in verdict) return verdict;
     const snapshot = authority.snapshot(at);
     if (snapshot === undefined) return undefined;
-    const decision = decide(withBearer(input, verdict), snapshot, at, authority.sunset);
+    const decision = decide({ ...input, bearer: verdict }, snapshot, at, authority.sunset);
     if (decision.outcome === 'deny' && (decision.denial.errorId === 107 || (decision.denial.errorId === 106 && decision.denial.rule === 'revoked'))) {
       tokens.forget(token);
     }
