@@ -8,22 +8,17 @@ import type { GrpcTlsFiles } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 
 /** A TLS file that cannot be used; its message names the setting and the file, on one line. */
-export class TlsFileError extends Error {
+class TlsFileError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'TlsFileError';
   }
 }
 
-/** The certificate, key and client CA read from GRPC_TLS_*_FILE, checked to belong together. */
-interface TlsMaterial {
-  readonly cert: Buffer;
-  readonly key: Buffer;
-  readonly clientCa: Buffer | undefined;
-  readonly certificate: X509Certificate;
-}
-
 type FileContents = { readonly cert: Buffer; readonly key: Buffer; readonly clientCa: Buffer | undefined };
+
+/** File contents checked to belong together. */
+type TlsMaterial = FileContents & { readonly certificate: X509Certificate };
 
 function named(setting: string, path: string): string {
   return `${setting} (${path})`;
@@ -42,7 +37,6 @@ function certificateIn(contents: Buffer, setting: string, path: string): X509Cer
   }
 }
 
-/** Checks what the files hold; throws a TlsFileError naming the file at fault. */
 function materialOf(files: GrpcTlsFiles, contents: FileContents): TlsMaterial {
   const certificate = certificateIn(contents.cert, 'GRPC_TLS_CERT_FILE', files.certFile);
   let key: KeyObject;
@@ -57,35 +51,36 @@ function materialOf(files: GrpcTlsFiles, contents: FileContents): TlsMaterial {
   if (files.clientCaFile !== undefined && contents.clientCa !== undefined) {
     certificateIn(contents.clientCa, 'GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile);
   }
-  return { cert: contents.cert, key: contents.key, clientCa: contents.clientCa, certificate };
+  return { ...contents, certificate };
 }
 
 function unreadable(setting: string, path: string, error: unknown): TlsFileError {
   return new TlsFileError(`${named(setting, path)} cannot be read (${firstLine(error)})`);
 }
 
+/** The three files as `read` gives each: now (at start) or later (a Buffer's promise). */
+function readEach<T>(files: GrpcTlsFiles, read: (setting: string, path: string) => T): [T, T, T | undefined] {
+  return [
+    read('GRPC_TLS_CERT_FILE', files.certFile),
+    read('GRPC_TLS_KEY_FILE', files.keyFile),
+    files.clientCaFile === undefined ? undefined : read('GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile),
+  ];
+}
+
 function readNow(files: GrpcTlsFiles): FileContents {
-  const read = (setting: string, path: string): Buffer => {
+  const [cert, key, clientCa] = readEach(files, (setting, path) => {
     try {
       return readFileSync(path);
     } catch (error) {
       throw unreadable(setting, path, error);
     }
-  };
-  return {
-    cert: read('GRPC_TLS_CERT_FILE', files.certFile),
-    key: read('GRPC_TLS_KEY_FILE', files.keyFile),
-    clientCa: files.clientCaFile === undefined ? undefined : read('GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile),
-  };
+  });
+  return { cert, key, clientCa };
 }
 
 async function readLater(files: GrpcTlsFiles): Promise<FileContents> {
-  const read = (setting: string, path: string): Promise<Buffer> => readFile(path).catch((error: unknown) => Promise.reject(unreadable(setting, path, error)));
-  const [cert, key, clientCa] = await Promise.all([
-    read('GRPC_TLS_CERT_FILE', files.certFile),
-    read('GRPC_TLS_KEY_FILE', files.keyFile),
-    files.clientCaFile === undefined ? undefined : read('GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile),
-  ]);
+  const reads = readEach(files, (setting, path) => readFile(path).catch((error: unknown) => Promise.reject(unreadable(setting, path, error))));
+  const [cert, key, clientCa] = await Promise.all(reads);
   return { cert, key, clientCa };
 }
 
@@ -103,10 +98,7 @@ function describe(material: TlsMaterial): Record<string, string> {
   return { subject: material.certificate.subject.replaceAll('\n', ', '), validTo: material.certificate.validTo, sha256: material.certificate.fingerprint256 };
 }
 
-/**
- * grpc-js server credentials whose certificate can be replaced: grpc-js hands a new secure context to
- * its TLS server (setSecureContext), which serves it to new connections and leaves open ones alone.
- */
+/** grpc-js hands a replaced secure context to its TLS server (setSecureContext), for new connections only. */
 class ReplaceableServerCredentials extends ServerCredentials {
   constructor(serverOptions: SecureServerOptions, initial: SecureContextOptions) {
     super(serverOptions, initial);
@@ -121,20 +113,15 @@ class ReplaceableServerCredentials extends ServerCredentials {
   }
 }
 
-export interface GrpcTlsCredentials {
-  readonly credentials: ServerCredentials;
-  /** Stops looking at the files. */
-  stop(): void;
-}
-
 /**
- * TLS for the gRPC port from GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE and GRPC_TLS_CLIENT_CA_FILE. Read
- * now (a bad or missing file throws a TlsFileError naming it), then every checkIntervalMs: cert-manager
- * and kubelet replace Secret files, often by swapping a symlink, so the files are read again by path
- * and their contents compared. New contents that hold together are served to new connections; contents
- * that do not are logged once and the certificate in use is kept.
+ * TLS from GRPC_TLS_*_FILE: read now (a bad file throws, naming it), then every checkIntervalMs by path, as
+ * kubelet swaps a Secret's symlink. New contents that hold together go to new connections; others are
+ * logged once and the certificate in use is kept.
  */
-export function grpcTlsCredentials(files: GrpcTlsFiles, options: { readonly checkIntervalMs: number; readonly handshakeTimeoutMs: number; readonly logger: Logger }): GrpcTlsCredentials {
+export function grpcTlsCredentials(
+  files: GrpcTlsFiles,
+  options: { readonly checkIntervalMs: number; readonly handshakeTimeoutMs: number; readonly logger: Logger },
+): { readonly credentials: ServerCredentials; stop(): void } {
   const { logger } = options;
   const initialContents = readNow(files);
   const initial = materialOf(files, initialContents);

@@ -9,13 +9,7 @@ import { Resources } from './resources.js';
 import { startOperatorPorts } from './operator-ports.js';
 import { runCheckWorker, runWorkerPool } from './worker-pool.js';
 
-/**
- * `sitekey-authz serve`: credential snapshot from PostgreSQL, ext_authz over gRPC, operator endpoints
- * over HTTP. Resolves once a SIGTERM or SIGINT has drained and closed everything.
- *
- * With WORKERS above 1 this process is the primary: it holds the database, the operator endpoints and
- * the admin port, and forks the workers that answer checks on the shared gRPC port (serve/worker-pool.ts).
- */
+/** `sitekey-authz serve`, until a SIGTERM or SIGINT has drained it; with WORKERS above 1, a pool (worker-pool.ts). */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
   if (cluster.isWorker) return runCheckWorker(config, logger);
   if (config.workers > 1) return runWorkerPool(config, logger);

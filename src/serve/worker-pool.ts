@@ -14,7 +14,6 @@ import { startCheckService, StoppedBeforeLoaded, type CheckService } from './che
 import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
 
-/** What the primary and its workers say to each other over the cluster's IPC channel. */
 type PrimaryMessage =
   | { readonly type: 'sitekey-authz:start'; readonly databaseUrl: string }
   | { readonly type: 'sitekey-authz:stop'; readonly signal: string };
@@ -24,7 +23,7 @@ type WorkerMessage =
   | ReceiptMessage
   | { readonly type: 'sitekey-authz:readiness'; readonly readiness: Readiness };
 
-/** A worker that dies sooner than this after its start is replaced after this pause, not at once. */
+/** A worker that dies sooner after its start is replaced after this pause, not at once. */
 const QUICK_DEATH_MS = 1_000;
 /** Beyond the drain a worker is allowed (delay + grace), how long the primary waits before SIGKILL. */
 const STOP_MARGIN_MS = 10_000;
@@ -36,17 +35,13 @@ function isMessage<M extends { readonly type: string }>(message: unknown, type: 
 interface WorkerState {
   readonly worker: Worker;
   readonly startedAt: number;
-  /** Its snapshot is loaded: it is handed connections. */
   takingConnections: boolean;
   readiness: Readiness | undefined;
 }
 
 /**
- * The primary's workers: forks WORKERS of them, replaces one that dies (counted in
- * sitekey_authz_workers_replaced_total), and stops them all on request. The primary accepts on the
- * gRPC port and hands the connections in turn to the workers that can decide (ConnectionHandoff); a
- * worker says so once its snapshot is loaded. Each worker has its own snapshot and LISTEN connection,
- * so a credential change reaches every one of them.
+ * The primary's WORKERS workers, replaced when one dies. Each has its own snapshot and LISTEN connection, and
+ * says when it can decide; the primary then hands it connections in turn (ConnectionHandoff).
  */
 class WorkerPool {
   private readonly workers = new Map<number, WorkerState>();
@@ -56,10 +51,10 @@ class WorkerPool {
   private readonly handoff: ConnectionHandoff;
   private listener: TcpServer | undefined;
   private failStart!: (error: Error) => void;
-  /** Workers that have taken connections, replacements included. */
+  /** Replacements included. */
   private workersEverTakingConnections = 0;
   private resolveStarted!: () => void;
-  /** Resolves once every first-generation worker takes connections; rejects if one exits before it does. */
+  /** Rejects if a first-generation worker exits before it takes connections. */
   private readonly started: Promise<void>;
 
   constructor(
@@ -81,14 +76,12 @@ class WorkerPool {
     cluster.on('exit', (worker, code, signal) => this.onExit(worker, code, signal));
   }
 
-  /** Binds the gRPC port: until a worker can decide, a connection is closed at once. */
   async listen(): Promise<void> {
     const where = { bindAddress: this.config.bindAddress, port: this.config.grpcPort, logger: this.logger };
     this.listener = await listenForGrpc((socket) => this.handoff.hand(socket), where, true);
     this.logger.info({ address: boundAddress(this.listener) }, 'gRPC port listening; each connection goes to a worker that can decide');
   }
 
-  /** Forks WORKERS workers; `started` says when they all take connections. */
   start(): Promise<void> {
     for (let i = 0; i < this.config.workers; i++) this.fork();
     return this.started;
@@ -140,7 +133,6 @@ class WorkerPool {
     }, pause).unref();
   }
 
-  /** Ready when every worker is: each has its snapshot loaded and fresh. */
   readiness(shuttingDown: boolean): Readiness {
     const workers = [...this.workers.values()].map((state) => ({
       worker: state.worker.id,
@@ -153,7 +145,6 @@ class WorkerPool {
     return { ready, detail: { shuttingDown, workers } };
   }
 
-  /** /metrics: every worker's metrics aggregated by prom-client, then the primary's own. */
   metrics(): MetricsExposition {
     return {
       contentType: this.ownMetrics.registry.contentType,
@@ -161,7 +152,7 @@ class WorkerPool {
     };
   }
 
-  /** Asks every worker to drain and waits for them all; one that outlasts its drain is killed. */
+  /** One that outlasts its drain is killed. */
   async stop(signal: string): Promise<void> {
     this.stopping = true;
     // As one process does: new connections are still answered while Envoy and Kubernetes notice
@@ -192,10 +183,7 @@ class WorkerPool {
   }
 }
 
-/**
- * The primary with WORKERS above 1: the database (embedded or DATABASE_URL, migrated here once), the
- * operator endpoints with readiness and metrics of all workers, and the workers themselves.
- */
+/** The primary with WORKERS above 1: the database (migrated here once), the operator and admin ports, the workers. */
 export async function runWorkerPool(config: Config, logger: Logger): Promise<void> {
   const stopping = stopRequested(logger);
   let shuttingDown = false;
@@ -217,7 +205,7 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
   logger.info('stopped');
 }
 
-/** Answers the connections the primary hands over, each receipted at once so that the primary lets go of its copy. */
+/** Each connection receipted at once, so that the primary lets go of its copy. */
 function takeHandedConnections(checks: CheckService, send: (message: WorkerMessage) => void): void {
   process.on('message', (message: unknown, socket: unknown) => {
     if (!isMessage<HandoffMessage>(message, 'sitekey-authz:connection')) return;
@@ -226,7 +214,6 @@ function takeHandedConnections(checks: CheckService, send: (message: WorkerMessa
   });
 }
 
-/** Asks the primary for the database URL to use. */
 function startMessage(send: (message: WorkerMessage) => void): Promise<string> {
   return new Promise((resolveStart) => {
     const onMessage = (message: unknown) => {
@@ -239,7 +226,7 @@ function startMessage(send: (message: WorkerMessage) => void): Promise<string> {
   });
 }
 
-/** The primary's stop message. (A worker whose primary is gone is ended at once by Node's cluster module.) */
+/** A worker whose primary is gone is ended at once by Node's cluster module. */
 function primaryStop(): Promise<string> {
   return new Promise((resolveStop) => {
     process.on('message', (message: unknown) => {
@@ -248,7 +235,6 @@ function primaryStop(): Promise<string> {
   });
 }
 
-/** A worker: answers checks on the connections the primary hands it, until the primary (or a signal) says stop. */
 export async function runCheckWorker(config: Config, parentLogger: Logger): Promise<void> {
   const logger = parentLogger.child({ worker: cluster.worker?.id });
   const send = (message: WorkerMessage): void => {
@@ -285,9 +271,8 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
 }
 
 /**
- * The IPC channel would keep a worker alive after its work is done. Through the cluster's own
- * disconnect, the process then ends when its work does (its last log lines written, its exit code
- * kept); a bare process.disconnect() makes Node's cluster module exit 0 at once.
+ * The IPC channel would keep a worker alive. Through the cluster's disconnect it ends when its work does (last
+ * lines written, exit code kept); a bare process.disconnect() makes the cluster module exit 0 at once.
  */
 function releasePrimaryChannel(): void {
   if (process.connected) cluster.worker?.disconnect();
