@@ -1,4 +1,4 @@
-import { plainDefault } from './settings.js';
+import { plainDefault, SETTINGS } from './settings.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -66,6 +66,14 @@ export function url(env: Env, name: string, kind: { readonly schemes: readonly s
 
 export function postgresUrl(env: Env, name: string): string | undefined {
   return url(env, name, { schemes: ['postgres:', 'postgresql:'], said: 'a postgres:// or postgresql://', example: 'postgres://user:password@host:5432/database' });
+}
+
+/** Refuses the settings starting with `prefix` that mean something only with `switchedOnBy` set. */
+export function refuseWithout(env: Env, prefix: string, switchedOnBy: string, what: string): undefined {
+  for (const { name } of SETTINGS.filter((setting) => setting.name.startsWith(prefix) && setting.name !== switchedOnBy)) {
+    if (text(env, name) !== undefined) throw new ConfigError(name, `is only read with ${switchedOnBy} set: set ${switchedOnBy} to turn ${what} on`);
+  }
+  return undefined;
 }
 
 export function list(env: Env, name: string): string[] {

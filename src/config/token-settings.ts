@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, integer, list, text, url, type Env } from './env-values.js';
-import { plainDefault, SETTINGS } from './settings.js';
+import { ConfigError, integer, list, refuseWithout, text, url, type Env } from './env-values.js';
+import { plainDefault } from './settings.js';
 
 /** What an RFC 9068 JWT access token must satisfy, for partners' tokens and the admin port's alike. */
 export interface AccessTokenRules {
@@ -73,12 +73,7 @@ export const tokenMaxAge = (env: Env, name: 'TOKEN_MAX_AGE_SECONDS' | 'ADMIN_TOK
 
 export function tokenSettings(env: Env): TokenSettings | undefined {
   const issuer = text(env, 'TOKEN_ISSUER');
-  if (issuer === undefined) {
-    for (const { name } of SETTINGS.filter((setting) => setting.name.startsWith('TOKEN_') && setting.name !== 'TOKEN_ISSUER')) {
-      if (text(env, name) !== undefined) throw new ConfigError(name, 'is only read with TOKEN_ISSUER set: set TOKEN_ISSUER to turn token-based authentication on');
-    }
-    return undefined;
-  }
+  if (issuer === undefined) return refuseWithout(env, 'TOKEN_', 'TOKEN_ISSUER', 'token-based authentication');
   const audience = text(env, 'TOKEN_AUDIENCE');
   if (audience === undefined) throw new ConfigError('TOKEN_AUDIENCE', 'is required with TOKEN_ISSUER: the audience (aud) tokens for this API carry, e.g. https://partner-api.example.com');
   // Partners are told to request resource=<TOKEN_AUDIENCE> in JSON and in WWW-Authenticate (RFC 6750 §3).

@@ -1,9 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { adminConsole } from '../admin/console/console-factory.js';
+import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { openDatabase, type Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import type { CheckService } from './check-service.js';
+import type { Resources } from './resources.js';
 
 /** The first SIGTERM or SIGINT, or what `also` resolves with (a worker's stop message from its primary). */
 export function stopRequested(logger: Logger, also?: Promise<string>): Promise<string> {
@@ -35,6 +38,11 @@ export async function openServeDatabase(config: Config, logger: Logger): Promise
     }
   }
   return database;
+}
+
+/** With ADMIN_ISSUER set: the admin API and console, closed with the process's other resources. */
+export async function startAdminPort(config: Config, databaseUrl: string, logger: Logger, resources: Resources): Promise<void> {
+  if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, databaseUrl, logger, { console: adminConsole }), (admin) => admin.close());
 }
 
 /**

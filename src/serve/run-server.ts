@@ -1,10 +1,8 @@
 import cluster from 'node:cluster';
-import { adminConsole } from '../admin/console/console-factory.js';
-import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { startCheckService } from './check-service.js';
-import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
+import { drainChecks, openServeDatabase, startAdminPort, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
 import { startOperatorPorts } from './operator-ports.js';
 import { runCheckWorker, runWorkerPool } from './worker-pool.js';
@@ -21,7 +19,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     const checks = resources.add(await startCheckService(config, database.url, logger), (service) => service.close());
     const http = resources.add(await startOperatorPorts(config, checks.readiness, checks.metrics), (endpoints) => endpoints.close());
     logger.info({ port: http.port, probePort: http.probePort }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
-    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger, { console: adminConsole }), (admin) => admin.close());
+    await startAdminPort(config, database.url, logger, resources);
     checks.followSnapshot();
     // The operator endpoints stay up while the checks drain, so probes and scrapes see it happen.
     await drainChecks(checks, config, await stopping, logger);

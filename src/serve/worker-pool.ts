@@ -1,8 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { Socket, type Server as TcpServer } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
-import { adminConsole } from '../admin/console/console-factory.js';
-import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { boundAddress, GRPC_LIMITS, listenForGrpc, processConnectionCap } from '../envoy/grpc-server.js';
 import type { MetricsExposition, Readiness } from '../observe/http-endpoints.js';
@@ -11,7 +9,7 @@ import type { Logger } from '../observe/logger.js';
 import { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
 import { ConnectionHandoff, type HandoffMessage, type ReceiptMessage } from './connection-handoff.js';
 import { startCheckService, StoppedBeforeLoaded, type CheckService } from './check-service.js';
-import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
+import { drainChecks, openServeDatabase, startAdminPort, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
 
 type PrimaryMessage =
@@ -28,7 +26,9 @@ const QUICK_DEATH_MS = 1_000;
 /** Beyond the drain a worker is allowed (delay + grace), how long the primary waits before SIGKILL. */
 const STOP_MARGIN_MS = 10_000;
 
-function isMessage<M extends { readonly type: string }>(message: unknown, type: M['type']): message is M {
+type Message = PrimaryMessage | WorkerMessage | HandoffMessage;
+
+function isMessage<T extends Message['type']>(message: unknown, type: T): message is Extract<Message, { readonly type: T }> {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
 }
 
@@ -98,17 +98,17 @@ class WorkerPool {
   private onMessage(worker: Worker, message: unknown): void {
     const state = this.workers.get(worker.id);
     if (state === undefined) return;
-    if (isMessage<WorkerMessage>(message, 'sitekey-authz:hello')) {
+    if (isMessage(message, 'sitekey-authz:hello')) {
       // A message sent before the worker listens for it would be lost: it asks once it does. The
       // database URL may hold a password, so it goes over the IPC channel, not into the environment.
       worker.send({ type: 'sitekey-authz:start', databaseUrl: this.databaseUrl } satisfies PrimaryMessage);
-    } else if (isMessage<WorkerMessage>(message, 'sitekey-authz:taking-connections')) {
+    } else if (isMessage(message, 'sitekey-authz:taking-connections')) {
       state.takingConnections = true;
       this.handoff.add(worker);
       if (++this.workersEverTakingConnections === this.config.workers) this.resolveStarted();
-    } else if (isMessage<ReceiptMessage>(message, 'sitekey-authz:connection-received')) {
+    } else if (isMessage(message, 'sitekey-authz:connection-received')) {
       this.handoff.received(worker, message.id);
-    } else if (isMessage<Extract<WorkerMessage, { type: 'sitekey-authz:readiness' }>>(message, 'sitekey-authz:readiness')) {
+    } else if (isMessage(message, 'sitekey-authz:readiness')) {
       state.readiness = message.readiness;
     }
   }
@@ -194,7 +194,7 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
     await workers.listen();
     const http = resources.add(await startOperatorPorts(config, () => workers.readiness(shuttingDown), workers.metrics()), (endpoints) => endpoints.close());
     logger.info({ port: http.port, probePort: http.probePort, workers: config.workers }, 'operator endpoints listening (/healthz, /readyz, /metrics); starting workers');
-    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger, { console: adminConsole }), (admin) => admin.close());
+    await startAdminPort(config, database.url, logger, resources);
     const signal = await Promise.race([stopping, workers.start().then(() => stopping)]);
     shuttingDown = true;
     await workers.stop(signal);
@@ -208,30 +208,21 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
 /** Each connection receipted at once, so that the primary lets go of its copy. */
 function takeHandedConnections(checks: CheckService, send: (message: WorkerMessage) => void): void {
   process.on('message', (message: unknown, socket: unknown) => {
-    if (!isMessage<HandoffMessage>(message, 'sitekey-authz:connection')) return;
+    if (!isMessage(message, 'sitekey-authz:connection')) return;
     send({ type: 'sitekey-authz:connection-received', id: message.id });
     if (socket instanceof Socket) checks.acceptConnection(socket);
   });
 }
 
-function startMessage(send: (message: WorkerMessage) => void): Promise<string> {
-  return new Promise((resolveStart) => {
+/** The primary's first message of `type`. (A worker whose primary is gone is ended at once by the cluster module.) */
+function fromPrimary<T extends PrimaryMessage['type']>(type: T): Promise<Extract<PrimaryMessage, { readonly type: T }>> {
+  return new Promise((resolveMessage) => {
     const onMessage = (message: unknown) => {
-      if (!isMessage<Extract<PrimaryMessage, { type: 'sitekey-authz:start' }>>(message, 'sitekey-authz:start')) return;
+      if (!isMessage(message, type)) return;
       process.off('message', onMessage);
-      resolveStart(message.databaseUrl);
+      resolveMessage(message as Extract<PrimaryMessage, { readonly type: T }>);
     };
     process.on('message', onMessage);
-    send({ type: 'sitekey-authz:hello' });
-  });
-}
-
-/** A worker whose primary is gone is ended at once by Node's cluster module. */
-function primaryStop(): Promise<string> {
-  return new Promise((resolveStop) => {
-    process.on('message', (message: unknown) => {
-      if (isMessage<Extract<PrimaryMessage, { type: 'sitekey-authz:stop' }>>(message, 'sitekey-authz:stop')) resolveStop(message.signal);
-    });
   });
 }
 
@@ -240,9 +231,11 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
   const send = (message: WorkerMessage): void => {
     if (process.connected) process.send?.(message);
   };
-  const stopping = stopRequested(logger, primaryStop());
+  const stopping = stopRequested(logger, fromPrimary('sitekey-authz:stop').then((message) => message.signal));
   try {
-    const databaseUrl = await Promise.race([startMessage(send), stopping.then(() => undefined)]);
+    const started = fromPrimary('sitekey-authz:start');
+    send({ type: 'sitekey-authz:hello' });
+    const databaseUrl = await Promise.race([started.then((message) => message.databaseUrl), stopping.then(() => undefined)]);
     if (databaseUrl === undefined) return;
     let checks: CheckService;
     try {
