@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { adminSettings } from './config/admin-settings.js';
 import { boolean, ConfigError, fraction, integer, port, postgresUrl, text, textOrDefault, type Env } from './config/env-values.js';
 import { guideUrl, SUNSET_VARIABLES, sunsetDates, type SunsetVariable } from './config/sunset-settings.js';
 import { tokenSettings } from './config/token-settings.js';
+import { findUp } from './paths.js';
 
 export type { AdminSettings } from './config/admin-settings.js';
 export { ConfigError, integer, port, text, type Env } from './config/env-values.js';
@@ -78,15 +79,14 @@ const PACKAGE_NAME = 'sitekey-authz';
 
 /** `.data` of the repository the command runs in, found from a subfolder as git finds its own, else ./.data. */
 function defaultDataDir(cwd: string): string {
-  for (let dir = cwd; ; dir = dirname(dir)) {
+  const ours = findUp(cwd, (dir) => {
     try {
-      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown };
-      if (manifest.name === PACKAGE_NAME) return join(dir, '.data');
+      return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === PACKAGE_NAME;
     } catch {
-      // no package.json here, or not ours: look further up
+      return false; // no package.json here: look further up
     }
-    if (dirname(dir) === dir) return resolve(cwd, '.data');
-  }
+  });
+  return ours === undefined ? resolve(cwd, '.data') : join(ours, '.data');
 }
 
 function dataDir(env: Env, cwd: string): string {

@@ -4,6 +4,7 @@ import protobuf from 'protobufjs';
 import { PROTO_DIR } from '../paths.js';
 import type { CheckRequestMessage } from './messages.js';
 import { AUTHORIZATION_PROTO_FILE, AUTHORIZATION_SERVICE } from './proto.js';
+import { isRecord } from './request-view.js';
 
 const CHECK_REQUEST_TYPE = 'envoy.service.auth.v3.CheckRequest';
 // protobufjs's base64 decoder names no field when it fails.
@@ -38,10 +39,6 @@ const CHECK_REQUEST = loadCheckRequestType();
 /** A field's proto3 JSON name, as protoc derives json_name: underscores dropped, the next letter upper case. */
 function jsonName(fieldName: string): string {
   return fieldName.replace(/_+([^_])?/g, (_match, next: string | undefined) => (next === undefined ? '' : next.toUpperCase()));
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

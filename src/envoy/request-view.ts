@@ -24,7 +24,7 @@ type RequestHeaders = ReadonlyMap<string, string>;
 // The BOM is kept so that `raw_body` and `body` yield the same text for the same bytes.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+export function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

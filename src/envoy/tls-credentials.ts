@@ -2,7 +2,6 @@ import { ServerCredentials } from '@grpc/grpc-js';
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
-import type { SecureServerOptions } from 'node:http2';
 import type { SecureContextOptions } from 'node:tls';
 import type { GrpcTlsFiles } from '../config.js';
 import type { Logger } from '../observe/logger.js';
@@ -17,8 +16,8 @@ class TlsFileError extends Error {
 
 type FileContents = { readonly cert: Buffer; readonly key: Buffer; readonly clientCa: Buffer | undefined };
 
-/** File contents checked to belong together. */
-type TlsMaterial = FileContents & { readonly certificate: X509Certificate };
+/** Contents checked to belong together: the secure context to serve, and what the log says of it. */
+type TlsMaterial = { readonly context: SecureContextOptions; readonly described: Record<string, string> };
 
 function named(setting: string, path: string): string {
   return `${setting} (${path})`;
@@ -51,7 +50,10 @@ function materialOf(files: GrpcTlsFiles, contents: FileContents): TlsMaterial {
   if (files.clientCaFile !== undefined && contents.clientCa !== undefined) {
     certificateIn(contents.clientCa, 'GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile);
   }
-  return { ...contents, certificate };
+  return {
+    context: { cert: contents.cert, key: contents.key, ...(contents.clientCa === undefined ? {} : { ca: contents.clientCa }) },
+    described: { subject: certificate.subject.replaceAll('\n', ', '), validTo: certificate.validTo, sha256: certificate.fingerprint256 },
+  };
 }
 
 function unreadable(setting: string, path: string, error: unknown): TlsFileError {
@@ -90,20 +92,8 @@ function fingerprintOf(contents: FileContents): string {
   return hash.digest('hex');
 }
 
-function contextOptions(material: TlsMaterial): SecureContextOptions {
-  return { cert: material.cert, key: material.key, ...(material.clientCa === undefined ? {} : { ca: material.clientCa }) };
-}
-
-function describe(material: TlsMaterial): Record<string, string> {
-  return { subject: material.certificate.subject.replaceAll('\n', ', '), validTo: material.certificate.validTo, sha256: material.certificate.fingerprint256 };
-}
-
 /** grpc-js hands a replaced secure context to its TLS server (setSecureContext), for new connections only. */
 class ReplaceableServerCredentials extends ServerCredentials {
-  constructor(serverOptions: SecureServerOptions, initial: SecureContextOptions) {
-    super(serverOptions, initial);
-  }
-
   replace(options: SecureContextOptions): void {
     this.updateSecureContextOptions(options);
   }
@@ -129,9 +119,9 @@ export function grpcTlsCredentials(
   const credentials = new ReplaceableServerCredentials(
     // A client without a certificate from the CA is refused in the handshake.
     { requestCert: requireClientCertificate, rejectUnauthorized: requireClientCertificate, handshakeTimeout: options.handshakeTimeoutMs },
-    contextOptions(initial),
+    initial.context,
   );
-  logger.info({ ...describe(initial), clientCertificateRequired: requireClientCertificate }, 'gRPC port serves TLS');
+  logger.info({ ...initial.described, clientCertificateRequired: requireClientCertificate }, 'gRPC port serves TLS');
 
   let served = fingerprintOf(initialContents);
   let rejected: string | undefined;
@@ -145,10 +135,10 @@ export function grpcTlsCredentials(
       if (fingerprint === served || fingerprint === rejected) return;
       try {
         const material = materialOf(files, contents);
-        credentials.replace(contextOptions(material));
+        credentials.replace(material.context);
         served = fingerprint;
         rejected = undefined;
-        logger.info(describe(material), 'gRPC TLS certificate reloaded: new connections get it');
+        logger.info(material.described, 'gRPC TLS certificate reloaded: new connections get it');
       } catch (error) {
         rejected = fingerprint;
         logger.error({ err: error }, `gRPC TLS files changed but cannot be used; the certificate in use is kept: ${firstLine(error)}`);
