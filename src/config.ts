@@ -94,7 +94,7 @@ function dataDir(env: Env, cwd: string): string {
   return value === undefined ? defaultDataDir(cwd) : resolve(cwd, value);
 }
 
-/** The configuration is what loadConfig returns; the table in config/settings.ts says what each setting means. */
+/** What each setting means: the table in config/settings.ts. */
 export type Config = ReturnType<typeof loadConfig>;
 
 /** The only reader of process.env. */

@@ -9,7 +9,6 @@ function overwrite(key: string, value: string): HeaderValueOptionMessage {
   return { header: { key, value }, append_action: HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD };
 }
 
-/** What every allowed response carries besides the decision's own headers. */
 export interface AllowedResponsePolicy {
   /** For an API-key request's response only: tokens are not deprecated. */
   readonly responseHeaders: readonly HeaderValueOptionMessage[];

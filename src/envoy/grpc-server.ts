@@ -15,7 +15,6 @@ import { GRPC_LIMITS, grpcServerOptions, processConnectionCap, type GrpcLimits }
 
 export { GRPC_LIMITS, grpcConnectionCap, grpcServerOptions, openFileLimit, processConnectionCap, type GrpcLimits } from './grpc-limits.js';
 
-/** The names grpc.health.v1.Health answers for: the whole server ('') and the ext_authz service. */
 const HEALTH_SERVICE_NAMES: readonly string[] = ['', AUTHORIZATION_SERVICE_NAME];
 
 const DRAIN_POLL_MS = 50;
@@ -80,7 +79,6 @@ export function boundAddress(listener: TcpServer): string {
   return hostPort(address, port);
 }
 
-/** A Check server (Authorization + Health) behind its gate, not yet taking connections. */
 function openGrpcServer(options: HandedConnectionsOptions) {
   const { logger } = options;
   const limits: GrpcLimits = { ...GRPC_LIMITS, ...options.limits };

@@ -3,7 +3,7 @@ import { loadSync, type Options } from '@grpc/proto-loader';
 import { PROTO_DIR } from '../paths.js';
 import type { CheckRequestMessage, CheckResponseMessage } from './messages.js';
 
-/** How every ext_authz message is turned into JS and back; enums as numbers let HTTP status codes pass as they are. */
+/** Enums as numbers let HTTP status codes pass as they are. */
 export const PROTO_LOADER_OPTIONS: Readonly<Options> = Object.freeze({
   keepCase: true,
   longs: String,

@@ -10,7 +10,6 @@ export interface RequestViewOptions {
   readonly maxBodyBytes: number;
 }
 
-/** A CheckRequest reduced to the plain facts the decision and the logs read. */
 export interface CheckRequestView {
   readonly input: CheckInput;
   /** `x-request-id`, else Envoy's HttpRequest.id: our log line correlates with Envoy's. */
@@ -61,7 +60,6 @@ function lowerCased(name: string): string {
   return name;
 }
 
-/** The headers the view reads, besides CLIENT_IP_SOURCE's header:<name>. */
 const HEADERS_READ: ReadonlySet<string> = new Set([
   'authorization',
   'x-request-id',

@@ -26,10 +26,8 @@ import { tokenKeysAgeSeconds, tokenKeysReadyWords, tokenKeysStatus } from './tok
 import { Resources } from './resources.js';
 
 const READINESS_POLL_MS = 1_000;
-/** Distinct (site, error, client address) refusal groups a process holds between two flushes. */
 const DENIAL_GROUPS_MAX = 10_000;
 
-/** What answers checks in one process: credential snapshot, recorders, metrics, gRPC server. */
 export interface CheckService {
   readonly metrics: ServiceMetrics;
   readiness(): Readiness;
@@ -37,16 +35,12 @@ export interface CheckService {
   followSnapshot(report?: (readiness: Readiness) => void): void;
   /** NOT_SERVING; checks are still answered until close(). */
   beginShutdown(): void;
-  /** A connection a pool's primary accepted. */
   acceptConnection(socket: Socket): void;
   close(): Promise<void>;
 }
 
 interface CheckServiceOptions {
-  /**
-   * A pool worker's: bind no port, take handed connections, and resolve only once loaded; rejects with
-   * StoppedBeforeLoaded if this promise settles first.
-   */
+  /** A pool worker's: bind no port, take handed connections, resolve once loaded (else StoppedBeforeLoaded). */
   readonly handedConnectionsOnceLoadedUnless?: Promise<unknown>;
 }
 
@@ -82,7 +76,6 @@ function openCredentialStore(config: Config, databaseUrl: string, logger: Logger
   return { pool, cache, policies };
 }
 
-/** The environment's sunset policy becomes the database's if it holds none yet. */
 function seedSunsetPolicyOnce(config: Config, store: CredentialStore, logger: Logger): void {
   seedSunsetPolicy(store.pool, configuredSunsetPolicy(config)).then(
     (seeded) => {
@@ -95,7 +88,6 @@ function seedSunsetPolicyOnce(config: Config, store: CredentialStore, logger: Lo
 
 type CredentialStore = ReturnType<typeof openCredentialStore>;
 
-/** The writes that checks cause, batched off the request path. */
 function openRecorders(config: Config, store: CredentialStore, metrics: ServiceMetrics, logger: Logger, resources: Resources) {
   const { pool } = store;
   const lastUsed = resources.add(
@@ -127,7 +119,6 @@ function openRecorders(config: Config, store: CredentialStore, metrics: ServiceM
   return { lastUsed, clientLastUsed, refusals, usage, tokenRefusals };
 }
 
-/** Undefined when TOKEN_ISSUER is unset. */
 function openTokenVerification(config: Config, store: CredentialStore, logger: Logger, resources: Resources) {
   const settings = config.tokens;
   if (settings === undefined) return undefined;
@@ -181,7 +172,6 @@ function recordRefusedToken(recorders: Recorders, event: DeniedCheckEvent, siteO
   recorders.tokenRefusals.record({ siteId, clientId: claimant.clientId, errorId, rule: tokenRule, signed: claimant.signed }, now);
 }
 
-/** What a decided check leaves behind besides its answer: metrics, a log line, last use, refusal counts. */
 export function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog, siteOfClient: SiteOfClient = () => undefined) {
   return (event: CheckEvent): void => {
     metrics.observeCheck(event);

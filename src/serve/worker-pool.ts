@@ -21,7 +21,7 @@ type WorkerMessage =
   | ReceiptMessage
   | { readonly type: 'sitekey-authz:readiness'; readonly readiness: Readiness };
 
-/** A worker that dies sooner after its start is replaced after this pause, not at once. */
+/** A worker dying sooner after its start is replaced after this pause. */
 const QUICK_DEATH_MS = 1_000;
 /** Beyond the drain a worker is allowed (delay + grace), how long the primary waits before SIGKILL. */
 const STOP_MARGIN_MS = 10_000;
