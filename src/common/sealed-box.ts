@@ -3,7 +3,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** AES-256-GCM with `boundTo` as additional data, so that sealed bytes cannot be moved to another place that reads them. */
+/** AES-256-GCM with `boundTo` as additional data: sealed bytes cannot be moved to another place that reads them. */
 export function sealBox(key: Buffer, plain: Buffer, boundTo: Buffer): Buffer {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(boundTo);

@@ -1,4 +1,4 @@
-/** A turn's work handled in a row after its I/O (setImmediate), while its code and data stay in the processor's caches. */
+/** A turn's work handled in a row after its I/O (setImmediate), while its code and data stay in the caches. */
 export class TurnBatch<T> {
   private pending: T[] = [];
   private scheduled = false;

@@ -10,7 +10,7 @@ export type Setting = { readonly name: string; readonly meaning: string } & (
 /** ISSUER_RESOURCE when unset on loopback. */
 export const TRIAL_RESOURCE = 'https://partner-api.test';
 
-/** Every variable read, in the order of docs/configuration.md's table, which a test holds to this and `serve --help` prints. */
+/** Every variable read, in the order of docs/configuration.md's table (a test holds the two equal). */
 export const SETTINGS: readonly Setting[] = [
   { name: 'DATABASE_URL', whenUnset: 'unset: embedded PostgreSQL in DATA_DIR', meaning: 'postgres:// URL of the credential database' },
   { name: 'DATABASE_LISTEN_URL', whenUnset: 'DATABASE_URL', meaning: 'a direct (session) connection for LISTEN, past a transaction-mode pooler' },

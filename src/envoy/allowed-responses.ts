@@ -16,9 +16,8 @@ interface LatestAllowed {
 }
 
 /**
- * Allowed responses encoded once per site and key or client: made of nothing else but the policy, a kept one
- * stays right whatever the snapshot says later (a revocation makes a denial, never taken from here). Only
- * holders of a valid key and address add entries.
+ * Made of the site, key or client and policy alone, a kept encoding stays right whatever the snapshot says later
+ * (a revocation makes a denial, never taken from here). Only holders of a valid key and address add entries.
  */
 export class AllowedResponses {
   private readonly encoded: EncodedResponses;

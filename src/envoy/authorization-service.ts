@@ -57,10 +57,7 @@ const UNDECIDED_DETAILS: Readonly<Record<UndecidedReason, string>> = {
 
 const failedToDecide = (): Partial<ServerErrorResponse> => rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide');
 
-/**
- * Authorization/Check. A denial is a successful RPC carrying a denied_response; the RPC fails only when no
- * decision was made (UNAVAILABLE, INTERNAL), so a failure can never read as an allow.
- */
+/** A denial is a successful RPC; the RPC fails only when no decision was made, so a failure never reads as an allow. */
 export function createAuthorizationService(deps: AuthorizationServiceDeps): AuthorizationImplementation {
   const { logger } = deps;
   const allowedPolicy = deps.allowedResponse ?? PLAIN_ALLOWED_RESPONSE;

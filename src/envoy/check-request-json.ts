@@ -69,10 +69,7 @@ function withProtoNames(type: protobuf.Type, value: unknown, path: string, ignor
   return renamed;
 }
 
-/**
- * A CheckRequest in proto3 JSON (either field naming) as the gRPC server would decode it from the wire:
- * converted with protobufjs, encoded, and decoded as proto-loader decodes it.
- */
+/** A CheckRequest in proto3 JSON, encoded and decoded as the gRPC server would decode it from the wire. */
 export function checkRequestFromJson(json: unknown): DecodedCheckRequest {
   if (!isRecord(json)) return { ok: false, reason: 'expected a JSON object, a CheckRequest such as {"attributes":{"request":{"http":{...}}}}' };
   const ignored: string[] = [];

@@ -15,10 +15,8 @@ export interface NamesRead {
 }
 
 /**
- * A CheckRequest from the wire holding only what the request view reads: no string for each header Envoy
- * sends and the view never reads. Read exactly as protobufjs 7.6's generated decoders read (decoder.js),
- * so the view sees the same values and the same requests are refused with the same error; the tests hold
- * the two side by side on Envoy's encoding and on mangled bytes.
+ * Only what the request view reads, with no string for each header it never reads; read exactly as protobufjs
+ * 7.6's generated decoders read, so that the same requests are refused alike (the tests hold the two side by side).
  */
 export function checkRequestReader(namesRead: NamesRead): (bytes: Uint8Array) => CheckRequestMessage {
   const kept: Kept = {

@@ -57,10 +57,7 @@ export function sunsetNotice(options: {
   });
 }
 
-/**
- * SHADOW_MODE's allow instead of a denial: only a 105 (valid credentials) carries x-site-id; otherwise a
- * client-sent one is removed, so that a stranger cannot name a site to the upstream.
- */
+/** SHADOW_MODE: only a 105 (valid credentials) carries x-site-id; else a stranger's is removed from the request. */
 export function toShadowResponse(denial: Denial, allowed: AllowedResponsePolicy = PLAIN_ALLOWED_RESPONSE): CheckResponseMessage {
   const shadowErrorId = { shadow_error_id: { stringValue: String(denial.errorId) } };
   if (denial.errorId === 105) {

@@ -1,10 +1,8 @@
 import { ServerInterceptingCall, status as GrpcStatus, type ServerInterceptingCallInterface, type ServerInterceptor } from '@grpc/grpc-js';
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 
-/**
- * grpc-js keeps a call's HTTP/2 stream private, but the first interceptor is handed grpc-js's own call, which
- * holds it. Undefined if a grpc-js version stops doing so (test/integration/connection-limits then fails).
- */
+// grpc-js keeps a call's HTTP/2 stream private, but hands the first interceptor its own call, which holds it
+// (test/integration/connection-limits fails if a version stops doing so).
 function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream | undefined {
   const stream = (call as { stream?: Partial<ServerHttp2Stream> }).stream;
   return typeof stream?.close === 'function' && typeof stream.respond === 'function' ? (stream as ServerHttp2Stream) : undefined;
@@ -19,9 +17,8 @@ interface OpenRequest {
 }
 
 /**
- * The bytes held by requests that have begun but not all arrived; over the budget, the oldest are ended.
- * A list linked through the requests, not a Set: emptying a long-lived Set allocates a new table in the old
- * generation, some 130 bytes a check that only a full collection frees.
+ * Over the budget, the oldest incomplete requests are ended. A linked list, not a Set: emptying a long-lived Set
+ * allocates a new table in the old generation, some 130 bytes a check that only a full collection frees.
  */
 export class IncompleteRequestBudget {
   private heldBytes = 0;

@@ -104,9 +104,8 @@ class ReplaceableServerCredentials extends ServerCredentials {
 }
 
 /**
- * TLS from GRPC_TLS_*_FILE: read now (a bad file throws, naming it), then every checkIntervalMs by path, as
- * kubelet swaps a Secret's symlink. New contents that hold together go to new connections; others are
- * logged once and the certificate in use is kept.
+ * Read now (a bad file throws), then by path every checkIntervalMs, as kubelet swaps a Secret's symlink: new
+ * contents that hold together go to new connections, others are logged once and the one in use is kept.
  */
 export function grpcTlsCredentials(
   files: GrpcTlsFiles,

@@ -157,10 +157,7 @@ function refusedAddress(event: CheckEvent): string {
 
 type SiteOfClient = (clientId: ClientId) => SiteId | undefined;
 
-/**
- * Against the client's site, or NO_SITE for a signed 107. An unsigned client id counts only against the site
- * that registered it, never under NO_SITE: strangers cannot fill the report with names.
- */
+/** An unsigned client id counts only against the site that registered it, never under NO_SITE: no strangers' names. */
 function recordRefusedToken(recorders: Recorders, event: DeniedCheckEvent, siteOfClient: SiteOfClient, now: number): void {
   const { claimant, errorId, rule } = event;
   if (claimant === undefined || (errorId !== 106 && errorId !== 107)) return;

@@ -22,9 +22,8 @@ export interface HandoffLimits {
 const CLOSED_WARNING_INTERVAL_MS = 60_000;
 
 /**
- * The primary hands each connection, unread, to the next worker that can decide, keeping its copy until a
- * receipt, and hands it to another if this one dies first: Node's cluster round robin would leave it open and
- * unanswered until Envoy's keepalive gave up, 40 s with deploy/envoy.
+ * Each connection goes, unread, to the next worker that can decide; the primary keeps its copy until a receipt,
+ * for another worker if this one dies (the cluster's round robin would leave it unanswered for Envoy's 40 s).
  */
 export class ConnectionHandoff {
   private readonly rotation: Worker[] = [];
@@ -76,7 +75,7 @@ export class ConnectionHandoff {
     this.logger.warn({ worker: worker.id, connections: untaken.length, handedAgain }, 'a worker exited before taking the connections handed to it; handed them to another (closed if none could decide)');
   }
 
-  /** Safe whatever happened: a worker that has the connection holds its own copy; one that never received it will not. */
+  /** Safe: a worker that has the connection holds its own copy; one that never received it will not. */
   letGoOfOverdue(): void {
     const overdueBy = this.now() - this.limits.receiptTimeoutMs;
     for (const [id, handoff] of this.notTaken) {

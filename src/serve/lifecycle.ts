@@ -41,8 +41,14 @@ export async function openServeDatabase(config: Config, logger: Logger): Promise
 }
 
 /** With ADMIN_ISSUER set: the admin API and console, closed with the process's other resources. */
-export async function startAdminPort(config: Config, databaseUrl: string, logger: Logger, resources: Resources): Promise<void> {
-  if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, databaseUrl, logger, { console: adminConsole }), (admin) => admin.close());
+export async function startAdminPort(
+  config: Config,
+  databaseUrl: string,
+  logger: Logger,
+  resources: Resources,
+): Promise<void> {
+  if (config.admin === undefined) return;
+  resources.add(await startAdmin(config, config.admin, databaseUrl, logger, { console: adminConsole }), (admin) => admin.close());
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { startHttpEndpoints, type HttpEndpoints, type MetricsExposition, type Readiness } from '../observe/http-endpoints.js';
 
-/** METRICS_PORT, and PROBE_PORT when set: there neither scrapes nor strangers' connections come before kubelet's probes. */
+/** METRICS_PORT, and PROBE_PORT when set: there no scrape or stranger's connection comes before kubelet's probes. */
 export async function startOperatorPorts(
   config: Config,
   readiness: () => Readiness,

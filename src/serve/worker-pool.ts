@@ -28,7 +28,9 @@ const STOP_MARGIN_MS = 10_000;
 
 type Message = PrimaryMessage | WorkerMessage | HandoffMessage;
 
-function isMessage<T extends Message['type']>(message: unknown, type: T): message is Extract<Message, { readonly type: T }> {
+type OfType<M, T> = Extract<M, { readonly type: T }>;
+
+function isMessage<T extends Message['type']>(message: unknown, type: T): message is OfType<Message, T> {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
 }
 
@@ -215,12 +217,12 @@ function takeHandedConnections(checks: CheckService, send: (message: WorkerMessa
 }
 
 /** The primary's first message of `type`. (A worker whose primary is gone is ended at once by the cluster module.) */
-function fromPrimary<T extends PrimaryMessage['type']>(type: T): Promise<Extract<PrimaryMessage, { readonly type: T }>> {
+function fromPrimary<T extends PrimaryMessage['type']>(type: T): Promise<OfType<PrimaryMessage, T>> {
   return new Promise((resolveMessage) => {
     const onMessage = (message: unknown) => {
       if (!isMessage(message, type)) return;
       process.off('message', onMessage);
-      resolveMessage(message as Extract<PrimaryMessage, { readonly type: T }>);
+      resolveMessage(message as OfType<PrimaryMessage, T>);
     };
     process.on('message', onMessage);
   });
@@ -233,9 +235,9 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
   };
   const stopping = stopRequested(logger, fromPrimary('sitekey-authz:stop').then((message) => message.signal));
   try {
-    const started = fromPrimary('sitekey-authz:start');
+    const started = fromPrimary('sitekey-authz:start').then((message) => message.databaseUrl);
     send({ type: 'sitekey-authz:hello' });
-    const databaseUrl = await Promise.race([started.then((message) => message.databaseUrl), stopping.then(() => undefined)]);
+    const databaseUrl = await Promise.race([started, stopping.then(() => undefined)]);
     if (databaseUrl === undefined) return;
     let checks: CheckService;
     try {
