@@ -1,16 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { adminSettings, type AdminSettings } from './config/admin-settings.js';
+import { join, resolve } from 'node:path';
+import { adminSettings } from './config/admin-settings.js';
 import { boolean, ConfigError, fraction, integer, port, postgresUrl, text, textOrDefault, type Env } from './config/env-values.js';
 import { guideUrl, SUNSET_VARIABLES, sunsetDates, type SunsetVariable } from './config/sunset-settings.js';
-import { tokenSettings, type TokenSettings } from './config/token-settings.js';
+import { tokenSettings } from './config/token-settings.js';
+import { findUp } from './paths.js';
 
 export type { AdminSettings } from './config/admin-settings.js';
 export { ConfigError, integer, port, text, type Env } from './config/env-values.js';
 export { defaultText, SETTINGS, type Setting } from './config/settings.js';
-export { SUNSET_VARIABLES, type SunsetVariable } from './config/sunset-settings.js';
+export type { SunsetVariable } from './config/sunset-settings.js';
 export { isSecureOrLoopbackUrl, NO_TOKEN_TYPE, normalizedTokenType, type AccessTokenRules, type TokenSettings } from './config/token-settings.js';
 
 /** Where the client address of a check comes from (docs/configuration.md, "Source IP"). */
@@ -19,7 +20,7 @@ export type ClientIpSource =
   | { readonly kind: 'xff'; readonly trustedHops: number }
   | { readonly kind: 'header'; readonly name: string };
 
-/** TLS on the gRPC port (docs/deployment.md, "TLS on the Check port"): PEM files, read again when they change. */
+/** PEM files, read again when they change (docs/deployment.md, "TLS on the Check port"). */
 export interface GrpcTlsFiles {
   readonly certFile: string;
   readonly keyFile: string;
@@ -28,68 +29,6 @@ export interface GrpcTlsFiles {
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-
-export interface Config {
-  /** Unset: serve and the CLI start an embedded PostgreSQL in dataDir. */
-  readonly databaseUrl: string | undefined;
-  /** A direct (session) connection for LISTEN; defaults to databaseUrl. */
-  readonly databaseListenUrl: string | undefined;
-  readonly dataDir: string;
-  readonly grpcPort: number;
-  /** Unset: the gRPC port speaks plaintext HTTP/2. */
-  readonly grpcTls: GrpcTlsFiles | undefined;
-  readonly metricsPort: number;
-  /** Unset: /healthz and /readyz on METRICS_PORT only. */
-  readonly probePort: number | undefined;
-  readonly bindAddress: string;
-  readonly logLevel: LogLevel;
-  readonly clientIpSource: ClientIpSource;
-  readonly migrateOnStart: boolean;
-  readonly snapshotRefreshSeconds: number;
-  readonly snapshotMaxStalenessSeconds: number;
-  readonly lastUsedFlushSeconds: number;
-  readonly shutdownGraceSeconds: number;
-  /** After SIGTERM, how long to keep answering while reporting NOT_SERVING, before draining. */
-  readonly shutdownDelaySeconds: number;
-  /**
-   * The API-key sunset: dates in epoch ms, the guide, and whether to enforce it. The sunset date,
-   * enforcement and guide live in the database (`sitekey-authz sunset`); these are only the first
-   * value written there when it holds none (see check-policies.ts).
-   */
-  readonly apiKeySunsetAt: number;
-  readonly apiKeyDeprecatedAt: number;
-  readonly apiKeySunsetEnforce: boolean;
-  readonly migrationGuideUrl: string | undefined;
-  /** Which of the sunset variables the environment set, so that only those are compared with the database. */
-  readonly sunsetVariablesSet: readonly SunsetVariable[];
-  /** Remove the Authorization header from allowed requests before they reach the upstream. */
-  readonly stripAuthorization: boolean;
-  readonly denialStatsRetentionDays: number;
-  /** How long the hourly counts of allowed requests by method (auth_usage, `report migration`) are kept. */
-  readonly authUsageRetentionDays: number;
-  /** How many sites get their own `site` label on the check metrics; the rest count as "other". */
-  readonly metricsSiteLabelsMax: number;
-  /** The share of allowed checks logged at info, 0..1 (denials are always logged). */
-  readonly logAllowedSampleRate: number;
-  /** Identical denials within this many seconds: the first logged, the rest counted on one line (0: each logged). */
-  readonly logRepeatWindowSeconds: number;
-  /** A larger request body is refused (104) unread; match Envoy's with_request_body.max_request_bytes. */
-  readonly maxBodyBytes: number;
-  /** Connections the gRPC port holds at once; lowered at start-up to fit the open-file limit. */
-  readonly grpcMaxConnections: number;
-  /** Processes that answer checks on the one gRPC port; 1 runs everything in this process. */
-  readonly workers: number;
-  /** Undefined: a Bearer header is refused with 106, token-based authentication is not enabled. */
-  readonly tokens: TokenSettings | undefined;
-  /** Allow every check, reporting each would-be denial as a shadow denial: a first rollout without risk. */
-  readonly shadowMode: boolean;
-  /** Undefined: no admin port. */
-  readonly admin: AdminSettings | undefined;
-  /** The CLI: who the audit log names for a change, when --actor does not say (else the OS user). */
-  readonly actor: string | undefined;
-  /** Kubernetes sets KUBERNETES_SERVICE_HOST in every pod: there the OS user is the image's, nobody's name. */
-  readonly inKubernetesPod: boolean;
-}
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 // RFC 9110 token characters; Envoy hands header names to us lower-cased.
@@ -127,10 +66,7 @@ function grpcTls(env: Env): GrpcTlsFiles | undefined {
 
 const WORKERS_MAX = 64;
 
-/**
- * WORKERS: a count, or `auto` for the CPUs this process may run on (os.availableParallelism, which
- * may not see a container's CPU quota: in Kubernetes, give the CPU limit as a number).
- */
+/** `auto`: os.availableParallelism, which may not see a container's CPU quota (in Kubernetes give a number). */
 function workers(env: Env): number {
   const value = textOrDefault(env, 'WORKERS');
   if (value.toLowerCase() === 'auto') return Math.min(availableParallelism(), WORKERS_MAX);
@@ -141,21 +77,16 @@ function workers(env: Env): number {
 
 const PACKAGE_NAME = 'sitekey-authz';
 
-/**
- * `.data` of the sitekey-authz repository the command runs in, found from a subfolder as git finds
- * its repository (`cd deploy && npx sitekey-authz site list` uses the same database as `make run`),
- * else `.data` in the current directory.
- */
+/** `.data` of the repository the command runs in, found from a subfolder as git finds its own, else ./.data. */
 function defaultDataDir(cwd: string): string {
-  for (let dir = cwd; ; dir = dirname(dir)) {
+  const ours = findUp(cwd, (dir) => {
     try {
-      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown };
-      if (manifest.name === PACKAGE_NAME) return join(dir, '.data');
+      return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === PACKAGE_NAME;
     } catch {
-      // no package.json here, or not ours: look further up
+      return false; // no package.json here: look further up
     }
-    if (dirname(dir) === dir) return resolve(cwd, '.data');
-  }
+  });
+  return ours === undefined ? resolve(cwd, '.data') : join(ours, '.data');
 }
 
 function dataDir(env: Env, cwd: string): string {
@@ -163,8 +94,11 @@ function dataDir(env: Env, cwd: string): string {
   return value === undefined ? defaultDataDir(cwd) : resolve(cwd, value);
 }
 
-/** Turns the environment into a typed, frozen configuration; the only reader of process.env. */
-export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+/** What each setting means: the table in config/settings.ts. */
+export type Config = ReturnType<typeof loadConfig>;
+
+/** The only reader of process.env. */
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()) {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
   const bindAddress = textOrDefault(env, 'BIND_ADDRESS');
   if (isIP(bindAddress) === 0) throw new ConfigError('BIND_ADDRESS', `expected an IP address such as 0.0.0.0 or ::, got "${bindAddress}"`);
@@ -195,10 +129,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     lastUsedFlushSeconds: integer(env, 'LAST_USED_FLUSH_SECONDS', 1, 3_600),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 0, 3_600),
     shutdownDelaySeconds: integer(env, 'SHUTDOWN_DELAY_SECONDS', 0, 3_600),
+    // The sunset's settings only seed the database, which holds the policy (see serve/check-policies.ts).
     ...sunsetDates(env),
     apiKeySunsetEnforce: boolean(env, 'APIKEY_SUNSET_ENFORCE'),
     migrationGuideUrl: guideUrl(env, 'MIGRATION_GUIDE_URL'),
-    sunsetVariablesSet: SUNSET_VARIABLES.filter((name) => text(env, name) !== undefined),
+    sunsetVariablesSet: SUNSET_VARIABLES.filter((name) => text(env, name) !== undefined) as readonly SunsetVariable[],
     stripAuthorization: boolean(env, 'STRIP_AUTHORIZATION'),
     denialStatsRetentionDays: integer(env, 'DENIAL_STATS_RETENTION_DAYS', 1, 3_650),
     authUsageRetentionDays: integer(env, 'AUTH_USAGE_RETENTION_DAYS', 1, 3_650),
@@ -212,6 +147,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     shadowMode: boolean(env, 'SHADOW_MODE'),
     admin: adminSettings(env, { grpc: grpcPort, metrics: metricsPort, probes: probePort }),
     actor: text(env, 'SITEKEY_ACTOR'),
+    // Set in every pod: there the OS user is the image's, nobody's name.
     inKubernetesPod: text(env, 'KUBERNETES_SERVICE_HOST') !== undefined,
   });
 }

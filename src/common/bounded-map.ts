@@ -1,7 +1,4 @@
-/**
- * Sets `key` in a map that keeps at most `maxEntries`, first dropping its oldest entry (the first in
- * insertion order) when full: for the caches and tallies anyone can add entries to.
- */
+/** For caches and tallies anyone can add to: when full, the oldest entry (first in insertion order) goes. */
 export function setWithin<K, V>(map: Map<K, V>, key: K, value: V, maxEntries: number): void {
   if (map.size >= maxEntries) {
     const oldest = map.keys().next();

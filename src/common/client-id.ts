@@ -4,7 +4,6 @@ export const CLIENT_ID_MAX_CHARS = 255;
 // OAuth client ids are visible ASCII (RFC 6749 Appendix A.1); spaces would break one-line-per-client output.
 const CLIENT_ID = new RegExp(`^[\\x21-\\x7e]{1,${CLIENT_ID_MAX_CHARS}}$`);
 
-/** Whether a text is a client id as this service registers one: 1 to 255 visible ASCII characters, no spaces. */
 export function isClientId(text: string): boolean {
   return CLIENT_ID.test(text);
 }

@@ -2,33 +2,24 @@ import { parseClientIp } from '../allowlist/client-ip.js';
 import { addressBucket } from './token-buckets.js';
 
 /**
- * One connection of an HTTP port, as the roster chooses among them. The order both ports use, lower
- * first: 0, a request coming slower than a person's or a probe's (bytes, but no complete request);
- * 1, idle between requests; 2, a newcomer that has sent nothing for its grace. Undefined: not
- * replaceable (a request is being answered, or a newcomer's request may still be on its way).
+ * evictionRank, lowest replaced first: 0, a request slower than a person's or a probe's; 1, idle; 2, a newcomer
+ * silent for its grace; undefined, not replaceable (a request being answered, or one that may still come).
  */
 export interface RosterConnection {
   evictionRank(now: number): number | undefined;
-  /** No complete request yet and none being answered: what a stranger's silent or slow connection is. */
   isNewcomer(): boolean;
   destroy(): void;
   once(event: 'close', listener: () => void): unknown;
 }
 
 export interface RosterLimits {
-  /** Connections at once; at the cap a newcomer takes the place of the most replaceable one. */
   readonly maxConnections: number;
-  /** Connections at once while newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed at once. */
+  /** While newcomers within their grace fill places above `maxConnections`; beyond, a newcomer is closed at once. */
   readonly maxConnectionsWithNewcomers: number;
-  /**
-   * Connections at once from one source (an IPv4 address, an IPv6 /64): at this cap a newcomer takes
-   * the place of that source's own most replaceable connection, else of its oldest newcomer, so one
-   * source's flood only ever replaces its own connections and never fills the port.
-   */
+  /** From one source (an IPv4 address, an IPv6 /64): its flood only ever replaces its own connections. */
   readonly maxConnectionsPerSource: number;
 }
 
-/** Whom a connection counts against: its IPv4 address (mapped ones too), or its IPv6 /64. */
 export function connectionSource(remoteAddress: string | undefined): string {
   const ip = parseClientIp(remoteAddress);
   if (ip === undefined) return remoteAddress ?? '';
@@ -49,13 +40,8 @@ function lowestRank<C extends RosterConnection>(connections: Iterable<C>, now: n
   return chosen;
 }
 
-/**
- * The open connections of one port, oldest first, counted per source: the cap, and whom a newcomer
- * replaces. A probe or a person sends a request at once and keeps its place; strangers' silent or
- * slow connections make room, and a flood from one source makes room only among its own.
- */
+/** A port's open connections, oldest first, per source: a probe or a person keeps its place, strangers' make room. */
 export class ConnectionRoster<C extends RosterConnection> implements Iterable<C> {
-  /** Each open connection with its source, in the order they came. */
   private readonly open = new Map<C, string>();
   private readonly bySource = new Map<string, Set<C>>();
 
@@ -69,7 +55,7 @@ export class ConnectionRoster<C extends RosterConnection> implements Iterable<C>
     return this.open.keys();
   }
 
-  /** The newcomer `create()` makes from `source`, or undefined when no place may be made for it (then it is never created). */
+  /** Undefined when no place may be made (then `create` is never called). */
   admit(source: string, create: () => C, now = performance.now()): C | undefined {
     const same = this.bySource.get(source);
     if (same !== undefined && same.size >= this.limits.maxConnectionsPerSource) {

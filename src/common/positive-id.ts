@@ -2,7 +2,7 @@
 const POSITIVE_ID = /^[1-9][0-9]{0,18}$/;
 const BIGINT_MAX = 9_223_372_036_854_775_807n;
 const BIGINT_MAX_DIGITS = BIGINT_MAX.toString().length;
-/** The largest id, PostgreSQL's bigint, as people read it in a refusal. */
+/** PostgreSQL's bigint, as people read it in a refusal. */
 export const POSITIVE_ID_MAX = BIGINT_MAX.toString();
 
 /** The id in canonical form, within PostgreSQL's bigint, for text that is one; else undefined. */

@@ -1,7 +1,4 @@
-/**
- * A gate that opens at most once per interval: for log lines that a failing dependency would
- * otherwise repeat on every retry. `reset()` lets the next call through, e.g. after a recovery.
- */
+/** Opens at most once per interval: for log lines a failing dependency would repeat on every retry. */
 export class RateLimit {
   private lastOpenedAt = -Infinity;
 
@@ -10,7 +7,6 @@ export class RateLimit {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  /** True when the interval has passed since it last opened; opening starts a new interval. */
   open(): boolean {
     const now = this.clock();
     if (now - this.lastOpenedAt < this.intervalMs) return false;
@@ -18,7 +14,7 @@ export class RateLimit {
     return true;
   }
 
-  /** Whether it has opened since the last reset: "did we report a failure that recovery should close?" */
+  /** Since the last reset: "did we report a failure that recovery should close?" */
   get opened(): boolean {
     return this.lastOpenedAt !== -Infinity;
   }

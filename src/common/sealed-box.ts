@@ -3,11 +3,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/**
- * AES-256-GCM with `boundTo` as the additional authenticated data: the sealed bytes (IV, tag,
- * ciphertext) open only with the same key for the same `boundTo`, so a value cannot be moved to
- * another place that would read it.
- */
+/** AES-256-GCM with `boundTo` as additional data: sealed bytes cannot be moved to another place that reads them. */
 export function sealBox(key: Buffer, plain: Buffer, boundTo: Buffer): Buffer {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(boundTo);
@@ -15,7 +11,7 @@ export function sealBox(key: Buffer, plain: Buffer, boundTo: Buffer): Buffer {
   return Buffer.concat([iv, cipher.getAuthTag(), body]);
 }
 
-/** What sealBox sealed, or undefined when it is too short, altered, bound elsewhere or sealed with another key. */
+/** Undefined when too short, altered, bound elsewhere or sealed with another key. */
 export function openBox(key: Buffer, sealed: Buffer, boundTo: Buffer): Buffer | undefined {
   if (sealed.length <= IV_BYTES + TAG_BYTES) return undefined;
   try {

@@ -1,14 +1,10 @@
-/**
- * Work on the event loop cut into slices of at most SLICE_MS, letting the checks that queued meanwhile
- * run between them: a check waits for one slice at most, however large the installation and however
- * busy the machine (a count of rows per slice would take longer on a slower or busier one).
- */
 const SLICE_MS = 2;
 
+/** Work cut into slices of time, not of rows, so that a queued check waits for one slice at most on any machine. */
 export class Slices {
   private startedAt = performance.now();
 
-  /** True once this slice has run its time: the caller then awaits next(). */
+  /** The caller then awaits next(). */
   get over(): boolean {
     return performance.now() - this.startedAt >= SLICE_MS;
   }

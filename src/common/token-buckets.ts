@@ -1,14 +1,11 @@
 import { setWithin } from './bounded-map.js';
 
-/** A token bucket's size and refill. */
 export interface RateLimit {
-  /** Requests allowed at once after a quiet spell. */
   readonly burst: number;
-  /** Requests allowed per second after that. */
   readonly perSecond: number;
 }
 
-/** Addresses and clients remembered; past it the least recently seen is forgotten. */
+/** Past it the least recently seen is forgotten. */
 const MAX_TRACKED = 100_000;
 
 interface Bucket {
@@ -16,7 +13,6 @@ interface Bucket {
   at: number;
 }
 
-/** Token buckets by key: `take` spends one or says how long until one is there. */
 export class Buckets {
   private readonly buckets = new Map<string, Bucket>();
 
@@ -52,10 +48,7 @@ export class Buckets {
   }
 }
 
-/**
- * The key an address is counted under: an IPv4 address itself, an IPv6 address by its /64, the block
- * one subscriber is given (RFC 6177), so that a client cannot step to a fresh bucket within it.
- */
+/** An IPv6 address counts by its /64, one subscriber's block (RFC 6177): no fresh bucket by stepping within it. */
 export function addressBucket(address: string): string {
   if (!address.includes(':')) return address;
   const [head = '', tail] = address.toLowerCase().split('::');

@@ -1,8 +1,4 @@
-/**
- * Work that arrives during one turn of the event loop, handled together once the turn's I/O is done
- * (setImmediate, before the loop polls for more). Handled in a row, the work's code and data stay in
- * the processor's caches; handled piece by piece between other work, each piece finds them evicted.
- */
+/** A turn's work handled in a row after its I/O (setImmediate), while its code and data stay in the caches. */
 export class TurnBatch<T> {
   private pending: T[] = [];
   private scheduled = false;

@@ -1,25 +1,15 @@
-import { ConfigError, integer, list, port, text, textOrDefault, type Env } from './env-values.js';
-import { plainDefault, SETTINGS } from './settings.js';
+import { ConfigError, integer, list, port, refuseWithout, text, textOrDefault, type Env } from './env-values.js';
+import { plainDefault } from './settings.js';
 import { jwksUrl, NO_TOKEN_TYPE, normalizedTokenType, tokenMaxAge, type AccessTokenRules } from './token-settings.js';
 
-/**
- * The admin API and console on their own port, for the organisation's people; off without
- * ADMIN_ISSUER. Their tokens follow the partner tokens' rules (the default algorithms, the types of
- * ADMIN_TOKEN_TYPES, 30 s of leeway, a maximum age of its own, ADMIN_TOKEN_MAX_AGE_SECONDS: partner
- * tokens may be off while the admin port is on); the keys come from the issuer's discovery document.
- */
+/** The admin port's tokens follow the partner tokens' default rules, with types and a maximum age of their own. */
 export interface AdminSettings extends AccessTokenRules {
-  /** ADMIN_PORT. */
   readonly port: number;
-  /** ADMIN_ROLES_CLAIM: the claim that lists a person's roles. */
   readonly rolesClaim: string;
-  /** ADMIN_OIDC_CLIENT_ID: unset, no console, the API only. */
   readonly oidcClientId: string | undefined;
-  /** ADMIN_OIDC_CLIENT_SECRET: unset, a public client with PKCE. */
   readonly oidcClientSecret: string | undefined;
-  /** ADMIN_PUBLIC_URL without a trailing slash; the redirect URI is `${publicUrl}/auth/callback`. */
+  /** Without a trailing slash. */
   readonly publicUrl: string;
-  /** ADMIN_XFF_TRUSTED_HOPS: the proxies in front that append to X-Forwarded-For, so per-address budgets count the client. */
   readonly xffTrustedHops: number;
 }
 
@@ -38,17 +28,9 @@ function adminTokenTypes(env: Env): string[] {
 // A claim name as providers write them: a word, or a URI such as https://example.com/claims/roles.
 const CLAIM_NAME = /^[\x21-\x7e]{1,200}$/;
 
-/** The ADMIN_* names that mean something only with ADMIN_ISSUER. */
-function refuseAdminSettingsWithoutIssuer(env: Env): undefined {
-  for (const { name } of SETTINGS.filter((setting) => setting.name.startsWith('ADMIN_') && setting.name !== 'ADMIN_ISSUER')) {
-    if (text(env, name) !== undefined) throw new ConfigError(name, 'is only read with ADMIN_ISSUER set: set ADMIN_ISSUER to turn the admin API on');
-  }
-  return undefined;
-}
-
 export function adminSettings(env: Env, otherPorts: { readonly grpc: number; readonly metrics: number; readonly probes: number | undefined }): AdminSettings | undefined {
   const issuer = jwksUrl(env, 'ADMIN_ISSUER', 'https://login.example.com/realms/staff');
-  if (issuer === undefined) return refuseAdminSettingsWithoutIssuer(env);
+  if (issuer === undefined) return refuseWithout(env, 'ADMIN_', 'ADMIN_ISSUER', 'the admin API');
   const audience = text(env, 'ADMIN_AUDIENCE');
   if (audience === undefined) {
     throw new ConfigError('ADMIN_AUDIENCE', 'is required with ADMIN_ISSUER: the audience (aud) the provider puts in access tokens for this admin API, e.g. https://authz-admin.corp.example');

@@ -1,9 +1,8 @@
-import { plainDefault } from './settings.js';
+import { plainDefault, SETTINGS } from './settings.js';
 
-/** The environment as loadConfig is handed it; the modules here read only what they are given. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/** A configuration value that cannot be used; start-up stops with this message. */
+/** Start-up stops with this message. */
 export class ConfigError extends Error {
   constructor(
     readonly variable: string,
@@ -19,7 +18,6 @@ export function text(env: Env, name: string): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
-/** The variable's value, else its default value from SETTINGS, which the same rules then read. */
 export function textOrDefault(env: Env, name: string): string {
   return text(env, name) ?? plainDefault(name);
 }
@@ -44,7 +42,7 @@ export function port(env: Env, name: string): number {
   return integer(env, name, 0, 65535);
 }
 
-/** A yes or no; `whenUnset` for a setting whose default is worked out, not a value of SETTINGS. */
+/** `whenUnset` for a setting whose default is worked out, not a value of SETTINGS. */
 export function boolean(env: Env, name: string, whenUnset?: boolean): boolean {
   const value = (text(env, name) ?? (whenUnset === undefined ? plainDefault(name) : String(whenUnset))).toLowerCase();
   if (value === 'true' || value === '1' || value === 'yes') return true;
@@ -52,10 +50,7 @@ export function boolean(env: Env, name: string, whenUnset?: boolean): boolean {
   throw new ConfigError(name, `expected true or false, got "${value}"`);
 }
 
-/**
- * A URL of one of `schemes`, e.g. `an https://`. The value is never quoted back: a database URL
- * holds a password.
- */
+/** The value is never quoted back: a database URL holds a password. */
 export function url(env: Env, name: string, kind: { readonly schemes: readonly string[]; readonly said: string; readonly example: string }): string | undefined {
   const value = text(env, name);
   if (value === undefined) return undefined;
@@ -71,6 +66,14 @@ export function url(env: Env, name: string, kind: { readonly schemes: readonly s
 
 export function postgresUrl(env: Env, name: string): string | undefined {
   return url(env, name, { schemes: ['postgres:', 'postgresql:'], said: 'a postgres:// or postgresql://', example: 'postgres://user:password@host:5432/database' });
+}
+
+/** Refuses the settings starting with `prefix` that mean something only with `switchedOnBy` set. */
+export function refuseWithout(env: Env, prefix: string, switchedOnBy: string, what: string): undefined {
+  for (const { name } of SETTINGS.filter((setting) => setting.name.startsWith(prefix) && setting.name !== switchedOnBy)) {
+    if (text(env, name) !== undefined) throw new ConfigError(name, `is only read with ${switchedOnBy} set: set ${switchedOnBy} to turn ${what} on`);
+  }
+  return undefined;
 }
 
 export function list(env: Env, name: string): string[] {

@@ -1,22 +1,16 @@
 /**
- * One environment variable the service reads: its default and what it sets, in a few words. The
- * default is either a value, written as the environment would write it, which loadConfig reads from
- * here and parses by the variable's own rules when the variable is unset; or, where no value stands
- * for unset, what happens then (loadConfig works that out).
+ * `default`: a value as the environment would write it, parsed by the variable's own rules when it is unset;
+ * `whenUnset`: what happens then, where no value stands for unset.
  */
 export type Setting = { readonly name: string; readonly meaning: string } & (
   | { readonly default: string; readonly whenUnset?: never }
   | { readonly default?: never; readonly whenUnset: string }
 );
 
-/** The issuer's audience for trying it out on loopback, when ISSUER_RESOURCE is unset. */
+/** ISSUER_RESOURCE when unset on loopback. */
 export const TRIAL_RESOURCE = 'https://partner-api.test';
 
-/**
- * Every variable loadConfig reads, in the order the configuration table of docs/configuration.md lists them: what
- * `serve --help` prints, and what a test holds that table and loadConfig to. The rules of each value
- * are in loadConfig's own checks, which say them when a value breaks one.
- */
+/** Every variable read, in the order of docs/configuration.md's table (a test holds the two equal). */
 export const SETTINGS: readonly Setting[] = [
   { name: 'DATABASE_URL', whenUnset: 'unset: embedded PostgreSQL in DATA_DIR', meaning: 'postgres:// URL of the credential database' },
   { name: 'DATABASE_LISTEN_URL', whenUnset: 'DATABASE_URL', meaning: 'a direct (session) connection for LISTEN, past a transaction-mode pooler' },
@@ -93,7 +87,7 @@ export const SETTINGS: readonly Setting[] = [
 /** What `serve --help` and docs/configuration.md say of a setting's default. */
 export const defaultText = (setting: Setting): string => setting.default ?? setting.whenUnset;
 
-/** The default value of a setting, as the environment would write it; read at start-up only. A setting without one is a mistake of the caller. */
+/** Read at start-up only; a setting without one is the caller's mistake. */
 export function plainDefault(name: string): string {
   const value = SETTINGS.find((setting) => setting.name === name)?.default;
   if (value === undefined) throw new Error(`${name} has no default value in SETTINGS`);

@@ -5,7 +5,7 @@ import { plainDefault } from './settings.js';
 export const SUNSET_VARIABLES = ['APIKEY_SUNSET_AT', 'APIKEY_SUNSET_ENFORCE', 'MIGRATION_GUIDE_URL', 'APIKEY_DEPRECATED_AT'] as const;
 export type SunsetVariable = (typeof SUNSET_VARIABLES)[number];
 
-/** A date-time with an explicit zone (a deadline must not depend on the server's time zone), and in the calendar. */
+/** With an explicit zone: a deadline must not depend on the server's time zone. */
 function instant(env: Env, name: string, fallback: string): number {
   const value = text(env, name) ?? fallback;
   const at = parseInstant(value, { dateAlone: false });

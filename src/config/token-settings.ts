@@ -1,35 +1,23 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, integer, list, text, url, type Env } from './env-values.js';
-import { plainDefault, SETTINGS } from './settings.js';
+import { ConfigError, integer, list, refuseWithout, text, url, type Env } from './env-values.js';
+import { plainDefault } from './settings.js';
 
 /** What an RFC 9068 JWT access token must satisfy, for partners' tokens and the admin port's alike. */
 export interface AccessTokenRules {
-  /** The iss every token must carry. */
   readonly issuer: string;
-  /** A value every token's aud must contain. */
   readonly audience: string;
-  /** The JWS algorithms accepted; asymmetric only. */
   readonly algorithms: readonly string[];
-  /** Accepted typ header values, lower case, without the `application/` prefix. */
+  /** Lower case, without the `application/` prefix. */
   readonly types: readonly string[];
-  /** Leeway for exp, nbf and iat. */
   readonly clockSkewSeconds: number;
-  /**
-   * TOKEN_MAX_AGE_SECONDS (ADMIN_TOKEN_MAX_AGE_SECONDS on the admin port): a token issued (iat) longer
-   * ago, or valid (exp - iat) for longer, is refused, and none is kept verified beyond it.
-   */
+  /** Also the longest a token is kept verified. */
   readonly maxAgeSeconds: number;
 }
 
-/** Token-based authentication (OAuth 2.0 client credentials, RFC 9068 JWT access tokens); off without TOKEN_ISSUER. */
 export interface TokenSettings extends AccessTokenRules {
-  /** TOKEN_JWKS_URL: where the issuer publishes its signing keys; undefined: named by TOKEN_ISSUER's discovery document. */
+  /** Undefined: named by TOKEN_ISSUER's discovery document. */
   readonly jwksUrl: string | undefined;
-  /**
-   * TOKEN_REGISTRATION_TOKEN, or the content of TOKEN_REGISTRATION_TOKEN_FILE: the issuer's initial
-   * access token (RFC 7591 §3) for registering partners' clients; unset, `token-client create` is off.
-   * Not enumerable, so that no dump of the configuration prints it.
-   */
+  /** Not enumerable, so that no dump of the configuration prints it. */
   readonly registrationToken?: string;
 }
 
@@ -49,7 +37,7 @@ function tokenAlgorithms(env: Env): string[] {
   return algorithms;
 }
 
-/** In a list of accepted types: a token without a typ header (a typ that says "none" is no type at all). */
+/** In a list of accepted types: a token without a typ header. */
 export const NO_TOKEN_TYPE = 'none';
 
 /** A media type as RFC 9068 §4 compares typ: without case and without the `application/` prefix. */
@@ -58,17 +46,13 @@ export function normalizedTokenType(type: string): string {
   return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
 }
 
-/**
- * Whether a URL may be fetched for keys or trusted as an issuer: https, or http to a loopback address
- * only. Anything else, a text that is no URL included, is not.
- */
+/** May a URL be fetched for keys or trusted as an issuer: https, or http to a loopback address only. */
 export function isSecureOrLoopbackUrl(value: unknown): boolean {
   if (typeof value !== 'string' || !URL.canParse(value)) return false;
   const parsed = new URL(value);
   return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && LOOPBACK_HOSTS.test(parsed.hostname));
 }
 
-/** https, or http to a loopback address only (a local issuer for tests and trying it out). */
 export function jwksUrl(env: Env, name: string, example = 'https://login.example.com/.well-known/jwks.json'): string | undefined {
   const value = url(env, name, { schemes: ['https:', 'http:'], said: 'an https://', example });
   if (value !== undefined && !isSecureOrLoopbackUrl(value)) {
@@ -83,21 +67,16 @@ const RESOURCE_TEXT = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${RESOURCE_MA
 /** Thirty days: a longer bound is no bound on a leaked token. */
 const TOKEN_MAX_AGE_LIMIT_SECONDS = 2_592_000;
 
-/** TOKEN_MAX_AGE_SECONDS, or the admin port's ADMIN_TOKEN_MAX_AGE_SECONDS: one range for both (each row of SETTINGS has its default). */
+/** One range for both; each has its own default. */
 export const tokenMaxAge = (env: Env, name: 'TOKEN_MAX_AGE_SECONDS' | 'ADMIN_TOKEN_MAX_AGE_SECONDS'): number =>
   integer(env, name, 60, TOKEN_MAX_AGE_LIMIT_SECONDS);
 
 export function tokenSettings(env: Env): TokenSettings | undefined {
   const issuer = text(env, 'TOKEN_ISSUER');
-  if (issuer === undefined) {
-    for (const { name } of SETTINGS.filter((setting) => setting.name.startsWith('TOKEN_') && setting.name !== 'TOKEN_ISSUER')) {
-      if (text(env, name) !== undefined) throw new ConfigError(name, 'is only read with TOKEN_ISSUER set: set TOKEN_ISSUER to turn token-based authentication on');
-    }
-    return undefined;
-  }
+  if (issuer === undefined) return refuseWithout(env, 'TOKEN_', 'TOKEN_ISSUER', 'token-based authentication');
   const audience = text(env, 'TOKEN_AUDIENCE');
   if (audience === undefined) throw new ConfigError('TOKEN_AUDIENCE', 'is required with TOKEN_ISSUER: the audience (aud) tokens for this API carry, e.g. https://partner-api.example.com');
-  // Partners are told to request resource=<TOKEN_AUDIENCE>, in the JSON body and in WWW-Authenticate's error_description (RFC 6750 §3).
+  // Partners are told to request resource=<TOKEN_AUDIENCE> in JSON and in WWW-Authenticate (RFC 6750 §3).
   if (!RESOURCE_TEXT.test(audience)) {
     throw new ConfigError('TOKEN_AUDIENCE', `must be printable ASCII without spaces, quotes or backslashes, at most ${RESOURCE_MAX_CHARS} characters: the resource URI partners request tokens for, e.g. https://partner-api.example.com`);
   }

@@ -11,37 +11,23 @@ import type { CheckRequestMessage } from './messages.js';
 import { encodeCheckResponse, type CheckResponseToSend } from './proto.js';
 import { viewCheckRequest, type CheckRequestView, type RequestViewOptions } from './request-view.js';
 
-export type { Decided } from '../decision/types.js';
-
 export interface AuthorizationServiceDeps extends RequestViewOptions {
-  /**
-   * The decision on current credential data; undefined when there is none to decide on yet. A
-   * Promise only where the decision waits for something, such as a new access token's verification.
-   */
+  /** Undefined without credential data; a Promise only where it waits, as for a new token's verification. */
   readonly authorize: (input: CheckInput) => Decided | Promise<Decided>;
-  /**
-   * What allowed responses carry besides x-site-id (sunset headers, removed credentials); a function
-   * when it may change (the sunset policy lives in the database), read after each decision.
-   */
+  /** A function where it may change (the sunset policy lives in the database), read after each decision. */
   readonly allowedResponse?: AllowedResponsePolicy | (() => AllowedResponsePolicy);
-  /** Observers of each decision: they get the key-free event, never the request as received. */
+  /** Observers get the key-free event, never the request as received. */
   readonly onDecision?: (event: CheckEvent) => void;
   readonly onFailure?: (event: UndecidedCheckEvent) => void;
   readonly logger: Logger;
-  /** SHADOW_MODE: a denial is answered as an allow (see toShadowResponse) and reported as a shadow denial. */
   readonly shadowMode?: boolean;
   /**
-   * serve's: the checks received in one turn of the event loop are answered together after it, and
-   * their observers told after all of them are answered; otherwise each is answered at once, within
-   * Check (a direct caller's, a test's). In a row, the request view, the decision and the observers
-   * find their code and data still in the processor's caches, where between two streams' transport
-   * work they found them evicted, and the turn's answers leave in fewer writes (docs/development.md, "Benchmarks").
-   * A check waits for the rest of its turn only.
+   * serve's: a turn's checks answered in a row after it, then their observers told; in a row their code and
+   * data stay in the processor's caches, and the answers leave in fewer writes (docs/development.md, "Benchmarks").
    */
   readonly answerAfterTurn?: boolean;
 }
 
-/** The Authorization service implementation, ready for grpc.Server#addService. */
 export type AuthorizationImplementation = {
   readonly Check: handleUnaryCall<CheckRequestMessage, CheckResponseToSend>;
 };
@@ -52,32 +38,26 @@ interface ReceivedCheck {
   readonly started: number;
 }
 
-/** `started` is a performance.now(): a monotonic clock in a plain number, where hrtime.bigint() makes BigInts per check. */
+/** performance.now(), not hrtime.bigint(): no BigInt per check. */
 function secondsSince(started: number): number {
   return (performance.now() - started) / 1000;
 }
 
-/** Denied responses kept encoded: every error with every site id and masked key a busy replica refuses at once. */
 export const DENIED_RESPONSES_MAX = 10_000;
 
 function rpcError(code: GrpcStatus, details: string): Partial<ServerErrorResponse> {
   return { code, details };
 }
 
-/** What Envoy is told of a check left undecided for now: it answers its retryable 503. */
+/** Envoy answers these with its retryable 503. */
 const UNDECIDED_DETAILS: Readonly<Record<UndecidedReason, string>> = {
   'unknown-kid-pending': "the token names a signing key (kid) not looked up at the issuer yet; retry in a moment",
   'verification-budget': 'too many new tokens to verify from this address right now; retry in a moment',
 };
 
-/** What a check gets when no decision could be made or sent: never read as an allow. */
 const failedToDecide = (): Partial<ServerErrorResponse> => rpcError(GrpcStatus.INTERNAL, 'the authorization service failed to decide');
 
-/**
- * envoy.service.auth.v3.Authorization/Check: converts, decides, converts back. A denial is a
- * successful RPC carrying a denied_response; the RPC itself fails only when no decision was made
- * (UNAVAILABLE without credential data, INTERNAL on a bug), so a failure can never read as an allow.
- */
+/** A denial is a successful RPC; the RPC fails only when no decision was made, so a failure never reads as an allow. */
 export function createAuthorizationService(deps: AuthorizationServiceDeps): AuthorizationImplementation {
   const { logger } = deps;
   const allowedPolicy = deps.allowedResponse ?? PLAIN_ALLOWED_RESPONSE;
@@ -96,7 +76,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     }
   }
 
-  /** The answer to one CheckRequest, made without side effects; the caller sends it and tells observers. */
+  /** Made without side effects; the caller sends it and tells observers. */
   type Answer =
     | { readonly response: CheckResponseToSend; readonly event: CheckEvent }
     | { readonly failure: UndecidedCheckEvent['reason']; readonly requestId: string | undefined };
@@ -142,7 +122,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     return { failure: 'internal', requestId };
   }
 
-  /** Sends the answer. A decided check's event is returned for observers; a failure's observers are told here. */
+  /** A decided check's event is returned for observers; a failure's observers are told here. */
   function send(result: Answer, callback: sendUnaryData<CheckResponseToSend>, started: number): CheckEvent | undefined {
     if ('response' in result) {
       callback(null, result.response);
@@ -166,7 +146,7 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     if (event !== undefined) notify(deps.onDecision, event, event.requestId);
   };
 
-  /** Answers one check; returns its event if it was decided at once, and tells observers itself when it waited. */
+  /** Returns the event of a check decided at once; tells observers itself when it waited. */
   function check({ request, callback, started }: ReceivedCheck): CheckEvent | undefined {
     const result = answer(request, started);
     if (!(result instanceof Promise)) return send(result, callback, started);
@@ -174,10 +154,6 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     return undefined;
   }
 
-  /**
-   * The checks received in one turn of the event loop (an HTTP/2 connection's burst of streams),
-   * answered in a row, and then their observers told in a row: see answerAfterTurn.
-   */
   const receivedInTurn = new TurnBatch<ReceivedCheck>((checks) => {
     const events: CheckEvent[] = [];
     for (const received of checks) {

@@ -3,17 +3,14 @@ import type { SunsetPolicy } from '../decision/types.js';
 import { configuredSunsetPolicy } from '../store/sunset-policy.js';
 import { sunsetNotice, type AllowedResponsePolicy } from './check-response.js';
 
-/** What a check is decided and answered with besides the snapshot. */
 export interface CheckPolicies {
   readonly sunset: SunsetPolicy;
   readonly allowedResponse: AllowedResponsePolicy;
 }
 
 /**
- * The one place `serve` and `explain` take them from, so that explain answers as the service does:
- * the sunset policy the database holds (or, while it holds none, the environment's), and the
- * headers that follow from it. The deprecation date is APIKEY_DEPRECATED_AT if set, else the
- * sunset, and never later than the sunset (RFC 9745).
+ * What a check is decided and answered with besides the snapshot, for `serve` and `explain` alike. The
+ * deprecation date is APIKEY_DEPRECATED_AT if set, else the sunset, never later than it (RFC 9745).
  */
 export function checkPolicies(config: Config, sunset: SunsetPolicy = configuredSunsetPolicy(config)): CheckPolicies {
   const deprecatedAt = config.sunsetVariablesSet.includes('APIKEY_DEPRECATED_AT') ? Math.min(config.apiKeyDeprecatedAt, sunset.sunsetAt) : sunset.sunsetAt;

@@ -4,6 +4,7 @@ import protobuf from 'protobufjs';
 import { PROTO_DIR } from '../paths.js';
 import type { CheckRequestMessage } from './messages.js';
 import { AUTHORIZATION_PROTO_FILE, AUTHORIZATION_SERVICE } from './proto.js';
+import { isRecord } from './request-view.js';
 
 const CHECK_REQUEST_TYPE = 'envoy.service.auth.v3.CheckRequest';
 // protobufjs's base64 decoder names no field when it fails.
@@ -14,14 +15,12 @@ const MAX_IGNORED_LISTED = 20;
 export type DecodedCheckRequest =
   | {
       readonly ok: true;
-      /** The request decoded in full; the server's reader gives the request view the same from these bytes (check-request-reader.ts). */
       readonly request: CheckRequestMessage;
-      /** Fields our protos do not have (Envoy sends more than the service reads), by path. */
+      /** Fields our protos do not have, by path. */
       readonly ignoredFields: readonly string[];
     }
   | { readonly ok: false; readonly reason: string };
 
-/** CheckRequest from the project's own protos (the ones the server decodes with), proto field names kept. */
 function loadCheckRequestType(): protobuf.Type {
   const root = new protobuf.Root();
   // Imports resolve in proto/ as proto-loader's includeDirs do; google/protobuf/* are protobufjs's own.
@@ -42,15 +41,9 @@ function jsonName(fieldName: string): string {
   return fieldName.replace(/_+([^_])?/g, (_match, next: string | undefined) => (next === undefined ? '' : next.toUpperCase()));
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
- * The proto3 JSON mapping lets a parser accept a field under its JSON name (lowerCamelCase) or its
- * proto name; protobufjs's fromObject, loaded with keepCase, reads only the proto name. This renames
- * every field, recursively, to its proto name; values stay for fromObject to convert (base64 bytes,
- * int64 strings, enum names, map objects).
+ * Every field renamed, recursively, to its proto name: proto3 JSON accepts either name, but fromObject with
+ * keepCase reads only the proto name. Values stay for fromObject to convert.
  */
 function withProtoNames(type: protobuf.Type, value: unknown, path: string, ignored: string[]): unknown {
   if (!isRecord(value)) return value;
@@ -76,12 +69,7 @@ function withProtoNames(type: protobuf.Type, value: unknown, path: string, ignor
   return renamed;
 }
 
-/**
- * A CheckRequest in Envoy's JSON form (the proto3 JSON mapping of envoy.service.auth.v3.CheckRequest,
- * camelCase or snake_case field names), turned into the message the gRPC server would decode from the
- * same request on the wire: converted with protobufjs, encoded, and decoded in full with our protos,
- * as proto-loader decodes it; the server reads only what the view needs of the same bytes.
- */
+/** A CheckRequest in proto3 JSON, encoded and decoded as the gRPC server would decode it from the wire. */
 export function checkRequestFromJson(json: unknown): DecodedCheckRequest {
   if (!isRecord(json)) return { ok: false, reason: 'expected a JSON object, a CheckRequest such as {"attributes":{"request":{"http":{...}}}}' };
   const ignored: string[] = [];
@@ -90,7 +78,6 @@ export function checkRequestFromJson(json: unknown): DecodedCheckRequest {
     const message = CHECK_REQUEST.fromObject(withProtoNames(CHECK_REQUEST, json, '', ignored) as Record<string, unknown>);
     bytes = CHECK_REQUEST.encode(message).finish();
   } catch (error) {
-    // protobufjs names the field with its full type path, e.g. ".envoy.service.auth.v3.AttributeContext.request: object expected".
     const hint = BYTES_HINT.test((error as Error).message) ? ' (bytes such as raw_body and raw_value are base64 in JSON)' : '';
     return { ok: false, reason: `not a CheckRequest: ${(error as Error).message}${hint}` };
   }

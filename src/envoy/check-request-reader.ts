@@ -4,32 +4,19 @@ import type { AddressMessage, AttributeContextMessage, CheckRequestMessage, Head
 type Reader = protobuf.Reader;
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
-/** Whether a name (a header's, a context extension's) is one the request view reads. */
-export type NameRead = (name: string) => boolean;
+type NameRead = (name: string) => boolean;
 
-/** What the view reads of each map: the headers it names, the one context extension. */
+/** What the view reads of each map. */
 export interface NamesRead {
   readonly header: NameRead;
-  /**
-   * The header names it reads, lower-cased: a name of ASCII bytes alone is compared with these byte
-   * by byte, and a string is made of it only when it is one of them, written in another case.
-   */
+  /** Lower-cased: an ASCII name is compared with these byte by byte, without a string. */
   readonly headerNames: readonly string[];
   readonly contextExtension: NameRead;
 }
 
 /**
- * A CheckRequest from the wire, holding only what the request view reads: the same message
- * proto-loader decodes with our protos (proto.ts), but without a string for each header and context
- * extension the view never looks at, or a default for each field Envoy left out. Envoy sends every
- * header of the request; reading two or three of them is most of what this saves on each check.
- *
- * Read with protobufjs's Reader exactly as protobufjs 7.6's generated decoders read (decoder.js):
- * fields by number whatever their wire type, unknown ones skipped, each message and map entry bounded
- * by its length and required to end there, a repeated message field replacing the one before, a
- * string cut at its message's end, the last of a repeated map key winning. So the view sees the same
- * values, and a request that the full decode refuses is refused here too, with the same error; the
- * tests hold the two side by side on Envoy's own encoding and on mangled bytes.
+ * Only what the request view reads, with no string for each header it never reads; read exactly as protobufjs
+ * 7.6's generated decoders read, so that the same requests are refused alike (the tests hold the two side by side).
  */
 export function checkRequestReader(namesRead: NamesRead): (bytes: Uint8Array) => CheckRequestMessage {
   const kept: Kept = {
@@ -54,7 +41,7 @@ interface Kept {
   readonly contextExtensions: KeysKept;
 }
 
-/** A map's keys that are kept: those `read` says, found without a string by their lower-case `names` when given. */
+/** A map's kept keys: those `read` says, found without a string by their lower-case `names` when given. */
 interface KeysKept {
   readonly read: NameRead;
   readonly names?: readonly string[];
@@ -62,13 +49,13 @@ interface KeysKept {
 
 const NOTHING = Buffer.alloc(0);
 
-/** A string or bytes field passed over: where it lies, so that it is made only if kept. */
+/** Where a string or bytes field lies, so that it is made only if kept. */
 interface Span {
   start: number;
   end: number;
 }
 
-/** Bounds the reader to the message whose length comes next; returns where the message ends. */
+/** Bounds the reader to the message whose length comes next. */
 function enter(reader: Reader): number {
   const length = reader.uint32();
   const end = reader.pos + length;
@@ -82,14 +69,14 @@ function leave(reader: Reader, end: number, outer: number): void {
   reader.len = outer;
 }
 
-/** Passes a string as Reader#string reads one (a length cut at the reader's bound); the text is made later, if kept. */
+/** As Reader#string reads one (cut at the reader's bound), without the text. */
 function passString(reader: Reader, span: Span): void {
   const length = reader.uint32();
   span.start = reader.pos;
   span.end = reader.pos = Math.min(reader.pos + length, reader.len);
 }
 
-/** Passes bytes as Reader#bytes reads them (refused past the bound, with its error). */
+/** As Reader#bytes reads them (refused past the bound), without a copy. */
 function passBytes(reader: Reader, span: Span): void {
   const length = reader.uint32();
   span.start = reader.pos;
@@ -127,7 +114,7 @@ function attributeContext(reader: Reader, depth: number, kept: Kept): AttributeC
   return context;
 }
 
-/** AttributeContext.Peer: its address (a later `address` replaces an earlier one, as a message field does). */
+/** AttributeContext.Peer: its address. */
 function peerAddress(reader: Reader, depth: number): AddressMessage | undefined {
   const outer = reader.len;
   const end = enter(reader);
@@ -196,7 +183,6 @@ function pipe(reader: Reader, depth: number): void {
   leave(reader, end, outer);
 }
 
-/** AttributeContext.Request: its HttpRequest. */
 function request(reader: Reader, depth: number, headersKept: KeysKept): HttpRequestMessage | undefined {
   const outer = reader.len;
   const end = enter(reader);
@@ -252,18 +238,13 @@ function httpRequest(reader: Reader, depth: number, headersKept: KeysKept): Http
   return http;
 }
 
-/**
- * The spans of the map entry or header being read, reused: a read runs to its end without yielding,
- * and neither holds a message, so no two of them overlap. What a kept key's value needs is taken
- * from them before the view's NameRead is asked about the key.
- */
+/** Reused: a read runs to its end without yielding, and neither a map entry nor a header holds a message. */
 const keySpan: Span = { start: 0, end: 0 };
-/** Where a string the view never reads was: noted only to be passed over as protobufjs reads it. */
 const passedSpan: Span = { start: 0, end: 0 };
 const valueSpan: Span = { start: 0, end: 0 };
 const rawValueSpan: Span = { start: 0, end: 0 };
 
-/** What the bytes of a key spell among lower-case names: the index of the name they are exactly, or one of these. */
+/** spelledName: the index of the name the bytes are exactly, or one of these. */
 const NOT_ASCII = -1;
 const NONE = -2;
 const A_NAME_IN_ANOTHER_CASE = -3;
@@ -288,11 +269,7 @@ function spelledName(bytes: Uint8Array, start: number, end: number, names: reado
   return NONE;
 }
 
-/**
- * The key in `keySpan` as text, if it is one that is kept; otherwise no string is made of it. A key
- * of ASCII bytes alone is kept when it spells one of the `names` in any case (its lower case is then
- * that name); a key written exactly as its name is that name's string.
- */
+/** The key in `keySpan` as text if it is kept; otherwise no string is made of it. */
 function keptKey(reader: Reader, kept: KeysKept): string | undefined {
   const { start, end } = keySpan;
   if (kept.names !== undefined) {
@@ -305,10 +282,7 @@ function keptKey(reader: Reader, kept: KeysKept): string | undefined {
   return kept.read(key) ? key : undefined;
 }
 
-/**
- * One entry of a map<string, string>, put in `map` when its key is kept: a string is made only then.
- * As protobufjs, an absent key or value is '', and `__proto__` is a key like any other.
- */
+/** As protobufjs: an absent key or value is '', and `__proto__` is a key like any other. */
 function mapEntry(reader: Reader, depth: number, map: Record<string, string>, kept: KeysKept): void {
   passNameAndValue(reader, depth, false);
   const { start, end } = valueSpan;
@@ -319,9 +293,8 @@ function mapEntry(reader: Reader, depth: number, map: Record<string, string>, ke
 }
 
 /**
- * A map entry (key 1, value 2) or, `withRawValue`, a HeaderValue (key 1, value 2, raw_value 3), read as
- * protobufjs reads either (a map entry is bounded like a message) with its fields' places noted in the
- * spans. `depth`: what protobufjs counts for a group skipped in it (a map entry's is its message's).
+ * A map entry (key 1, value 2) or, `withRawValue`, a HeaderValue (raw_value 3), into the spans. `depth`: what
+ * protobufjs counts for a group skipped in it (a map entry's is its message's).
  */
 function passNameAndValue(reader: Reader, depth: number, withRawValue: boolean): void {
   const outer = reader.len;
@@ -338,7 +311,7 @@ function passNameAndValue(reader: Reader, depth: number, withRawValue: boolean):
   leave(reader, end, outer);
 }
 
-/** config.core.v3.HeaderMap: its headers that the view reads, in order. */
+/** config.core.v3.HeaderMap: the headers read, in order. */
 function headerMap(reader: Reader, depth: number, headersKept: KeysKept): HeaderValueMessage[] {
   const outer = reader.len;
   const end = enter(reader);
@@ -356,7 +329,6 @@ function headerMap(reader: Reader, depth: number, headersKept: KeysKept): Header
   return headers;
 }
 
-/** config.core.v3.HeaderValue, when its name is kept: key, value, and raw_value (bytes). */
 function headerValue(reader: Reader, depth: number, headersKept: KeysKept): HeaderValueMessage | undefined {
   passNameAndValue(reader, depth, true);
   const { start: valueStart, end: valueEnd } = valueSpan;

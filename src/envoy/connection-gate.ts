@@ -7,7 +7,6 @@ import type { GrpcLimits } from './grpc-limits.js';
 /** What a client sends first: the connection preface (24 bytes) and its SETTINGS frame header (9), RFC 9113 §3.4. */
 const CLIENT_PREFACE_BYTES = 24 + 9;
 
-/** Destroys the socket unless the client has sent its HTTP/2 preface and SETTINGS within timeoutMs. */
 function dropUnlessHandshakeWithin(socket: Socket, timeoutMs: number): void {
   const timer = setTimeout(() => {
     // Timers run before I/O in an event-loop turn: after a stall, let the preface that may be waiting be read first.
@@ -19,13 +18,11 @@ function dropUnlessHandshakeWithin(socket: Socket, timeoutMs: number): void {
   socket.once('close', () => clearTimeout(timer));
 }
 
-/** At most one warning a minute about connections refused at the cap. */
 const REFUSED_WARNING_INTERVAL_MS = 60_000;
 
-/** Open connections, in the order they were accepted, each with when (performance.now()). */
+/** Open connections, in the order they were accepted, each with its performance.now() then. */
 type Connections = Map<Socket, number>;
 
-/** Closes the oldest connection that has sent no preface within graceMs of its accept; false if none has. */
 function closeOldestSilent(connections: Connections, graceMs: number): boolean {
   const acceptedBy = performance.now() - graceMs;
   for (const [socket, acceptedAt] of connections) {
@@ -39,21 +36,11 @@ function closeOldestSilent(connections: Connections, graceMs: number): boolean {
   return false;
 }
 
-/** Where connections enter grpc-js, however they were accepted: the cap, the handshake time-out, TLS. */
-export interface ConnectionGate {
-  readonly connections: Connections;
-  accept(socket: Socket): void;
-  /** From now on a newcomer is closed at once: the server is shutting down. */
-  close(): void;
-}
-
 /**
- * Hands each connection to grpc-js (its connection injector): grpc-js's bindAsync offers neither a cap
- * on connections nor a handshake time-out.
+ * Where connections enter grpc-js (its connection injector), however they were accepted: grpc-js's bindAsync
+ * offers neither a cap on connections nor a handshake time-out. close(): newcomers are closed at once.
  */
-export function connectionGate(server: Server, limits: GrpcLimits, maxConnections: number, credentials: ServerCredentials, logger: Logger): ConnectionGate {
-  // With TLS credentials grpc-js puts a TLS server between the socket and HTTP/2: a client that does
-  // not complete a TLS handshake (plaintext, no or an unknown client certificate) gets no session.
+export function connectionGate(server: Server, limits: GrpcLimits, maxConnections: number, credentials: ServerCredentials, logger: Logger) {
   const injector = server.createConnectionInjector(credentials);
   const connections: Connections = new Map();
   let open = true;
@@ -71,7 +58,7 @@ export function connectionGate(server: Server, limits: GrpcLimits, maxConnection
   };
   return {
     connections,
-    accept(socket) {
+    accept(socket: Socket): void {
       if (!open) {
         socket.destroy();
         return;
@@ -91,7 +78,7 @@ export function connectionGate(server: Server, limits: GrpcLimits, maxConnection
       dropUnlessHandshakeWithin(socket, limits.handshakeTimeoutMs);
       injector.injectConnection(socket);
     },
-    close() {
+    close(): void {
       open = false;
     },
   };

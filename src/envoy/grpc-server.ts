@@ -15,51 +15,37 @@ import { GRPC_LIMITS, grpcServerOptions, processConnectionCap, type GrpcLimits }
 
 export { GRPC_LIMITS, grpcConnectionCap, grpcServerOptions, openFileLimit, processConnectionCap, type GrpcLimits } from './grpc-limits.js';
 
-/** The names grpc.health.v1.Health answers for: the whole server ('') and the ext_authz service. */
-export const HEALTH_SERVICE_NAMES: readonly string[] = ['', AUTHORIZATION_SERVICE_NAME];
+const HEALTH_SERVICE_NAMES: readonly string[] = ['', AUTHORIZATION_SERVICE_NAME];
 
-/** How often a draining server looks whether its last connection has closed. */
 const DRAIN_POLL_MS = 50;
 
 export interface GrpcServerOptions {
-  /** An IP address: 0.0.0.0, ::, 127.0.0.1 … */
   readonly bindAddress: string;
-  /** 0 picks a free port; see AuthzGrpcServer.port. */
+  /** 0 picks a free port. */
   readonly port: number;
   readonly authorization: AuthorizationServiceDeps;
   readonly logger: Logger;
-  /** MAX_BODY_BYTES: the largest body Envoy forwards; the message size limit adds room for headers. */
   readonly maxBodyBytes: number;
-  /** GRPC_MAX_CONNECTIONS: beyond it a new connection is closed at once (lowered to fit the open-file limit). */
   readonly maxConnections: number;
-  /** Production uses GRPC_LIMITS; tests shorten its time-outs. */
+  /** Tests shorten GRPC_LIMITS' time-outs. */
   readonly limits?: Partial<GrpcLimits>;
-  /** GRPC_TLS_*: TLS (and a client certificate, with a CA) on the port; undefined: plaintext. */
   readonly tls?: GrpcTlsFiles | undefined;
-  /** An incomplete request was ended to keep within incompleteRequestBytesBudget (a metric counts them). */
   readonly onIncompleteRequestReset?: () => void;
 }
 
-/** A server that binds no port: a pool worker's, whose primary accepts on the port and hands it each connection. */
+/** A pool worker's server: it binds no port, its primary hands it each connection. */
 export type HandedConnectionsOptions = Omit<GrpcServerOptions, 'bindAddress' | 'port'>;
 
-/** What every Check server offers, whether it listens itself or is handed its connections. */
 export interface GrpcCheckServer {
-  /** Bytes held now by requests that have begun but not all arrived, over every connection. */
   readonly incompleteRequestBytes: number;
-  /** Takes a connection accepted elsewhere: the same cap, time-outs and TLS as one it accepted itself. */
+  /** A connection accepted elsewhere: the same cap, time-outs and TLS as one accepted here. */
   accept(socket: Socket): void;
-  /** Health for '' and the Authorization service: SERVING once the service can decide. */
   setServing(serving: boolean): void;
-  /**
-   * Health NOT_SERVING, stop accepting, let in-flight checks finish; after graceMs, cut what is
-   * left (health Watch streams never finish by themselves). Resolves once the server is closed.
-   */
+  /** Stops accepting and drains; after graceMs cuts what is left (health Watch streams never end by themselves). */
   shutdown(graceMs: number): Promise<void>;
 }
 
 export interface AuthzGrpcServer extends GrpcCheckServer {
-  /** The port actually bound. */
   readonly port: number;
 }
 
@@ -67,14 +53,12 @@ function hostPort(bindAddress: string, port: number): string {
   return bindAddress.includes(':') ? `[${bindAddress}]:${port}` : `${bindAddress}:${port}`;
 }
 
-/** Where the gRPC port is bound. */
-export type GrpcListenAddress = Pick<GrpcServerOptions, 'bindAddress' | 'port' | 'logger'>;
-
-/**
- * A TCP listener on the gRPC port, resolved once bound; its error names the address. `pauseOnConnect`
- * for a process that reads nothing of a connection but hands it on (a pool's primary).
- */
-export async function listenForGrpc(accept: (socket: Socket) => void, where: GrpcListenAddress, pauseOnConnect = false): Promise<TcpServer> {
+/** A TCP listener on the gRPC port; `pauseOnConnect` for a pool's primary, which reads nothing but hands it on. */
+export async function listenForGrpc(
+  accept: (socket: Socket) => void,
+  where: Pick<GrpcServerOptions, 'bindAddress' | 'port' | 'logger'>,
+  pauseOnConnect = false,
+): Promise<TcpServer> {
   const listener = createTcpServer({ pauseOnConnect }, accept);
   const address = hostPort(where.bindAddress, where.port);
   await new Promise<void>((resolveListen, reject) => {
@@ -90,13 +74,11 @@ export async function listenForGrpc(accept: (socket: Socket) => void, where: Grp
   return listener;
 }
 
-/** The address a listener is bound to, as log lines give it. */
 export function boundAddress(listener: TcpServer): string {
   const { address, port } = listener.address() as AddressInfo;
   return hostPort(address, port);
 }
 
-/** A Check server (Authorization + Health) with its gate, not yet taking connections. */
 function openGrpcServer(options: HandedConnectionsOptions) {
   const { logger } = options;
   const limits: GrpcLimits = { ...GRPC_LIMITS, ...options.limits };
@@ -129,7 +111,6 @@ function openGrpcServer(options: HandedConnectionsOptions) {
     for (const name of HEALTH_SERVICE_NAMES) health.setStatus(name, status);
   };
 
-  /** `stopListening`: what else stops new connections (a listener of its own). */
   const checkServer = (stopListening: () => void): GrpcCheckServer => {
     let closed: Promise<void> | undefined;
     const shutdown = (graceMs: number): Promise<void> => {
@@ -176,7 +157,6 @@ function openGrpcServer(options: HandedConnectionsOptions) {
   return { accept: gate.accept, checkServer, abandon, maxConnections, tls: tls !== undefined };
 }
 
-/** Starts the ext_authz gRPC server (Authorization + Health) and resolves once it listens. */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<AuthzGrpcServer> {
   const opened = openGrpcServer(options);
   let listener: TcpServer;
@@ -192,7 +172,6 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Authz
   return Object.assign(checkServer, { port });
 }
 
-/** The same server without a port of its own: a pool worker's, taking the connections its primary hands it (accept). */
 export function startHandedConnectionsGrpcServer(options: HandedConnectionsOptions): GrpcCheckServer {
   const opened = openGrpcServer(options);
   options.logger.info({ maxConnections: opened.maxConnections, tls: opened.tls }, 'gRPC server taking the connections the primary hands over (ext_authz Check and health)');

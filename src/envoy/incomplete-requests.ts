@@ -1,16 +1,8 @@
 import { ServerInterceptingCall, status as GrpcStatus, type ServerInterceptingCallInterface, type ServerInterceptor } from '@grpc/grpc-js';
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 
-/*
- * Requests that have begun but not all arrived: a time-out for each, a budget for the bytes all of them
- * hold, and the reset of a stream whose call ended first. The gRPC server puts the interceptor first.
- */
-
-/**
- * grpc-js keeps the HTTP/2 stream of a call private; the first interceptor is handed grpc-js's own call,
- * which holds it. undefined if a grpc-js version stops doing so (test/integration/connection-limits
- * then fails): calls are still answered, but their streams stay half-open until the client ends them.
- */
+// grpc-js keeps a call's HTTP/2 stream private, but hands the first interceptor its own call, which holds it
+// (test/integration/connection-limits fails if a version stops doing so).
 function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream | undefined {
   const stream = (call as { stream?: Partial<ServerHttp2Stream> }).stream;
   return typeof stream?.close === 'function' && typeof stream.respond === 'function' ? (stream as ServerHttp2Stream) : undefined;
@@ -19,20 +11,14 @@ function http2StreamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream
 interface OpenRequest {
   bytes: number;
   readonly end: () => void;
-  /** Its neighbours among the open requests, in the order they began; `open` false once it left them. */
   older: OpenRequest | undefined;
   newer: OpenRequest | undefined;
   open: boolean;
 }
 
 /**
- * The bytes held by requests that have begun but not all arrived, over every connection. When a new
- * chunk takes the total over the budget, the oldest incomplete requests are ended until it fits again.
- *
- * The open requests are a list linked through the requests themselves, not a Set: a Set lives as long
- * as the server, so V8 keeps its table in the old generation, and deleting its last entry (as each check
- * that completes alone does) allocates a new table there, some 130 bytes a check that only a full
- * collection frees. Nor a Symbol per request as a key, for the same reason.
+ * Over the budget, the oldest incomplete requests are ended. A linked list, not a Set: emptying a long-lived Set
+ * allocates a new table in the old generation, some 130 bytes a check that only a full collection frees.
  */
 export class IncompleteRequestBudget {
   private heldBytes = 0;
@@ -48,7 +34,6 @@ export class IncompleteRequestBudget {
     return this.heldBytes;
   }
 
-  /** A request that began; `end` answers it and resets its stream. */
   begin(end: () => void): { received(bytes: number): void; complete(): void } {
     const request: OpenRequest = { bytes: 0, end, older: this.newest, newer: undefined, open: true };
     if (this.newest === undefined) this.oldest = request;
@@ -86,11 +71,9 @@ export class IncompleteRequestBudget {
 }
 
 /**
- * Ends a call whose request has not all arrived within timeoutMs with DEADLINE_EXCEEDED. And whenever a
- * call ends before its request did (this time-out, grpc-timeout, a message over the size limit), resets
- * its stream: grpc-js sends the status but leaves the stream half-open until the client ends it, so a
- * client that never does would keep it, and its place under max_concurrent_streams, for the life of the
- * connection. RFC 9113 §8.1 lets a server that sent a complete response reset with NO_ERROR.
+ * DEADLINE_EXCEEDED for a request not all arrived within timeoutMs; and a call that ends before its request
+ * did has its stream reset (RFC 9113 §8.1 allows NO_ERROR): grpc-js leaves it half-open, holding a place
+ * under max_concurrent_streams for the life of the connection.
  */
 export function endIncompleteRequests(timeoutMs: number, budget: IncompleteRequestBudget): ServerInterceptor {
   return (_method, call) => {
@@ -137,7 +120,6 @@ export function endIncompleteRequests(timeoutMs: number, budget: IncompleteReque
   };
 }
 
-/** No budget: what a server without one (a benchmark's no-op) gets. */
 export function unlimitedBudget(): IncompleteRequestBudget {
   return new IncompleteRequestBudget(Number.POSITIVE_INFINITY, () => undefined);
 }

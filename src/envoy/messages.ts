@@ -1,10 +1,7 @@
 /**
- * The ext_authz messages as @grpc/proto-loader hands them to us and takes them from us, with the
- * options in proto.ts (keepCase, longs as String, enums as Number, bytes as Buffer, defaults, oneofs).
- * Field names are the proto field names of proto/envoy/...; only the fields this service uses.
- *
- * Decoded messages come from the network: every field is optional here and is checked at run time
- * by the request view, because a peer may send anything.
+ * The ext_authz messages as @grpc/proto-loader hands them to us and takes them from us (options in proto.ts),
+ * by their proto field names; only the fields this service uses. A decoded message comes from the network:
+ * every field is optional and the request view checks it at run time.
  */
 
 /** envoy.config.core.v3.HeaderValue */
@@ -15,69 +12,41 @@ export interface HeaderValueMessage {
   readonly raw_value?: Uint8Array | null;
 }
 
-/** envoy.config.core.v3.HeaderValueOption.HeaderAppendAction, by number (enums are loaded as Number). */
+/** envoy.config.core.v3.HeaderValueOption.HeaderAppendAction: the members sent, by number. */
 export const HeaderAppendAction = Object.freeze({
   APPEND_IF_EXISTS_OR_ADD: 0,
-  ADD_IF_ABSENT: 1,
   OVERWRITE_IF_EXISTS_OR_ADD: 2,
-  OVERWRITE_IF_EXISTS: 3,
 } as const);
 export type HeaderAppendAction = (typeof HeaderAppendAction)[keyof typeof HeaderAppendAction];
 
-/**
- * envoy.config.core.v3.HeaderValueOption. `append` (a deprecated BoolValue) is deliberately absent:
- * while it is unset, Envoy applies `append_action`.
- */
+/** envoy.config.core.v3.HeaderValueOption; the deprecated `append` stays unset, so Envoy applies `append_action`. */
 export interface HeaderValueOptionMessage {
   readonly header: { readonly key: string; readonly value: string };
   readonly append_action: HeaderAppendAction;
 }
 
 /**
- * google.protobuf.Value, restricted to the string kind we send. Camel case despite keepCase:
- * proto-loader takes the well-known types from protobufjs's bundled definitions, which name the
- * fields that way (the wire is the same: field 3).
+ * envoy.service.auth.v3.CheckResponse in the two shapes sent. Struct values are camel case despite keepCase:
+ * proto-loader takes the well-known types from protobufjs's bundled definitions.
  */
-export interface StringValueMessage {
-  readonly stringValue: string;
-}
-
-/** google.protobuf.Struct as proto-loader encodes it: a map of field name to Value. */
-export interface StructMessage {
-  readonly fields: Readonly<Record<string, StringValueMessage>>;
-}
-
-/** google.rpc.Status */
-export interface RpcStatusMessage {
-  readonly code: number;
-  readonly message: string;
-}
-
-/** envoy.service.auth.v3.DeniedHttpResponse */
-export interface DeniedHttpResponseMessage {
-  /** envoy.type.v3.HttpStatus; the enum's numbers are the HTTP status codes. */
-  readonly status: { readonly code: number };
-  readonly headers: readonly HeaderValueOptionMessage[];
-  readonly body: string;
-}
-
-/** envoy.service.auth.v3.OkHttpResponse */
-export interface OkHttpResponseMessage {
-  readonly headers: readonly HeaderValueOptionMessage[];
-  readonly headers_to_remove: readonly string[];
-  readonly response_headers_to_add: readonly HeaderValueOptionMessage[];
-}
-
-/** envoy.service.auth.v3.CheckResponse, in the two shapes this service sends. */
 export type CheckResponseMessage =
   | {
-      readonly status: RpcStatusMessage;
-      readonly ok_response: OkHttpResponseMessage;
-      readonly dynamic_metadata: StructMessage;
+      readonly status: { readonly code: number; readonly message: string };
+      readonly ok_response: {
+        readonly headers: readonly HeaderValueOptionMessage[];
+        readonly headers_to_remove: readonly string[];
+        readonly response_headers_to_add: readonly HeaderValueOptionMessage[];
+      };
+      readonly dynamic_metadata: { readonly fields: Readonly<Record<string, { readonly stringValue: string }>> };
     }
   | {
-      readonly status: RpcStatusMessage;
-      readonly denied_response: DeniedHttpResponseMessage;
+      readonly status: { readonly code: number; readonly message: string };
+      /** status.code: envoy.type.v3.HttpStatus, whose numbers are the HTTP status codes. */
+      readonly denied_response: {
+        readonly status: { readonly code: number };
+        readonly headers: readonly HeaderValueOptionMessage[];
+        readonly body: string;
+      };
     };
 
 /** envoy.config.core.v3.Address (decoded) */

@@ -3,11 +3,7 @@ import { loadSync, type Options } from '@grpc/proto-loader';
 import { PROTO_DIR } from '../paths.js';
 import type { CheckRequestMessage, CheckResponseMessage } from './messages.js';
 
-/**
- * How every ext_authz message is turned into JS and back: proto field names (keepCase), int64 as
- * decimal strings, enums as numbers (HTTP status codes pass through as they are), bytes as Buffer,
- * unset fields present with their defaults, and the name of the set member on each oneof.
- */
+/** Enums as numbers let HTTP status codes pass as they are. */
 export const PROTO_LOADER_OPTIONS: Readonly<Options> = Object.freeze({
   keepCase: true,
   longs: String,
@@ -20,18 +16,13 @@ export const PROTO_LOADER_OPTIONS: Readonly<Options> = Object.freeze({
 export const AUTHORIZATION_SERVICE_NAME = 'envoy.service.auth.v3.Authorization';
 export const AUTHORIZATION_PROTO_FILE = 'envoy/service/auth/v3/external_auth.proto';
 
-/**
- * A CheckResponse encoded once and sent many times: the Check method's serializer passes its bytes
- * through as they are (grpc-js copies them into each call's frame).
- */
+/** A CheckResponse encoded once and sent many times: the Check serializer passes its bytes through. */
 export class EncodedCheckResponse {
   constructor(readonly bytes: Buffer) {}
 }
 
-/** A response the Check handler may send: a message to encode, or one already encoded. */
 export type CheckResponseToSend = CheckResponseMessage | EncodedCheckResponse;
 
-/** The Authorization service as both the server (Check handler) and the client script use it. */
 export interface AuthorizationServiceDefinition extends ServiceDefinition {
   readonly Check: Omit<MethodDefinition<CheckRequestMessage, CheckResponseMessage>, 'responseSerialize'> & {
     readonly responseSerialize: (response: CheckResponseToSend) => Buffer;
@@ -55,16 +46,12 @@ function loadAuthorizationService(): { service: AuthorizationServiceDefinition; 
 
 const loaded = loadAuthorizationService();
 
-/** Loaded once, at import, from the project's own proto/ (never from Envoy's upstream tree). */
+/** Loaded once, at import, from the project's own proto/. */
 export const AUTHORIZATION_SERVICE: AuthorizationServiceDefinition = loaded.service;
 
-/**
- * The Authorization service whose Check reads each request with `readRequest` instead of decoding all
- * of it: the server's, which keeps only what the request view reads (check-request-reader.ts).
- */
+/** The server's: Check reads only what the request view needs (check-request-reader.ts), not the whole request. */
 export function authorizationServiceReading(readRequest: (bytes: Buffer) => CheckRequestMessage): AuthorizationServiceDefinition {
   return { ...AUTHORIZATION_SERVICE, Check: { ...AUTHORIZATION_SERVICE.Check, requestDeserialize: readRequest } };
 }
 
-/** A CheckResponse in protobuf, as proto-loader encodes it with our proto/: the plain encoding. */
 export const encodeCheckResponse: (response: CheckResponseMessage) => Buffer = loaded.encode;

@@ -5,28 +5,25 @@ import { forwardedForEntry } from '../allowlist/client-ip.js';
 import type { NamesRead } from './check-request-reader.js';
 import type { CheckRequestMessage, HeaderValueMessage, HttpRequestMessage } from './messages.js';
 
-/** What the service was configured to read from a CheckRequest. */
 export interface RequestViewOptions {
   readonly clientIpSource: ClientIpSource;
-  /** MAX_BODY_BYTES: a larger body is refused unread. */
   readonly maxBodyBytes: number;
 }
 
-/** A CheckRequest reduced to the plain facts the decision and the logs read. */
 export interface CheckRequestView {
   readonly input: CheckInput;
-  /** `x-request-id`, else Envoy's HttpRequest.id; for correlating our log line with Envoy's. */
+  /** `x-request-id`, else Envoy's HttpRequest.id: our log line correlates with Envoy's. */
   readonly requestId: string | undefined;
 }
 
-/** Request header names, lower-cased, to their values; repeated headers joined by ",". */
+/** Lower-case names to values; repeated headers joined by ",". */
 type RequestHeaders = ReadonlyMap<string, string>;
 
 // Bytes that are not UTF-8 are refused, not replaced: a replaced body could still parse as JSON.
 // The BOM is kept so that `raw_body` and `body` yield the same text for the same bytes.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+export function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -47,18 +44,14 @@ function trimOws(text: string): string {
   return text.replace(/^[ \t]+|[ \t]+$/g, '');
 }
 
-/**
- * A header value from header_map. Envoy puts it in raw_value (bytes) when encode_raw_headers is on.
- * Bytes are read as latin1, one character per byte, so a non-ASCII byte can never decode into the
- * ASCII that a site id or UUID key is made of.
- */
+/** raw_value (encode_raw_headers) as latin1: a non-ASCII byte never decodes into the ASCII of a site id or key. */
 function headerMapValue(header: HeaderValueMessage): string {
   const raw = nonEmptyBytes(header.raw_value);
   if (raw !== undefined) return Buffer.from(raw.buffer, raw.byteOffset, raw.length).toString('latin1');
   return typeof header.value === 'string' ? header.value : '';
 }
 
-/** name.toLowerCase(), without a new string for a name that has nothing to lower: Envoy's are lower case already. */
+/** toLowerCase without a new string for a name already lower case, as Envoy's are. */
 function lowerCased(name: string): string {
   for (let i = 0; i < name.length; i++) {
     const c = name.charCodeAt(i);
@@ -67,7 +60,6 @@ function lowerCased(name: string): string {
   return name;
 }
 
-/** The headers the view reads (besides CLIENT_IP_SOURCE's header:<name>); no other is copied. */
 const HEADERS_READ: ReadonlySet<string> = new Set([
   'authorization',
   'x-request-id',
@@ -78,10 +70,8 @@ const HEADERS_READ: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The headers the view reads, from both places Envoy may send them: HttpRequest.headers (a map) and
- * HttpRequest.header_map (a list, used with encode_raw_headers). A name seen more than once, in
- * either or across both, is joined by "," as Envoy joins repeated headers. Envoy sends every header
- * of the request; copying only these keeps the others off every check's bill.
+ * The headers read, from HttpRequest.headers (a map) and header_map (with encode_raw_headers); a name seen
+ * more than once, in either or both, is joined by "," as Envoy joins repeated headers.
  */
 function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSource): RequestHeaders {
   const headers = new Map<string, string>();
@@ -105,16 +95,14 @@ function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSo
   return headers;
 }
 
-/** The lower-case name of a header the view reads, else undefined. */
 function headerRead(name: string, sourceHeader: string | undefined): string | undefined {
   const key = lowerCased(name);
   return HEADERS_READ.has(key) || key === sourceHeader ? key : undefined;
 }
 
-/** The one context extension the view reads: a route's opt-out of body credentials. */
 const BODY_CREDENTIALS_EXTENSION = 'body_credentials';
 
-/** The header and context extension names the view reads under CLIENT_IP_SOURCE: all a reader of the wire need keep. */
+/** What a reader of the wire need keep: the header and context extension names the view reads. */
 export function namesReadBy(source: ClientIpSource): NamesRead {
   const sourceHeader = source.kind === 'header' ? source.name : undefined;
   return {
@@ -144,10 +132,7 @@ function lengthDeclared(http: HttpRequestMessage | undefined, headers: RequestHe
   return contentLength || sized || chunked;
 }
 
-/**
- * The body from raw_body (Envoy's pack_as_bytes) when present, else from body (text). One larger
- * than maxBytes is neither decoded nor parsed: its size is all that is known of it.
- */
+/** raw_body (pack_as_bytes), else body; one larger than maxBytes is neither decoded nor parsed. */
 function bodyView(http: HttpRequestMessage | undefined, headers: RequestHeaders, maxBytes: number): BodyView {
   const raw = nonEmptyBytes(http?.raw_body);
   if (raw !== undefined) {
@@ -160,8 +145,7 @@ function bodyView(http: HttpRequestMessage | undefined, headers: RequestHeaders,
   }
   const text = nonEmptyText(http?.body);
   if (text !== undefined) {
-    // Its size as Envoy received it, in UTF-8. A UTF-16 unit takes at most 3 bytes, so a text that
-    // cannot be too large is not measured.
+    // Measured in UTF-8 only when it could be too large: a UTF-16 unit takes at most 3 bytes.
     if (text.length * 3 > maxBytes) {
       const bytes = Buffer.byteLength(text, 'utf8');
       if (bytes > maxBytes) return { kind: 'too-large', bytes, maxBytes };
@@ -171,7 +155,7 @@ function bodyView(http: HttpRequestMessage | undefined, headers: RequestHeaders,
   return { kind: 'empty', lengthDeclared: lengthDeclared(http, headers) };
 }
 
-/** The client address text chosen by CLIENT_IP_SOURCE; parsing it is the decision's job. */
+/** The client address text CLIENT_IP_SOURCE names; the decision parses it. */
 function clientAddress(request: CheckRequestMessage | undefined, headers: RequestHeaders, source: ClientIpSource): string | undefined {
   switch (source.kind) {
     case 'peer': {
@@ -188,16 +172,12 @@ function clientAddress(request: CheckRequestMessage | undefined, headers: Reques
   }
 }
 
-/** A route opts out of body credentials for body-less requests with the per-route context extension. */
 function bodyCredentialsPolicy(request: CheckRequestMessage | undefined): BodyCredentialsPolicy {
   const extensions = record(record(request?.attributes)?.['context_extensions']);
   return extensions?.[BODY_CREDENTIALS_EXTENSION] === 'optional' ? 'optional' : 'required';
 }
 
-/**
- * Turns a decoded CheckRequest into the decision's input. Pure, and total: a field that is missing,
- * null or of the wrong type reads as absent, so a malformed request is denied, never thrown on.
- */
+/** Pure and total: a field missing, null or of the wrong type reads as absent, so a malformed request is denied. */
 export function viewCheckRequest(request: CheckRequestMessage | null | undefined, options: RequestViewOptions): CheckRequestView {
   const checkRequest = isRecord(request) ? request : undefined;
   const http = record(record(record(checkRequest?.attributes)?.['request'])?.['http']) as HttpRequestMessage | undefined;

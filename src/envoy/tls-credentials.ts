@@ -2,28 +2,22 @@ import { ServerCredentials } from '@grpc/grpc-js';
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
-import type { SecureServerOptions } from 'node:http2';
 import type { SecureContextOptions } from 'node:tls';
 import type { GrpcTlsFiles } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 
 /** A TLS file that cannot be used; its message names the setting and the file, on one line. */
-export class TlsFileError extends Error {
+class TlsFileError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'TlsFileError';
   }
 }
 
-/** The certificate, key and client CA read from GRPC_TLS_*_FILE, checked to belong together. */
-interface TlsMaterial {
-  readonly cert: Buffer;
-  readonly key: Buffer;
-  readonly clientCa: Buffer | undefined;
-  readonly certificate: X509Certificate;
-}
-
 type FileContents = { readonly cert: Buffer; readonly key: Buffer; readonly clientCa: Buffer | undefined };
+
+/** Contents checked to belong together: the secure context to serve, and what the log says of it. */
+type TlsMaterial = { readonly context: SecureContextOptions; readonly described: Record<string, string> };
 
 function named(setting: string, path: string): string {
   return `${setting} (${path})`;
@@ -42,7 +36,6 @@ function certificateIn(contents: Buffer, setting: string, path: string): X509Cer
   }
 }
 
-/** Checks what the files hold; throws a TlsFileError naming the file at fault. */
 function materialOf(files: GrpcTlsFiles, contents: FileContents): TlsMaterial {
   const certificate = certificateIn(contents.cert, 'GRPC_TLS_CERT_FILE', files.certFile);
   let key: KeyObject;
@@ -57,35 +50,39 @@ function materialOf(files: GrpcTlsFiles, contents: FileContents): TlsMaterial {
   if (files.clientCaFile !== undefined && contents.clientCa !== undefined) {
     certificateIn(contents.clientCa, 'GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile);
   }
-  return { cert: contents.cert, key: contents.key, clientCa: contents.clientCa, certificate };
+  return {
+    context: { cert: contents.cert, key: contents.key, ...(contents.clientCa === undefined ? {} : { ca: contents.clientCa }) },
+    described: { subject: certificate.subject.replaceAll('\n', ', '), validTo: certificate.validTo, sha256: certificate.fingerprint256 },
+  };
 }
 
 function unreadable(setting: string, path: string, error: unknown): TlsFileError {
   return new TlsFileError(`${named(setting, path)} cannot be read (${firstLine(error)})`);
 }
 
+/** The three files as `read` gives each: now (at start) or later (a Buffer's promise). */
+function readEach<T>(files: GrpcTlsFiles, read: (setting: string, path: string) => T): [T, T, T | undefined] {
+  return [
+    read('GRPC_TLS_CERT_FILE', files.certFile),
+    read('GRPC_TLS_KEY_FILE', files.keyFile),
+    files.clientCaFile === undefined ? undefined : read('GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile),
+  ];
+}
+
 function readNow(files: GrpcTlsFiles): FileContents {
-  const read = (setting: string, path: string): Buffer => {
+  const [cert, key, clientCa] = readEach(files, (setting, path) => {
     try {
       return readFileSync(path);
     } catch (error) {
       throw unreadable(setting, path, error);
     }
-  };
-  return {
-    cert: read('GRPC_TLS_CERT_FILE', files.certFile),
-    key: read('GRPC_TLS_KEY_FILE', files.keyFile),
-    clientCa: files.clientCaFile === undefined ? undefined : read('GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile),
-  };
+  });
+  return { cert, key, clientCa };
 }
 
 async function readLater(files: GrpcTlsFiles): Promise<FileContents> {
-  const read = (setting: string, path: string): Promise<Buffer> => readFile(path).catch((error: unknown) => Promise.reject(unreadable(setting, path, error)));
-  const [cert, key, clientCa] = await Promise.all([
-    read('GRPC_TLS_CERT_FILE', files.certFile),
-    read('GRPC_TLS_KEY_FILE', files.keyFile),
-    files.clientCaFile === undefined ? undefined : read('GRPC_TLS_CLIENT_CA_FILE', files.clientCaFile),
-  ]);
+  const reads = readEach(files, (setting, path) => readFile(path).catch((error: unknown) => Promise.reject(unreadable(setting, path, error))));
+  const [cert, key, clientCa] = await Promise.all(reads);
   return { cert, key, clientCa };
 }
 
@@ -95,23 +92,8 @@ function fingerprintOf(contents: FileContents): string {
   return hash.digest('hex');
 }
 
-function contextOptions(material: TlsMaterial): SecureContextOptions {
-  return { cert: material.cert, key: material.key, ...(material.clientCa === undefined ? {} : { ca: material.clientCa }) };
-}
-
-function describe(material: TlsMaterial): Record<string, string> {
-  return { subject: material.certificate.subject.replaceAll('\n', ', '), validTo: material.certificate.validTo, sha256: material.certificate.fingerprint256 };
-}
-
-/**
- * grpc-js server credentials whose certificate can be replaced: grpc-js hands a new secure context to
- * its TLS server (setSecureContext), which serves it to new connections and leaves open ones alone.
- */
+/** grpc-js hands a replaced secure context to its TLS server (setSecureContext), for new connections only. */
 class ReplaceableServerCredentials extends ServerCredentials {
-  constructor(serverOptions: SecureServerOptions, initial: SecureContextOptions) {
-    super(serverOptions, initial);
-  }
-
   replace(options: SecureContextOptions): void {
     this.updateSecureContextOptions(options);
   }
@@ -121,20 +103,14 @@ class ReplaceableServerCredentials extends ServerCredentials {
   }
 }
 
-export interface GrpcTlsCredentials {
-  readonly credentials: ServerCredentials;
-  /** Stops looking at the files. */
-  stop(): void;
-}
-
 /**
- * TLS for the gRPC port from GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE and GRPC_TLS_CLIENT_CA_FILE. Read
- * now (a bad or missing file throws a TlsFileError naming it), then every checkIntervalMs: cert-manager
- * and kubelet replace Secret files, often by swapping a symlink, so the files are read again by path
- * and their contents compared. New contents that hold together are served to new connections; contents
- * that do not are logged once and the certificate in use is kept.
+ * Read now (a bad file throws), then by path every checkIntervalMs, as kubelet swaps a Secret's symlink: new
+ * contents that hold together go to new connections, others are logged once and the one in use is kept.
  */
-export function grpcTlsCredentials(files: GrpcTlsFiles, options: { readonly checkIntervalMs: number; readonly handshakeTimeoutMs: number; readonly logger: Logger }): GrpcTlsCredentials {
+export function grpcTlsCredentials(
+  files: GrpcTlsFiles,
+  options: { readonly checkIntervalMs: number; readonly handshakeTimeoutMs: number; readonly logger: Logger },
+): { readonly credentials: ServerCredentials; stop(): void } {
   const { logger } = options;
   const initialContents = readNow(files);
   const initial = materialOf(files, initialContents);
@@ -142,9 +118,9 @@ export function grpcTlsCredentials(files: GrpcTlsFiles, options: { readonly chec
   const credentials = new ReplaceableServerCredentials(
     // A client without a certificate from the CA is refused in the handshake.
     { requestCert: requireClientCertificate, rejectUnauthorized: requireClientCertificate, handshakeTimeout: options.handshakeTimeoutMs },
-    contextOptions(initial),
+    initial.context,
   );
-  logger.info({ ...describe(initial), clientCertificateRequired: requireClientCertificate }, 'gRPC port serves TLS');
+  logger.info({ ...initial.described, clientCertificateRequired: requireClientCertificate }, 'gRPC port serves TLS');
 
   let served = fingerprintOf(initialContents);
   let rejected: string | undefined;
@@ -158,10 +134,10 @@ export function grpcTlsCredentials(files: GrpcTlsFiles, options: { readonly chec
       if (fingerprint === served || fingerprint === rejected) return;
       try {
         const material = materialOf(files, contents);
-        credentials.replace(contextOptions(material));
+        credentials.replace(material.context);
         served = fingerprint;
         rejected = undefined;
-        logger.info(describe(material), 'gRPC TLS certificate reloaded: new connections get it');
+        logger.info(material.described, 'gRPC TLS certificate reloaded: new connections get it');
       } catch (error) {
         rejected = fingerprint;
         logger.error({ err: error }, `gRPC TLS files changed but cannot be used; the certificate in use is kept: ${firstLine(error)}`);

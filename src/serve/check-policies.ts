@@ -13,13 +13,9 @@ export function sunsetDisagreements(config: Config, stored: SunsetPolicy): Sunse
   return config.sunsetVariablesSet.filter((name): name is keyof typeof differs => name in differs && differs[name as keyof typeof differs]);
 }
 
-/**
- * The check policies of the stored sunset policy as it changes, built once per change. A process
- * whose environment disagrees with the database says so once per stored policy, and follows the
- * database.
- */
+/** Built once per change of the stored sunset policy; an environment that disagrees is warned of once and overruled. */
 export class FollowedCheckPolicies {
-  /** The stored policy `current` was built from, as text: each full load reads a new, usually equal, one. */
+  /** `current`'s stored policy as text: each full load reads a new, usually equal, one. */
   private currentOf: string | undefined;
   private current: CheckPolicies;
   private lastStored: SunsetPolicy | undefined;
@@ -32,7 +28,7 @@ export class FollowedCheckPolicies {
     this.current = checkPolicies(config);
   }
 
-  /** The policies for the stored sunset policy; undefined (none stored): the last one stored, or before any the environment's. */
+  /** Undefined (none stored): the last one stored, or before any the environment's. */
   of(stored: SunsetPolicy | undefined): CheckPolicies {
     // Called twice on every check: the same object as last time costs one comparison.
     if (stored === undefined || stored === this.lastStored) return this.current;

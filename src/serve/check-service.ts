@@ -26,36 +26,24 @@ import { tokenKeysAgeSeconds, tokenKeysReadyWords, tokenKeysStatus } from './tok
 import { Resources } from './resources.js';
 
 const READINESS_POLL_MS = 1_000;
-/** Distinct (site, error, client address) refusal groups a process holds between two flushes. */
 const DENIAL_GROUPS_MAX = 10_000;
 
-/** What answers checks in one process: credential snapshot, recorders, metrics, gRPC server. */
 export interface CheckService {
   readonly metrics: ServiceMetrics;
   readiness(): Readiness;
-  /**
-   * Loads the snapshot; health and readiness follow it from now on. `report` hears the readiness
-   * every second and at each change.
-   */
+  /** Loads the snapshot; `report` hears the readiness every second and at each change. */
   followSnapshot(report?: (readiness: Readiness) => void): void;
-  /** NOT_SERVING for health checks and /readyz; checks are still answered until close(). */
+  /** NOT_SERVING; checks are still answered until close(). */
   beginShutdown(): void;
-  /** A connection accepted by someone else (a pool's primary), to be answered here. */
   acceptConnection(socket: Socket): void;
-  /** Drains the gRPC server (SHUTDOWN_GRACE_SECONDS), flushes the recorders, stops the cache and the pool; once. */
   close(): Promise<void>;
 }
 
-export interface CheckServiceOptions {
-  /**
-   * A pool worker's: bind no port; its primary accepts on GRPC_PORT and hands it connections
-   * (acceptConnection), and only once it has said it can decide. startCheckService resolves once the
-   * snapshot is loaded, or rejects with StoppedBeforeLoaded if this promise settles first.
-   */
+interface CheckServiceOptions {
+  /** A pool worker's: bind no port, take handed connections, resolve once loaded (else StoppedBeforeLoaded). */
   readonly handedConnectionsOnceLoadedUnless?: Promise<unknown>;
 }
 
-/** A worker asked to stop while it was still loading its first snapshot. */
 export class StoppedBeforeLoaded extends Error {
   constructor() {
     super('stopped before the credential snapshot was loaded');
@@ -63,7 +51,6 @@ export class StoppedBeforeLoaded extends Error {
   }
 }
 
-/** The pool's connections and the credential snapshot they keep current. */
 function openCredentialStore(config: Config, databaseUrl: string, logger: Logger, resources: Resources) {
   const pool = resources.add(
     connectionPool(databaseUrl, {
@@ -85,15 +72,10 @@ function openCredentialStore(config: Config, databaseUrl: string, logger: Logger
     (opened) => opened.stop(),
   );
   const followed = new FollowedCheckPolicies(config, logger);
-  /** The policies of the sunset policy in the last full load: read per check, the same for decision and answer. */
   const policies = (): CheckPolicies => followed.of(cache.sunsetPolicy());
   return { pool, cache, policies };
 }
 
-/**
- * The environment's sunset policy becomes the database's if it holds none yet. Its notification
- * brings it into every snapshot; until then the environment's applies, which is the same.
- */
 function seedSunsetPolicyOnce(config: Config, store: CredentialStore, logger: Logger): void {
   seedSunsetPolicy(store.pool, configuredSunsetPolicy(config)).then(
     (seeded) => {
@@ -106,7 +88,6 @@ function seedSunsetPolicyOnce(config: Config, store: CredentialStore, logger: Lo
 
 type CredentialStore = ReturnType<typeof openCredentialStore>;
 
-/** The writes that checks cause, batched off the request path: last use of keys, refusal counts. */
 function openRecorders(config: Config, store: CredentialStore, metrics: ServiceMetrics, logger: Logger, resources: Resources) {
   const { pool } = store;
   const lastUsed = resources.add(
@@ -138,10 +119,6 @@ function openRecorders(config: Config, store: CredentialStore, metrics: ServiceM
   return { lastUsed, clientLastUsed, refusals, usage, tokenRefusals };
 }
 
-/**
- * The issuer's keys, with their last good set kept in the database, and the verifier of Bearer
- * tokens; undefined when TOKEN_ISSUER is unset.
- */
 function openTokenVerification(config: Config, store: CredentialStore, logger: Logger, resources: Resources) {
   const settings = config.tokens;
   if (settings === undefined) return undefined;
@@ -174,19 +151,13 @@ function serviceMetrics(config: Config, store: CredentialStore, ready: () => boo
   return metrics;
 }
 
-/** The client address a refusal is recorded under. */
 function refusedAddress(event: CheckEvent): string {
   return parseClientIp(event.clientIp)?.address ?? 'unknown';
 }
 
-/** The site a token client is registered to now, as the snapshot holds it. */
-export type SiteOfClient = (clientId: ClientId) => SiteId | undefined;
+type SiteOfClient = (clientId: ClientId) => SiteId | undefined;
 
-/**
- * A refused token's count, against the site its client is registered to, or NO_SITE for a signed
- * 107. A client id that only the sender wrote counts against a site only when that site registered
- * it (marked unsigned), and never under NO_SITE: strangers cannot fill the report with names.
- */
+/** An unsigned client id counts only against the site that registered it, never under NO_SITE: no strangers' names. */
 function recordRefusedToken(recorders: Recorders, event: DeniedCheckEvent, siteOfClient: SiteOfClient, now: number): void {
   const { claimant, errorId, rule } = event;
   if (claimant === undefined || (errorId !== 106 && errorId !== 107)) return;
@@ -198,7 +169,6 @@ function recordRefusedToken(recorders: Recorders, event: DeniedCheckEvent, siteO
   recorders.tokenRefusals.record({ siteId, clientId: claimant.clientId, errorId, rule: tokenRule, signed: claimant.signed }, now);
 }
 
-/** What a decided check leaves behind besides its answer: metrics, a log line, last use, refusal counts. */
 export function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog, siteOfClient: SiteOfClient = () => undefined) {
   return (event: CheckEvent): void => {
     metrics.observeCheck(event);
@@ -251,10 +221,7 @@ function startCheckServer(
   return startGrpcServer({ ...options, bindAddress: config.bindAddress, port: config.grpcPort });
 }
 
-/**
- * Opens everything that answers checks, in order; close() shuts it in reverse: the gRPC server first
- * (draining within SHUTDOWN_GRACE_SECONDS), then the recorders' last flush, the cache and the pool.
- */
+/** close() shuts in reverse order: the gRPC server drains first, then the recorders flush. */
 export async function startCheckService(config: Config, databaseUrl: string, logger: Logger, options: CheckServiceOptions = {}): Promise<CheckService> {
   const resources = new Resources(logger);
   try {
@@ -281,8 +248,7 @@ async function openCheckService(config: Config, databaseUrl: string, logger: Log
   const readiness = (): Readiness => {
     const now = Date.now();
     const status = store.cache.status(now);
-    // With tokens on, ready waits for the first try at the issuer's keys (the stored set, one fetch),
-    // not for its success: without keys, API-key checks are answered and tokens refused (keys-unavailable).
+    // Ready waits for the first try at the issuer's keys, not its success: without keys tokens are refused.
     const tokenKeys = tokens && tokenKeysStatus(tokens.keys, tokens.verifier, now);
     const ready = status.ready && (tokens?.keys.settled ?? true) && !shuttingDown;
     return { ready, detail: { shuttingDown, snapshot: status, ...(tokenKeys && { tokenKeys }) } };

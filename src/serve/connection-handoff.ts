@@ -4,7 +4,6 @@ import { RateLimit } from '../common/rate-limit.js';
 import type { Logger } from '../observe/logger.js';
 import type { HandoffOutcome } from '../observe/worker-pool-metrics.js';
 
-/** A connection handed to a worker, and the worker's word that it has it. */
 export type HandoffMessage = { readonly type: 'sitekey-authz:connection'; readonly id: number };
 export type ReceiptMessage = { readonly type: 'sitekey-authz:connection-received'; readonly id: number };
 
@@ -15,27 +14,21 @@ interface Handoff {
 }
 
 export interface HandoffLimits {
-  /** Connections handed and not yet taken, over all workers: beyond it a newcomer is closed at once. */
+  /** Handed and not yet taken, over all workers: beyond it a newcomer is closed at once. */
   readonly maxNotTaken: number;
-  /** A connection its worker has not taken by then is let go of (the worker may not have received it). */
   readonly receiptTimeoutMs: number;
 }
 
-/** At most one warning a minute about connections the primary closed. */
 const CLOSED_WARNING_INTERVAL_MS = 60_000;
 
 /**
- * The primary's gRPC port. It accepts each connection, reads nothing from it, and hands it to the next
- * worker that can decide; it keeps its own copy until that worker sends a receipt, and hands the
- * connection to another worker if this one dies first. (Node's cluster round robin keeps such a
- * connection open and unanswered until the client gives up: Envoy would go on sending checks into it
- * until its keepalive gives up on it, 40 s with deploy/envoy.)
+ * Each connection goes, unread, to the next worker that can decide; the primary keeps its copy until a receipt,
+ * for another worker if this one dies (the cluster's round robin would leave it unanswered for Envoy's 40 s).
  */
 export class ConnectionHandoff {
-  /** Workers that can decide, in the order they take turns. */
   private readonly rotation: Worker[] = [];
   private turn = 0;
-  /** Handed, no receipt yet, by handoff id: in the order handed, the oldest first. */
+  /** Handed, no receipt yet, by handoff id, the oldest first. */
   private readonly notTaken = new Map<number, Handoff>();
   private readonly notTakenBy = new Map<Worker, number>();
   private lastId = 0;
@@ -54,17 +47,14 @@ export class ConnectionHandoff {
     this.sweep.unref();
   }
 
-  /** Connections handed to `worker` that it has not taken yet: more than a few, and it is stuck. */
   untakenBy(worker: Worker): number {
     return this.notTakenBy.get(worker) ?? 0;
   }
 
-  /** A worker that can decide: it takes its turn from now on. */
   add(worker: Worker): void {
     if (!this.rotation.includes(worker)) this.rotation.push(worker);
   }
 
-  /** The worker has the connection: the primary lets go of its copy (the connection stays open). */
   received(worker: Worker, id: number): void {
     const handoff = this.notTaken.get(id);
     if (handoff?.worker !== worker) return;
@@ -73,10 +63,7 @@ export class ConnectionHandoff {
     this.count('taken');
   }
 
-  /**
-   * A worker that has exited: it takes no more turns, and what it had not taken goes to another. Only
-   * once it has exited: a worker that is alive may still take them.
-   */
+  /** Only once it has exited: a worker that is alive may still take what it was handed. */
   exited(worker: Worker): void {
     const index = this.rotation.indexOf(worker);
     if (index >= 0) this.rotation.splice(index, 1);
@@ -88,11 +75,7 @@ export class ConnectionHandoff {
     this.logger.warn({ worker: worker.id, connections: untaken.length, handedAgain }, 'a worker exited before taking the connections handed to it; handed them to another (closed if none could decide)');
   }
 
-  /**
-   * Lets go of the primary's copy of connections not taken within receiptTimeoutMs. Safe whatever
-   * happened: a worker that has the connection holds its own copy; one that never received it (it
-   * could not take one more file descriptor) will not, and the connection closes instead of hanging.
-   */
+  /** Safe: a worker that has the connection holds its own copy; one that never received it will not. */
   letGoOfOverdue(): void {
     const overdueBy = this.now() - this.limits.receiptTimeoutMs;
     for (const [id, handoff] of this.notTaken) {
@@ -103,7 +86,6 @@ export class ConnectionHandoff {
     }
   }
 
-  /** Lets go of every connection no worker has taken yet, and stops its sweep: the pool has stopped. */
   close(): void {
     clearInterval(this.sweep);
     for (const { socket } of this.notTaken.values()) socket.destroy();
@@ -111,10 +93,7 @@ export class ConnectionHandoff {
     this.notTakenBy.clear();
   }
 
-  /**
-   * A connection accepted with pauseOnConnect (nothing read): to the next worker that can decide, or
-   * closed at once (false) if there is none or too many are waiting for one.
-   */
+  /** To the next worker that can decide, or closed at once (false) if none can or too many are waiting. */
   hand(socket: Socket): boolean {
     const worker = this.nextWorker();
     if (worker === undefined || this.notTaken.size >= this.limits.maxNotTaken) {
@@ -127,7 +106,6 @@ export class ConnectionHandoff {
     this.notTakenBy.set(worker, this.untakenBy(worker) + 1);
     // keepOpen: Node would close its copy only on its own receipt, and never if the worker died first.
     worker.send({ type: 'sitekey-authz:connection', id } satisfies HandoffMessage, socket, { keepOpen: true }, (error: Error | null) => {
-      // The worker is exiting: exited() hands the connection on.
       if (error) this.logger.debug({ err: error, worker: worker.id }, 'a connection could not be handed to an exiting worker');
     });
     return true;
@@ -151,7 +129,7 @@ export class ConnectionHandoff {
     this.closedSinceWarning = 0;
   }
 
-  /** The next in turn that has taken everything it was handed; else the next in turn. */
+  /** The next in turn that has taken all it was handed; else the next in turn. */
   private nextWorker(): Worker | undefined {
     const count = this.rotation.length;
     if (count === 0) return undefined;

@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { adminConsole } from '../admin/console/console-factory.js';
+import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { openDatabase, type Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import type { CheckService } from './check-service.js';
+import type { Resources } from './resources.js';
 
-/**
- * Resolves on the first SIGTERM or SIGINT (the orchestrator's or a terminal's request to drain and
- * stop), or on whatever else `also` resolves with: a worker's stop message from its primary.
- */
+/** The first SIGTERM or SIGINT, or what `also` resolves with (a worker's stop message from its primary). */
 export function stopRequested(logger: Logger, also?: Promise<string>): Promise<string> {
   return new Promise((resolveStop) => {
     let stopped = false;
@@ -26,7 +26,6 @@ export function stopRequested(logger: Logger, also?: Promise<string>): Promise<s
   });
 }
 
-/** DATABASE_URL, or the embedded PostgreSQL in DATA_DIR; migrated first when MIGRATE_ON_START says so. */
 export async function openServeDatabase(config: Config, logger: Logger): Promise<Database> {
   const database = await openDatabase(config, logger);
   if (config.migrateOnStart) {
@@ -41,10 +40,20 @@ export async function openServeDatabase(config: Config, logger: Logger): Promise
   return database;
 }
 
+/** With ADMIN_ISSUER set: the admin API and console, closed with the process's other resources. */
+export async function startAdminPort(
+  config: Config,
+  databaseUrl: string,
+  logger: Logger,
+  resources: Resources,
+): Promise<void> {
+  if (config.admin === undefined) return;
+  resources.add(await startAdmin(config, config.admin, databaseUrl, logger, { console: adminConsole }), (admin) => admin.close());
+}
+
 /**
- * NOT_SERVING first; checks are still answered for SHUTDOWN_DELAY_SECONDS, while Envoy's health
- * checks and Kubernetes' endpoints notice (refusing connections before they do would fail partners'
- * requests through status_on_error); then the gRPC server drains and everything behind it closes.
+ * Checks are still answered for SHUTDOWN_DELAY_SECONDS after NOT_SERVING, while Envoy and Kubernetes notice:
+ * refusing them sooner would fail partners' requests through status_on_error.
  */
 export async function drainChecks(checks: CheckService, config: Config, signal: string, logger: Logger): Promise<void> {
   checks.beginShutdown();

@@ -1,9 +1,6 @@
 import type { Logger } from '../observe/logger.js';
 
-/**
- * What a process has opened, closed once in reverse order: after a drain and after a failed start
- * alike. A closer that fails is logged and the rest still run.
- */
+/** What a process has opened, closed once in reverse order; a closer that fails is logged and the rest still run. */
 export class Resources {
   private readonly closers: Array<() => Promise<unknown>> = [];
   private closing: Promise<void> | undefined;

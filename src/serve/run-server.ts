@@ -1,21 +1,13 @@
 import cluster from 'node:cluster';
-import { adminConsole } from '../admin/console/console-factory.js';
-import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { startCheckService } from './check-service.js';
-import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
+import { drainChecks, openServeDatabase, startAdminPort, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
 import { startOperatorPorts } from './operator-ports.js';
 import { runCheckWorker, runWorkerPool } from './worker-pool.js';
 
-/**
- * `sitekey-authz serve`: credential snapshot from PostgreSQL, ext_authz over gRPC, operator endpoints
- * over HTTP. Resolves once a SIGTERM or SIGINT has drained and closed everything.
- *
- * With WORKERS above 1 this process is the primary: it holds the database, the operator endpoints and
- * the admin port, and forks the workers that answer checks on the shared gRPC port (serve/worker-pool.ts).
- */
+/** `sitekey-authz serve`, until a SIGTERM or SIGINT has drained it; with WORKERS above 1, a pool (worker-pool.ts). */
 export async function runServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
   if (cluster.isWorker) return runCheckWorker(config, logger);
   if (config.workers > 1) return runWorkerPool(config, logger);
@@ -27,7 +19,7 @@ export async function runServer(config: Config, logger: Logger = createLogger(co
     const checks = resources.add(await startCheckService(config, database.url, logger), (service) => service.close());
     const http = resources.add(await startOperatorPorts(config, checks.readiness, checks.metrics), (endpoints) => endpoints.close());
     logger.info({ port: http.port, probePort: http.probePort }, 'operator endpoints listening (/healthz, /readyz, /metrics)');
-    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger, { console: adminConsole }), (admin) => admin.close());
+    await startAdminPort(config, database.url, logger, resources);
     checks.followSnapshot();
     // The operator endpoints stay up while the checks drain, so probes and scrapes see it happen.
     await drainChecks(checks, config, await stopping, logger);

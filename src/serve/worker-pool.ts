@@ -1,8 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { Socket, type Server as TcpServer } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
-import { adminConsole } from '../admin/console/console-factory.js';
-import { startAdmin } from '../admin/start-admin.js';
 import type { Config } from '../config.js';
 import { boundAddress, GRPC_LIMITS, listenForGrpc, processConnectionCap } from '../envoy/grpc-server.js';
 import type { MetricsExposition, Readiness } from '../observe/http-endpoints.js';
@@ -11,10 +9,9 @@ import type { Logger } from '../observe/logger.js';
 import { WorkerPoolMetrics } from '../observe/worker-pool-metrics.js';
 import { ConnectionHandoff, type HandoffMessage, type ReceiptMessage } from './connection-handoff.js';
 import { startCheckService, StoppedBeforeLoaded, type CheckService } from './check-service.js';
-import { drainChecks, openServeDatabase, stopRequested } from './lifecycle.js';
+import { drainChecks, openServeDatabase, startAdminPort, stopRequested } from './lifecycle.js';
 import { Resources } from './resources.js';
 
-/** What the primary and its workers say to each other over the cluster's IPC channel. */
 type PrimaryMessage =
   | { readonly type: 'sitekey-authz:start'; readonly databaseUrl: string }
   | { readonly type: 'sitekey-authz:stop'; readonly signal: string };
@@ -24,29 +21,29 @@ type WorkerMessage =
   | ReceiptMessage
   | { readonly type: 'sitekey-authz:readiness'; readonly readiness: Readiness };
 
-/** A worker that dies sooner than this after its start is replaced after this pause, not at once. */
+/** A worker dying sooner after its start is replaced after this pause. */
 const QUICK_DEATH_MS = 1_000;
 /** Beyond the drain a worker is allowed (delay + grace), how long the primary waits before SIGKILL. */
 const STOP_MARGIN_MS = 10_000;
 
-function isMessage<M extends { readonly type: string }>(message: unknown, type: M['type']): message is M {
+type Message = PrimaryMessage | WorkerMessage | HandoffMessage;
+
+type OfType<M, T> = Extract<M, { readonly type: T }>;
+
+function isMessage<T extends Message['type']>(message: unknown, type: T): message is OfType<Message, T> {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
 }
 
 interface WorkerState {
   readonly worker: Worker;
   readonly startedAt: number;
-  /** Its snapshot is loaded: it is handed connections. */
   takingConnections: boolean;
   readiness: Readiness | undefined;
 }
 
 /**
- * The primary's workers: forks WORKERS of them, replaces one that dies (counted in
- * sitekey_authz_workers_replaced_total), and stops them all on request. The primary accepts on the
- * gRPC port and hands the connections in turn to the workers that can decide (ConnectionHandoff); a
- * worker says so once its snapshot is loaded. Each worker has its own snapshot and LISTEN connection,
- * so a credential change reaches every one of them.
+ * The primary's WORKERS workers, replaced when one dies. Each has its own snapshot and LISTEN connection, and
+ * says when it can decide; the primary then hands it connections in turn (ConnectionHandoff).
  */
 class WorkerPool {
   private readonly workers = new Map<number, WorkerState>();
@@ -56,10 +53,10 @@ class WorkerPool {
   private readonly handoff: ConnectionHandoff;
   private listener: TcpServer | undefined;
   private failStart!: (error: Error) => void;
-  /** Workers that have taken connections, replacements included. */
+  /** Replacements included. */
   private workersEverTakingConnections = 0;
   private resolveStarted!: () => void;
-  /** Resolves once every first-generation worker takes connections; rejects if one exits before it does. */
+  /** Rejects if a first-generation worker exits before it takes connections. */
   private readonly started: Promise<void>;
 
   constructor(
@@ -81,14 +78,12 @@ class WorkerPool {
     cluster.on('exit', (worker, code, signal) => this.onExit(worker, code, signal));
   }
 
-  /** Binds the gRPC port: until a worker can decide, a connection is closed at once. */
   async listen(): Promise<void> {
     const where = { bindAddress: this.config.bindAddress, port: this.config.grpcPort, logger: this.logger };
     this.listener = await listenForGrpc((socket) => this.handoff.hand(socket), where, true);
     this.logger.info({ address: boundAddress(this.listener) }, 'gRPC port listening; each connection goes to a worker that can decide');
   }
 
-  /** Forks WORKERS workers; `started` says when they all take connections. */
   start(): Promise<void> {
     for (let i = 0; i < this.config.workers; i++) this.fork();
     return this.started;
@@ -105,17 +100,17 @@ class WorkerPool {
   private onMessage(worker: Worker, message: unknown): void {
     const state = this.workers.get(worker.id);
     if (state === undefined) return;
-    if (isMessage<WorkerMessage>(message, 'sitekey-authz:hello')) {
+    if (isMessage(message, 'sitekey-authz:hello')) {
       // A message sent before the worker listens for it would be lost: it asks once it does. The
       // database URL may hold a password, so it goes over the IPC channel, not into the environment.
       worker.send({ type: 'sitekey-authz:start', databaseUrl: this.databaseUrl } satisfies PrimaryMessage);
-    } else if (isMessage<WorkerMessage>(message, 'sitekey-authz:taking-connections')) {
+    } else if (isMessage(message, 'sitekey-authz:taking-connections')) {
       state.takingConnections = true;
       this.handoff.add(worker);
       if (++this.workersEverTakingConnections === this.config.workers) this.resolveStarted();
-    } else if (isMessage<ReceiptMessage>(message, 'sitekey-authz:connection-received')) {
+    } else if (isMessage(message, 'sitekey-authz:connection-received')) {
       this.handoff.received(worker, message.id);
-    } else if (isMessage<Extract<WorkerMessage, { type: 'sitekey-authz:readiness' }>>(message, 'sitekey-authz:readiness')) {
+    } else if (isMessage(message, 'sitekey-authz:readiness')) {
       state.readiness = message.readiness;
     }
   }
@@ -140,7 +135,6 @@ class WorkerPool {
     }, pause).unref();
   }
 
-  /** Ready when every worker is: each has its snapshot loaded and fresh. */
   readiness(shuttingDown: boolean): Readiness {
     const workers = [...this.workers.values()].map((state) => ({
       worker: state.worker.id,
@@ -153,7 +147,6 @@ class WorkerPool {
     return { ready, detail: { shuttingDown, workers } };
   }
 
-  /** /metrics: every worker's metrics aggregated by prom-client, then the primary's own. */
   metrics(): MetricsExposition {
     return {
       contentType: this.ownMetrics.registry.contentType,
@@ -161,7 +154,7 @@ class WorkerPool {
     };
   }
 
-  /** Asks every worker to drain and waits for them all; one that outlasts its drain is killed. */
+  /** One that outlasts its drain is killed. */
   async stop(signal: string): Promise<void> {
     this.stopping = true;
     // As one process does: new connections are still answered while Envoy and Kubernetes notice
@@ -192,10 +185,7 @@ class WorkerPool {
   }
 }
 
-/**
- * The primary with WORKERS above 1: the database (embedded or DATABASE_URL, migrated here once), the
- * operator endpoints with readiness and metrics of all workers, and the workers themselves.
- */
+/** The primary with WORKERS above 1: the database (migrated here once), the operator and admin ports, the workers. */
 export async function runWorkerPool(config: Config, logger: Logger): Promise<void> {
   const stopping = stopRequested(logger);
   let shuttingDown = false;
@@ -206,7 +196,7 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
     await workers.listen();
     const http = resources.add(await startOperatorPorts(config, () => workers.readiness(shuttingDown), workers.metrics()), (endpoints) => endpoints.close());
     logger.info({ port: http.port, probePort: http.probePort, workers: config.workers }, 'operator endpoints listening (/healthz, /readyz, /metrics); starting workers');
-    if (config.admin !== undefined) resources.add(await startAdmin(config, config.admin, database.url, logger, { console: adminConsole }), (admin) => admin.close());
+    await startAdminPort(config, database.url, logger, resources);
     const signal = await Promise.race([stopping, workers.start().then(() => stopping)]);
     shuttingDown = true;
     await workers.stop(signal);
@@ -217,46 +207,37 @@ export async function runWorkerPool(config: Config, logger: Logger): Promise<voi
   logger.info('stopped');
 }
 
-/** Answers the connections the primary hands over, each receipted at once so that the primary lets go of its copy. */
+/** Each connection receipted at once, so that the primary lets go of its copy. */
 function takeHandedConnections(checks: CheckService, send: (message: WorkerMessage) => void): void {
   process.on('message', (message: unknown, socket: unknown) => {
-    if (!isMessage<HandoffMessage>(message, 'sitekey-authz:connection')) return;
+    if (!isMessage(message, 'sitekey-authz:connection')) return;
     send({ type: 'sitekey-authz:connection-received', id: message.id });
     if (socket instanceof Socket) checks.acceptConnection(socket);
   });
 }
 
-/** Asks the primary for the database URL to use. */
-function startMessage(send: (message: WorkerMessage) => void): Promise<string> {
-  return new Promise((resolveStart) => {
+/** The primary's first message of `type`. (A worker whose primary is gone is ended at once by the cluster module.) */
+function fromPrimary<T extends PrimaryMessage['type']>(type: T): Promise<OfType<PrimaryMessage, T>> {
+  return new Promise((resolveMessage) => {
     const onMessage = (message: unknown) => {
-      if (!isMessage<Extract<PrimaryMessage, { type: 'sitekey-authz:start' }>>(message, 'sitekey-authz:start')) return;
+      if (!isMessage(message, type)) return;
       process.off('message', onMessage);
-      resolveStart(message.databaseUrl);
+      resolveMessage(message as OfType<PrimaryMessage, T>);
     };
     process.on('message', onMessage);
-    send({ type: 'sitekey-authz:hello' });
   });
 }
 
-/** The primary's stop message. (A worker whose primary is gone is ended at once by Node's cluster module.) */
-function primaryStop(): Promise<string> {
-  return new Promise((resolveStop) => {
-    process.on('message', (message: unknown) => {
-      if (isMessage<Extract<PrimaryMessage, { type: 'sitekey-authz:stop' }>>(message, 'sitekey-authz:stop')) resolveStop(message.signal);
-    });
-  });
-}
-
-/** A worker: answers checks on the connections the primary hands it, until the primary (or a signal) says stop. */
 export async function runCheckWorker(config: Config, parentLogger: Logger): Promise<void> {
   const logger = parentLogger.child({ worker: cluster.worker?.id });
   const send = (message: WorkerMessage): void => {
     if (process.connected) process.send?.(message);
   };
-  const stopping = stopRequested(logger, primaryStop());
+  const stopping = stopRequested(logger, fromPrimary('sitekey-authz:stop').then((message) => message.signal));
   try {
-    const databaseUrl = await Promise.race([startMessage(send), stopping.then(() => undefined)]);
+    const started = fromPrimary('sitekey-authz:start').then((message) => message.databaseUrl);
+    send({ type: 'sitekey-authz:hello' });
+    const databaseUrl = await Promise.race([started, stopping.then(() => undefined)]);
     if (databaseUrl === undefined) return;
     let checks: CheckService;
     try {
@@ -285,9 +266,8 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
 }
 
 /**
- * The IPC channel would keep a worker alive after its work is done. Through the cluster's own
- * disconnect, the process then ends when its work does (its last log lines written, its exit code
- * kept); a bare process.disconnect() makes Node's cluster module exit 0 at once.
+ * The IPC channel would keep a worker alive. Through the cluster's disconnect it ends when its work does (last
+ * lines written, exit code kept); a bare process.disconnect() makes the cluster module exit 0 at once.
  */
 function releasePrimaryChannel(): void {
   if (process.connected) cluster.worker?.disconnect();
