@@ -23,7 +23,6 @@ const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
 
 const kebab = (field: string) => field.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 
-/** The argument or `--option` a field is typed as in this command. */
 export function fieldFlag(field: string, command: Pick<Command, 'synopsis'> | undefined): string {
   const spellings = ARGUMENTS[field] ?? [`--${kebab(field)}`];
   return spellings.find((spelling) => command?.synopsis.includes(spelling) === true) ?? spellings[0] ?? field;

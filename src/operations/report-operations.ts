@@ -4,8 +4,6 @@ import { clientIdOf, countOf, instantOf, refuse, siteIdOf, textOf } from './fiel
 import type { OperationContext } from './operation-context.js';
 import { sunsetPolicy } from './sunset-operations.js';
 
-/** The reports people read: the migration board, the refusals of a partner, the audit trail. */
-
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 export const MAX_SINCE_DAYS = 3_650;
