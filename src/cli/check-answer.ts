@@ -6,9 +6,7 @@ import { EXIT_ALLOWED, EXIT_DENIED } from './exit-codes.js';
 export interface CheckAnswer {
   readonly allowed: boolean;
   readonly grpcCode: number;
-  /** The HTTP status Envoy sends the client on a denial. */
   readonly httpStatus: number | null;
-  /** The spec's error object from the denial body. */
   readonly error: { readonly id: number; readonly message: string } | null;
   // From the allow's dynamic metadata; on a denial only explain knows them.
   readonly siteId: string | null;

@@ -92,13 +92,8 @@ async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
 
 /** The ids and rule (for 105 its reason) the decision names, which the wire does not carry on a denial. */
 function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 'rule' | 'authMethod' | 'clientId'> {
-  const named: {
-    readonly siteId?: string;
-    readonly keyId?: string;
-    readonly clientId?: string;
-    readonly rule?: string;
-    readonly reason?: string;
-  } = decision.outcome === 'allow' ? decision : decision.denial;
+  const named: Partial<Record<'siteId' | 'keyId' | 'clientId' | 'rule' | 'reason', string>> =
+    decision.outcome === 'allow' ? decision : decision.denial;
   return {
     siteId: named.siteId ?? null,
     keyId: named.keyId ?? null,

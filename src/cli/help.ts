@@ -5,7 +5,6 @@ import { PACKAGE_ROOT } from '../paths.js';
 import type { Command } from './command.js';
 import { COMMANDS } from './commands.js';
 
-// Long rules are wrapped to fit an ordinary terminal.
 const WIDTH = 100;
 const RULE_INDENT = 6;
 

@@ -1,7 +1,6 @@
 import { ISSUER_ENVIRONMENT, loadIssuerConfig } from '../issuer/issuer-config.js';
 import { flag, type CommandSpec } from './command.js';
 
-/** `sitekey-authz issuer`: the OAuth 2.0 authorization server for platforms that have none (src/issuer/). */
 export const ISSUER_COMMAND: CommandSpec = {
   name: 'issuer',
   summary:

@@ -41,7 +41,9 @@ function unknownCommand(words: readonly string[]): UsageError {
 }
 
 /** A command to run, or the text of --help or --version to print instead. */
-type Invocation = ({ readonly command: Command } & CommandLine) | { readonly command: undefined; readonly text: string };
+type Invocation =
+  | ({ readonly command: Command } & CommandLine)
+  | { readonly command: undefined; readonly text: string };
 
 /** `--help` for what the words before the first flag name: everything, a group, or one command. */
 function help(words: readonly string[]): Invocation {
@@ -240,7 +242,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     // A key typed where it does not belong must not be echoed back in the message that says so.
     const message = maskApiKeysIn(described.message);
     const { code, field } = described;
-    process.stderr.write(json ? `${JSON.stringify({ error: { code, field, message } })}\n` : `sitekey-authz: ${printable(message)}\n`);
+    const text = json ? JSON.stringify({ error: { code, field, message } }) : `sitekey-authz: ${printable(message)}`;
+    process.stderr.write(`${text}\n`);
     return running?.failureExit ?? described.exit;
   }
 }

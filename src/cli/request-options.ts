@@ -12,16 +12,8 @@ const boolean = { type: 'boolean' } as const;
 
 /** The options that describe one request, the same for `check` (which sends it) and `explain`. */
 export const REQUEST_OPTIONS = {
-  authorization: string,
-  ip: string,
-  body: string,
-  'no-body': boolean,
-  header: strings,
-  context: strings,
-  path: string,
-  'raw-headers': boolean,
-  'raw-body': boolean,
-  request: string,
+  authorization: string, ip: string, body: string, 'no-body': boolean, header: strings, context: strings, path: string,
+  'raw-headers': boolean, 'raw-body': boolean, request: string,
 } as const;
 
 export const REQUEST_SYNOPSIS =
@@ -30,7 +22,6 @@ export const REQUEST_SYNOPSIS =
 
 const DEFAULT_IP = '127.0.0.1';
 
-/** For `--help` of `check` and `explain`: the rule each request option follows. */
 export const REQUEST_RULES: Readonly<Record<string, string>> = {
   '--authorization SITE:KEY': 'the Authorization header as the partner sends it; a value that starts with a dash goes after an equals sign: --authorization=-5:…',
   '--ip ADDRESS': `the client's IPv4 or IPv6 address (default ${DEFAULT_IP}); for an address that is no IP, write the request with --request`,
@@ -42,7 +33,6 @@ export const REQUEST_RULES: Readonly<Record<string, string>> = {
   '--request FILE': 'a whole CheckRequest in JSON (as Envoy logs it), or - for standard input, instead of the options above',
 };
 
-/** `check` also says where the service is and how long to wait for it. */
 export const CHECK_OPTIONS = { ...REQUEST_OPTIONS, target: string, 'timeout-ms': string } as const;
 export const CHECK_SYNOPSIS = `${REQUEST_SYNOPSIS} [--target HOST:PORT] [--timeout-ms N]`;
 
@@ -214,7 +204,6 @@ function ipOption(given: string | undefined): string {
   return given;
 }
 
-/** The CheckRequest the request options describe, as Envoy would send it. */
 export async function requestFromOptions(line: CommandLine, readStdin: () => Promise<string>): Promise<RequestFromOptions> {
   const file = option(line, 'request');
   if (file !== undefined) return requestFromFile(line, file, readStdin);

@@ -72,7 +72,6 @@ function policyText(policy: SunsetPolicySummary): string {
   ].join('\n');
 }
 
-/** The sunset policy, grace, brownouts and the reports of the API-key sunset. */
 export const SUNSET_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'sunset show',

@@ -29,7 +29,6 @@ async function partnerKeysOptions(line: CommandLine): Promise<{ jwks: string | u
   return { jwks, jwksUri: undefined };
 }
 
-/** The hand-over as lines to copy into a message to the partner. */
 function handoverText(handover: Handover): string {
   const rows: Array<[string, string]> = [
     ['client_id', handover.client_id],
@@ -45,7 +44,6 @@ const REGISTRATION_SETTINGS = SETTINGS.filter((setting) => ['TOKEN_ISSUER', 'TOK
 
 const SECRET_ONCE = 'Send it to the partner over a channel you would trust with a password: the secret is shown only now and is stored nowhere here.';
 
-/** The OAuth clients of each site, a site's methods, revoking its tokens. */
 export const TOKEN_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'token-client add',

@@ -218,7 +218,6 @@ function withShadow(refusal: CountedRefusal, explanation: RefusalExplanation): R
   return { ...explanation, reason: `${explanation.reason} (shadow mode let these requests through: this is what would have been refused)` };
 }
 
-/** Why one counted refusal happened and what to do next, from the site as it is now and the trail. */
 export function explainRefusal(refusal: CountedRefusal, context: RefusalContext): RefusalExplanation {
   const site = context.site;
   const explained = ((): RefusalExplanation => {

@@ -10,7 +10,6 @@ export class Refusal extends Error {
   readonly field: string | undefined;
   /** What is wrong with the value, without the field's name: the CLI puts its flag before it. */
   readonly problem: string;
-  /** A value that would be accepted. */
   readonly example: string | undefined;
   /** The field that says "yes, I mean it", when the value is refused only until the person confirms it. */
   readonly confirmedBy: string | undefined;
