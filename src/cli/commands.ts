@@ -120,14 +120,10 @@ const COMMAND_SPECS: readonly CommandSpec[] = [
     example: 'sitekey-authz site list --json',
     run: async ({ withAdmin }) => {
       const sites = await withAdmin((admin) => admin.listSites());
-      const rows = sites.map((site) => [
-        site.siteId,
-        site.enabled ? 'enabled' : 'disabled',
-        String(site.activeKeys),
-        String(site.allowlistEntries),
-        shortTime(site.createdAt),
-        site.name,
-      ]);
+      const rows = sites.map((site) => {
+        const counts = [String(site.activeKeys), String(site.allowlistEntries)];
+        return [site.siteId, site.enabled ? 'enabled' : 'disabled', ...counts, shortTime(site.createdAt), site.name];
+      });
       return {
         text: sites.length === 0 ? 'no sites yet; add one with `sitekey-authz site add <id> --name <name>`' : table(['SITE ID', 'STATE', 'ACTIVE KEYS', 'ALLOWLIST', 'CREATED', 'NAME'], rows),
         json: sites,
@@ -201,15 +197,10 @@ const COMMAND_SPECS: readonly CommandSpec[] = [
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdOf(positional(line, 0));
       const keys = await withAdmin((admin) => admin.listKeys(siteId));
-      const rows = keys.map((key) => [
-        key.keyId,
-        key.maskedKey,
-        key.status,
-        shortTime(key.createdAt),
-        shortTime(key.expiresAt, 'never'),
-        shortTime(key.lastUsedAt, 'never'),
-        key.note,
-      ]);
+      const rows = keys.map((key) => {
+        const times = [shortTime(key.createdAt), shortTime(key.expiresAt, 'never'), shortTime(key.lastUsedAt, 'never')];
+        return [key.keyId, key.maskedKey, key.status, ...times, key.note];
+      });
       return {
         text:
           keys.length === 0
