@@ -2,14 +2,11 @@ import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { UsageError } from './arguments.js';
 
-/** Where Kubernetes mounts a pod's service-account token, when the pod mounts one. */
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-export const NAME_YOURSELF = 'name yourself for the audit log: --actor alice@example.com, or set SITEKEY_ACTOR=alice@example.com';
+const NAME_YOURSELF = 'name yourself for the audit log: --actor alice@example.com, or set SITEKEY_ACTOR=alice@example.com';
 
-/** The account the CLI runs as, as far as it tells who is typing. */
 export interface RunningAccount {
-  /** The OS user's name: the actor when no other is given and the account is a person's. */
   readonly user: string;
   readonly uid: number | undefined;
   /** KUBERNETES_SERVICE_HOST is set, or a service-account token is mounted. */
@@ -27,7 +24,7 @@ export function runningAccount(kubernetesServiceHost: boolean, serviceAccountMou
 }
 
 /** Why the OS user names nobody in particular (root, or a pod's account), or undefined when it names a person. */
-export function sharedAccount(account: RunningAccount): string | undefined {
+function sharedAccount(account: RunningAccount): string | undefined {
   if (account.inKubernetesPod) return `in a Kubernetes pod as its user ${account.user}`;
   if (account.uid === 0) return 'as root';
   return undefined;

@@ -2,31 +2,25 @@ import { auditDeed } from '../operations/audit-sentences.js';
 import { countOf, SITE_ID_FORM } from '../operations/fields.js';
 import { AUDIT_DEFAULT_SINCE_DAYS, AUDIT_MAX_SINCE_DAYS, auditEntries } from '../operations/report-operations.js';
 import type { AuditEntry } from '../store/audit-log.js';
-import { option, type Command } from './command.js';
+import { option, type CommandSpec } from './command.js';
 import { shortTime, table } from './output.js';
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 10_000;
 
-/**
- * Who, in three columns that keep the parts apart: how the change came (the admin port, the CLI, or
- * an entry from before the parts, whose one text is shown in quotes as recorded), the subject, and
- * the e-mail the provider verified.
- */
+/** Who, in three columns: how the change came (an entry from before the parts shows its one text), subject, e-mail. */
 function whoColumns(entry: AuditEntry): [string, string, string] {
   if (entry.actorKind === null || entry.actorSubject === null) return ['as recorded', `"${entry.actor}"`, '-'];
   return [entry.actorKind === 'cli' ? 'CLI' : 'admin port', entry.actorSubject, entry.actorEmail ?? '-'];
 }
 
-/** `audit list`: who changed what and when, as the changes recorded it. */
-export const AUDIT_COMMANDS: readonly Command[] = [
+export const AUDIT_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'audit list',
     changesNothing: true,
     synopsis: '[--site ID] [--since DAYS] [--action NAME] [--limit N]',
     summary: `who changed what and when, newest first (default: the last ${AUDIT_DEFAULT_SINCE_DAYS} days, at most ${DEFAULT_LIMIT} entries)`,
     options: { site: { type: 'string' }, since: { type: 'string' }, action: { type: 'string' }, limit: { type: 'string' } },
-    arity: [0, 0],
     rules: {
       '--site ID': `only changes of this site: ${SITE_ID_FORM}`,
       '--since DAYS': `how far back, in whole days from 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS})`,

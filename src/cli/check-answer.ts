@@ -6,16 +6,12 @@ import { EXIT_ALLOWED, EXIT_DENIED } from './exit-codes.js';
 export interface CheckAnswer {
   readonly allowed: boolean;
   readonly grpcCode: number;
-  /** The HTTP status Envoy sends the client on a denial; null on an allow or without a verdict. */
   readonly httpStatus: number | null;
-  /** The spec's error object from the denial body. */
   readonly error: { readonly id: number; readonly message: string } | null;
-  /** From the allow's dynamic metadata; on a denial only explain knows it. */
+  // From the allow's dynamic metadata; on a denial only explain knows them.
   readonly siteId: string | null;
   readonly keyId: string | null;
-  /** api_key or token: from the allow's dynamic metadata; on a denial only explain knows it. */
   readonly authMethod: string | null;
-  /** The access token's client, the same way. */
   readonly clientId: string | null;
   /** The decision's rule (108, 106 and 104); only explain knows it, the wire carries only the message. */
   readonly rule: string | null;
@@ -26,10 +22,7 @@ interface ReceivedHeaderOption {
   readonly append_action?: number;
 }
 
-/**
- * A CheckResponse as `check` decodes it from the service or `explain` gets it from toCheckResponse.
- * Read defensively: a server may send anything.
- */
+/** A CheckResponse as `check` decodes it or `explain` makes it; read defensively: a server may send anything. */
 export interface ReceivedCheckResponse {
   readonly status?: { readonly code?: number; readonly message?: string } | null;
   readonly ok_response?: {
@@ -39,7 +32,7 @@ export interface ReceivedCheckResponse {
   } | null;
   readonly denied_response?: {
     readonly status?: { readonly code?: number } | null;
-    readonly headers?: ReadonlyArray<{ readonly header?: { readonly key?: string; readonly value?: string } | null }> | null;
+    readonly headers?: readonly ReceivedHeaderOption[] | null;
     readonly body?: string;
   } | null;
   readonly dynamic_metadata?: { readonly fields?: Readonly<Record<string, { readonly stringValue?: string }>> } | null;
@@ -59,39 +52,20 @@ function errorOf(body: string | undefined): CheckAnswer['error'] {
   }
 }
 
-export function answerOf(response: ReceivedCheckResponse): CheckAnswer {
-  const grpcCode = response.status?.code ?? GrpcStatus.OK;
-  if (isAllowed(response)) {
-    const fields = response.dynamic_metadata?.fields ?? {};
-    return {
-      allowed: true,
-      grpcCode,
-      httpStatus: null,
-      error: null,
-      siteId: fields['site_id']?.stringValue ?? null,
-      keyId: fields['key_id']?.stringValue ?? null,
-      authMethod: fields['auth_method']?.stringValue ?? null,
-      clientId: fields['client_id']?.stringValue ?? null,
-      rule: null,
-    };
-  }
-  const denied = response.denied_response;
-  return {
-    allowed: false,
-    grpcCode,
-    httpStatus: denied?.status?.code ?? null,
-    error: errorOf(denied?.body),
-    siteId: null,
-    keyId: null,
-    authMethod: null,
-    clientId: null,
-    rule: null,
-  };
-}
-
 /** No CheckResponse at all: the RPC failed with this gRPC code (UNAVAILABLE, DEADLINE_EXCEEDED, …). */
 export function noVerdict(grpcCode: number): CheckAnswer {
   return { allowed: false, grpcCode, httpStatus: null, error: null, siteId: null, keyId: null, authMethod: null, clientId: null, rule: null };
+}
+
+export function answerOf(response: ReceivedCheckResponse): CheckAnswer {
+  const grpcCode = response.status?.code ?? GrpcStatus.OK;
+  if (!isAllowed(response)) {
+    const denied = response.denied_response;
+    return { ...noVerdict(grpcCode), httpStatus: denied?.status?.code ?? null, error: errorOf(denied?.body) };
+  }
+  const field = (name: string) => response.dynamic_metadata?.fields?.[name]?.stringValue ?? null;
+  const ids = { siteId: field('site_id'), keyId: field('key_id'), authMethod: field('auth_method') };
+  return { ...noVerdict(grpcCode), allowed: true, ...ids, clientId: field('client_id') };
 }
 
 /** A CheckResponse is a verdict: Envoy lets the request through or denies it (403 without a denied_response). */
@@ -99,9 +73,8 @@ export const exitStatusOf = (answer: CheckAnswer): number => (answer.allowed ? E
 
 export const grpcCodeName = (code: number): string => `${code} ${GrpcStatus[code] ?? 'UNKNOWN'}`;
 
-function appendActionName(action: number | undefined): string {
-  return Object.entries(HeaderAppendAction).find(([, value]) => value === action)?.[0] ?? String(action);
-}
+const appendActionName = (action: number | undefined): string =>
+  Object.entries(HeaderAppendAction).find(([, value]) => value === action)?.[0] ?? String(action);
 
 /** The verdict for people: ALLOW with what the upstream gets, or DENY with what the client gets. */
 export function verdictText(response: ReceivedCheckResponse): string {

@@ -27,7 +27,6 @@ function authorizationClient(target: string): Client {
   }
 }
 
-/** One Check RPC on a fresh channel, as Envoy's ext_authz filter makes it. */
 function sendCheck(target: string, request: CheckRequestMessage, timeoutMs: number): Promise<ReceivedCheckResponse> {
   const method = AUTHORIZATION_SERVICE.Check;
   const client = authorizationClient(target);
@@ -44,10 +43,7 @@ function sendCheck(target: string, request: CheckRequestMessage, timeoutMs: numb
   }).finally(() => client.close());
 }
 
-/**
- * What a failed connection means, in one line, instead of grpc-js's resolver and subchannel text;
- * undefined when the service was reached (its own UNAVAILABLE, a time-out).
- */
+/** A failed connection in one line instead of grpc-js's resolver text; undefined when the service was reached. */
 function unreachable(details: string, target: string): string | undefined {
   const start = `start it with \`make run\` or \`sitekey-authz serve\`, or name it with --target HOST:PORT (a changed GRPC_PORT must be exported in this terminal too)`;
   if (/ECONNREFUSED/.test(details)) return `no service is listening at ${target}: ${start}`;
@@ -56,10 +52,6 @@ function unreachable(details: string, target: string): string | undefined {
   return undefined;
 }
 
-/**
- * `sitekey-authz check`: sends one Check to a running service, as Envoy would, and prints its answer.
- * Exit 0 allowed, 1 denied, 2 no verdict (the RPC failed: unreachable, UNAVAILABLE, time-out).
- */
 export async function runCheck({ config, readStdin }: CommandContext, line: CommandLine): Promise<CommandOutput> {
   const target = option(line, 'target') ?? `localhost:${config.grpcPort}`;
   const timeoutMs = timeoutOption(option(line, 'timeout-ms'));

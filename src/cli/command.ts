@@ -5,14 +5,11 @@ import type { OperationContext } from '../operations/operation-context.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 import type { CommandOutput } from './output.js';
 
-/**
- * What a command of `sitekey-authz` is, and what it gets: the one place the command modules and the
- * table of commands (commands.ts) share, so that none of them imports another.
- */
+// What the command modules and the table of commands share, so that none of them imports another.
 
 export interface CommandContext {
   readonly config: Config;
-  /** The environment, for a command with settings of its own (`issuer`: src/issuer/issuer-config.ts). */
+  /** For a command with settings of its own (`issuer`: src/issuer/issuer-config.ts). */
   readonly env: Env;
   readonly logger: Logger;
   /** Epoch ms when the command started. */
@@ -20,9 +17,9 @@ export interface CommandContext {
   readonly readStdin: () => Promise<string>;
   /** Opens the database (migrating an embedded one), runs `work` against it, and closes it again. */
   readonly withAdmin: <T>(work: (admin: CredentialAdmin) => Promise<T>) => Promise<T>;
-  /** The same, as the operations (src/operations/) take it: every change a person makes goes through them. */
+  /** The same, as the operations take it: every change a person makes goes through them. */
   readonly withOperations: <T>(work: (context: OperationContext) => Promise<T>) => Promise<T>;
-  /** The same, for commands that read the credential tables themselves (`explain`). */
+  /** The same, for `explain`, which reads the credential tables itself. */
   readonly withPool: <T>(work: (pool: pg.Pool) => Promise<T>) => Promise<T>;
 }
 
@@ -34,31 +31,31 @@ export interface CommandLine {
 export interface Command {
   /** `serve`, or a group and a verb such as `site add`. */
   readonly name: string;
-  /** What follows the name in the usage line. */
   readonly synopsis: string;
   readonly summary: string;
-  /** The command's own options, beside the global --json, --actor and --help. */
+  /** Beside the global --json, --actor and --help. */
   readonly options: Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly multiple?: boolean }>>;
-  /**
-   * It only reads: it runs under any account. Every other command that opens the store may change
-   * something, and then needs a name for the audit log where the OS user names nobody (src/cli/actor.ts).
-   */
+  /** It only reads, so it runs under any account; a change needs a name for the audit log (actor.ts). */
   readonly changesNothing?: true;
   /** How many positional arguments it takes: [min, max]. */
   readonly arity: readonly [number, number];
-  /** The exit status when it fails, if not the usual 1 (`check` and `explain`: 2, no verdict; 1 means denied). */
+  /** The exit status when it fails, if not 1 (`check` and `explain`: 2, since 1 means denied). */
   readonly failureExit?: number;
   /** For `--help`: each argument and option of the synopsis, with the rule its value must follow. */
   readonly rules?: Readonly<Record<string, string>>;
-  /** For `--help`: a command line to copy. */
   readonly example?: string;
-  /** For `--help`: the environment variables it reads (serve: all of them). */
+  /** For `--help`: the environment variables it reads. */
   readonly environment?: readonly Setting[];
-  /** Resolves to what to print, or to undefined once `serve` has stopped. */
+  /** Resolves to what to print, or to undefined once a server (`serve`, `issuer`) has stopped. */
   run(context: CommandContext, line: CommandLine): Promise<CommandOutput | undefined>;
 }
 
-/** The value of a string option, undefined when it was not given. */
+/** A command as its module writes it: without a synopsis, options or arguments when it takes none. */
+type Defaulted = 'synopsis' | 'options' | 'arity';
+export type CommandSpec = Omit<Command, Defaulted> & Partial<Pick<Command, Defaulted>>;
+
+export const withDefaults = (spec: CommandSpec): Command => ({ synopsis: '', options: {}, arity: [0, 0], ...spec });
+
 export function option(line: CommandLine, name: string): string | undefined {
   const value = line.options[name];
   return typeof value === 'string' ? value : undefined;
@@ -74,3 +71,5 @@ export function options(line: CommandLine, name: string): string[] {
 export function positional(line: CommandLine, index: number): string {
   return line.positionals[index] ?? '';
 }
+
+export const flag = (line: CommandLine, name: string): boolean => line.options[name] === true;

@@ -1,5 +1,4 @@
 import { SETTINGS } from '../config.js';
-import type { KeySummary } from '../store/credential-admin.js';
 import { ALLOWLIST_ENTRY_FORM } from '../allowlist/allowlist-entry.js';
 import { openDatabase } from '../store/database.js';
 import { runningEmbeddedUrl } from '../embedded/embedded-postgres.js';
@@ -10,7 +9,7 @@ import { expiresOf, importKey, issueKey, revokeKey, SUNSET_WARNING_DAYS } from '
 import { addSite, setSiteEnabled } from '../operations/site-operations.js';
 import { KEY_ID_FORM } from './arguments.js';
 import { shortTime, table } from './output.js';
-import { option, positional, type Command } from './command.js';
+import { flag, option, positional, withDefaults, type Command, type CommandSpec } from './command.js';
 import { EXIT_NO_VERDICT } from './exit-codes.js';
 import { CHECK_OPTIONS, CHECK_SYNOPSIS, REQUEST_OPTIONS, REQUEST_RULES, REQUEST_SYNOPSIS } from './request-options.js';
 import { AUDIT_COMMANDS } from './audit-commands.js';
@@ -20,19 +19,6 @@ import { ISSUER_COMMAND } from './issuer-command.js';
 import { keyRollCommand, newKeyText } from './key-roll-command.js';
 
 const string = { type: 'string' } as const;
-
-
-function keyRows(keys: readonly KeySummary[]): string[][] {
-  return keys.map((key) => [
-    key.keyId,
-    key.maskedKey,
-    key.status,
-    shortTime(key.createdAt),
-    shortTime(key.expiresAt, 'never'),
-    shortTime(key.lastUsedAt, 'never'),
-    key.note,
-  ]);
-}
 
 // The rules several commands share, for `--help`; the forms come from the code that checks them.
 const shortText = (maxLength: number) => `at most ${maxLength} characters, no control characters`;
@@ -44,14 +30,10 @@ const KEY_RULES = {
 };
 const ALLOWLIST_RULES = { ...SITE_RULE, '<cidr>...': ALLOWLIST_ENTRY_FORM };
 
-/** Every command of `sitekey-authz`, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [
+const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'serve',
-    synopsis: '',
     summary: 'run the ext_authz service, configured by the environment variables below (docs/configuration.md, "Configuration")',
-    options: {},
-    arity: [0, 0],
     environment: SETTINGS.filter((setting) => !setting.name.startsWith('ISSUER_')),
     example: 'DATABASE_URL=postgres://authz@db.internal/authz sitekey-authz serve',
     run: async ({ config, logger }) => {
@@ -64,10 +46,7 @@ export const COMMANDS: readonly Command[] = [
   ISSUER_COMMAND,
   {
     name: 'migrate',
-    synopsis: '',
     summary: 'apply pending database migrations',
-    options: {},
-    arity: [0, 0],
     example: 'DATABASE_URL=postgres://authz@db.internal/authz sitekey-authz migrate',
     run: async ({ config, logger }) => {
       const database = await openDatabase(config, logger, 'command');
@@ -88,10 +67,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'register a partner site',
     options: { name: string },
     arity: [1, 1],
-    rules: {
-      '<id>': SITE_ID_RULE,
-      '--name N': `the partner's name, shown in \`site list\`; ${shortText(MAX_NAME)}`,
-    },
+    rules: { '<id>': SITE_ID_RULE, '--name N': `the partner's name, shown in \`site list\`; ${shortText(MAX_NAME)}` },
     example: 'sitekey-authz site add 1001 --name "Acme Travel"',
     run: async ({ withOperations }, line) => {
       const site = await withOperations((context) => addSite(context, { id: positional(line, 0), name: option(line, 'name') }));
@@ -108,7 +84,6 @@ export const COMMANDS: readonly Command[] = [
     name: 'site disable',
     synopsis: '<id>',
     summary: "refuse the site's requests (error 101); its keys and allowlist are kept",
-    options: {},
     arity: [1, 1],
     rules: { '<id>': SITE_ID_RULE },
     example: 'sitekey-authz site disable 1001',
@@ -128,38 +103,27 @@ export const COMMANDS: readonly Command[] = [
     name: 'site enable',
     synopsis: '<id>',
     summary: "accept the site's requests again",
-    options: {},
     arity: [1, 1],
     rules: { '<id>': SITE_ID_RULE },
     example: 'sitekey-authz site enable 1001',
     run: async ({ withOperations }, line) => {
       const { result, warnings } = await withOperations((context) => setSiteEnabled(context, { siteId: positional(line, 0), enabled: true }));
       const { site, changed } = result;
-      return {
-        text: changed ? `enabled site ${site.siteId}` : `site ${site.siteId} was already enabled`,
-        json: { ...site, changed },
-        warnings,
-      };
+      const text = changed ? `enabled site ${site.siteId}` : `site ${site.siteId} was already enabled`;
+      return { text, json: { ...site, changed }, warnings };
     },
   },
   {
     name: 'site list',
     changesNothing: true,
-    synopsis: '',
     summary: 'sites with their state, active keys and allowlist size (names shown with control characters escaped)',
-    options: {},
-    arity: [0, 0],
     example: 'sitekey-authz site list --json',
     run: async ({ withAdmin }) => {
       const sites = await withAdmin((admin) => admin.listSites());
-      const rows = sites.map((site) => [
-        site.siteId,
-        site.enabled ? 'enabled' : 'disabled',
-        String(site.activeKeys),
-        String(site.allowlistEntries),
-        shortTime(site.createdAt),
-        site.name,
-      ]);
+      const rows = sites.map((site) => {
+        const counts = [String(site.activeKeys), String(site.allowlistEntries)];
+        return [site.siteId, site.enabled ? 'enabled' : 'disabled', ...counts, shortTime(site.createdAt), site.name];
+      });
       return {
         text: sites.length === 0 ? 'no sites yet; add one with `sitekey-authz site add <id> --name <name>`' : table(['SITE ID', 'STATE', 'ACTIVE KEYS', 'ALLOWLIST', 'CREATED', 'NAME'], rows),
         json: sites,
@@ -178,13 +142,8 @@ export const COMMANDS: readonly Command[] = [
       const { result: key, warnings } = await withOperations((context) =>
         issueKey(context, { siteId: positional(line, 0), expires: option(line, 'expires'), note: option(line, 'note') }),
       );
-      const { siteId } = key;
-      return {
-        text:
-          `issued key ${key.keyId} for site ${siteId} (expires ${key.expiresAt ?? 'never'}):\n\n${newKeyText(key, siteId)}`,
-        json: key,
-        warnings,
-      };
+      const text = `issued key ${key.keyId} for site ${key.siteId} (expires ${key.expiresAt ?? 'never'}):`;
+      return { text: `${text}\n\n${newKeyText(key)}`, json: key, warnings };
     },
   },
   {
@@ -214,19 +173,16 @@ export const COMMANDS: readonly Command[] = [
     name: 'key revoke',
     synopsis: '<site> <key-id>',
     summary: 'revoke a key; every replica refuses it within a second',
-    options: {},
     arity: [2, 2],
     rules: { ...SITE_RULE, '<key-id>': KEY_ID_FORM },
     example: 'sitekey-authz key revoke 1001 12',
     run: async ({ withOperations }, line) => {
       const { siteId, key, changed } = await withOperations((context) => revokeKey(context, { siteId: positional(line, 0), keyId: positional(line, 1) }));
-      const { keyId } = key;
-      return {
-        text: changed
-          ? `revoked key ${keyId} (${key.maskedKey}) of site ${siteId}`
-          : `key ${keyId} (${key.maskedKey}) of site ${siteId} was already revoked at ${key.revokedAt}`,
-        json: { ...key, changed },
-      };
+      const named = `key ${key.keyId} (${key.maskedKey})`;
+      const text = changed
+        ? `revoked ${named} of site ${siteId}`
+        : `${named} of site ${siteId} was already revoked at ${key.revokedAt}`;
+      return { text, json: { ...key, changed } };
     },
   },
   keyRollCommand({ ...SITE_RULE, ...KEY_RULES }),
@@ -235,18 +191,21 @@ export const COMMANDS: readonly Command[] = [
     changesNothing: true,
     synopsis: '<site>',
     summary: 'the keys of a site, masked, with their state and when each was last used',
-    options: {},
     arity: [1, 1],
     rules: SITE_RULE,
     example: 'sitekey-authz key list 1001',
     run: async ({ withAdmin }, line) => {
       const siteId = siteIdOf(positional(line, 0));
       const keys = await withAdmin((admin) => admin.listKeys(siteId));
+      const rows = keys.map((key) => {
+        const times = [shortTime(key.createdAt), shortTime(key.expiresAt, 'never'), shortTime(key.lastUsedAt, 'never')];
+        return [key.keyId, key.maskedKey, key.status, ...times, key.note];
+      });
       return {
         text:
           keys.length === 0
             ? `site ${siteId} has no keys; issue one with \`sitekey-authz key issue ${siteId}\``
-            : table(['KEY ID', 'KEY', 'STATUS', 'CREATED', 'EXPIRES', 'LAST USED', 'NOTE'], keyRows(keys)),
+            : table(['KEY ID', 'KEY', 'STATUS', 'CREATED', 'EXPIRES', 'LAST USED', 'NOTE'], rows),
         json: keys,
       };
     },
@@ -261,35 +220,26 @@ export const COMMANDS: readonly Command[] = [
     example: 'sitekey-authz ip allow 1001 203.0.113.0/24 198.51.100.7 2001:db8:42::/48',
     run: async ({ withOperations }, line) => {
       const { result, warnings } = await withOperations((context) =>
-        allowNetworks(context, { siteId: positional(line, 0), entries: line.positionals.slice(1), allowAnyAddress: line.options['allow-any-address'] === true }),
+        allowNetworks(context, { siteId: positional(line, 0), entries: line.positionals.slice(1), allowAnyAddress: flag(line, 'allow-any-address') }),
       );
-      const { siteId } = result;
       const lines = [
-        ...(result.added.length > 0 ? [`site ${siteId} now allows ${result.added.join(', ')}`] : []),
+        ...(result.added.length > 0 ? [`site ${result.siteId} now allows ${result.added.join(', ')}`] : []),
         ...(result.alreadyAllowed.length > 0 ? [`already allowed: ${result.alreadyAllowed.join(', ')}`] : []),
       ];
-      return {
-        text: lines.join('\n'),
-        json: result,
-        warnings,
-      };
+      return { text: lines.join('\n'), json: result, warnings };
     },
   },
   {
     name: 'ip revoke',
     synopsis: '<site> <cidr>...',
     summary: "remove entries from the site's allowlist (all of them, or none if one is not on it)",
-    options: {},
     arity: [2, Infinity],
     rules: ALLOWLIST_RULES,
     example: 'sitekey-authz ip revoke 1001 203.0.113.0/24',
     run: async ({ withOperations }, line) => {
       const { result, warnings } = await withOperations((context) => revokeNetworks(context, { siteId: positional(line, 0), entries: line.positionals.slice(1) }));
-      return {
-        text: `removed from the allowlist of site ${result.siteId}: ${result.removed.join(', ')}`,
-        json: result,
-        warnings,
-      };
+      const text = `removed from the allowlist of site ${result.siteId}: ${result.removed.join(', ')}`;
+      return { text, json: result, warnings };
     },
   },
   {
@@ -297,7 +247,6 @@ export const COMMANDS: readonly Command[] = [
     changesNothing: true,
     synopsis: '<site>',
     summary: "the site's allowlist",
-    options: {},
     arity: [1, 1],
     rules: SITE_RULE,
     example: 'sitekey-authz ip list 1001',
@@ -318,7 +267,6 @@ export const COMMANDS: readonly Command[] = [
     synopsis: CHECK_SYNOPSIS,
     summary: 'send a Check to a running service, as Envoy would, and print its answer (exit 0 allowed, 1 denied, 2 no verdict)',
     options: CHECK_OPTIONS,
-    arity: [0, 0],
     failureExit: EXIT_NO_VERDICT,
     rules: {
       ...REQUEST_RULES,
@@ -334,7 +282,6 @@ export const COMMANDS: readonly Command[] = [
     synopsis: REQUEST_SYNOPSIS,
     summary: 'what the service would answer to a request, and why, worked out from the credential database',
     options: REQUEST_OPTIONS,
-    arity: [0, 0],
     failureExit: EXIT_NO_VERDICT,
     rules: REQUEST_RULES,
     example: 'sitekey-authz explain --authorization 1001:6f1c3a52-8d0e-4b7a-9c21-5e3f4a6b7c8d --ip 198.51.100.9',
@@ -342,10 +289,7 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'db url',
-    synopsis: '',
     summary: 'print the database\'s connection URL, e.g. for psql "$(sitekey-authz db url)" (the embedded one while serve runs)',
-    options: {},
-    arity: [0, 0],
     example: 'psql "$(sitekey-authz db url)"',
     run: async ({ config }) => {
       const url = config.databaseUrl ?? (await runningEmbeddedUrl(config.dataDir));
@@ -360,4 +304,5 @@ export const COMMANDS: readonly Command[] = [
   ...AUDIT_COMMANDS,
 ];
 
-export type { Command, CommandContext, CommandLine } from './command.js';
+/** Every command of `sitekey-authz`, in the order `--help` lists them. */
+export const COMMANDS: readonly Command[] = COMMAND_SPECS.map(withDefaults);

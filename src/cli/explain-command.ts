@@ -23,10 +23,8 @@ import type { CommandContext, CommandLine } from './command.js';
 import { oneLine, type CommandOutput } from './output.js';
 import { requestFromOptions } from './request-options.js';
 
-/** How long explain waits for the token issuer's keys. */
 const ISSUER_KEYS_WAIT_MS = 10_000;
 
-/** What explain knows beside the decision, to put it in words. */
 interface Facts {
   readonly pool: pg.Pool;
   readonly input: CheckInput;
@@ -69,7 +67,7 @@ async function allowWords(decision: Allowed, facts: Facts): Promise<string> {
   );
 }
 
-/** What explain reads from the database beside the decision, for the catalogue's words: the denied site and the header's key as stored now. */
+/** The denied site and the header's key as stored now, for the catalogue's words. */
 async function explainFacts(denial: Denial, facts: Facts): Promise<ExplainFacts> {
   const [site, key] = await Promise.all(['siteId' in denial && denial.siteId !== undefined ? findSite(facts.pool, denial.siteId) : undefined, keyOf(facts)]);
   const expiresAt = key?.expiresAt ?? null;
@@ -86,7 +84,7 @@ async function explainFacts(denial: Denial, facts: Facts): Promise<ExplainFacts>
   };
 }
 
-/** Why, in words; the database is read again only to explain what the decision already decided. */
+/** The database is read again only to explain what the decision already decided. */
 async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
   if (decision.outcome === 'allow') return allowWords(decision, facts);
   return explainDenial(decision.denial, await explainFacts(decision.denial, facts));
@@ -94,13 +92,8 @@ async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
 
 /** The ids and rule (for 105 its reason) the decision names, which the wire does not carry on a denial. */
 function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 'rule' | 'authMethod' | 'clientId'> {
-  const named: {
-    readonly siteId?: string;
-    readonly keyId?: string;
-    readonly clientId?: string;
-    readonly rule?: string;
-    readonly reason?: string;
-  } = decision.outcome === 'allow' ? decision : decision.denial;
+  const named: Partial<Record<'siteId' | 'keyId' | 'clientId' | 'rule' | 'reason', string>> =
+    decision.outcome === 'allow' ? decision : decision.denial;
   return {
     siteId: named.siteId ?? null,
     keyId: named.keyId ?? null,
@@ -111,9 +104,8 @@ function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 
 }
 
 /**
- * The token's verifier for a Bearer request, with the issuer's keys as the service holds them: the
- * last good set from the database, then one fetch; undefined for any other request. Without keys
- * the service refuses tokens (keys-unavailable), and so does explain.
+ * For a Bearer request, the issuer's keys as the service holds them: the last good set from the database, then
+ * one fetch. Without keys the service refuses tokens (keys-unavailable), and so does explain.
  */
 async function tokenVerifier(config: Config, input: CheckInput, pool: pg.Pool, logger: Logger): Promise<{ verifier: TokenVerifier; stop: () => Promise<void> } | undefined> {
   if (config.tokens === undefined || bearerToken(input.authorization) === undefined) return undefined;
@@ -138,7 +130,7 @@ async function siteToLoad(pool: pg.Pool, header: ParsedAuthorization, input: Che
   return client === undefined ? [] : [client.siteId];
 }
 
-/** The service leaves such a check undecided (Envoy's retryable 503), and so does explain: exit 2. */
+/** The service leaves such a check undecided (Envoy's retryable 503), and so does explain. */
 function undecidedOutput(undecided: Undecided, notes: readonly string[]): CommandOutput {
   const why = "the token names a signing key (kid) that the issuer's key set lacks, and the issuer could not be asked again; the service answers UNAVAILABLE (Envoy's retryable 503) until a fetch of the issuer's keys says whether it publishes the key";
   return { text: `no verdict (${undecided.undecided})\nwhy: ${why}`, json: { undecided: undecided.undecided, reason: why }, warnings: [...notes], exitCode: 2 };
@@ -148,15 +140,13 @@ const SHADOW_MODE_NOTE =
   'SHADOW_MODE is on here: a service running with it lets this request through (logged as check.shadow-denied, counted in `report denials`) instead of denying it';
 
 /**
- * `sitekey-authz explain`: what the service would answer to this request, and why, worked out
- * offline from the credential database by the service's own code: the request view, the snapshot
- * loader and table, the token verifier, decide() and toCheckResponse(), with the service's policies
- * from the same configuration. Exit 0 allowed, 1 denied, 2 no verdict.
+ * What the service would answer to this request, and why, worked out offline from the credential database by
+ * the service's own code (request view, snapshot, token verifier, decide, toCheckResponse) and configuration.
  */
 export async function runExplain({ config, logger, now, readStdin, withPool }: CommandContext, line: CommandLine): Promise<CommandOutput> {
   const { request, notes } = await requestFromOptions(line, readStdin);
   const { input } = viewCheckRequest(request, config);
-  // Parsed here only to know which site to load (the one the service would look at) and which key to explain.
+  // Parsed here only to know which site to load and which key to explain.
   const header = parseAuthorization(input.authorization);
   return withPool(async (pool) => {
     const tokens = await tokenVerifier(config, input, pool, logger);

@@ -5,7 +5,6 @@ import { PACKAGE_ROOT } from '../paths.js';
 import type { Command } from './command.js';
 import { COMMANDS } from './commands.js';
 
-// Long rules are wrapped to fit an ordinary terminal.
 const WIDTH = 100;
 const RULE_INDENT = 6;
 
@@ -36,7 +35,6 @@ function rules(commands: readonly Command[]): string[] {
   return ['', 'Arguments and options:', ...[...said.values()].map(([term, rule]) => `  ${term}\n${wrap(rule, RULE_INDENT)}`)];
 }
 
-/** The variables a command reads, with their defaults: for serve, every setting of the schema. */
 function environment(command: Command): string[] {
   const settings = command.environment ?? [];
   if (settings.length === 0) return [];
@@ -54,12 +52,11 @@ function examples(commands: readonly Command[]): string[] {
 
 const GLOBAL_OPTIONS_LINE = 'Global options: --json, --actor NAME (see `sitekey-authz --help`).';
 
-/** `sitekey-authz key issue --help`: the usage line, what it does, the rules of its arguments, an example. */
 export function commandHelp(command: Command): string {
   return [`Usage: ${usageLine(command)}`, wrap(command.summary, 2), ...rules([command]), ...environment(command), ...examples([command]), '', GLOBAL_OPTIONS_LINE].join('\n');
 }
 
-/** `sitekey-authz key --help`: every command of the group, then the rules they share; undefined if there is no such group. */
+/** `sitekey-authz key --help`; undefined if there is no such group. */
 export function groupHelp(group: string): string | undefined {
   const commands = COMMANDS.filter((command) => command.name.startsWith(`${group} `));
   if (commands.length === 0) return undefined;
@@ -75,7 +72,6 @@ export function groupHelp(group: string): string | undefined {
   ].join('\n');
 }
 
-/** `sitekey-authz --help`: every command, and the global options. */
 export const PROGRAM_HELP = [
   'Usage: sitekey-authz <command> [arguments] [--json] [--actor NAME]',
   '',
@@ -93,7 +89,6 @@ export const PROGRAM_HELP = [
   'Exit status: 0 done, 1 refused or failed, 2 bad arguments or configuration.',
 ].join('\n');
 
-/** `sitekey-authz --version`: the version in package.json. */
 export function versionText(): string {
   const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
   return `sitekey-authz ${version}`;

@@ -1,15 +1,12 @@
 import { ISSUER_ENVIRONMENT, loadIssuerConfig } from '../issuer/issuer-config.js';
-import type { Command } from './command.js';
+import { flag, type CommandSpec } from './command.js';
 
-/** `sitekey-authz issuer`: the OAuth 2.0 authorization server for platforms that have none (src/issuer/). */
-export const ISSUER_COMMAND: Command = {
+export const ISSUER_COMMAND: CommandSpec = {
   name: 'issuer',
-  synopsis: '',
   summary:
     'run an OAuth 2.0 authorization server for the partner API: client credentials, RFC 9068 JWT access tokens for ISSUER_RESOURCE, ' +
     'client registration (RFC 7591/7592) with the initial access token, keys in the database (docs/tokens.md, "Running the issuer")',
   options: { 'show-registration-token': { type: 'boolean' } },
-  arity: [0, 0],
   rules: {
     '--show-registration-token':
       'print the registration token kept in the database again (trying out on loopback without ISSUER_REGISTRATION_TOKEN: it is printed at the first start only)',
@@ -22,7 +19,7 @@ export const ISSUER_COMMAND: Command = {
     const settings = loadIssuerConfig(env);
     // Loaded here so that the other commands do not pay for oidc-provider.
     const { runIssuer } = await import('../issuer/run-issuer.js');
-    await runIssuer(config, settings, logger, { showRegistrationToken: line.options['show-registration-token'] === true });
+    await runIssuer(config, settings, logger, { showRegistrationToken: flag(line, 'show-registration-token') });
     return undefined;
   },
 };

@@ -1,24 +1,20 @@
-import type { SiteId } from '../decision/types.js';
 import type { IssuedKey } from '../store/credential-admin.js';
 import { DATE_FORM } from '../operations/fields.js';
 import { ROLL_OVERLAP_DAYS, rollKey } from '../operations/key-operations.js';
 import { KEY_ID_FORM } from './arguments.js';
-import { option, positional, type Command } from './command.js';
+import { option, positional, type CommandSpec } from './command.js';
 
 /** What `key issue` and `key roll` print of a new key: the key itself, this once, and how the partner sends it. */
-export function newKeyText(key: IssuedKey, siteId: SiteId): string {
+export function newKeyText(key: IssuedKey): string {
   return (
     `  ${key.apiKey}\n\n` +
     'This is the only time the key is shown: hand it to the partner over a secure channel.\n' +
-    `The partner sends it as  Authorization: ${siteId}:<key>  with the same siteid and apikey in the JSON body.`
+    `The partner sends it as  Authorization: ${key.siteId}:<key>  with the same siteid and apikey in the JSON body.`
   );
 }
 
-/**
- * A new key for a partner and an end for the old one, in one step: the partner swaps keys while both work.
- * `rules`: the site's and the new key's, as `key issue` words them.
- */
-export function keyRollCommand(rules: Readonly<Record<string, string>>): Command {
+/** `rules`: the site's and the new key's, as `key issue` words them. */
+export function keyRollCommand(rules: Readonly<Record<string, string>>): CommandSpec {
   return {
     name: 'key roll',
     synopsis: '<site> <key-id> [--old-expires ISO] [--expires ISO] [--note T]',
@@ -41,7 +37,7 @@ export function keyRollCommand(rules: Readonly<Record<string, string>>): Command
       return {
         text:
           `issued key ${key.keyId} for site ${siteId} (expires ${key.expiresAt ?? 'never'}), replacing key ${replaced.keyId} (${replaced.maskedKey}), ` +
-          `which keeps working until ${replaced.expiresAt}:\n\n${newKeyText(key, siteId)}`,
+          `which keeps working until ${replaced.expiresAt}:\n\n${newKeyText(key)}`,
         json: { ...key, replaced: { keyId: replaced.keyId, expiresAt: replaced.expiresAt } },
         warnings,
       };

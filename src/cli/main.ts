@@ -11,13 +11,12 @@ import { textOf } from '../operations/fields.js';
 import { Refusal } from '../operations/refusal.js';
 import { actorFor, runningAccount } from './actor.js';
 import { UsageError } from './arguments.js';
-import type { Command, CommandContext } from './command.js';
+import type { Command, CommandContext, CommandLine } from './command.js';
 import { COMMANDS } from './commands.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { commandHelp, groupHelp, PROGRAM_HELP, usageLine, versionText } from './help.js';
 import { printable, type CommandOutput } from './output.js';
 import { refusalText } from './refusal-text.js';
-
 
 const MAX_ACTOR = 100;
 const GLOBAL_OPTIONS = {
@@ -41,13 +40,10 @@ function unknownCommand(words: readonly string[]): UsageError {
   return new UsageError(`"${words[0]}" is not a command; try one of: ${[...new Set(COMMANDS.map((c) => c.name.split(' ')[0]))].join(', ')} (or --help)`);
 }
 
+/** A command to run, or the text of --help or --version to print instead. */
 type Invocation =
-  | { readonly command: Command; readonly positionals: string[]; readonly options: Record<string, string | boolean | string[] | undefined> }
-  /** --help or --version: the text to print, and nothing else is done. */
+  | ({ readonly command: Command } & CommandLine)
   | { readonly command: undefined; readonly text: string };
-
-const asksHelp = (args: readonly string[]) => args.some((arg) => arg === '--help' || arg === '-h');
-const asksVersion = (args: readonly string[]) => args.some((arg) => arg === '--version' || arg === '-V');
 
 /** `--help` for what the words before the first flag name: everything, a group, or one command. */
 function help(words: readonly string[]): Invocation {
@@ -68,8 +64,8 @@ function parseCommandLine(argv: readonly string[]): Invocation {
   const command = findCommand(words);
   if (command === undefined) {
     if (words[0] === 'help') return help(words.slice(1));
-    if (asksHelp(argv)) return help(words);
-    if (asksVersion(argv)) return { command: undefined, text: versionText() };
+    if (argv.some((arg) => arg === '--help' || arg === '-h')) return help(words);
+    if (argv.some((arg) => arg === '--version' || arg === '-V')) return { command: undefined, text: versionText() };
     throw unknownCommand(words);
   }
   const rest = [...leadingFlags, ...words.slice(command.name.split(' ').length)];
@@ -99,7 +95,7 @@ function parseCommandLine(argv: readonly string[]): Invocation {
   }
   if (parsed.values.help === true) return { command: undefined, text: commandHelp(command) };
   if (parsed.values.version === true) return { command: undefined, text: versionText() };
-  return { command, positionals: parsed.positionals, options: parsed.values as Record<string, string | boolean | string[] | undefined> };
+  return { command, positionals: parsed.positionals, options: parsed.values as CommandLine['options'] };
 }
 
 function checkArity(command: Command, positionals: readonly string[]): void {
@@ -120,7 +116,7 @@ function checkArity(command: Command, positionals: readonly string[]): void {
   }
 }
 
-/** The key for `key import`: piped in, or typed at a prompt (one line). */
+/** Piped in, or typed at a prompt (one line): the key for `key import`. */
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) {
     process.stderr.write('Paste the API key and press Enter: ');
@@ -163,7 +159,7 @@ function databaseSession(config: Config, logger: Logger): CommandContext['withPo
 interface Failure {
   readonly exit: number;
   readonly code: string;
-  readonly field?: string;
+  readonly field?: string | undefined;
   readonly message: string;
 }
 
@@ -175,9 +171,9 @@ const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIM
 
 function describeFailure(error: unknown, command: Command | undefined): Failure {
   if (error instanceof UsageError) return { exit: EXIT_USAGE, code: 'USAGE', message: error.message };
-  if (error instanceof Refusal) return { exit: EXIT_USAGE, code: error.code, ...(error.field === undefined ? {} : { field: error.field }), message: refusalText(error, command) };
+  if (error instanceof Refusal) return { exit: EXIT_USAGE, code: error.code, field: error.field, message: refusalText(error, command) };
   if (error instanceof ConfigError) return { exit: EXIT_USAGE, code: 'CONFIG', message: `configuration: ${error.message}` };
-  if (error instanceof AdminError) return { exit: EXIT_FAILED, code: error.code, ...(error.field === undefined ? {} : { field: error.field }), message: adminErrorText(error, 'cli') };
+  if (error instanceof AdminError) return { exit: EXIT_FAILED, code: error.code, field: error.field, message: adminErrorText(error, 'cli') };
   const message = error instanceof Error ? error.message : `unexpected failure (${String(error)}); run again with LOG_LEVEL=debug for detail`;
   const code = (error as { code?: unknown } | null)?.code;
   const reachedNoServer = typeof code === 'string' ? NETWORK_ERRORS.has(code) || DATABASE_UNREACHABLE.test(code) : TIMED_OUT.test(message);
@@ -212,7 +208,6 @@ export async function main(argv: readonly string[]): Promise<number> {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
   });
-  let failureExit: number | undefined;
   let running: Command | undefined;
   try {
     const invocation = parseCommandLine(argv);
@@ -239,20 +234,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     const now = Date.now();
     const withOperations: CommandContext['withOperations'] = (work) => withAdmin((admin) => work({ admin, config, now }));
     const context: CommandContext = { config, env: process.env, logger, now, readStdin, withAdmin, withOperations, withPool };
-    failureExit = command.failureExit;
     const output = await command.run(context, { positionals, options });
     if (output !== undefined) print(output, json);
     return output?.exitCode ?? EXIT_OK;
   } catch (error) {
     const described = describeFailure(error, running);
     // A key typed where it does not belong must not be echoed back in the message that says so.
-    const failure = { ...described, exit: failureExit ?? described.exit, message: maskApiKeysIn(described.message) };
-    process.stderr.write(
-      json
-        ? `${JSON.stringify({ error: { code: failure.code, ...(failure.field === undefined ? {} : { field: failure.field }), message: failure.message } })}\n`
-        : `sitekey-authz: ${printable(failure.message)}\n`,
-    );
-    return failure.exit;
+    const message = maskApiKeysIn(described.message);
+    const { code, field } = described;
+    const text = json ? JSON.stringify({ error: { code, field, message } }) : `sitekey-authz: ${printable(message)}`;
+    process.stderr.write(`${text}\n`);
+    return running?.failureExit ?? described.exit;
   }
 }
 

@@ -2,31 +2,25 @@
 export interface CommandOutput {
   readonly text: string;
   readonly json: unknown;
-  /** Said on standard error even with --json, e.g. an allowlist that admits everyone. */
+  /** Said on standard error even with --json. */
   readonly warnings?: readonly string[];
-  /** The exit status when it is not 0: `check` and `explain` exit 1 on a denial, 2 without a verdict. */
   readonly exitCode?: number;
 }
 
-// Control characters (C0, DEL, C1) and invisible direction controls: in a terminal they move the
-// cursor, retitle the window, clear the screen, or make text display other than it reads. Rows that
-// SQL wrote can hold them whatever the CLI refuses.
+// Control characters (C0, DEL, C1) and invisible direction controls move the cursor, retitle the window or
+// make text display other than it reads. Rows that SQL wrote can hold them whatever the CLI refuses.
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 const UNPRINTABLE_BUT_LINE_BREAKS = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 const escaped = (character: string): string => `\\u${(character.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`;
 
 /** Text for one line of a terminal: every control character written as \u001b and so on, newlines too. */
-export function oneLine(text: string): string {
-  return text.replace(UNPRINTABLE, escaped);
-}
+export const oneLine = (text: string): string => text.replace(UNPRINTABLE, escaped);
 
 /** Text for a terminal, line breaks kept: what every human-readable output passes through last. */
-export function printable(text: string): string {
-  return text.replace(UNPRINTABLE_BUT_LINE_BREAKS, escaped);
-}
+export const printable = (text: string): string => text.replace(UNPRINTABLE_BUT_LINE_BREAKS, escaped);
 
-/** Left-aligned columns under upper-case headings, for the `list` commands; each cell stays on its line. */
+/** Left-aligned columns under upper-case headings; each cell stays on its line. */
 export function table(headings: readonly string[], rawRows: ReadonlyArray<ReadonlyArray<string>>): string {
   const rows = rawRows.map((row) => row.map(oneLine));
   const widths = headings.map((heading, column) => Math.max(heading.length, ...rows.map((row) => (row[column] ?? '').length)));
@@ -38,9 +32,8 @@ export function table(headings: readonly string[], rawRows: ReadonlyArray<Readon
   return [line(headings), ...rows.map(line)].join('\n');
 }
 
-/** Timestamps in lists: minutes are enough to read, the JSON output has the exact instant. */
+/** Timestamps in lists to the minute; 'infinity' and '-infinity', which only SQL writes, as they are. */
 export function shortTime(iso: string | null, absent = '-'): string {
   if (iso === null) return absent;
-  // 'infinity' and '-infinity', which only SQL writes, are shown as they are.
   return /^\d{4}-/.test(iso) ? `${iso.slice(0, 16).replace('T', ' ')}Z` : iso;
 }

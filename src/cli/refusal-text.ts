@@ -6,24 +6,14 @@ import type { Command } from './command.js';
  * A field with several spellings takes the first one the command's synopsis uses.
  */
 const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
-  siteId: ['<site>', '<site-id>', '<id>'],
-  id: ['<id>'],
-  keyId: ['<key-id>'],
-  clientId: ['<client-id>'],
-  entries: ['<cidr>'],
-  entry: ['<cidr>'],
-  key: ['standard input'],
-  method: ['both|tokens'],
-  brownoutId: ['<id>'],
-  sites: ['--site'],
-  site: ['--site'],
-  jwks: ['--jwks-file'],
-  allowAnyAddress: ['--allow-any-address'],
+  siteId: ['<site>', '<site-id>', '<id>'], id: ['<id>'], sites: ['--site'], site: ['--site'],
+  keyId: ['<key-id>'], key: ['standard input'], clientId: ['<client-id>'], jwks: ['--jwks-file'],
+  entries: ['<cidr>'], entry: ['<cidr>'], allowAnyAddress: ['--allow-any-address'],
+  method: ['both|tokens'], brownoutId: ['<id>'],
 };
 
 const kebab = (field: string) => field.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 
-/** The argument or `--option` a field is typed as in this command. */
 export function fieldFlag(field: string, command: Pick<Command, 'synopsis'> | undefined): string {
   const spellings = ARGUMENTS[field] ?? [`--${kebab(field)}`];
   return spellings.find((spelling) => command?.synopsis.includes(spelling) === true) ?? spellings[0] ?? field;

@@ -1,29 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { open } from 'node:fs/promises';
 import { maskApiKeysIn } from '../decision/api-key.js';
 import { parseClientIp } from '../allowlist/client-ip.js';
 import { bearerToken, canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CheckRequestMessage, HeaderValueMessage } from '../envoy/messages.js';
-import { UsageError } from './arguments.js';
-import type { CommandLine } from './command.js';
-
+import { readOptionFile, UsageError } from './arguments.js';
+import { flag, option, options, type CommandLine } from './command.js';
 
 const string = { type: 'string' } as const;
 const strings = { type: 'string', multiple: true } as const;
-const flag = { type: 'boolean' } as const;
+const boolean = { type: 'boolean' } as const;
 
 /** The options that describe one request, the same for `check` (which sends it) and `explain`. */
 export const REQUEST_OPTIONS = {
-  authorization: string,
-  ip: string,
-  body: string,
-  'no-body': flag,
-  header: strings,
-  context: strings,
-  path: string,
-  'raw-headers': flag,
-  'raw-body': flag,
-  request: string,
+  authorization: string, ip: string, body: string, 'no-body': boolean, header: strings, context: strings, path: string,
+  'raw-headers': boolean, 'raw-body': boolean, request: string,
 } as const;
 
 export const REQUEST_SYNOPSIS =
@@ -32,7 +22,6 @@ export const REQUEST_SYNOPSIS =
 
 const DEFAULT_IP = '127.0.0.1';
 
-/** For `--help` of `check` and `explain`: the rule each request option follows. */
 export const REQUEST_RULES: Readonly<Record<string, string>> = {
   '--authorization SITE:KEY': 'the Authorization header as the partner sends it; a value that starts with a dash goes after an equals sign: --authorization=-5:…',
   '--ip ADDRESS': `the client's IPv4 or IPv6 address (default ${DEFAULT_IP}); for an address that is no IP, write the request with --request`,
@@ -44,7 +33,6 @@ export const REQUEST_RULES: Readonly<Record<string, string>> = {
   '--request FILE': 'a whole CheckRequest in JSON (as Envoy logs it), or - for standard input, instead of the options above',
 };
 
-/** `check` also says where the service is and how long to wait for it. */
 export const CHECK_OPTIONS = { ...REQUEST_OPTIONS, target: string, 'timeout-ms': string } as const;
 export const CHECK_SYNOPSIS = `${REQUEST_SYNOPSIS} [--target HOST:PORT] [--timeout-ms N]`;
 
@@ -52,21 +40,10 @@ const HOST = 'localhost';
 // Far above Envoy's usual max_request_bytes, base64 included; read no further than this.
 const MAX_REQUEST_FILE_BYTES = 16 * 1024 * 1024;
 
-/** The CheckRequest to send or explain, and what to tell the user about how it was made. */
+/** The CheckRequest to send or explain, and the notes said on standard error about how it was made. */
 export interface RequestFromOptions {
   readonly request: CheckRequestMessage;
-  /** Said on standard error, e.g. that the body was made up from --authorization. */
   readonly notes: readonly string[];
-}
-
-function text(line: CommandLine, name: string): string | undefined {
-  const value = line.options[name];
-  return typeof value === 'string' ? value : undefined;
-}
-
-function texts(line: CommandLine, name: string): string[] {
-  const value = line.options[name];
-  return Array.isArray(value) ? value : [];
 }
 
 const isSet = (line: CommandLine, name: string): boolean => line.options[name] !== undefined && line.options[name] !== false;
@@ -106,65 +83,63 @@ export function bodyFromAuthorization(authorization: string | undefined): string
   return `{"siteid":${siteid},"apikey":${JSON.stringify(authorization.slice(at + 1))}}`;
 }
 
-interface RequestParts {
-  readonly authorization: string | undefined;
-  readonly ip: string;
-  readonly body: string | undefined;
-  readonly headers: ReadonlyArray<readonly [string, string]>;
-  readonly context: Readonly<Record<string, string>>;
-  readonly path: string;
-  readonly rawHeaders: boolean;
-  readonly rawBody: boolean;
-}
-
 /** The CheckRequest Envoy's ext_authz filter sends for a partner's POST (use_remote_address on, with_request_body on). */
-function envoyCheckRequest(parts: RequestParts): CheckRequestMessage {
+function envoyCheckRequest(
+  line: CommandLine,
+  authorization: string | undefined,
+  body: string | undefined,
+): CheckRequestMessage {
+  const ip = ipOption(option(line, 'ip'));
+  const path = option(line, 'path') ?? '/';
+  const given = options(line, 'header').map(headerOption);
+  const context = Object.fromEntries(options(line, 'context').map(contextOption));
+  const raw = { headers: flag(line, 'raw-headers'), body: flag(line, 'raw-body') };
   const headers: Array<readonly [string, string]> = [
     [':authority', HOST],
     [':method', 'POST'],
-    [':path', parts.path],
+    [':path', path],
     [':scheme', 'http'],
     ['x-request-id', randomUUID()],
-    ['x-forwarded-for', parts.ip],
-    ['x-envoy-external-address', parts.ip],
+    ['x-forwarded-for', ip],
+    ['x-envoy-external-address', ip],
   ];
-  if (parts.authorization !== undefined) headers.push(['authorization', parts.authorization]);
-  if (parts.body !== undefined) {
-    headers.push(['content-type', 'application/json'], ['content-length', String(Buffer.byteLength(parts.body))]);
+  if (authorization !== undefined) headers.push(['authorization', authorization]);
+  if (body !== undefined) {
+    headers.push(['content-type', 'application/json'], ['content-length', String(Buffer.byteLength(body))]);
   }
   // An explicit --header replaces the default of that name; repeats of it are joined as Envoy joins.
-  const overridden = new Set(parts.headers.map(([name]) => name));
+  const overridden = new Set(given.map(([name]) => name));
   const joined = new Map<string, string>();
-  for (const [name, value] of [...headers.filter(([name]) => !overridden.has(name)), ...parts.headers]) {
+  for (const [name, value] of [...headers.filter(([name]) => !overridden.has(name)), ...given]) {
     const earlier = joined.get(name);
     joined.set(name, earlier === undefined ? value : `${earlier},${value}`);
   }
   const headerMap: HeaderValueMessage[] = [...joined].map(([key, value]) => ({ key, raw_value: Buffer.from(value, 'utf8') }));
-  const body = parts.body ?? '';
+  const sent = body ?? '';
   return {
     attributes: {
-      source: { address: { socket_address: { address: parts.ip } } },
+      source: { address: { socket_address: { address: ip } } },
       request: {
         http: {
           id: String(Date.now()),
           method: 'POST',
-          path: parts.path,
+          path,
           host: HOST,
-          size: String(Buffer.byteLength(body)),
+          size: String(Buffer.byteLength(sent)),
           // Envoy's encode_raw_headers and pack_as_bytes move headers and body into these fields.
-          ...(parts.rawHeaders ? { header_map: { headers: headerMap } } : { headers: Object.fromEntries(joined) }),
-          ...(parts.rawBody ? { raw_body: Buffer.from(body, 'utf8') } : { body }),
+          ...(raw.headers ? { header_map: { headers: headerMap } } : { headers: Object.fromEntries(joined) }),
+          ...(raw.body ? { raw_body: Buffer.from(sent, 'utf8') } : { body: sent }),
         },
       },
-      context_extensions: parts.context,
+      context_extensions: context,
     },
   };
 }
 
 /** The body to send and what to say about it: --body, --no-body, or one made up from --authorization. */
 function chosenBody(line: CommandLine, authorization: string | undefined): { body: string | undefined; note?: string } {
-  const given = text(line, 'body');
-  if (line.options['no-body'] === true) {
+  const given = option(line, 'body');
+  if (flag(line, 'no-body')) {
     if (given !== undefined) throw new UsageError('--body and --no-body exclude each other; pick one');
     return { body: undefined };
   }
@@ -187,20 +162,14 @@ async function readRequestFile(path: string, readStdin: () => Promise<string>): 
     if (process.stdin.isTTY) throw new UsageError('--request - reads a CheckRequest piped to standard input, e.g. sitekey-authz explain --request - < request.json');
     return readStdin();
   }
-  let file;
-  try {
-    file = await open(path, 'r');
-  } catch (error) {
-    throw new UsageError(`--request ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)}); give a file holding a CheckRequest as JSON, or - for standard input`);
-  }
-  try {
-    if ((await file.stat()).size > MAX_REQUEST_FILE_BYTES) {
-      throw new UsageError(`--request ${path} is larger than ${MAX_REQUEST_FILE_BYTES} bytes; that is no CheckRequest Envoy would send`);
-    }
-    return await file.readFile('utf8');
-  } finally {
-    await file.close();
-  }
+  return readOptionFile(
+    path,
+    MAX_REQUEST_FILE_BYTES,
+    (code) =>
+      `--request ${path}: cannot read it (${code}); give a file holding a CheckRequest as JSON, ` +
+      'or - for standard input',
+    `--request ${path} is larger than ${MAX_REQUEST_FILE_BYTES} bytes; that is no CheckRequest Envoy would send`,
+  );
 }
 
 /** `--request FILE`: a CheckRequest in Envoy's JSON form (the proto3 JSON mapping), decoded with our protos. */
@@ -235,21 +204,10 @@ function ipOption(given: string | undefined): string {
   return given;
 }
 
-/** The CheckRequest the request options describe, as Envoy would send it. */
 export async function requestFromOptions(line: CommandLine, readStdin: () => Promise<string>): Promise<RequestFromOptions> {
-  const file = text(line, 'request');
+  const file = option(line, 'request');
   if (file !== undefined) return requestFromFile(line, file, readStdin);
-  const authorization = text(line, 'authorization');
+  const authorization = option(line, 'authorization');
   const { body, note } = chosenBody(line, authorization);
-  const request = envoyCheckRequest({
-    authorization,
-    ip: ipOption(text(line, 'ip')),
-    body,
-    headers: texts(line, 'header').map(headerOption),
-    context: Object.fromEntries(texts(line, 'context').map(contextOption)),
-    path: text(line, 'path') ?? '/',
-    rawHeaders: line.options['raw-headers'] === true,
-    rawBody: line.options['raw-body'] === true,
-  });
-  return { request, notes: note === undefined ? [] : [note] };
+  return { request: envoyCheckRequest(line, authorization, body), notes: note === undefined ? [] : [note] };
 }

@@ -6,18 +6,17 @@ import { countsBeginLateWarning, DENIAL_REPORT_ROWS, denialReport, MAX_REPORT_RO
 import { setGrace } from '../operations/site-operations.js';
 import { addBrownout, cancelBrownout, setSunsetPolicy, sunsetPolicy } from '../operations/sunset-operations.js';
 import { UsageError } from './arguments.js';
-import { option, options, type Command, type CommandLine } from './command.js';
+import { flag, option, options, type CommandLine, type CommandSpec } from './command.js';
 import { shortTime, table, type CommandOutput } from './output.js';
 
 const BROWNOUT_EXAMPLE = 'sitekey-authz brownout add --from 2026-12-01T14:00:00Z --until 2026-12-01T15:00:00Z --site 1001 --dry-run';
-
 
 // A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), @SUM(1)):
 // OWASP's CSV-injection rule puts a ' before it, which the spreadsheet shows as text.
 const FORMULA_START = /^[=+\-@\t\r]/;
 
 /** RFC 4180 fields: quoted when they hold a comma, a quote or a line break; never read as a formula. */
-export function csv(headings: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>): string {
+function csv(headings: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>): string {
   const field = (value: string | number | boolean | null) => {
     const raw = value === null ? '' : String(value);
     const textValue = typeof value === 'string' && FORMULA_START.test(raw) ? `'${raw}` : raw;
@@ -38,7 +37,7 @@ function report<T>(
     rows.length === 0
       ? empty
       : table(columns.map(([heading]) => heading), rows.map((row) => columns.map(([, , value, shown]) => (shown ? shown(row) : String(value(row) ?? '-')))));
-  return { text: line.options.csv === true ? asCsv : asTable, json: rows };
+  return { text: flag(line, 'csv') ? asCsv : asTable, json: rows };
 }
 
 /** Per site, the addresses and refusals its 'other' rows stand for. */
@@ -60,7 +59,6 @@ const sites = (brownout: BrownoutSummary) => (brownout.siteIds === null ? 'all' 
 const SITE_ID_RULE = `the site id: ${SITE_ID_FORM}`;
 const CSV_RULE = "a cell that starts with =, +, -, @, a tab or a carriage return gets a leading ' so that it is not run as a formula";
 
-
 function policyText(policy: SunsetPolicySummary): string {
   const source =
     policy.source === 'database'
@@ -74,16 +72,11 @@ function policyText(policy: SunsetPolicySummary): string {
   ].join('\n');
 }
 
-
-/** Grace, brownouts and the reports of the API-key sunset. */
-export const SUNSET_COMMANDS: readonly Command[] = [
+export const SUNSET_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'sunset show',
     changesNothing: true,
-    synopsis: '',
     summary: 'the sunset policy every process follows: the date API keys retire, whether that is enforced, and the migration guide',
-    options: {},
-    arity: [0, 0],
     example: 'sitekey-authz sunset show --json',
     run: async ({ withOperations }) => {
       const policy = await withOperations(sunsetPolicy);
@@ -95,7 +88,6 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     synopsis: '[--at ISO] [--enforce | --no-enforce] [--guide URL | --no-guide]',
     summary: 'change the sunset policy in the database; every replica follows within a second (audited as sunset.set)',
     options: { at: { type: 'string' }, enforce: { type: 'boolean' }, 'no-enforce': { type: 'boolean' }, guide: { type: 'string' }, 'no-guide': { type: 'boolean' } },
-    arity: [0, 0],
     rules: {
       '--at ISO': 'when API keys retire: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has (2026-02-30 is refused)',
       '--enforce, --no-enforce': 'refuse valid API keys with 105 from the sunset on (sites with grace pass), or only announce it in headers',
@@ -104,12 +96,12 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     example: 'sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce --guide https://developers.example.com/migrate',
     run: async ({ withOperations }, line) => {
       const guide = option(line, 'guide');
-      if (line.options.enforce === true && line.options['no-enforce'] === true) throw new UsageError('give --enforce or --no-enforce, not both');
-      if (guide !== undefined && line.options['no-guide'] === true) throw new UsageError('give --guide URL or --no-guide, not both');
+      if (flag(line, 'enforce') && flag(line, 'no-enforce')) throw new UsageError('give --enforce or --no-enforce, not both');
+      if (guide !== undefined && flag(line, 'no-guide')) throw new UsageError('give --guide URL or --no-guide, not both');
       const request = {
         at: option(line, 'at'),
-        enforce: line.options.enforce === true ? true : line.options['no-enforce'] === true ? false : undefined,
-        guide: guide ?? (line.options['no-guide'] === true ? null : undefined),
+        enforce: flag(line, 'enforce') ? true : flag(line, 'no-enforce') ? false : undefined,
+        guide: guide ?? (flag(line, 'no-guide') ? null : undefined),
       };
       if (request.at === undefined && request.enforce === undefined && request.guide === undefined) {
         throw new UsageError('nothing to change: give --at, --enforce, --no-enforce, --guide or --no-guide; e.g. sitekey-authz sunset set --at 2027-03-31T00:00:00Z --enforce');
@@ -132,7 +124,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     example: 'sitekey-authz site grace 1001 --until 2027-03-31',
     run: async ({ withOperations }, line) => {
       const untilText = option(line, 'until');
-      const clear = line.options.clear === true;
+      const clear = flag(line, 'clear');
       if ((untilText === undefined) === !clear) {
         throw new UsageError(`give exactly one of --until and --clear: sitekey-authz site grace ${line.positionals[0] ?? '<id>'} --until 2027-03-31, or --clear`);
       }
@@ -151,7 +143,6 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     synopsis: '--from ISO --until ISO [--site ID ...] [--note T] [--dry-run]',
     summary: 'refuse API-key requests (error 105) for a while, for the named sites or all; --dry-run only counts them',
     options: { from: { type: 'string' }, until: { type: 'string' }, site: { type: 'string', multiple: true }, note: { type: 'string' }, 'dry-run': { type: 'boolean' } },
-    arity: [0, 0],
     rules: {
       '--from ISO|now': 'when it starts: now, or an ISO 8601 date (midnight UTC) or date-time with a zone',
       '--until ISO': 'when it ends (exclusive), after --from and in the future; same forms',
@@ -161,7 +152,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     },
     example: BROWNOUT_EXAMPLE,
     run: async ({ withOperations }, line) => {
-      const dryRun = line.options['dry-run'] === true;
+      const dryRun = flag(line, 'dry-run');
       const named = options(line, 'site');
       const request = { from: option(line, 'from'), until: option(line, 'until'), sites: named.length === 0 ? undefined : named, note: option(line, 'note'), dryRun };
       const brownout = await withOperations((context) => addBrownout(context, request));
@@ -177,10 +168,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
   {
     name: 'brownout list',
     changesNothing: true,
-    synopsis: '',
     summary: 'brownouts, scheduled, running, over and cancelled',
-    options: {},
-    arity: [0, 0],
     example: 'sitekey-authz brownout list --json',
     run: async ({ withAdmin }) => {
       const brownouts = await withAdmin((admin) => admin.sunset.listBrownouts());
@@ -200,7 +188,6 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     name: 'brownout cancel',
     synopsis: '<id>',
     summary: 'call a brownout off; every replica lets requests through again within a second',
-    options: {},
     arity: [1, 1],
     rules: { '<id>': 'the number in the ID column of `sitekey-authz brownout list`, e.g. 3' },
     example: 'sitekey-authz brownout cancel 3',
@@ -219,14 +206,13 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     synopsis: '[--since DAYS] [--sites] [--csv]',
     summary: 'sites that used an API key in the window (default 30 days) with days left; --sites: each site\'s share on tokens and whether it can go tokens-only',
     options: { since: { type: 'string' }, sites: { type: 'boolean' }, csv: { type: 'boolean' } },
-    arity: [0, 0],
     rules: {
       '--since DAYS': `keys used in the last DAYS days, a whole number from 1 to ${MAX_SINCE_DAYS} (default 30)`,
       '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
     },
     example: 'sitekey-authz report migration --since 60 --csv > migration.csv',
     run: async ({ withOperations }, line) => {
-      const migration = await withOperations((context) => migrationReport(context, { since: option(line, 'since'), sites: line.options.sites === true }));
+      const migration = await withOperations((context) => migrationReport(context, { since: option(line, 'since'), sites: flag(line, 'sites') }));
       const { days } = migration;
       if (migration.sites) {
         const { countsBeginLate } = migration;
@@ -275,7 +261,6 @@ export const SUNSET_COMMANDS: readonly Command[] = [
     synopsis: '[--site ID] [--since HOURS] [--limit ROWS] [--csv]',
     summary: 'refusals of known sites by error and client address (default: last 24 hours, the 100 largest counts), with counts and first and last seen',
     options: { site: { type: 'string' }, since: { type: 'string' }, limit: { type: 'string' }, csv: { type: 'boolean' } },
-    arity: [0, 0],
     rules: {
       '--site ID': `only this site, which must exist: ${SITE_ID_FORM}; refusals of unknown or disabled sites (101) are counted together, without --site`,
       '--since HOURS': `refusals in the last HOURS hours, a whole number from 1 to ${MAX_SINCE_HOURS} (default 24)`,
@@ -290,7 +275,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
       const addressed = rows.filter((row) => row.clientIp !== OVERFLOW_ADDRESS);
       const output = report<DenialReportRow>(
         line,
-        line.options.csv === true ? rows : addressed,
+        flag(line, 'csv') ? rows : addressed,
         [
           ['SITE', 'site_id', (r) => r.siteId, (r) => r.siteId ?? 'unknown (all)'],
           ['ERROR', 'error_id', (r) => r.errorId, (r) => (r.rehearsal ? `${r.errorId} (dry run)` : r.shadow ? `${r.errorId} (shadow)` : String(r.errorId))],
@@ -304,7 +289,7 @@ export const SUNSET_COMMANDS: readonly Command[] = [
         ],
         `no refusals${siteId ? ` of site ${siteId}` : ''} in the last ${hours} hour(s)`,
       );
-      if (line.options.csv === true) return { ...output, json: rows };
+      if (flag(line, 'csv')) return { ...output, json: rows };
       const notes = [...overflowBySite(rows)].map(
         ([site, more]) => `site ${site}: and ${more.addresses} more addresses (${more.count} refusals)`,
       );

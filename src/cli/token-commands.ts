@@ -1,4 +1,3 @@
-import { open } from 'node:fs/promises';
 import { SETTINGS } from '../config.js';
 import type { Handover } from '../token/client-onboarding.js';
 import { CLIENT_ID_FORM, MAX_NOTE, SITE_ID_FORM, siteIdOf } from '../operations/fields.js';
@@ -10,34 +9,26 @@ import {
   removeTokenClient,
   rotateTokenClientSecret,
 } from '../operations/token-client-operations.js';
-import { UsageError } from './arguments.js';
-import { option, positional, type Command, type CommandLine } from './command.js';
+import { readOptionFile, UsageError } from './arguments.js';
+import { flag, option, positional, type CommandLine, type CommandSpec } from './command.js';
 import { oneLine, shortTime, table } from './output.js';
-
-async function readJwksFile(path: string): Promise<string> {
-  let file;
-  try {
-    file = await open(path, 'r');
-  } catch (error) {
-    throw new UsageError(`--jwks-file ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)}); give the file holding the partner's public keys as a JWKS`);
-  }
-  try {
-    if ((await file.stat()).size > MAX_PARTNER_JWKS_BYTES) throw new UsageError(`--jwks-file ${path} is larger than ${MAX_PARTNER_JWKS_BYTES / 1024} KiB; a JWKS of public keys is a few KiB`);
-    return await file.readFile('utf8');
-  } finally {
-    await file.close();
-  }
-}
 
 /** The partner's keys as the operation takes them: the JWKS file's text, or the URL. */
 async function partnerKeysOptions(line: CommandLine): Promise<{ jwks: string | undefined; jwksUri: string | undefined }> {
   const file = option(line, 'jwks-file');
   const uri = option(line, 'jwks-uri');
   if (file !== undefined && uri !== undefined) throw new UsageError('give the partner\'s keys once: --jwks-file FILE or --jwks-uri URL, not both');
-  return { jwks: file === undefined ? undefined : await readJwksFile(file), jwksUri: uri };
+  if (file === undefined) return { jwks: undefined, jwksUri: uri };
+  const jwks = await readOptionFile(
+    file,
+    MAX_PARTNER_JWKS_BYTES,
+    (code) =>
+      `--jwks-file ${file}: cannot read it (${code}); give the file holding the partner's public keys as a JWKS`,
+    `--jwks-file ${file} is larger than ${MAX_PARTNER_JWKS_BYTES / 1024} KiB; a JWKS of public keys is a few KiB`,
+  );
+  return { jwks, jwksUri: undefined };
 }
 
-/** The hand-over as lines to copy into a message to the partner. */
 function handoverText(handover: Handover): string {
   const rows: Array<[string, string]> = [
     ['client_id', handover.client_id],
@@ -53,8 +44,7 @@ const REGISTRATION_SETTINGS = SETTINGS.filter((setting) => ['TOKEN_ISSUER', 'TOK
 
 const SECRET_ONCE = 'Send it to the partner over a channel you would trust with a password: the secret is shown only now and is stored nowhere here.';
 
-/** Token-based authentication: the OAuth clients of each site, a site's methods, revoking its tokens. */
-export const TOKEN_COMMANDS: readonly Command[] = [
+export const TOKEN_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'token-client add',
     synopsis: '<site-id> <client-id> [--note TEXT]',
@@ -107,18 +97,14 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     name: 'token-client rotate-secret',
     synopsis: '<client-id>',
     summary: 'a new secret at the issuer for a client created here, printed once; the old one stops working',
-    options: {},
     arity: [1, 1],
     rules: { '<client-id>': `${CLIENT_ID_FORM}; a client that \`token-client create\` made with a secret` },
     environment: REGISTRATION_SETTINGS,
     example: 'sitekey-authz token-client rotate-secret 0d3c5d1e-partner --json',
     run: async ({ withOperations }, line) => {
       const { handover, client } = await withOperations((context) => rotateTokenClientSecret(context, { clientId: positional(line, 0) }));
-      const { clientId } = client;
-      return {
-        text: `token client ${clientId} has a new secret; the old one is refused by the issuer from now on. ${SECRET_ONCE}\n${handoverText(handover)}`,
-        json: handover,
-      };
+      const text = `token client ${client.clientId} has a new secret; the old one is refused by the issuer from now on. ${SECRET_ONCE}`;
+      return { text: `${text}\n${handoverText(handover)}`, json: handover };
     },
   },
   {
@@ -126,7 +112,6 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     changesNothing: true,
     synopsis: '[<site-id>]',
     summary: 'the registered token clients, of every site or of one, with when each was last used',
-    options: {},
     arity: [0, 1],
     rules: { '<site-id>': `the site id: ${SITE_ID_FORM}` },
     example: 'sitekey-authz token-client list 1001 --json',
@@ -155,7 +140,7 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     },
     example: 'sitekey-authz token-client remove partner-1001',
     run: async ({ withOperations }, line) => {
-      const { client, deletedAtIssuer } = await withOperations((context) => removeTokenClient(context, { clientId: positional(line, 0), localOnly: line.options['local-only'] === true }));
+      const { client, deletedAtIssuer } = await withOperations((context) => removeTokenClient(context, { clientId: positional(line, 0), localOnly: flag(line, 'local-only') }));
       const { clientId } = client;
       const there = deletedAtIssuer ? ' and deleted it at the issuer' : client.authMethod === null ? '' : '; it still exists at the issuer: delete it there';
       return { text: `removed token client ${clientId} of site ${client.siteId}${there}: its tokens are refused from now on`, json: { ...client, deletedAtIssuer } };
@@ -165,7 +150,6 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     name: 'site auth',
     synopsis: '<site-id> both|tokens',
     summary: 'which methods the site accepts: both (API keys and tokens, the default) or tokens only (its keys get 105)',
-    options: {},
     arity: [2, 2],
     rules: {
       '<site-id>': `the site id: ${SITE_ID_FORM}`,
@@ -186,7 +170,6 @@ export const TOKEN_COMMANDS: readonly Command[] = [
     name: 'site revoke-tokens',
     synopsis: '<site-id>',
     summary: "refuse every token of the site issued before now (a leaked token or client secret), without waiting for their exp",
-    options: {},
     arity: [1, 1],
     rules: { '<site-id>': `the site id: ${SITE_ID_FORM}` },
     example: 'sitekey-authz site revoke-tokens 1001',

@@ -4,11 +4,9 @@ import type { SiteId } from '../decision/types.js';
 import { refuse, siteIdOf } from './fields.js';
 import type { Changed, OperationContext } from './operation-context.js';
 
-/** A site's allowlist: adding and removing addresses, with what each change leaves admitted. */
-
 export const noAllowlistWarning = (siteId: SiteId) => `site ${siteId} has no allowlist entry yet: every request is refused (103) until an address is allowed`;
 
-/** Networks as typed; every bad one is named at once, and nothing is changed. */
+/** Every bad network is named at once, and nothing is changed. */
 export function allowlistEntriesOf(texts: readonly string[], field = 'entries'): AllowlistEntry[] {
   if (texts.length === 0) throw refuse('ENTRIES_EMPTY', field, 'none given: give at least one address or network', '203.0.113.0/24');
   const parsed = texts.map(parseAllowlistEntry);
@@ -26,8 +24,8 @@ const admitsEveryone = (entry: AllowlistEntry) => entry.prefix === 0;
 const WIDEST_PARTNER_PREFIX = { ipv4: 8, ipv6: 16 } as const;
 const admitsTooMany = (entry: AllowlistEntry) => entry.prefix < (entry.cidr.includes(':') ? WIDEST_PARTNER_PREFIX.ipv6 : WIDEST_PARTNER_PREFIX.ipv4);
 
-/** What adding these entries warns of, though it adds them: an entry that admits everyone, and IPv6 that IPv4 clients never match. */
-export function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEntry[]): string[] {
+/** An entry that admits everyone or nearly, and IPv6 that IPv4 clients never match: added, with a warning. */
+function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEntry[]): string[] {
   return [
     ...entries
       .filter(admitsEveryone)

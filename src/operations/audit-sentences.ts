@@ -1,6 +1,21 @@
 import { actorText, type RecordedActor } from '../store/audit-actor.js';
 import type { AuditEntry } from '../store/audit-log.js';
-import { instantWords } from './time-words.js';
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'] as const;
+
+const twoDigits = (value: number): string => String(value).padStart(2, '0');
+
+/**
+ * "29 Nov 2026 10:14 UTC": the day first and the month in letters, so that no reader takes 03/04 for the
+ * wrong month. 'infinity' (a date without end that SQL can write) reads as "never"; other non-dates as they are.
+ */
+export function instantWords(iso: string): string {
+  if (iso === 'infinity') return 'never';
+  const ms = Date.parse(iso);
+  if (!Number.isFinite(ms)) return iso;
+  const at = new Date(ms);
+  return `${at.getUTCDate()} ${MONTHS[at.getUTCMonth()]} ${at.getUTCFullYear()} ${twoDigits(at.getUTCHours())}:${twoDigits(at.getUTCMinutes())} UTC`;
+}
 
 /** The details of an entry as recorded: any JSON, even written by hand, so every field is read with care. */
 type Details = Readonly<Record<string, unknown>>;
@@ -15,6 +30,11 @@ const METHOD_WORDS: Readonly<Record<string, string>> = { both: 'API keys and tok
 const methodWords = (value: unknown): string => METHOD_WORDS[textOf(value) ?? ''] ?? String(textOf(value) ?? 'an unknown method');
 const dateWords = (value: unknown): string => (textOf(value) === undefined ? 'an unknown date' : instantWords(textOf(value) as string));
 const listWords = (value: unknown): string => (Array.isArray(value) ? value.map((item) => textOf(item) ?? '?').join(', ') : '');
+const enabledWords = (value: unknown): string => (value === true ? 'enabled' : 'disabled');
+const stateWords = (value: unknown): string => textOf(value) ?? '?';
+const entriesWords = (value: unknown): string => (value === 1 ? '1 entry' : `${textOf(value) ?? '?'} entries`);
+const expiryWords = ({ expiresAt }: Details) => (expiresAt ? `until ${dateWords(expiresAt)}` : 'without expiry');
+const previousWords = ({ previous }: Details) => (previous ? `until ${dateWords(previous)}` : 'none');
 
 /** "site 1001 (Acme)", or "site 1001" once the site is gone. */
 const siteWords = (entry: AuditEntry): string =>
@@ -29,9 +49,8 @@ function beforeAfter(details: Details, field: string, words: (value: unknown) =>
 }
 
 function keyWords(details: Details): string {
-  const id = textOf(details['keyId']);
   const masked = textOf(details['maskedKey']);
-  return `key ${id ?? '?'}${masked === undefined ? '' : ` (${masked})`}`;
+  return `key ${textOf(details['keyId']) ?? '?'}${masked === undefined ? '' : ` (${masked})`}`;
 }
 
 function policyWords(policy: unknown): string {
@@ -47,64 +66,54 @@ function brownoutWords(details: Details): string {
   return `brownout ${textOf(details['brownoutId']) ?? '?'} for ${whom} from ${dateWords(details['from'])} until ${dateWords(details['until'])}${dry}`;
 }
 
-/** What the actor did, for each action the trail records; the default names the action as it is. */
-function deed(entry: AuditEntry, details: Details): string {
-  const site = siteWords(entry);
-  const client = `token client ${textOf(details['clientId']) ?? '?'}`;
-  const entries = (value: unknown): string => (value === 1 ? '1 entry' : `${textOf(value) ?? '?'} entries`);
-  switch (entry.action) {
-    case 'site.add':
-      return `added ${site}`;
-    case 'site.enable':
-      return `enabled ${site}${beforeAfter(details, 'enabled', (value) => (value === true ? 'enabled' : 'disabled'))}`;
-    case 'site.disable':
-      return `disabled ${site}${beforeAfter(details, 'enabled', (value) => (value === true ? 'enabled' : 'disabled'))}`;
-    case 'site.auth':
-      return details['previous'] === undefined
-        ? `switched ${site} to ${methodWords(details['authMethod'])}`
-        : `switched ${site} from ${methodWords(details['previous'])} to ${methodWords(details['authMethod'])}`;
-    case 'site.grace':
-      return `gave ${site} a grace for API keys until ${dateWords(details['graceUntil'])} (before: ${details['previous'] ? `until ${dateWords(details['previous'])}` : 'none'})`;
-    case 'site.grace.clear':
-      return `ended ${site}'s grace for API keys (before: ${details['previous'] ? `until ${dateWords(details['previous'])}` : 'none'})`;
-    case 'site.revoke-tokens': {
-      const before = partOf(details['before'], 'tokensNotBefore');
-      const earlier = details['before'] === undefined ? '' : ` (before: ${before ? `those issued before ${dateWords(before)}` : 'none revoked'})`;
-      return `revoked ${site}'s access tokens issued before ${dateWords(details['tokensNotBefore'])}${earlier}`;
-    }
-    case 'key.issue':
-    case 'key.import': {
-      const expires = details['expiresAt'] ? `until ${dateWords(details['expiresAt'])}` : 'without expiry';
-      return `${entry.action === 'key.issue' ? 'issued' : 'imported'} ${keyWords(details)} for ${site}, ${expires}`;
-    }
-    case 'key.roll': {
-      const replaced = details['replaced'] !== null && typeof details['replaced'] === 'object' ? (details['replaced'] as Details) : {};
-      const expires = details['expiresAt'] ? `until ${dateWords(details['expiresAt'])}` : 'without expiry';
-      return `rolled ${keyWords(replaced)} of ${site}: issued ${keyWords(details)}, ${expires}; the old key works until ${dateWords(replaced['expiresAt'])}`;
-    }
-    case 'key.revoke':
-      return `revoked ${keyWords(details)} of ${site}${beforeAfter(details, 'status', (value) => textOf(value) ?? '?')}`;
-    case 'ip.allow':
-      return `added ${listWords(details['cidrs'])} to ${site}'s allowlist${beforeAfter(details, 'entries', entries)}`;
-    case 'ip.revoke':
-      return `removed ${listWords(details['cidrs'])} from ${site}'s allowlist${beforeAfter(details, 'entries', entries)}`;
-    case 'token-client.add':
-      return `registered ${client} for ${site}`;
-    case 'token-client.create':
-      return `created ${client} at the issuer for ${site}`;
-    case 'token-client.rotate-secret':
-      return `gave ${client} of ${site} a new secret`;
-    case 'token-client.remove':
-      return `removed ${client} from ${site}${details['deletedAtIssuer'] === true ? ', and at the issuer' : ''}`;
-    case 'sunset.set':
-      return `changed the API-key sunset from ${policyWords(details['previous'])} to ${policyWords(details['policy'])}`;
-    case 'brownout.add':
-      return `scheduled ${brownoutWords(details)}`;
-    case 'brownout.cancel':
-      return `cancelled brownout ${textOf(details['brownoutId']) ?? '?'}${beforeAfter(details, 'state', (value) => textOf(value) ?? '?')}`;
-    default:
-      return `made the change ${entry.action}${entry.siteId === null ? '' : ` to ${site}`}`;
-  }
+function tokensRevokedWords(site: string, details: Details): string {
+  const before = partOf(details['before'], 'tokensNotBefore');
+  const earlier = details['before'] === undefined ? '' : ` (before: ${before ? `those issued before ${dateWords(before)}` : 'none revoked'})`;
+  return `revoked ${site}'s access tokens issued before ${dateWords(details['tokensNotBefore'])}${earlier}`;
+}
+
+function rollWords(site: string, details: Details): string {
+  const replaced = details['replaced'] !== null && typeof details['replaced'] === 'object' ? (details['replaced'] as Details) : {};
+  const oldEnd = `the old key works until ${dateWords(replaced['expiresAt'])}`;
+  return `rolled ${keyWords(replaced)} of ${site}: issued ${keyWords(details)}, ${expiryWords(details)}; ${oldEnd}`;
+}
+
+/** What the actor did, by action; an action not listed is named as it is. */
+const DEEDS: Readonly<Record<string, (site: string, details: Details) => string>> = {
+  'site.add': (site) => `added ${site}`,
+  'site.enable': (site, details) => `enabled ${site}${beforeAfter(details, 'enabled', enabledWords)}`,
+  'site.disable': (site, details) => `disabled ${site}${beforeAfter(details, 'enabled', enabledWords)}`,
+  'site.auth': (site, details) =>
+    details['previous'] === undefined
+      ? `switched ${site} to ${methodWords(details['authMethod'])}`
+      : `switched ${site} from ${methodWords(details['previous'])} to ${methodWords(details['authMethod'])}`,
+  'site.grace': (site, details) =>
+    `gave ${site} a grace for API keys until ${dateWords(details['graceUntil'])} (before: ${previousWords(details)})`,
+  'site.grace.clear': (site, details) => `ended ${site}'s grace for API keys (before: ${previousWords(details)})`,
+  'site.revoke-tokens': tokensRevokedWords,
+  'key.issue': (site, details) => `issued ${keyWords(details)} for ${site}, ${expiryWords(details)}`,
+  'key.import': (site, details) => `imported ${keyWords(details)} for ${site}, ${expiryWords(details)}`,
+  'key.roll': rollWords,
+  'key.revoke': (site, details) =>
+    `revoked ${keyWords(details)} of ${site}${beforeAfter(details, 'status', stateWords)}`,
+  'ip.allow': (site, details) =>
+    `added ${listWords(details['cidrs'])} to ${site}'s allowlist${beforeAfter(details, 'entries', entriesWords)}`,
+  'ip.revoke': (site, details) =>
+    `removed ${listWords(details['cidrs'])} from ${site}'s allowlist${beforeAfter(details, 'entries', entriesWords)}`,
+  'token-client.add': (site, details) => `registered ${clientWords(details)} for ${site}`,
+  'token-client.create': (site, details) => `created ${clientWords(details)} at the issuer for ${site}`,
+  'token-client.rotate-secret': (site, details) => `gave ${clientWords(details)} of ${site} a new secret`,
+  'token-client.remove': (site, details) =>
+    `removed ${clientWords(details)} from ${site}${details['deletedAtIssuer'] === true ? ', and at the issuer' : ''}`,
+  'sunset.set': (_site, details) =>
+    `changed the API-key sunset from ${policyWords(details['previous'])} to ${policyWords(details['policy'])}`,
+  'brownout.add': (_site, details) => `scheduled ${brownoutWords(details)}`,
+  'brownout.cancel': (_site, details) =>
+    `cancelled brownout ${textOf(details['brownoutId']) ?? '?'}${beforeAfter(details, 'state', stateWords)}`,
+};
+
+function clientWords(details: Details): string {
+  return `token client ${textOf(details['clientId']) ?? '?'}`;
 }
 
 /**
@@ -121,14 +130,15 @@ export function actorWords(actor: RecordedActor): string {
 
 /** What the entry did, without who and when: "disabled site 1002 (Bravo Bikes) (from enabled to disabled)". */
 export function auditDeed(entry: AuditEntry): string {
-  return deed(entry, detailsOf(entry));
+  const site = siteWords(entry);
+  const deed = Object.hasOwn(DEEDS, entry.action) ? DEEDS[entry.action] : undefined;
+  if (deed !== undefined) return deed(site, detailsOf(entry));
+  return `made the change ${entry.action}${entry.siteId === null ? '' : ` to ${site}`}`;
 }
 
 /**
- * An audit entry as a sentence: who did what to which site, with the before and after of what
- * changed where the entry recorded them, and when. "alice@example.com (sub 2482) switched site 1001 (Acme)
- * from API keys and tokens to tokens only — 29 Nov 2026 10:14 UTC". Old entries without a before
- * read as sentences too, without it.
+ * "alice@example.com (sub 2482) switched site 1001 (Acme) from API keys and tokens to tokens only — 29 Nov
+ * 2026 10:14 UTC": the before and after of what changed where the entry recorded them.
  */
 export function auditSentence(entry: AuditEntry): string {
   return `${actorWords(entry)} ${auditDeed(entry)} — ${instantWords(entry.at)}`;

@@ -9,18 +9,17 @@ export interface BlockedPartnerQuery {
   readonly since: Date;
   readonly siteId: SiteId | undefined;
   readonly clientId: ClientId | undefined;
-  /** Rows with a client address, as `report denials` counts them. */
+  /** Of the rows with a client address, as `report denials` counts them. */
   readonly limit: number;
   readonly sunsetAt: string;
   readonly audience: string | undefined;
 }
 
-/** One counted refusal with its stable code, and, where the report can tell, why and what next. */
-export interface ExplainedRefusal extends CountedRefusal {
+/** Why and what next are null only on a report of every site past the first EXPLAINED_SITES_MAX sites. */
+interface ExplainedRefusal extends CountedRefusal {
   readonly code: string;
   readonly count: number;
   readonly firstSeen: string;
-  /** null only on a report of every site past the first EXPLAINED_SITES_MAX sites. */
   readonly reason: string | null;
   readonly nextStep: string | null;
   readonly audit: RefusalExplanation['audit'];
@@ -39,6 +38,9 @@ export interface BlockedPartnerReport {
 const EXPLAINED_SITES_MAX = 50;
 
 const codeOf = (errorId: number): string => ERROR_CATALOGUE[errorId as ErrorId]?.code ?? String(errorId);
+
+/** A token's refusal is counted by client, with none of the fields of an address's. */
+const BY_CLIENT = { clientIp: null, rehearsal: false, shadow: false, moreAddresses: 0 } as const;
 
 /**
  * "A partner says they are blocked": the refusals of their site (by address) and of their tokens
@@ -68,7 +70,7 @@ export async function blockedPartnerReport(admin: CredentialAdmin, query: Blocke
   };
   const counted: (CountedRefusal & { count: number; firstSeen: string })[] = [
     ...denials.rows.map((row) => ({ ...row, clientId: null, rule: null, signed: null })),
-    ...tokens.map((row) => ({ ...row, clientIp: null, rehearsal: false, shadow: false, moreAddresses: 0 })),
+    ...tokens.map((row) => ({ ...row, ...BY_CLIENT })),
   ].sort((a, b) => b.count - a.count);
   const rows: ExplainedRefusal[] = [];
   for (const refusal of counted) {
@@ -95,17 +97,7 @@ export async function blockedPartnerReport(admin: CredentialAdmin, query: Blocke
 /** A client looked up by id that is registered nowhere: said even before any of its tokens is refused. */
 function clientNotes(client: ClientStanding | undefined, query: BlockedPartnerQuery): RefusalExplanation[] {
   if (client === undefined || client.siteId !== null) return [];
-  const refusal: CountedRefusal = {
-    errorId: 107,
-    siteId: null,
-    clientIp: null,
-    clientId: client.clientId,
-    rule: null,
-    signed: true,
-    rehearsal: false,
-    shadow: false,
-    moreAddresses: 0,
-    lastSeen: query.since.toISOString(),
-  };
+  const named = { errorId: 107, siteId: null, clientId: client.clientId, rule: null, signed: true };
+  const refusal: CountedRefusal = { ...BY_CLIENT, ...named, lastSeen: query.since.toISOString() };
   return [explainRefusal(refusal, { site: undefined, client, sunsetAt: query.sunsetAt, audience: query.audience })];
 }

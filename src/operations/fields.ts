@@ -8,35 +8,16 @@ import { Refusal } from './refusal.js';
 
 /** The fields people fill in, in their words; a refusal names its field by these. */
 const LABELS: Readonly<Record<string, string>> = {
-  id: 'the site id',
-  siteId: 'the site id',
-  site: 'the site id',
-  sites: 'the site ids',
-  name: 'the name',
-  note: 'the note',
-  actor: 'who makes the change',
-  keyId: 'the key id',
-  key: 'the key',
-  expires: 'the expiry date',
-  oldExpires: "the old key's last day",
-  entries: 'the addresses',
-  entry: 'the address',
-  method: 'the method',
-  until: 'the end date',
-  from: 'the start',
-  at: 'the sunset date',
-  guide: 'the migration guide',
-  brownoutId: 'the brownout id',
-  clientId: 'the client id',
-  client: 'the client id',
-  jwks: "the partner's key set",
-  jwksUri: "the URL of the partner's key set",
-  since: 'how far back',
-  limit: 'how many rows',
-  action: 'the action',
+  id: 'the site id', siteId: 'the site id', site: 'the site id', sites: 'the site ids',
+  name: 'the name', note: 'the note', actor: 'who makes the change', method: 'the method', action: 'the action',
+  keyId: 'the key id', key: 'the key', expires: 'the expiry date', oldExpires: "the old key's last day",
+  entries: 'the addresses', entry: 'the address',
+  until: 'the end date', from: 'the start', at: 'the sunset date', guide: 'the migration guide',
+  brownoutId: 'the brownout id', clientId: 'the client id', client: 'the client id',
+  jwks: "the partner's key set", jwksUri: "the URL of the partner's key set",
+  since: 'how far back', limit: 'how many rows',
 };
 
-/** A refusal of one field, labelled in people's words. */
 export function refuse(code: string, field: string | undefined, problem: string, example?: string, confirmedBy?: string): Refusal {
   return new Refusal({
     code,
@@ -47,17 +28,14 @@ export function refuse(code: string, field: string | undefined, problem: string,
   });
 }
 
-// The forms the values take, written once for the refusal and for `--help`.
 export const SITE_ID_FORM = `a positive whole number with no sign, spaces or leading zero, at most ${POSITIVE_ID_MAX}, e.g. 1001`;
 export const DATE_FORM = 'an ISO 8601 date or time with a zone';
 export const DATE_EXAMPLES = ['2027-01-31', '2027-01-31T12:00:00Z'] as const;
 // Not a UUID, so the masking of every message (maskApiKeysIn) leaves it readable, and plainly no real key.
 export const API_KEY_FORM = 'a UUID such as xxxxxxxx-xxxx-4xxx-8xxx-xxxxxxxxxxxx';
 export const CLIENT_ID_FORM = `the OAuth client id the issuer puts in the token's client_id claim: 1 to ${CLIENT_ID_MAX_CHARS} visible ASCII characters, no spaces, e.g. partner-1001`;
-/** The longest site name and note, in characters: shown on one line of the lists of sites and keys. */
 export const MAX_NAME = 200;
 export const MAX_NOTE = 500;
-// Control characters (C0, DEL and C1) would garble the lists of sites and keys in a terminal.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // Invisible direction marks, embeddings, overrides and isolates make text display other than it
 // reads ("Trojan Source", CVE-2021-42574); right-to-left letters display correctly without them.
@@ -71,15 +49,15 @@ export function siteIdOf(text: string | undefined, field = 'siteId'): SiteId {
   return siteId;
 }
 
-export function keyIdOf(text: string | undefined, field = 'keyId'): KeyId {
+export function keyIdOf(text: string | undefined): KeyId {
   const given = text ?? '';
   if (canonicalPositiveId(given) !== undefined) return given;
   const whatItIs = canonicalApiKey(given) === undefined ? `${quote(given)} is not a key id` : 'that is an API key, not a key id';
-  throw refuse('KEY_ID_INVALID', field, `${whatItIs}: expected the number the list of the site's keys shows for the key`, '12');
+  throw refuse('KEY_ID_INVALID', 'keyId', `${whatItIs}: expected the number the list of the site's keys shows for the key`, '12');
 }
 
-export function brownoutIdOf(text: string | undefined, field = 'brownoutId'): string {
-  if (canonicalPositiveId(text ?? '') === undefined) throw refuse('BROWNOUT_ID_INVALID', field, `${quote(text ?? '')} is not a brownout id: expected the number the list of brownouts shows`, '3');
+export function brownoutIdOf(text: string | undefined): string {
+  if (canonicalPositiveId(text ?? '') === undefined) throw refuse('BROWNOUT_ID_INVALID', 'brownoutId', `${quote(text ?? '')} is not a brownout id: expected the number the list of brownouts shows`, '3');
   return text ?? '';
 }
 
@@ -88,13 +66,12 @@ export function clientIdOf(text: string | undefined, field = 'clientId'): Client
   return text;
 }
 
-export function authMethodOf(text: string | undefined, field = 'method'): SiteAuthMethod {
+export function authMethodOf(text: string | undefined): SiteAuthMethod {
   const method = SITE_AUTH_METHODS.find((known) => known === text?.toLowerCase());
-  if (method === undefined) throw refuse('AUTH_METHOD_INVALID', field, `${quote(text ?? '')} is not a method: choose both (API keys and tokens) or tokens (tokens only)`, 'tokens');
+  if (method === undefined) throw refuse('AUTH_METHOD_INVALID', 'method', `${quote(text ?? '')} is not a method: choose both (API keys and tokens) or tokens (tokens only)`, 'tokens');
   return method;
 }
 
-/** An ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has. */
 export function instantOf(text: string | undefined, field: string): Date {
   const at = text === undefined ? undefined : parseInstant(text, { dateAlone: true });
   if (at === undefined) throw refuse('DATE_INVALID', field, `${quote(text ?? '')} is not ${DATE_FORM} on a day the calendar has`, DATE_EXAMPLES.join(' or '));
@@ -108,22 +85,17 @@ export function futureInstantOf(text: string | undefined, field: string, now: nu
   return at;
 }
 
-/** A date about a year from now, as an example of a date in the future. */
 export function nextYearExample(now: number): string {
   return new Date(now + 365 * 86_400_000).toISOString().slice(0, 10);
 }
 
-/** A whole number from 1 to `max`, `fallback` when not given. */
 export function countOf(text: string | undefined, field: string, unit: string, fallback: number, max: number): number {
   if (text === undefined) return fallback;
   if (!/^[1-9][0-9]*$/.test(text) || Number(text) > max) throw refuse('COUNT_INVALID', field, `${quote(text, 32)} is not a number of ${unit} from 1 to ${max}`, String(fallback));
   return Number(text);
 }
 
-/**
- * A name, note or actor: short, printable text, measured in characters (code points), with every UUID
- * in it masked, since a note such as "replaces <key>" would otherwise store and show a full key.
- */
+/** Short printable text in code points, every UUID masked: a note such as "replaces <key>" must not store a key. */
 export function textOf(text: string | undefined, field: string, maxLength: number, fallback = ''): string {
   if (text === undefined) return fallback;
   if (CONTROL.test(text)) throw refuse('TEXT_HAS_CONTROL', field, 'must not contain control characters such as newlines or tabs; write it on one line, with spaces');
@@ -145,19 +117,19 @@ export function textOf(text: string | undefined, field: string, maxLength: numbe
 const PLACEHOLDER_KEYS = new Set(['00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff']);
 
 /** A key the partner already has, as typed or pasted: one UUID, never echoed back (it may be a real key with a typo). */
-export function importedKeyOf(input: string, field = 'key'): ApiKey {
+export function importedKeyOf(input: string): ApiKey {
   const lines = input.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '');
   const key = lines.length === 1 ? canonicalApiKey(lines[0] ?? '') : undefined;
   if (key !== undefined && PLACEHOLDER_KEYS.has(key)) {
     throw refuse(
       'KEY_PLACEHOLDER',
-      field,
+      'key',
       `this is the ${key.startsWith('0') ? 'nil (all-zero)' : 'max (all-f)'} UUID, a placeholder anyone would guess, not a key; import the key the partner really uses, or issue a random one`,
     );
   }
   if (key === undefined) {
     const got = lines.length === 0 ? 'nothing' : lines.length === 1 ? 'a line that is not a UUID' : `${lines.length} lines`;
-    throw refuse('KEY_INVALID', field, `must hold exactly one API key, ${API_KEY_FORM}; got ${got}`);
+    throw refuse('KEY_INVALID', 'key', `must hold exactly one API key, ${API_KEY_FORM}; got ${got}`);
   }
   return key;
 }

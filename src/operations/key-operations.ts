@@ -5,23 +5,15 @@ import { noAllowlistWarning } from './allowlist-operations.js';
 import { futureInstantOf, importedKeyOf, keyIdOf, MAX_NOTE, refuse, siteIdOf, textOf } from './fields.js';
 import type { Changed, OperationContext } from './operation-context.js';
 
-/** A site's API keys: issuing, importing, rolling and revoking them. */
-
 const DAY_MS = 86_400_000;
 /** A key made this close to the API-key sunset, or after it, is told that the sunset ends it. */
 export const SUNSET_WARNING_DAYS = 60;
-/** How long a rolled key keeps working beside its successor unless the person says otherwise. */
 export const ROLL_OVERLAP_DAYS = 7;
 
-/** When a new key stops being accepted: a date after now, or undefined for never. */
-export function expiresOf(text: string | undefined, now: number, field = 'expires'): Date | undefined {
-  return text === undefined ? undefined : futureInstantOf(text, field, now, 'a key must expire after it is issued');
+export function expiresOf(text: string | undefined, now: number): Date | undefined {
+  return text === undefined ? undefined : futureInstantOf(text, 'expires', now, 'a key must expire after it is issued');
 }
 
-/**
- * What a key made now should know of the API-key sunset: within SUNSET_WARNING_DAYS of it (or after
- * it), a key that would outlive it stops working then, unless its site has grace.
- */
 export function keySunsetWarnings(expiresAt: Date | undefined, sunset: Pick<SunsetPolicy, 'sunsetAt' | 'enforce'>, now: number): string[] {
   if (expiresAt !== undefined && expiresAt.getTime() <= sunset.sunsetAt) return [];
   if (now < sunset.sunsetAt - SUNSET_WARNING_DAYS * DAY_MS) return [];
@@ -74,13 +66,12 @@ export async function revokeKey({ admin }: OperationContext, request: { siteId: 
   return { siteId, ...(await admin.revokeKey(siteId, keyId)) };
 }
 
-/** When the key being rolled stops: a date after now, by default ROLL_OVERLAP_DAYS from now. */
 export function oldExpiresOf(text: string | undefined, now: number): Date {
   if (text === undefined) return new Date(now + ROLL_OVERLAP_DAYS * DAY_MS);
   return futureInstantOf(text, 'oldExpires', now, `the old key must keep working for a while, e.g. ${ROLL_OVERLAP_DAYS} days (the default)`);
 }
 
-/** A new key, and an end for the old one, in one change: the way people replace a key without a gap. */
+/** A new key, and an end for the old one, in one change: the partner swaps keys while both work. */
 export async function rollKey(context: OperationContext, request: KeyRequest & { readonly keyId: string | undefined; readonly oldExpires: string | undefined }): Promise<Changed<KeyRoll>> {
   const siteId = siteIdOf(request.siteId);
   const keyId = keyIdOf(request.keyId);

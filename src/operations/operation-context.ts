@@ -1,17 +1,14 @@
 import type { Config } from '../config.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
 
-/**
- * What every operation is carried out with: the store, opened as the person who asks (its audit rows
- * name them), the settings, and the moment of the request.
- */
+/** What every operation is carried out with: the store opened as the person who asks (its audit rows name them). */
 export interface OperationContext {
   readonly admin: CredentialAdmin;
   readonly config: Config;
   readonly now: number;
 }
 
-/** A change made, with what the person should know of it in words (the CLI prints them, the API and console show them). */
+/** A change made, with what the person should know of it in words. */
 export interface Changed<T> {
   readonly result: T;
   readonly warnings: string[];

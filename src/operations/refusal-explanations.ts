@@ -1,29 +1,23 @@
 import { tokenRuleDescription } from '../decision/rule-words.js';
 import type { TokenRule } from '../decision/types.js';
 import type { AuditMention, ClientStanding, SiteStanding } from '../store/refusal-facts.js';
-import { actorWords } from './audit-sentences.js';
-import { instantWords } from './time-words.js';
+import { actorWords, instantWords } from './audit-sentences.js';
 
-/** Where the trail records the change that caused a refusal: the audit trail filtered by action and site. */
-export interface AuditPointer {
-  /** An action (site.disable) or a group of them (ip). */
-  readonly action: string;
-  /** null: a change of every site (a brownout, the sunset). */
-  readonly siteId: string | null;
-}
-
-/** Why a partner was refused, in words, what to do about it, and the change behind it. */
+/**
+ * Why a partner was refused, what to do about it, and where the audit trail records the change behind it:
+ * an action (site.disable) or a group (ip), and its site (null: a change of every site, such as the sunset).
+ */
 export interface RefusalExplanation {
   readonly reason: string;
   readonly nextStep: string;
-  readonly audit: AuditPointer | null;
+  readonly audit: { readonly action: string; readonly siteId: string | null } | null;
 }
 
 /** One counted refusal, from the address counts (denial_stats) or the token counts (token_refusal_stats). */
 export interface CountedRefusal {
   readonly errorId: number;
   readonly siteId: string | null;
-  /** The client address; null for a refused token (counted by client, not address). */
+  /** null for a refused token (counted by client, not address). */
   readonly clientIp: string | null;
   readonly clientId: string | null;
   /** A 106's rule. */
@@ -36,7 +30,6 @@ export interface CountedRefusal {
   readonly lastSeen: string;
 }
 
-/** What the words need beside the refusal: the site now, the client, the sunset and the token audience. */
 export interface RefusalContext {
   readonly site: SiteStanding | undefined;
   readonly client: ClientStanding | undefined;
@@ -53,7 +46,7 @@ const ALLOWLIST_QUOTED = 5;
 const by = (change: AuditMention | undefined): string => (change === undefined ? '' : ` on ${instantWords(change.at)} by ${actorWords(change)}`);
 const since = (change: AuditMention | undefined): string => (change === undefined ? '' : ` since ${instantWords(change.at)} (switched by ${actorWords(change)})`);
 const siteNamed = (site: SiteStanding): string => `site ${site.siteId}${site.name === '' ? '' : ` (${site.name})`}`;
-const pointer = (action: string, siteId: string | null): AuditPointer => ({ action, siteId });
+const pointer = (action: string, siteId: string | null): RefusalExplanation['audit'] => ({ action, siteId });
 
 function unknownSite(refusal: CountedRefusal): RefusalExplanation {
   return {
@@ -168,15 +161,18 @@ function apiKeysOff(refusal: CountedRefusal, site: SiteStanding, context: Refusa
   };
 }
 
+const FROM_OUR_ENDPOINT =
+  'the partner must request their token from our token endpoint (the hand-over of their client says where)';
+
 const TOKEN_NEXT_STEPS: { readonly [R in TokenRule]: string } = {
   'tokens-disabled': 'tell the operators: this service does not accept access tokens; until then the partner sends their API key',
   'keys-unavailable': "nothing is wrong with the partner's token: the service cannot get the issuer's signing keys; tell the operators",
   malformed: 'the partner must request a JWT access token for this API from our token endpoint, naming the resource',
-  algorithm: 'the partner must request their token from our token endpoint (the hand-over of their client says where)',
-  type: 'the partner must request their token from our token endpoint (the hand-over of their client says where)',
-  'unknown-key': 'the partner must request their token from our token endpoint (the hand-over of their client says where)',
-  signature: 'the partner must request their token from our token endpoint (the hand-over of their client says where)',
-  issuer: 'the partner must request their token from our token endpoint (the hand-over of their client says where)',
+  algorithm: FROM_OUR_ENDPOINT,
+  type: FROM_OUR_ENDPOINT,
+  'unknown-key': FROM_OUR_ENDPOINT,
+  signature: FROM_OUR_ENDPOINT,
+  issuer: FROM_OUR_ENDPOINT,
   audience: 'the partner must request the token for this API, naming the resource shown above',
   expired: 'the partner must request a new token before the old one expires, and not reuse an expired one',
   'not-yet-valid': "the partner's tokens are dated in the future: the issuer's clock or theirs is wrong; tell the operators",
@@ -222,27 +218,18 @@ function withShadow(refusal: CountedRefusal, explanation: RefusalExplanation): R
   return { ...explanation, reason: `${explanation.reason} (shadow mode let these requests through: this is what would have been refused)` };
 }
 
-/** Why one counted refusal happened and what to do next, from the site as it is now and the trail. */
 export function explainRefusal(refusal: CountedRefusal, context: RefusalContext): RefusalExplanation {
   const site = context.site;
   const explained = ((): RefusalExplanation => {
     if (refusal.errorId === 106) return refusedToken(refusal, context);
     if (refusal.errorId === 107) return unregisteredClient(refusal, context);
     if (site === undefined) return unknownSite(refusal);
-    switch (refusal.errorId) {
-      case 101:
-        return site.enabled ? unknownSite(refusal) : disabledSite(site);
-      case 103:
-        return notOnAllowlist(refusal, site);
-      case 102:
-        return invalidKey(site);
-      case 104:
-        return BODY_MISMATCH;
-      case 105:
-        return apiKeysOff(refusal, site, context);
-      default:
-        return { reason: `error ${refusal.errorId}`, nextStep: 'ask the operators', audit: null };
-    }
+    if (refusal.errorId === 101) return site.enabled ? unknownSite(refusal) : disabledSite(site);
+    if (refusal.errorId === 102) return invalidKey(site);
+    if (refusal.errorId === 103) return notOnAllowlist(refusal, site);
+    if (refusal.errorId === 104) return BODY_MISMATCH;
+    if (refusal.errorId === 105) return apiKeysOff(refusal, site, context);
+    return { reason: `error ${refusal.errorId}`, nextStep: 'ask the operators', audit: null };
   })();
   return withShadow(refusal, explained);
 }

@@ -4,14 +4,12 @@ import { clientIdOf, countOf, instantOf, refuse, siteIdOf, textOf } from './fiel
 import type { OperationContext } from './operation-context.js';
 import { sunsetPolicy } from './sunset-operations.js';
 
-/** The reports people read: the migration board, the refusals of a partner, the audit trail. */
-
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 export const MAX_SINCE_DAYS = 3_650;
 export const MAX_SINCE_HOURS = 24 * 3_650;
-export const MIGRATION_DEFAULT_SINCE_DAYS = 30;
-export const DENIAL_DEFAULT_SINCE_HOURS = 24;
+const MIGRATION_DEFAULT_SINCE_DAYS = 30;
+const DENIAL_DEFAULT_SINCE_HOURS = 24;
 /** The denial report shows this many rows unless asked otherwise; a storm must not flood a screen. */
 export const DENIAL_REPORT_ROWS = 100;
 export const MAX_REPORT_ROWS = 100_000;
@@ -32,7 +30,6 @@ export async function migrationReport(context: OperationContext, request: { sinc
   return { days, since, sites: true as const, ...report };
 }
 
-/** The words for a site report whose counts begin after the window does. */
 export function countsBeginLateWarning(countsBeginLate: string, since: string): string {
   return `the oldest request counts held are from ${countsBeginLate}: token requests, key requests and the share on tokens count from then, not from ${since} (${COUNTS_BEGIN_WHY})`;
 }
@@ -45,7 +42,7 @@ export async function denialReport({ admin, now }: OperationContext, request: { 
   return { siteId, hours, limit, ...report };
 }
 
-/** "A partner says they are blocked": the refusals of a site or a token client, each with why, what next and its audit entries. */
+/** "A partner says they are blocked": the refusals of a site or a token client, each with why and what next. */
 export async function blockedPartner(context: OperationContext, request: { site: string | undefined; client: string | undefined; since: string | undefined; limit: string | undefined }) {
   const siteId = optionalSite(request.site, 'site');
   const clientId = request.client === undefined ? undefined : clientIdOf(request.client, 'client');
@@ -58,18 +55,17 @@ export async function blockedPartner(context: OperationContext, request: { site:
 // An action such as key.revoke, site.grace.clear or token-client.add, or its group such as key.
 const ACTION = /^[a-z][a-z-]*(\.[a-z-]+)*$/;
 
-export function auditActionOf(text: string | undefined): string | undefined {
+function auditActionOf(text: string | undefined): string | undefined {
   if (text !== undefined && !ACTION.test(text)) throw refuse('ACTION_INVALID', 'action', `${JSON.stringify(text.slice(0, 64))} is not an action name; give an action, or its group for every change of that kind`, 'key.revoke or key');
   return text;
 }
 
+/** `actor`: the actor or a part of it such as an e-mail; an `until` that is a date alone takes in that whole day. */
 export interface AuditRequest {
   readonly site: string | undefined;
   readonly since: string | undefined;
   readonly action: string | undefined;
-  /** Only changes by this person: the actor, or a part of it such as an e-mail address. */
   readonly actor?: string | undefined;
-  /** Between these instants; an `until` that is a date alone takes in that whole day. */
   readonly from?: string | undefined;
   readonly until?: string | undefined;
   readonly limit: number;

@@ -5,8 +5,6 @@ import { noAllowlistWarning } from './allowlist-operations.js';
 import { authMethodOf, futureInstantOf, MAX_NAME, siteIdOf, textOf } from './fields.js';
 import type { Changed, OperationContext } from './operation-context.js';
 
-/** A partner's site: registering it, turning it off and on, its methods, its tokens and its grace. */
-
 export async function addSite({ admin }: OperationContext, request: { id: string | undefined; name: string | undefined }): Promise<SiteSummary> {
   const siteId = siteIdOf(request.id, 'id');
   const name = textOf(request.name, 'name', MAX_NAME);

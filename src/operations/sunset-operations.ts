@@ -4,8 +4,6 @@ import { configuredSunsetPolicy } from '../store/sunset-policy.js';
 import { brownoutIdOf, instantOf, MAX_NOTE, nextYearExample, refuse, siteIdOf, textOf } from './fields.js';
 import type { Changed, OperationContext } from './operation-context.js';
 
-/** The API-key sunset (the policy and brownouts; grace is a site's: site-operations.ts). */
-
 const HOUR_MS = 3_600_000;
 
 /** The sunset policy every process follows: the database's, or while it holds none, this environment's. */
@@ -13,16 +11,14 @@ export function sunsetPolicy({ admin, config }: OperationContext): Promise<Sunse
   return admin.sunset.policy(configuredSunsetPolicy(config));
 }
 
+/** undefined: unchanged; a null guide removes it. */
 export interface SunsetRequest {
   readonly at: string | undefined;
-  /** undefined: unchanged. */
   readonly enforce: boolean | undefined;
-  /** A URL, null to remove it, undefined: unchanged. */
   readonly guide: string | null | undefined;
 }
 
-/** A change of the sunset policy; at least one thing must change. */
-export function sunsetChangeOf(request: SunsetRequest): SunsetPolicyChange {
+function sunsetChangeOf(request: SunsetRequest): SunsetPolicyChange {
   const problem = typeof request.guide === 'string' ? guideUrlProblem(request.guide) : undefined;
   if (problem !== undefined) throw refuse('GUIDE_INVALID', 'guide', problem, 'https://developers.example.com/migrate');
   const change: SunsetPolicyChange = {
@@ -34,10 +30,7 @@ export function sunsetChangeOf(request: SunsetRequest): SunsetPolicyChange {
   return change;
 }
 
-/**
- * A sunset moved into the past is how an admin retires keys at once, so it is taken, with a word
- * on what it does.
- */
+/** A sunset moved into the past is how an admin retires keys at once: taken, with a word on what it does. */
 export async function setSunsetPolicy(context: OperationContext, request: SunsetRequest): Promise<Changed<SunsetPolicySummary>> {
   const change = sunsetChangeOf(request);
   const { policy } = await context.admin.sunset.setPolicy(change, configuredSunsetPolicy(context.config));
@@ -52,13 +45,12 @@ export async function setSunsetPolicy(context: OperationContext, request: Sunset
 export interface BrownoutRequest {
   readonly from: string | undefined;
   readonly until: string | undefined;
-  /** The site ids; undefined (never an empty list) for every site. */
+  /** undefined (never an empty list) for every site. */
   readonly sites: readonly string[] | undefined;
   readonly note: string | undefined;
   readonly dryRun: boolean;
 }
 
-/** A brownout: from now or a date, until a later date in the future, for site ids or every site. */
 export async function addBrownout({ admin, now }: OperationContext, request: BrownoutRequest): Promise<BrownoutSummary> {
   const tomorrow = new Date(now + 24 * HOUR_MS).toISOString().slice(0, 10);
   if (request.from === undefined) throw refuse('DATE_MISSING', 'from', 'is needed: now, or a date', `now or ${tomorrow}T14:00:00Z`);

@@ -4,20 +4,15 @@ import { ClientOnboarding } from '../token/client-onboarding.js';
 import { clientIdOf, MAX_NOTE, refuse, siteIdOf, textOf } from './fields.js';
 import type { OperationContext } from './operation-context.js';
 
-/** The OAuth clients whose access tokens authenticate as a site: registered by id, or created at the issuer. */
-
 export const MAX_PARTNER_JWKS_BYTES = 64 * 1024;
 const MAX_PARTNER_KEYS = 10;
 // RFC 7517 §9.3, RFC 7518 §6: the members that make a JWK private (and `k`, a shared secret).
 const PRIVATE_KEY_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 const PARTNER_KEY_TYPES = ['RSA', 'EC', 'OKP'];
 
-/**
- * The partner's public keys for private_key_jwt, as a JWKS (RFC 7517 §5) in JSON: public signing keys
- * only. A private member means the partner sent the key they sign with; it is refused, never stored or sent on.
- */
-export function partnerJwksOf(text: string, field = 'jwks'): { readonly keys: Array<Record<string, unknown>> } {
-  const refused = (problem: string, example?: string) => refuse('JWKS_INVALID', field, problem, example);
+/** Public signing keys only: a private member means the partner sent their signing key, never stored or sent on. */
+export function partnerJwksOf(text: string): { readonly keys: Array<Record<string, unknown>> } {
+  const refused = (problem: string, example?: string) => refuse('JWKS_INVALID', 'jwks', problem, example);
   if (Buffer.byteLength(text) > MAX_PARTNER_JWKS_BYTES) throw refused(`is larger than ${MAX_PARTNER_JWKS_BYTES / 1024} KiB; a JWKS of public keys is a few KiB`);
   let parsed: unknown;
   try {
@@ -33,7 +28,7 @@ export function partnerJwksOf(text: string, field = 'jwks'): { readonly keys: Ar
     if (secret !== undefined) {
       throw refuse(
         'JWKS_PRIVATE_KEY',
-        field,
+        'jwks',
         `key ${index + 1} is private (it has "${secret}"): ask the partner for their public keys only; the private key never leaves them, and this one should be replaced`,
       );
     }
@@ -45,11 +40,10 @@ export function partnerJwksOf(text: string, field = 'jwks'): { readonly keys: Ar
   return { keys: keys as Array<Record<string, unknown>> };
 }
 
-/** Where the partner publishes its public keys: https, or http on loopback (trying it out). */
-export function partnerJwksUriOf(text: string, field = 'jwksUri'): string {
+export function partnerJwksUriOf(text: string): string {
   const parsed = isSecureOrLoopbackUrl(text) ? new URL(text) : undefined;
   if (parsed === undefined || text.length > 2048 || parsed.username !== '' || parsed.password !== '') {
-    throw refuse('JWKS_URI_INVALID', field, `${JSON.stringify(text.slice(0, 100))} is not the URL of the partner's key set: expected https://… (http:// only on loopback)`, 'https://partner.example/.well-known/jwks.json');
+    throw refuse('JWKS_URI_INVALID', 'jwksUri', `${JSON.stringify(text.slice(0, 100))} is not the URL of the partner's key set: expected https://… (http:// only on loopback)`, 'https://partner.example/.well-known/jwks.json');
   }
   return parsed.href;
 }
@@ -64,7 +58,7 @@ export async function addTokenClient({ admin }: OperationContext, request: { sit
 export interface CreateClientRequest {
   readonly siteId: string | undefined;
   readonly note: string | undefined;
-  /** The partner's JWKS as JSON text, from a body or a file. */
+  /** JSON text, from a body or a file. */
   readonly jwks: string | undefined;
   readonly jwksUri: string | undefined;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { UsageError } from '../../src/cli/arguments.js';
-import type { CommandLine } from '../../src/cli/commands.js';
+import type { CommandLine } from '../../src/cli/command.js';
 import { bodyFromAuthorization, headerOption, requestFromOptions } from '../../src/cli/request-options.js';
 import type { CheckRequestMessage } from '../../src/envoy/messages.js';
 import { viewCheckRequest } from '../../src/envoy/request-view.js';

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { actorWords, auditSentence } from '../../src/operations/audit-sentences.js';
-import { instantWords } from '../../src/operations/time-words.js';
+import { actorWords, auditSentence, instantWords } from '../../src/operations/audit-sentences.js';
 import type { AuditEntry } from '../../src/store/audit-log.js';
 
 const AT = '2026-11-29T10:14:07.000Z';
