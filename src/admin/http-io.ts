@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './api-error.js';
 
 /** On every answer of the admin port: nothing is cached, nothing is sniffed, nothing is framed. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
@@ -42,11 +42,7 @@ function hasBody(request: IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined || (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
 }
 
-/**
- * The request's JSON body, read up to `maxBytes` (413 beyond, before reading when Content-Length says
- * so); undefined when there is none. A body must be application/json (415), UTF-8 and JSON (400,
- * naming the problem).
- */
+/** The request's JSON body, or undefined when there is none. */
 export async function readJsonBody(request: IncomingMessage, maxBytes: number): Promise<unknown> {
   if (!hasBody(request)) return undefined;
   const type = request.headers['content-type'];

@@ -2,7 +2,7 @@ import { countOf, instantOf, refuse, siteIdOf } from '../operations/fields.js';
 import type { SiteId } from '../decision/types.js';
 import { BROWNOUT_IMPACT, SITE_IMPACT } from './api-schemas.js';
 import type { AdminRoute, RouteRequest } from './route-table.js';
-import { SITE_PARAM, siteId } from './site-routes.js';
+import { siteId } from './site-routes.js';
 
 /**
  * The numbers a confirmation names before a change refuses someone: the console asks them before it
@@ -11,7 +11,7 @@ import { SITE_PARAM, siteId } from './site-routes.js';
  */
 
 const DAY_MS = 86_400_000;
-export const IMPACT_DEFAULT_DAYS = 30;
+const IMPACT_DEFAULT_DAYS = 30;
 const IMPACT_MAX_DAYS = 90;
 const MAX_LISTED_SITES = 10_000;
 
@@ -44,7 +44,6 @@ export const IMPACT_ROUTES: readonly AdminRoute[] = [
     role: 'viewer',
     summary: "the site's requests in the last days by method, its addresses, active keys and token clients: what disabling it or a change of its credentials would refuse",
     response: SITE_IMPACT,
-    params: SITE_PARAM,
     query: daysQuery,
     handle: async (request) => {
       const { days, since } = windowOf(request);

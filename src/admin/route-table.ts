@@ -1,30 +1,23 @@
 import type { Config } from '../config.js';
+import type { Changed } from '../operations/operation-context.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
-import { ApiError, INVALID_REQUEST } from './api-error.js';
+import { ApiError } from './api-error.js';
 import type { AdminPrincipal, AdminRole } from './principal.js';
 
-/**
- * What a route is, declared once: the dispatcher (admin-server.ts) and the OpenAPI document
- * (openapi.ts) are both read from the table, so that neither can say what the other does not do.
- */
+/** A route declared once: the dispatcher (admin-server.ts) and the OpenAPI document (openapi.ts) read the table. */
 
 interface SchemaCommon {
   readonly description?: string;
-  /** null is a value too (JSON Schema's type [t, "null"]). */
   readonly nullable?: boolean;
 }
 
-/**
- * The part of JSON Schema (2020-12, as OpenAPI 3.1 takes it) the routes use, for bodies and answers;
- * openapi.ts writes it out, and checkValue holds values to it.
- */
+/** The part of JSON Schema 2020-12 (as OpenAPI 3.1 takes it) that bodies and answers use. */
 export type Schema =
   | (SchemaCommon & { readonly type: 'string'; readonly enum?: readonly string[]; readonly format?: 'date-time' | 'uri'; readonly maxLength?: number; readonly example?: string })
   | (SchemaCommon & { readonly type: 'boolean' })
   | (SchemaCommon & { readonly type: 'integer' | 'number'; readonly minimum?: number; readonly maximum?: number })
   | (SchemaCommon & { readonly type: 'array'; readonly items: Schema; readonly maxItems?: number })
   | ObjectSchema
-  /** Any JSON value: the details of an audit entry, as each change recorded them. */
   | (SchemaCommon & { readonly type: 'any' });
 
 export interface ObjectSchema extends SchemaCommon {
@@ -39,88 +32,79 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 export const PAGE_LIMIT_DEFAULT = 100;
 export const PAGE_LIMIT_MAX = 1_000;
 
-export interface Page {
+interface Page {
   readonly limit: number;
-  /** Where the previous page ended (opaque to clients), or undefined for the first page. */
+  /** Where the previous page ended (opaque to clients); undefined for the first page. */
   readonly cursor: string | undefined;
 }
 
-export interface Paginated<T> {
-  readonly items: readonly T[];
-  readonly next: string | null;
-}
-
-/** What a handler is given. */
 export interface RouteRequest {
   /** Undefined on the public routes only. */
   readonly principal: AdminPrincipal | undefined;
   readonly params: Readonly<Record<string, string>>;
   readonly query: URLSearchParams;
-  /** The body as the route's schema checked it ({} when the route takes none). */
+  /** As the route's schema checked it ({} when the route takes none). */
   readonly body: Readonly<Record<string, unknown>>;
   readonly page: Page;
-  /** The store, acting as the person: every change is audited with them as actor. */
+  /** The store acting as the person: every change is audited with them as actor. */
   readonly admin: CredentialAdmin;
   readonly config: Config;
-  /** Epoch ms when the request arrived. */
   readonly now: number;
 }
 
 export interface AdminRoute {
   readonly method: HttpMethod;
-  /** e.g. /api/v1/sites/{siteId}/keys; each {name} is one path segment, URL-decoded. */
+  /** Each {name} is one path segment, URL-decoded. */
   readonly path: string;
   readonly role: AdminRole | 'public';
   readonly summary: string;
+  /** Descriptions of path parameters, where openapi.ts's common ones do not say enough. */
   readonly params?: Readonly<Record<string, string>>;
   readonly query?: Readonly<Record<string, { readonly description: string; readonly schema: Schema }>>;
   readonly body?: ObjectSchema;
-  /** 200 unless said (201 for what a POST creates). */
   readonly status?: 200 | 201;
-  /** What a success answers (for a paginated route: each item); tests hold every answer to it. */
+  /** What a success answers (a paginated route: each item); tests hold every answer to it. */
   readonly response: Schema;
   readonly paginated?: boolean;
-  /** A paginated route's answer beside items and next: fields that concern the whole list, each optional. */
+  /** A paginated route's optional fields beside items and next. */
   readonly envelope?: Readonly<Record<string, Schema>>;
   handle(request: RouteRequest): Promise<unknown>;
 }
 
-export interface RouteMatch {
-  readonly route: AdminRoute;
-  readonly params: Record<string, string>;
-}
+const invalid = (message: string, field: string | undefined) => new ApiError(400, 'INVALID_REQUEST', message, {}, undefined, field);
 
-function segmentsOf(path: string): string[] {
-  return path.split('/').slice(1);
+/** The path's parameters, URL-decoded, when it fits the route's pattern. */
+function paramsOf(pattern: readonly string[], given: readonly string[]): Record<string, string> | undefined {
+  if (pattern.length !== given.length) return undefined;
+  const params: Record<string, string> = {};
+  for (const [index, part] of pattern.entries()) {
+    const segment = given[index] ?? '';
+    const name = /^\{(\w+)\}$/.exec(part)?.[1];
+    if (name === undefined) {
+      if (part !== segment) return undefined;
+      continue;
+    }
+    try {
+      params[name] = decodeURIComponent(segment);
+    } catch {
+      throw invalid(`the path segment ${JSON.stringify(segment.slice(0, 64))} is not valid percent-encoding`, undefined);
+    }
+    if (params[name] === '') return undefined;
+  }
+  return params;
 }
 
 /** The route for a method and a raw path; `allowed` lists the methods the path has when none matches. */
-export function matchRoute(routes: readonly AdminRoute[], method: string, rawPath: string): { readonly match?: RouteMatch; readonly allowed: HttpMethod[] } {
-  const given = segmentsOf(rawPath);
+export function matchRoute(
+  routes: readonly AdminRoute[],
+  method: string,
+  rawPath: string,
+): { readonly match?: { readonly route: AdminRoute; readonly params: Record<string, string> }; readonly allowed: HttpMethod[] } {
+  const given = rawPath.split('/').slice(1);
   const allowed: HttpMethod[] = [];
   for (const route of routes) {
-    const pattern = segmentsOf(route.path);
-    if (pattern.length !== given.length) continue;
-    const params: Record<string, string> = {};
-    let fits = true;
-    for (const [index, part] of pattern.entries()) {
-      const segment = given[index] ?? '';
-      const name = /^\{(\w+)\}$/.exec(part)?.[1];
-      if (name === undefined) {
-        if (part !== segment) fits = false;
-      } else {
-        let decoded: string;
-        try {
-          decoded = decodeURIComponent(segment);
-        } catch {
-          throw new ApiError(400, INVALID_REQUEST, `the path segment ${JSON.stringify(segment.slice(0, 64))} is not valid percent-encoding`);
-        }
-        if (decoded === '') fits = false;
-        params[name] = decoded;
-      }
-      if (!fits) break;
-    }
-    if (!fits) continue;
+    const params = paramsOf(route.path.split('/').slice(1), given);
+    if (params === undefined) continue;
     if (route.method === method || (method === 'HEAD' && route.method === 'GET')) return { match: { route, params }, allowed };
     allowed.push(route.method);
   }
@@ -130,8 +114,6 @@ export function matchRoute(routes: readonly AdminRoute[], method: string, rawPat
 function typeName(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
-
-const invalid = (message: string, field: string | undefined) => new ApiError(400, INVALID_REQUEST, message, {}, undefined, field);
 
 /** `field`: the body's field the value is (in), named in the answer. */
 function check(value: unknown, schema: Schema, where: string, field?: string): void {
@@ -181,7 +163,7 @@ function checkObject(value: unknown, schema: ObjectSchema, where: string, field?
   for (const [name, value] of Object.entries(fields)) check(value, schema.properties[name] as Schema, `the field "${name}"`, field ?? name);
 }
 
-/** What is wrong with a value against a schema (an answer against its route's), or undefined. */
+/** What is wrong with a value against a schema, or undefined. */
 export function schemaProblem(value: unknown, schema: Schema, where = 'the answer'): string | undefined {
   try {
     check(value, schema, where);
@@ -197,7 +179,6 @@ export function record(properties: Readonly<Record<string, Schema>>, description
   return { type: 'object', properties, required: Object.keys(properties), ...(description === undefined ? {} : { description }) };
 }
 
-/** The body as the route declares it: an object of its fields (none for a route without a body schema). */
 export function checkedBody(route: AdminRoute, body: unknown): Record<string, unknown> {
   const schema: ObjectSchema = route.body ?? { type: 'object', properties: {} };
   // No body at all is an empty one; a body of JSON null is refused like any other that is no object.
@@ -234,11 +215,14 @@ export function answerSchema(route: AdminRoute): Schema {
   return { type: 'object', properties: { items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true }, ...route.envelope }, required: ['items', 'next'] };
 }
 
-/**
- * A page of a list the store returns whole and in a stable order: the cursor is the position where
- * the page ended. A change between pages can move an item across the cut, as with any offset.
- */
-export function paginate<T>(items: readonly T[], page: Page): Paginated<T> {
+/** An operation's result with the warnings it gave, as one answer. */
+export async function warned<T>(change: Promise<Changed<T>>): Promise<T & { readonly warnings: readonly string[] }> {
+  const { result, warnings } = await change;
+  return { ...result, warnings };
+}
+
+/** A page of a list the store returns whole in a stable order: the cursor is the offset where the page ended. */
+export function paginate<T>(items: readonly T[], page: Page): { readonly items: readonly T[]; readonly next: string | null } {
   let start = 0;
   if (page.cursor !== undefined) {
     const offset = CURSOR.exec(Buffer.from(page.cursor, 'base64url').toString('latin1'))?.[1];

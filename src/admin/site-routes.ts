@@ -6,15 +6,13 @@ import type { SiteId } from '../decision/types.js';
 import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
 import { ALLOWED, ALLOWLIST_ENTRY, GRACE, IMPORTED_KEY, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, ROLLED_KEY, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
 import { ADMIN_ROLES } from './principal.js';
-import { paginate, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
+import { paginate, warned, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
 
 /** The `me`, sites, allowlist and keys routes: what an account manager does for a partner. */
 
-export const SITE_PARAM = { siteId: 'the site id, e.g. 1001' } as const;
 export const note: Schema = { type: 'string', maxLength: 4 * MAX_NOTE, description: `at most ${MAX_NOTE} characters, no control characters; a UUID in it is masked` };
 const expires: Schema = { type: 'string', description: 'when the key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default never', example: '2027-01-31' };
 
-/** A site as the API shows it: the CLI's summary with its method, grace and token cut-off. */
 function siteView(site: SiteSummary, access: SiteAccess | undefined) {
   return {
     id: site.siteId,
@@ -86,7 +84,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'viewer',
     summary: 'a site with its allowlist, token clients, grace and method (keys: GET …/keys)',
     response: SITE_DETAIL,
-    params: SITE_PARAM,
     handle: async (request) => {
       const { admin } = request;
       const id = siteId(request);
@@ -102,8 +99,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
       role: 'account-manager',
       summary: verb === 'disable' ? "refuse the site's requests (101); its keys and allowlist are kept" : "accept the site's requests again",
       response: SITE_CHANGE,
-      params: SITE_PARAM,
-      handle: async (request) => {
+        handle: async (request) => {
         const { result, warnings } = await setSiteEnabled(request, { siteId: request.params['siteId'], enabled: verb === 'enable' });
         return { ...(await siteOf(request.admin, result.site.siteId)), changed: result.changed, warnings };
       },
@@ -115,7 +111,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'which methods the site accepts: both (API keys and tokens) or tokens only (its keys get 105)',
     response: TOKEN_POLICY_CHANGE,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { method: { type: 'string', description: 'both or tokens' } }, required: ['method'] },
     handle: async (request) => {
       const { policy, changed } = await setAuthMethod(request, { siteId: request.params['siteId'], method: text(request, 'method') });
@@ -128,7 +123,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'let the site keep its API keys through brownouts and the sunset until a date',
     response: GRACE,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { until: { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone', example: '2027-03-31' } }, required: ['until'] },
     handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: text(request, 'until') ?? '' }),
   },
@@ -138,7 +132,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'take the grace back: the site follows brownouts and the sunset again',
     response: GRACE,
-    params: SITE_PARAM,
     handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: null }),
   },
   {
@@ -147,7 +140,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'refuse every token of the site issued before now',
     response: TOKEN_POLICY,
-    params: SITE_PARAM,
     handle: async (request) => revokeTokens(request, { siteId: request.params['siteId'] }),
   },
   {
@@ -156,7 +148,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'viewer',
     summary: "the site's allowlist",
     response: ALLOWLIST_ENTRY,
-    params: SITE_PARAM,
     paginated: true,
     handle: async (request) => paginate(await request.admin.listNetworks(siteId(request)), request.page),
   },
@@ -166,7 +157,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
     response: ALLOWED,
-    params: SITE_PARAM,
     body: {
       type: 'object',
       properties: {
@@ -177,12 +167,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
     status: 201,
     handle: async (request) => {
-      const { result, warnings } = await allowNetworks(request, {
-        siteId: request.params['siteId'],
-        entries: request.body['entries'] as string[],
-        allowAnyAddress: request.body['allowAnyAddress'] === true,
-      });
-      return { ...result, warnings };
+      const { entries, allowAnyAddress } = request.body;
+      return warned(allowNetworks(request, { siteId: request.params['siteId'], entries: entries as string[], allowAnyAddress: allowAnyAddress === true }));
     },
   },
   {
@@ -191,11 +177,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: "remove an entry from the site's allowlist (URL-encoded, e.g. 203.0.113.0%2F24)",
     response: REMOVED,
-    params: { ...SITE_PARAM, entry: 'the address or network, URL-encoded' },
-    handle: async (request) => {
-      const { result, warnings } = await revokeNetworks(request, { siteId: request.params['siteId'], entries: [request.params['entry'] ?? ''], field: 'entry' });
-      return { ...result, warnings };
-    },
+    params: { entry: 'the address or network, URL-encoded' },
+    handle: async (request) => warned(revokeNetworks(request, { siteId: request.params['siteId'], entries: [request.params['entry'] ?? ''], field: 'entry' })),
   },
   {
     method: 'GET',
@@ -203,7 +186,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'the keys of a site, masked, with their state and last use (as `key list`)',
     response: KEY,
-    params: SITE_PARAM,
     paginated: true,
     handle: async (request) => paginate(await request.admin.listKeys(siteId(request)), request.page),
   },
@@ -213,7 +195,6 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'issue a key: the answer holds it in `key`, the only time it is shown',
     response: ISSUED_KEY,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { note, expires } },
     status: 201,
     handle: async (request) => {
@@ -228,13 +209,10 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'register a key the partner already has; the answer shows it masked',
     response: IMPORTED_KEY,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { key: { type: 'string', maxLength: 100, description: 'the key, a UUID' }, note, expires }, required: ['key'] },
     status: 201,
-    handle: async (request) => {
-      const { result, warnings } = await importKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note'), key: String(request.body['key']) });
-      return { ...result, warnings };
-    },
+    handle: async (request) =>
+      warned(importKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note'), key: String(request.body['key']) })),
   },
   {
     method: 'POST',
@@ -242,7 +220,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: `issue a new key (in \`key\`, the only time it is shown) and give the old one an end, by default ${ROLL_OVERLAP_DAYS} days from now`,
     response: ROLLED_KEY,
-    params: { ...SITE_PARAM, keyId: 'the active key to replace, as GET …/keys shows it' },
+    params: { keyId: 'the active key to replace, as GET …/keys shows it' },
     body: {
       type: 'object',
       properties: {
@@ -270,7 +248,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'revoke a key; every replica refuses it within a second',
     response: KEY_CHANGE,
-    params: { ...SITE_PARAM, keyId: 'the key id, as GET …/keys shows it' },
+    params: { keyId: 'the key id, as GET …/keys shows it' },
     handle: async (request) => {
       const { key, changed } = await revokeKey(request, { siteId: request.params['siteId'], keyId: request.params['keyId'] });
       return { ...key, changed };

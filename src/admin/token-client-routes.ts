@@ -1,7 +1,7 @@
 import { siteIdOf } from '../operations/fields.js';
 import { addTokenClient, createTokenClient, removeTokenClient, rotateTokenClientSecret } from '../operations/token-client-operations.js';
 import { HANDOVER, TOKEN_CLIENT, TOKEN_CLIENT_REMOVED } from './api-schemas.js';
-import { note, SITE_PARAM, text } from './site-routes.js';
+import { note, text } from './site-routes.js';
 import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
 
 /**
@@ -9,7 +9,6 @@ import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
  * at the issuer (dynamic client registration), through the operations the CLI calls too.
  */
 
-const CLIENT_PARAM = { clientId: 'the OAuth client id, URL-encoded' } as const;
 const clientId = (request: RouteRequest): string | undefined => request.params['clientId'];
 
 export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
@@ -32,7 +31,6 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: "register an OAuth client: its access tokens authenticate as the site",
     response: TOKEN_CLIENT,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { clientId: { type: 'string', maxLength: 1_000 }, note }, required: ['clientId'] },
     status: 201,
     handle: async (request) => addTokenClient(request, { siteId: request.params['siteId'], clientId: text(request, 'clientId'), note: text(request, 'note') }),
@@ -43,7 +41,6 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: "create the partner's client at the issuer (dynamic client registration) and register it for the site; answers the hand-over, its secret once",
     response: HANDOVER,
-    params: SITE_PARAM,
     body: {
       type: 'object',
       properties: {
@@ -70,7 +67,6 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'a new secret at the issuer for a client created here, answered once; the old one stops working',
     response: HANDOVER,
-    params: CLIENT_PARAM,
     handle: async (request) => (await rotateTokenClientSecret(request, { clientId: clientId(request) })).handover,
   },
   {
@@ -79,7 +75,6 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     role: 'account-manager',
     summary: 'unregister a client: its tokens are refused (107) from now on; one created here is deleted at the issuer first',
     response: TOKEN_CLIENT_REMOVED,
-    params: CLIENT_PARAM,
     query: { localOnly: { description: 'true: remove it here only, leaving it at the issuer (unreachable, or deleted there already)', schema: { type: 'string', enum: ['true', 'false'] } } },
     handle: async (request) => {
       const localOnly = request.query.get('localOnly') === 'true';

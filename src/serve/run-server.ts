@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { adminConsole } from '../admin/console/console-factory.js';
-import { startAdmin } from '../admin/start-admin.js';
+import { startAdmin } from '../admin/admin-server.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../observe/logger.js';
 import { startCheckService } from './check-service.js';

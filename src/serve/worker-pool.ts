@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { Socket, type Server as TcpServer } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { adminConsole } from '../admin/console/console-factory.js';
-import { startAdmin } from '../admin/start-admin.js';
+import { startAdmin } from '../admin/admin-server.js';
 import type { Config } from '../config.js';
 import { boundAddress, GRPC_LIMITS, listenForGrpc, processConnectionCap } from '../envoy/grpc-server.js';
 import type { MetricsExposition, Readiness } from '../observe/http-endpoints.js';

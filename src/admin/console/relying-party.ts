@@ -2,15 +2,12 @@ import * as oidc from 'openid-client';
 import type { SessionTokens } from './session-store.js';
 import type { PendingSignIn } from './sign-in-cookie.js';
 
-export interface RelyingPartyOptions {
-  /** ADMIN_ISSUER: its discovery document gives the endpoints. */
+interface RelyingPartyOptions {
   readonly issuer: URL;
   readonly clientId: string;
   /** Absent: a public client, protected by PKCE alone. */
   readonly clientSecret: string | undefined;
-  /** `${ADMIN_PUBLIC_URL}/auth/callback`, as registered at the provider. */
   readonly redirectUri: string;
-  /** `${ADMIN_PUBLIC_URL}/auth/signed-out`, where the provider sends the browser after signing out. */
   readonly postLogoutRedirectUri: string;
   /** ADMIN_AUDIENCE, asked for as the resource indicator so the access token is meant for the admin API. */
   readonly audience: string;
@@ -20,9 +17,8 @@ export interface RelyingPartyOptions {
 const SCOPE = 'openid email profile';
 
 /**
- * The console as an OpenID Connect relying party (openid-client): authorization code with PKCE S256,
- * state and nonce; the ID token validated by the library. The provider's metadata is discovered on
- * first use and again after a failure, so a provider that is down at start does not stop the API.
+ * Authorization code with PKCE S256, state and nonce (openid-client). The provider's metadata is discovered
+ * on first use and again after a failure, so a provider that is down at start does not stop the API.
  */
 export class RelyingParty {
   private configuration: Promise<oidc.Configuration> | undefined;
@@ -33,7 +29,7 @@ export class RelyingParty {
     if (this.configuration === undefined) {
       const { issuer, clientId, clientSecret, timeoutSeconds } = this.options;
       const authentication = clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(clientSecret);
-      // ADMIN_ISSUER is https, or http on a loopback address only (checked by loadConfig).
+      // http on a loopback address only (loadConfig).
       const insecure = issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [];
       const discovering = oidc.discovery(issuer, clientId, clientSecret, authentication, { execute: insecure, timeout: timeoutSeconds });
       discovering.catch(() => (this.configuration = undefined));
@@ -42,7 +38,6 @@ export class RelyingParty {
     return this.configuration;
   }
 
-  /** Where to send the browser, and what the callback must find to accept the answer. */
   async startSignIn(returnTo: string): Promise<{ readonly url: URL; readonly pending: PendingSignIn }> {
     const configuration = await this.discovered();
     const pending: PendingSignIn = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier(), returnTo };
@@ -59,7 +54,7 @@ export class RelyingParty {
     return { url, pending };
   }
 
-  /** The provider's answer at the callback URL → the person's tokens; throws on any mismatch. */
+  /** Throws on any mismatch. */
   async finishSignIn(callbackUrl: URL, pending: PendingSignIn): Promise<SessionTokens & { readonly subject: string }> {
     const configuration = await this.discovered();
     const tokens = await oidc.authorizationCodeGrant(
@@ -79,7 +74,6 @@ export class RelyingParty {
     return { accessToken: tokens.access_token, refreshToken: tokens.refresh_token, idToken: tokens.id_token };
   }
 
-  /** The provider's end_session URL, or undefined when it has none. */
   async signOutUrl(idToken: string | undefined): Promise<URL | undefined> {
     const configuration = await this.discovered();
     if (configuration.serverMetadata().end_session_endpoint === undefined) return undefined;
