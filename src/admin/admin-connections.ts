@@ -2,10 +2,7 @@ import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ConnectionRoster, connectionSource, type RosterConnection, type RosterLimits } from '../common/connection-roster.js';
 
-/**
- * node:http reads the socket itself, so what the client sent is told by the socket's byte count and
- * the server's request events: a request being answered, bytes since its last answer (a request coming), or nothing.
- */
+/** node:http reads the socket itself: the byte count and the request events tell what the client sent. */
 class AdminConnection implements RosterConnection {
   private readonly openedAt = performance.now();
   private answering = 0;
@@ -48,8 +45,8 @@ class AdminConnection implements RosterConnection {
   }
 }
 
-/** The operator port's roster (connection-roster.ts) for the admin port; Node's headers time-out still cuts slow requests. */
-export function holdAdminConnections(server: Server, limits: RosterLimits & { readonly newConnectionGraceMs: number }): void {
+/** The operator port's roster (connection-roster.ts); Node's headers time-out still cuts slow requests. */
+export function holdAdminConnections(server: Server, limits: RosterLimits & { readonly newConnectionGraceMs: number }) {
   const roster = new ConnectionRoster<AdminConnection>(limits);
   const bySocket = new WeakMap<Socket, AdminConnection>();
   // Runs after node:http's own listener has taken the socket; a socket refused here is closed before it is read.

@@ -17,7 +17,6 @@ import { SubjectRateLimit } from './subject-rate-limit.js';
 
 /** Limits of the admin port (docs/admin-api.md, "Admin API"). Its clients are people and their console. */
 export const ADMIN_LIMITS = Object.freeze({
-  /** Beyond, 413 (before reading, when Content-Length says so). */
   maxBodyBytes: 64 * 1024,
   /** Request line and headers (a JWT is a few kB). */
   maxHeaderBytes: 16 * 1024,
@@ -31,10 +30,9 @@ export const ADMIN_LIMITS = Object.freeze({
   /** At the caps a newcomer replaces a connection without a request being answered (admin-connections.ts). */
   maxConnections: 256,
   maxConnectionsWithNewcomers: 384,
-  /** Per IPv4 address or IPv6 /64. */
   maxConnectionsPerSource: 128,
   newConnectionGraceMs: 1_000,
-  /** Per person; beyond, 429 with Retry-After. */
+  /** Per person. */
   rateBurst: 60,
   ratePerSecond: 10,
 });
@@ -73,9 +71,8 @@ function challenge(outcome?: Extract<AuthOutcome, { ok: false }>): string {
 const NOT_FOUND = (path: string) => new ApiError(404, 'NOT_FOUND', `nothing at ${JSON.stringify(path.slice(0, 200))}; the routes are listed in /api/v1/openapi.json`);
 
 /**
- * The admin port when ADMIN_ISSUER is set, in the primary process: the issuer's keys (fetched in the
- * background: until they are, tokens get 401), a small pool of its own, the console when there is one,
- * and the server: the JSON API under /api/ dispatched on the route table, the console everywhere else.
+ * The admin port, in the primary process: the issuer's keys (until fetched, tokens get 401), a pool of its
+ * own, the console if any, and the server: the JSON API under /api/, the console everywhere else.
  */
 export async function startAdmin(
   config: Config,
@@ -121,7 +118,7 @@ export async function startAdmin(
   };
 }
 
-/** Authenticators are tried in order (the Bearer header, then the console's session); the first that answers decides. */
+/** Authenticators are tried in order (Bearer header, then the console's session); the first to answer decides. */
 async function listen(
   config: Config,
   port: number,

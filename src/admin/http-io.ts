@@ -9,10 +9,6 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'x-frame-options': 'DENY',
 };
 
-/** The API's answers are data, never a page: a browser that opens one runs nothing from it. */
-const API_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-};
 
 export function setSecurityHeaders(response: ServerResponse): void {
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
@@ -22,7 +18,8 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   const text = JSON.stringify(body ?? null);
   setSecurityHeaders(response);
   response.writeHead(status, {
-    ...API_HEADERS,
+    // The API's answers are data, never a page: a browser that opens one runs nothing from it.
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
     ...headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),

@@ -6,7 +6,6 @@ export type AdminRole = 'viewer' | 'account-manager' | 'admin';
 /** Lowest first: admin ⊇ account-manager ⊇ viewer. */
 export const ADMIN_ROLES: readonly AdminRole[] = ['viewer', 'account-manager', 'admin'];
 
-/** The person behind a request, as the organisation's provider vouches for them. */
 export interface AdminPrincipal {
   readonly subject: string;
   /** Only an address the provider verified (email_verified: true): anyone can write an unverified one. */
@@ -36,7 +35,7 @@ export function hasRole(principal: AdminPrincipal, needed: AdminRole): boolean {
   return ADMIN_ROLES.some((role, index) => index >= rank && principal.roles.has(role));
 }
 
-/** The roles a claim value names, ignoring the ones that are not ours (a provider sends many). */
+/** Ignoring the roles that are not ours (a provider sends many). */
 export function rolesOf(claim: unknown): ReadonlySet<AdminRole> {
   const values = Array.isArray(claim) ? claim : typeof claim === 'string' ? claim.split(' ') : [];
   return new Set(ADMIN_ROLES.filter((role) => values.includes(role)));
@@ -46,7 +45,6 @@ export function auditActor(principal: AdminPrincipal): AuditActor {
   return { kind: 'admin-token', subject: principal.subject, ...(principal.email === undefined ? {} : { email: principal.email }) };
 }
 
-/** What a refused person is told of their roles. */
 export function rolesHeld(principal: AdminPrincipal): string {
   if (principal.rolesClaimMissing !== undefined) {
     return `your token carries no ${principal.rolesClaimMissing} claim (ADMIN_ROLES_CLAIM), so it has no role: the provider must put viewer, account-manager or admin in it`;

@@ -73,7 +73,6 @@ export interface AdminRoute {
 
 const invalid = (message: string, field: string | undefined) => new ApiError(400, 'INVALID_REQUEST', message, {}, undefined, field);
 
-/** The path's parameters, URL-decoded, when it fits the route's pattern. */
 function paramsOf(pattern: readonly string[], given: readonly string[]): Record<string, string> | undefined {
   if (pattern.length !== given.length) return undefined;
   const params: Record<string, string> = {};
@@ -115,35 +114,29 @@ function typeName(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
+const TYPES: Record<Exclude<Schema['type'], 'object' | 'any'>, readonly [(value: unknown) => boolean, string]> = {
+  number: [(value) => typeof value === 'number' && Number.isFinite(value), 'a number'],
+  string: [(value) => typeof value === 'string', 'a string'],
+  boolean: [(value) => typeof value === 'boolean', 'true or false'],
+  integer: [Number.isSafeInteger, 'a whole number'],
+  array: [Array.isArray, 'an array'],
+};
+
 /** `field`: the body's field the value is (in), named in the answer. */
 function check(value: unknown, schema: Schema, where: string, field?: string): void {
-  const expected = (what: string) => invalid(`${where} must be ${what}${schema.nullable === true ? ' or null' : ''}, not ${typeName(value)}`, field);
-  if (value === null && schema.nullable === true) return;
-  switch (schema.type) {
-    case 'any':
-      return;
-    case 'number':
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw expected('a number');
-      return;
-    case 'string':
-      if (typeof value !== 'string') throw expected('a string');
-      if (schema.maxLength !== undefined && value.length > schema.maxLength) throw invalid(`${where} is longer than ${schema.maxLength} characters`, field);
-      if (schema.enum !== undefined && !schema.enum.includes(value)) throw invalid(`${where} must be one of ${schema.enum.join(', ')}, not ${JSON.stringify(value.slice(0, 64))}`, field);
-      return;
-    case 'boolean':
-      if (typeof value !== 'boolean') throw expected('true or false');
-      return;
-    case 'integer':
-      if (!Number.isSafeInteger(value)) throw expected('a whole number');
-      return;
-    case 'array':
-      if (!Array.isArray(value)) throw expected('an array');
-      if (schema.maxItems !== undefined && value.length > schema.maxItems) throw invalid(`${where} has ${value.length} items; send at most ${schema.maxItems}`, field);
-      value.forEach((item, index) => check(item, schema.items, `${where}[${index}]`, field));
-      return;
-    case 'object':
-      checkObject(value, schema, where, field);
-      return;
+  if ((value === null && schema.nullable === true) || schema.type === 'any') return;
+  if (schema.type === 'object') return checkObject(value, schema, where, field);
+  const [fits, what] = TYPES[schema.type];
+  if (!fits(value)) throw invalid(`${where} must be ${what}${schema.nullable === true ? ' or null' : ''}, not ${typeName(value)}`, field);
+  if (schema.type === 'string') {
+    const text = value as string;
+    if (schema.maxLength !== undefined && text.length > schema.maxLength) throw invalid(`${where} is longer than ${schema.maxLength} characters`, field);
+    if (schema.enum !== undefined && !schema.enum.includes(text)) throw invalid(`${where} must be one of ${schema.enum.join(', ')}, not ${JSON.stringify(text.slice(0, 64))}`, field);
+  }
+  if (schema.type === 'array') {
+    const items = value as unknown[];
+    if (schema.maxItems !== undefined && items.length > schema.maxItems) throw invalid(`${where} has ${items.length} items; send at most ${schema.maxItems}`, field);
+    items.forEach((item, index) => check(item, schema.items, `${where}[${index}]`, field));
   }
 }
 
@@ -163,7 +156,6 @@ function checkObject(value: unknown, schema: ObjectSchema, where: string, field?
   for (const [name, value] of Object.entries(fields)) check(value, schema.properties[name] as Schema, `the field "${name}"`, field ?? name);
 }
 
-/** What is wrong with a value against a schema, or undefined. */
 export function schemaProblem(value: unknown, schema: Schema, where = 'the answer'): string | undefined {
   try {
     check(value, schema, where);
@@ -174,7 +166,7 @@ export function schemaProblem(value: unknown, schema: Schema, where = 'the answe
   }
 }
 
-/** An object schema whose every property is required, as answers have them. */
+/** Every property required, as answers have them. */
 export function record(properties: Readonly<Record<string, Schema>>, description?: string): ObjectSchema {
   return { type: 'object', properties, required: Object.keys(properties), ...(description === undefined ? {} : { description }) };
 }
@@ -209,7 +201,7 @@ export function checkQuery(route: AdminRoute, query: URLSearchParams): Page {
 
 const CURSOR = /^o([0-9]{1,9})$/;
 
-/** What a route answers on success, as a schema: for a paginated one, the page with its envelope's fields. */
+/** For a paginated route: the page with its envelope's fields. */
 export function answerSchema(route: AdminRoute): Schema {
   if (route.paginated !== true) return route.response;
   return { type: 'object', properties: { items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true }, ...route.envelope }, required: ['items', 'next'] };
@@ -222,7 +214,7 @@ export async function warned<T>(change: Promise<Changed<T>>): Promise<T & { read
 }
 
 /** A page of a list the store returns whole in a stable order: the cursor is the offset where the page ended. */
-export function paginate<T>(items: readonly T[], page: Page): { readonly items: readonly T[]; readonly next: string | null } {
+export function paginate<T>(items: readonly T[], page: Page): { items: readonly T[]; next: string | null } {
   let start = 0;
   if (page.cursor !== undefined) {
     const offset = CURSOR.exec(Buffer.from(page.cursor, 'base64url').toString('latin1'))?.[1];

@@ -37,9 +37,7 @@ export const text = (request: RouteRequest, field: string): string | undefined =
 
 export const SITE_ROUTES: readonly AdminRoute[] = [
   {
-    method: 'GET',
-    path: '/api/v1/me',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/me', role: 'viewer',
     summary: 'who the token says you are, and your roles',
     response: ME,
     handle: async ({ principal }) => ({
@@ -50,9 +48,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     }),
   },
   {
-    method: 'GET',
-    path: '/api/v1/sites',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sites', role: 'viewer',
     summary: 'sites with their state, method, active keys, allowlist size and grace; ?query= finds an id or a name',
     response: SITE,
     query: { query: { description: 'part of a site id or name, case ignored', schema: { type: 'string', maxLength: 200 } } },
@@ -66,9 +62,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites', role: 'account-manager',
     summary: 'register a partner site (as `site add`)',
     response: SITE,
     body: { type: 'object', properties: { id: { type: 'string', description: 'the site id, e.g. "1001"' }, name: { type: 'string', maxLength: 4 * MAX_NAME, description: "the partner's name" } }, required: ['id'] },
@@ -79,9 +73,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/sites/{siteId}',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sites/{siteId}', role: 'viewer',
     summary: 'a site with its allowlist, token clients, grace and method (keys: GET …/keys)',
     response: SITE_DETAIL,
     handle: async (request) => {
@@ -94,21 +86,17 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
   },
   ...(['disable', 'enable'] as const).map(
     (verb): AdminRoute => ({
-      method: 'POST',
-      path: `/api/v1/sites/{siteId}/${verb}`,
-      role: 'account-manager',
+      method: 'POST', path: `/api/v1/sites/{siteId}/${verb}`, role: 'account-manager',
       summary: verb === 'disable' ? "refuse the site's requests (101); its keys and allowlist are kept" : "accept the site's requests again",
       response: SITE_CHANGE,
-        handle: async (request) => {
+      handle: async (request) => {
         const { result, warnings } = await setSiteEnabled(request, { siteId: request.params['siteId'], enabled: verb === 'enable' });
         return { ...(await siteOf(request.admin, result.site.siteId)), changed: result.changed, warnings };
       },
     }),
   ),
   {
-    method: 'PUT',
-    path: '/api/v1/sites/{siteId}/auth-method',
-    role: 'account-manager',
+    method: 'PUT', path: '/api/v1/sites/{siteId}/auth-method', role: 'account-manager',
     summary: 'which methods the site accepts: both (API keys and tokens) or tokens only (its keys get 105)',
     response: TOKEN_POLICY_CHANGE,
     body: { type: 'object', properties: { method: { type: 'string', description: 'both or tokens' } }, required: ['method'] },
@@ -118,43 +106,33 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'PUT',
-    path: '/api/v1/sites/{siteId}/grace',
-    role: 'account-manager',
+    method: 'PUT', path: '/api/v1/sites/{siteId}/grace', role: 'account-manager',
     summary: 'let the site keep its API keys through brownouts and the sunset until a date',
     response: GRACE,
     body: { type: 'object', properties: { until: { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone', example: '2027-03-31' } }, required: ['until'] },
     handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: text(request, 'until') ?? '' }),
   },
   {
-    method: 'DELETE',
-    path: '/api/v1/sites/{siteId}/grace',
-    role: 'account-manager',
+    method: 'DELETE', path: '/api/v1/sites/{siteId}/grace', role: 'account-manager',
     summary: 'take the grace back: the site follows brownouts and the sunset again',
     response: GRACE,
     handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: null }),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/revoke-tokens',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/revoke-tokens', role: 'account-manager',
     summary: 'refuse every token of the site issued before now',
     response: TOKEN_POLICY,
     handle: async (request) => revokeTokens(request, { siteId: request.params['siteId'] }),
   },
   {
-    method: 'GET',
-    path: '/api/v1/sites/{siteId}/allowlist',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sites/{siteId}/allowlist', role: 'viewer',
     summary: "the site's allowlist",
     response: ALLOWLIST_ENTRY,
     paginated: true,
     handle: async (request) => paginate(await request.admin.listNetworks(siteId(request)), request.page),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/allowlist',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/allowlist', role: 'account-manager',
     summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
     response: ALLOWED,
     body: {
@@ -172,27 +150,21 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'DELETE',
-    path: '/api/v1/sites/{siteId}/allowlist/{entry}',
-    role: 'account-manager',
+    method: 'DELETE', path: '/api/v1/sites/{siteId}/allowlist/{entry}', role: 'account-manager',
     summary: "remove an entry from the site's allowlist (URL-encoded, e.g. 203.0.113.0%2F24)",
     response: REMOVED,
     params: { entry: 'the address or network, URL-encoded' },
     handle: async (request) => warned(revokeNetworks(request, { siteId: request.params['siteId'], entries: [request.params['entry'] ?? ''], field: 'entry' })),
   },
   {
-    method: 'GET',
-    path: '/api/v1/sites/{siteId}/keys',
-    role: 'account-manager',
+    method: 'GET', path: '/api/v1/sites/{siteId}/keys', role: 'account-manager',
     summary: 'the keys of a site, masked, with their state and last use (as `key list`)',
     response: KEY,
     paginated: true,
     handle: async (request) => paginate(await request.admin.listKeys(siteId(request)), request.page),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/keys',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/keys', role: 'account-manager',
     summary: 'issue a key: the answer holds it in `key`, the only time it is shown',
     response: ISSUED_KEY,
     body: { type: 'object', properties: { note, expires } },
@@ -204,9 +176,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/keys/import',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/keys/import', role: 'account-manager',
     summary: 'register a key the partner already has; the answer shows it masked',
     response: IMPORTED_KEY,
     body: { type: 'object', properties: { key: { type: 'string', maxLength: 100, description: 'the key, a UUID' }, note, expires }, required: ['key'] },
@@ -215,9 +185,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
       warned(importKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note'), key: String(request.body['key']) })),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/keys/{keyId}/roll',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/keys/{keyId}/roll', role: 'account-manager',
     summary: `issue a new key (in \`key\`, the only time it is shown) and give the old one an end, by default ${ROLL_OVERLAP_DAYS} days from now`,
     response: ROLLED_KEY,
     params: { keyId: 'the active key to replace, as GET …/keys shows it' },
@@ -243,9 +211,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/keys/{keyId}/revoke',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/keys/{keyId}/revoke', role: 'account-manager',
     summary: 'revoke a key; every replica refuses it within a second',
     response: KEY_CHANGE,
     params: { keyId: 'the key id, as GET …/keys shows it' },

@@ -34,18 +34,14 @@ const auditCursorId = (cursor: string): string | undefined => {
 
 export const SUNSET_ROUTES: readonly AdminRoute[] = [
   {
-    method: 'GET',
-    path: '/api/v1/brownouts',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/brownouts', role: 'viewer',
     summary: 'brownouts, scheduled, running, over and cancelled',
     response: BROWNOUT,
     paginated: true,
     handle: async ({ admin, page }) => paginate(await admin.sunset.listBrownouts(), page),
   },
   {
-    method: 'POST',
-    path: '/api/v1/brownouts',
-    role: 'admin',
+    method: 'POST', path: '/api/v1/brownouts', role: 'admin',
     summary: 'refuse API-key requests (105) for a while, for the named sites or all; dryRun only counts them',
     response: BROWNOUT,
     body: {
@@ -70,9 +66,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       }),
   },
   {
-    method: 'POST',
-    path: '/api/v1/brownouts/{brownoutId}/cancel',
-    role: 'admin',
+    method: 'POST', path: '/api/v1/brownouts/{brownoutId}/cancel', role: 'admin',
     summary: 'call a brownout off; every replica lets requests through again within a second',
     response: BROWNOUT_CHANGE,
     handle: async (request) => {
@@ -81,17 +75,13 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/sunset',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sunset', role: 'viewer',
     summary: 'the sunset policy every process follows: the date API keys retire, whether it is enforced, the migration guide',
     response: SUNSET_POLICY,
     handle: sunsetPolicy,
   },
   {
-    method: 'PUT',
-    path: '/api/v1/sunset',
-    role: 'admin',
+    method: 'PUT', path: '/api/v1/sunset', role: 'admin',
     summary: 'change the sunset policy; every replica follows within a second',
     response: SUNSET_POLICY_CHANGE,
     body: {
@@ -106,9 +96,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       warned(setSunsetPolicy(request, { at: text(request, 'at'), enforce: request.body['enforce'] as boolean | undefined, guide: request.body['guide'] as string | null | undefined })),
   },
   {
-    method: 'GET',
-    path: '/api/v1/reports/migration',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/reports/migration', role: 'viewer',
     summary: "keys used in the window with days left; sites=true: each site's share on tokens and whether it can go tokens-only",
     response: MIGRATION_ROW,
     envelope: MIGRATION_ENVELOPE,
@@ -127,9 +115,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/reports/denials',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/reports/denials', role: 'viewer',
     summary: 'refusals by error and client address or token client, largest counts first, each with why and what next ("partner X says they are blocked")',
     response: DENIAL_REPORT,
     query: {
@@ -144,9 +130,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/audit',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/audit', role: 'viewer',
     summary: 'who changed what and when, newest first, each with a sentence that says it; by site, person, action and time',
     response: AUDIT_ENTRY,
     query: {

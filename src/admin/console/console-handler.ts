@@ -14,7 +14,7 @@ import type { StaticAsset } from './static-assets.js';
 const SESSION_SECONDS = 8 * 60 * 60;
 const MAX_RETURN_PATH = 512;
 
-/** Why the callback found no sign-in to finish, in the words of the person who came back to it. */
+/** Why the callback found no sign-in to finish. */
 const SIGN_IN_NOT_FOUND: Readonly<Record<Exclude<SignInFound['found'], 'pending'>, string>> = {
   none: 'No sign-in was in progress in this browser for this answer (or it took longer than ten minutes). Sign in again from the console page.',
   expired: 'The sign-in took longer than ten minutes. Sign in again from the console page.',
@@ -28,14 +28,8 @@ const TEXT = 'text/plain; charset=utf-8';
  * talk only to our own API, and cannot be framed.
  */
 export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
+  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
+  "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'",
 ].join('; ');
 
 export interface ConsoleRoutesOptions {
@@ -56,7 +50,7 @@ export function returnPath(requestUrl: URL): string {
   return path;
 }
 
-/** Only a page the person navigates to starts a sign-in: not a favicon, a script or an API call in the background. */
+/** Only a page the person navigates to starts a sign-in: not a favicon, a script or an API call. */
 function wantsDocument(request: IncomingMessage): boolean {
   const destination = request.headers['sec-fetch-dest'];
   if (typeof destination === 'string') return destination === 'document';

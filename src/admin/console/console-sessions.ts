@@ -54,7 +54,7 @@ export class ConsoleSessions {
   }
 }
 
-/** The session cookie, and on every change its CSRF token in X-CSRF-Token: another site can send the cookie, never the header. */
+/** The session cookie, and its CSRF token in a header on every change: another site can send the cookie, never that. */
 export class SessionAuthenticator implements RequestAuthenticator {
   constructor(private readonly sessions: ConsoleSessions) {}
 

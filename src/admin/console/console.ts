@@ -29,8 +29,7 @@ export async function createConsole(
   const sessions = new ConsoleSessions(store, relyingParty, (accessToken) => verifier.verify(accessToken), cookies);
   const logger = adminLogger.child({ component: 'admin-console' });
   const signIns = new SignInCookies(cookies, () => store.signInKeyMaterial());
-  // The key is made now, if this is the first console on the database, so that no sign-in writes it;
-  // a database not yet reachable leaves it to the first sign-in.
+  // Made now on a new database, so that no sign-in writes it; an unreachable database leaves it to the first sign-in.
   await signIns.ready().catch((error: unknown) => logger.warn({ err: error }, 'console sign-in key not read at start; read again at the first sign-in'));
   const handler = new ConsoleRoutes({ publicUrl, store, sessions, signIns, relyingParty, assets: loadStaticAssets(), logger });
   return { console: handler, authenticator: new SessionAuthenticator(sessions) };

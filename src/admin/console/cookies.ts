@@ -18,7 +18,6 @@ const MAX_COOKIE_HEADER = 16_384;
 const OUR_VALUE = /^[A-Za-z0-9_-]+$/;
 const SESSION_ID_LENGTH = { min: 16, max: 128 };
 
-/** None when the Cookie header is absent or too long. */
 function cookiePairs(request: IncomingMessage): Array<{ readonly name: string; readonly value: string }> {
   const header = request.headers.cookie;
   if (header === undefined || header.length > MAX_COOKIE_HEADER) return [];

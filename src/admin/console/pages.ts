@@ -1,7 +1,4 @@
-/**
- * The documents the server writes itself: the page shell (the app renders into it), the signed-out and
- * problem pages. None holds anything from a request; the CSRF token is base64url, made by us.
- */
+/** None of the documents holds anything from a request; the CSRF token is base64url, made by us. */
 function documentOf(head: string, body: string): string {
   return `<!doctype html>
 <html lang="en">

@@ -54,7 +54,6 @@ export class RelyingParty {
     return { url, pending };
   }
 
-  /** Throws on any mismatch. */
   async finishSignIn(callbackUrl: URL, pending: PendingSignIn): Promise<SessionTokens & { readonly subject: string }> {
     const configuration = await this.discovered();
     const tokens = await oidc.authorizationCodeGrant(

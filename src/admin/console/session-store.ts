@@ -33,15 +33,12 @@ function sealingKey(id: string): Buffer {
 
 const NOTHING = Buffer.alloc(0);
 const seal = (key: Buffer, text: string): string => sealBox(key, Buffer.from(text, 'utf8'), NOTHING).toString('base64');
-const unseal = (key: Buffer, sealed: string): string | undefined => openBox(key, Buffer.from(sealed, 'base64'), NOTHING)?.toString('utf8');
+const unseal = (key: Buffer, sealed: string) => openBox(key, Buffer.from(sealed, 'base64'), NOTHING)?.toString('utf8');
 
 const sealOptional = (key: Buffer, text: string | undefined): string | null => (text === undefined ? null : seal(key, text));
 const unsealOptional = (key: Buffer, sealed: string | null): string | undefined => (sealed === null ? undefined : unseal(key, sealed));
 
-/**
- * Sessions in PostgreSQL (migration 007) keyed by the SHA-256 of the cookie's id. Expired rows are never
- * returned, and are deleted as new ones are written; a row that does not unseal with the cookie's key is no session.
- */
+/** Keyed by the SHA-256 of the cookie's id; expired rows are never returned, and deleted as new ones are written. */
 export class SessionStore {
   constructor(private readonly pool: pg.Pool) {}
 
@@ -101,7 +98,6 @@ export class SessionStore {
     );
   }
 
-  /** The id token is for the provider's end_session endpoint. */
   async deleteSession(id: string): Promise<{ readonly idToken: string | undefined } | undefined> {
     const { rows } = await this.pool.query<{ id_token: string | null }>('DELETE FROM admin_console_sessions WHERE id_sha256 = $1 RETURNING id_token', [
       idHash(id),

@@ -87,16 +87,14 @@ export class SignInCookies {
   private open(key: Buffer, name: string, value: string): SealedSignIn | undefined {
     const plain = openBox(key, Buffer.from(value, 'base64url'), Buffer.from(name, 'utf8'));
     if (plain === undefined) return undefined;
-    let parsed: Partial<Record<keyof SealedSignIn, unknown>>;
     try {
-      parsed = JSON.parse(plain.toString('utf8')) as typeof parsed;
+      // Not JSON, or JSON null, throws here.
+      const { nonce, codeVerifier, returnTo, expiresAt } = JSON.parse(plain.toString('utf8')) as Partial<Record<keyof SealedSignIn, unknown>>;
+      if (typeof nonce !== 'string' || typeof codeVerifier !== 'string' || typeof returnTo !== 'string' || typeof expiresAt !== 'number') return undefined;
+      return { nonce, codeVerifier, returnTo, expiresAt };
     } catch {
       return undefined;
     }
-    if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const { nonce, codeVerifier, returnTo, expiresAt } = parsed;
-    if (typeof nonce !== 'string' || typeof codeVerifier !== 'string' || typeof returnTo !== 'string' || typeof expiresAt !== 'number') return undefined;
-    return { nonce, codeVerifier, returnTo, expiresAt };
   }
 
   /** The sign-in cookies beyond what leaves room for one more: the unreadable and expired first, then the oldest. */

@@ -6,7 +6,7 @@ import { PACKAGE_ROOT } from '../../paths.js';
 /** Plain ES modules and styles, served as they are (no bundler, no build step). */
 const CLIENT_DIR = join(PACKAGE_ROOT, 'src', 'admin', 'console', 'client');
 
-/** htm's standalone module: Preact, its hooks and htm importing nothing, so no import map (the CSP refuses it inline). */
+/** htm's standalone module (Preact, hooks, htm) imports nothing: no import map, which the CSP refuses inline. */
 const VENDOR_FILES: Readonly<Record<string, string>> = {
   'preact-htm.js': join(PACKAGE_ROOT, 'node_modules', 'htm', 'preact', 'standalone.module.js'),
   'pico.min.css': join(PACKAGE_ROOT, 'node_modules', '@picocss', 'pico', 'css', 'pico.min.css'),
