@@ -104,13 +104,9 @@ export class ConsoleRoutes implements ConsoleHandler {
     // A person without a console role still gets the page: it shows the API's 403 and how to get one
     // (or its 429 while the port refuses new tokens); only a refused token means signing in again.
     if (current !== undefined && (current.outcome.ok || current.outcome.status !== 401)) {
-      send(response, 200, HTML, shellPage(current.session.csrfToken));
-      return;
+      return send(response, 200, HTML, shellPage(current.session.csrfToken));
     }
-    if (!wantsDocument(request)) {
-      send(response, 401, TEXT, 'not signed in: open the console page to sign in\n');
-      return;
-    }
+    if (!wantsDocument(request)) return send(response, 401, TEXT, 'not signed in: open the console page to sign in\n');
     let started;
     let signInCookies;
     try {
@@ -118,8 +114,7 @@ export class ConsoleRoutes implements ConsoleHandler {
       signInCookies = await this.options.signIns.start(request, started.pending, Date.now());
     } catch (error) {
       this.options.logger.warn({ err: error }, 'console sign-in: the provider or the sign-in key cannot be reached');
-      send(response, 503, HTML, problemPage('Sign-in is not available', 'The sign-in provider or the database cannot be reached just now. Try again in a minute.'));
-      return;
+      return send(response, 503, HTML, problemPage('Sign-in is not available', 'The sign-in provider or the database cannot be reached just now. Try again in a minute.'));
     }
     // A session whose token is refused keeps its cookie until the callback replaces it: the refusal may
     // be passing (the provider's keys not yet fetched after a restart), and the session is then kept.
@@ -131,24 +126,19 @@ export class ConsoleRoutes implements ConsoleHandler {
     const { result, clear } = await this.options.signIns.finish(request, url.searchParams.get('state'), Date.now());
     const clearSignIn = clear === undefined ? [] : [clear];
     const refuse = (status: number, message: string) => send(response, status, HTML, problemPage('Sign-in failed', message), { 'set-cookie': clearSignIn });
-    if (result.found !== 'pending') {
-      refuse(400, SIGN_IN_NOT_FOUND[result.found]);
-      return;
-    }
+    if (result.found !== 'pending') return refuse(400, SIGN_IN_NOT_FOUND[result.found]);
     const { pending } = result;
     const providerError = url.searchParams.get('error');
     if (providerError !== null) {
       this.options.logger.warn({ error: providerError.slice(0, 100), description: url.searchParams.get('error_description')?.slice(0, 300) }, 'console sign-in: the provider refused');
-      refuse(403, 'The sign-in provider refused the sign-in. Ask your administrator for access to the authz console.');
-      return;
+      return refuse(403, 'The sign-in provider refused the sign-in. Ask your administrator for access to the authz console.');
     }
     let tokens;
     try {
       tokens = await this.options.relyingParty.finishSignIn(new URL(`${this.options.publicUrl}/auth/callback${url.search}`), pending);
     } catch (error) {
       this.options.logger.warn({ err: error }, 'console sign-in: the answer from the provider was refused');
-      refuse(400, 'The answer from the sign-in provider did not match the sign-in this browser started. Start again from the console page.');
-      return;
+      return refuse(400, 'The answer from the sign-in provider did not match the sign-in this browser started. Start again from the console page.');
     }
     // Signing in again in the same browser replaces the session it had.
     const previous = this.options.sessions.cookieId(request);
@@ -174,19 +164,14 @@ export class ConsoleRoutes implements ConsoleHandler {
     const json = (status: number, body: object, headers: Record<string, string> = {}) =>
       send(response, status, 'application/json', JSON.stringify(body), headers);
     if (!this.fromConsolePage(request)) {
-      json(403, { error: { code: 'CROSS_SITE_REQUEST', message: 'sign out from the console page itself: this request came from another site' } });
-      return;
+      return json(403, { error: { code: 'CROSS_SITE_REQUEST', message: 'sign out from the console page itself: this request came from another site' } });
     }
     const id = this.options.sessions.cookieId(request);
     const session = id === undefined ? undefined : await this.options.store.findSession(id);
-    if (id === undefined || session === undefined) {
-      json(200, { next: '/auth/signed-out' });
-      return;
-    }
+    if (id === undefined || session === undefined) return json(200, { next: '/auth/signed-out' });
     const sent = request.headers[CSRF_HEADER];
     if (!sameSecret(typeof sent === 'string' ? sent : undefined, session.csrfToken)) {
-      json(403, { error: { code: 'CSRF_TOKEN_MISMATCH', message: `sign out sends the session's CSRF token in ${CSRF_HEADER}: reload the page and try again` } });
-      return;
+      return json(403, { error: { code: 'CSRF_TOKEN_MISMATCH', message: `sign out sends the session's CSRF token in ${CSRF_HEADER}: reload the page and try again` } });
     }
     const ended = await this.options.store.deleteSession(id);
     let next: string = '/auth/signed-out';

@@ -6,23 +6,13 @@ import { SessionStore } from './session-store.js';
 import { SignInCookies } from './sign-in-cookie.js';
 import { loadStaticAssets } from './static-assets.js';
 
-const PROVIDER_TIMEOUT_SECONDS = 10;
-
 /** The admin console: OpenID Connect sign-in as ADMIN_OIDC_CLIENT_ID, sessions in PostgreSQL, the pages. */
 export async function createConsole(
   clientId: string,
   { settings, verifier, pool, logger: adminLogger }: Parameters<ConsoleFactory>[0],
 ): ReturnType<ConsoleFactory> {
   const publicUrl = settings.publicUrl.replace(/\/+$/, '');
-  const relyingParty = new RelyingParty({
-    issuer: new URL(settings.issuer),
-    clientId,
-    clientSecret: settings.oidcClientSecret,
-    redirectUri: `${publicUrl}/auth/callback`,
-    postLogoutRedirectUri: `${publicUrl}/auth/signed-out`,
-    audience: settings.audience,
-    timeoutSeconds: PROVIDER_TIMEOUT_SECONDS,
-  });
+  const relyingParty = new RelyingParty(settings, clientId, publicUrl);
   const store = new SessionStore(pool);
   // ADMIN_PUBLIC_URL is https, or http on loopback only (loadConfig): Secure cookies unless http.
   const cookies = { secure: new URL(publicUrl).protocol === 'https:' };

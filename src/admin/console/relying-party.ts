@@ -1,20 +1,10 @@
 import * as oidc from 'openid-client';
+import type { AdminSettings } from '../../config.js';
 import type { SessionTokens } from './session-store.js';
 import type { PendingSignIn } from './sign-in-cookie.js';
 
-interface RelyingPartyOptions {
-  readonly issuer: URL;
-  readonly clientId: string;
-  /** Absent: a public client, protected by PKCE alone. */
-  readonly clientSecret: string | undefined;
-  readonly redirectUri: string;
-  readonly postLogoutRedirectUri: string;
-  /** ADMIN_AUDIENCE, asked for as the resource indicator so the access token is meant for the admin API. */
-  readonly audience: string;
-  readonly timeoutSeconds: number;
-}
-
 const SCOPE = 'openid email profile';
+const PROVIDER_TIMEOUT_SECONDS = 10;
 
 /**
  * Authorization code with PKCE S256, state and nonce (openid-client). The provider's metadata is discovered
@@ -23,15 +13,22 @@ const SCOPE = 'openid email profile';
 export class RelyingParty {
   private configuration: Promise<oidc.Configuration> | undefined;
 
-  constructor(private readonly options: RelyingPartyOptions) {}
+  constructor(
+    /** ADMIN_AUDIENCE is the resource asked for, so that the access token is meant for the admin API. */
+    private readonly settings: AdminSettings,
+    private readonly clientId: string,
+    /** ADMIN_PUBLIC_URL without a trailing slash. */
+    private readonly publicUrl: string,
+  ) {}
 
   private discovered(): Promise<oidc.Configuration> {
     if (this.configuration === undefined) {
-      const { issuer, clientId, clientSecret, timeoutSeconds } = this.options;
-      const authentication = clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(clientSecret);
-      // http on a loopback address only (loadConfig).
+      const issuer = new URL(this.settings.issuer);
+      const secret = this.settings.oidcClientSecret;
+      // Without a secret, a public client protected by PKCE alone; http on a loopback address only (loadConfig).
+      const authentication = secret === undefined ? oidc.None() : oidc.ClientSecretBasic(secret);
       const insecure = issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [];
-      const discovering = oidc.discovery(issuer, clientId, clientSecret, authentication, { execute: insecure, timeout: timeoutSeconds });
+      const discovering = oidc.discovery(issuer, this.clientId, secret, authentication, { execute: insecure, timeout: PROVIDER_TIMEOUT_SECONDS });
       discovering.catch(() => (this.configuration = undefined));
       this.configuration = discovering;
     }
@@ -42,10 +39,10 @@ export class RelyingParty {
     const configuration = await this.discovered();
     const pending: PendingSignIn = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier(), returnTo };
     const url = oidc.buildAuthorizationUrl(configuration, {
-      redirect_uri: this.options.redirectUri,
+      redirect_uri: `${this.publicUrl}/auth/callback`,
       response_type: 'code',
       scope: SCOPE,
-      resource: this.options.audience,
+      resource: this.settings.audience,
       state: pending.state,
       nonce: pending.nonce,
       code_challenge: await oidc.calculatePKCECodeChallenge(pending.codeVerifier),
@@ -60,7 +57,7 @@ export class RelyingParty {
       configuration,
       callbackUrl,
       { pkceCodeVerifier: pending.codeVerifier, expectedState: pending.state, expectedNonce: pending.nonce, idTokenExpected: true },
-      { resource: this.options.audience },
+      { resource: this.settings.audience },
     );
     const claims = tokens.claims();
     if (claims === undefined) throw new Error('the provider sent no ID token');
@@ -69,7 +66,7 @@ export class RelyingParty {
 
   async refresh(refreshToken: string): Promise<SessionTokens> {
     const configuration = await this.discovered();
-    const tokens = await oidc.refreshTokenGrant(configuration, refreshToken, { resource: this.options.audience });
+    const tokens = await oidc.refreshTokenGrant(configuration, refreshToken, { resource: this.settings.audience });
     return { accessToken: tokens.access_token, refreshToken: tokens.refresh_token, idToken: tokens.id_token };
   }
 
@@ -77,8 +74,8 @@ export class RelyingParty {
     const configuration = await this.discovered();
     if (configuration.serverMetadata().end_session_endpoint === undefined) return undefined;
     return oidc.buildEndSessionUrl(configuration, {
-      post_logout_redirect_uri: this.options.postLogoutRedirectUri,
-      client_id: this.options.clientId,
+      post_logout_redirect_uri: `${this.publicUrl}/auth/signed-out`,
+      client_id: this.clientId,
       ...(idToken === undefined ? {} : { id_token_hint: idToken }),
     });
   }
