@@ -2,21 +2,11 @@ import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ConnectionRoster, connectionSource, type RosterConnection, type RosterLimits } from '../common/connection-roster.js';
 
-export interface AdminConnectionLimits extends RosterLimits {
-  /** A newcomer, or a request partly sent, is not replaced for this long: a person's request may still be on its way. */
-  readonly newConnectionGraceMs: number;
-}
-
-/**
- * One connection of the admin port as the roster sees it. node:http reads the socket itself, so what
- * the client sent is told by the socket's byte count and the server's request events: a request is
- * being answered, it has sent bytes since its last answer (a request coming), or nothing.
- */
+/** node:http reads the socket itself: the byte count and the request events tell what the client sent. */
 class AdminConnection implements RosterConnection {
   private readonly openedAt = performance.now();
   private answering = 0;
   private answered = 0;
-  /** The socket's bytes read when the last answer was done: more since then are a request coming. */
   private readAtAnswer = 0;
 
   constructor(
@@ -55,12 +45,8 @@ class AdminConnection implements RosterConnection {
   }
 }
 
-/**
- * The admin port's connections held to the operator port's roster (connection-roster.ts): a cap per
- * source address and in all, at which a newcomer takes the place of a slow, idle or silent connection,
- * never of one whose request is being answered. Node's own headers time-out still cuts slow requests.
- */
-export function holdAdminConnections(server: Server, limits: AdminConnectionLimits): { closeAll(): void } {
+/** The operator port's roster (connection-roster.ts); Node's headers time-out still cuts slow requests. */
+export function holdAdminConnections(server: Server, limits: RosterLimits & { readonly newConnectionGraceMs: number }) {
   const roster = new ConnectionRoster<AdminConnection>(limits);
   const bySocket = new WeakMap<Socket, AdminConnection>();
   // Runs after node:http's own listener has taken the socket; a socket refused here is closed before it is read.
@@ -70,5 +56,4 @@ export function holdAdminConnections(server: Server, limits: AdminConnectionLimi
     else bySocket.set(socket, connection);
   });
   server.on('request', (request, response: ServerResponse) => bySocket.get(request.socket)?.requestStarted(response));
-  return { closeAll: () => roster.closeAll() };
 }

@@ -12,9 +12,7 @@ const API_VERSION = '1.0.0';
 /** Every route of the admin API: what the server dispatches and what the OpenAPI document lists. */
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
-    method: 'GET',
-    path: OPENAPI_PATH,
-    role: 'public',
+    method: 'GET', path: OPENAPI_PATH, role: 'public',
     summary: 'this API described as OpenAPI 3.1, generated from the route table the server dispatches on',
     response: DOCUMENT,
     handle: async () => openApiDocument(ADMIN_ROUTES, API_VERSION),

@@ -1,70 +1,65 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
-import type { Config } from '../config.js';
+import type { AdminSettings, Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { CredentialAdmin } from '../store/credential-admin.js';
+import { connectionPool } from '../store/database.js';
+import { IssuerKeys } from '../token/issuer-keys.js';
 import { ApiError, apiErrorOf } from './api-error.js';
 import { holdAdminConnections } from './admin-connections.js';
+import { ADMIN_ROUTES } from './admin-routes.js';
+import { AdminTokenVerifier, BearerAuthenticator } from './admin-token.js';
 import { readJsonBody, sendError, sendJson, setSecurityHeaders } from './http-io.js';
 import { auditActor, hasRole, rolesHeld, type AdminPrincipal, type AuthOutcome, type ConsoleHandler, type RequestAuthenticator } from './principal.js';
 import { checkedBody, checkQuery, matchRoute, type AdminRoute } from './route-table.js';
 import { SubjectRateLimit } from './subject-rate-limit.js';
 
-/** Limits of the admin port, stated once (docs/admin-api.md, "Admin API"). Its clients are people and their console. */
+/** Limits of the admin port (docs/admin-api.md, "Admin API"). Its clients are people and their console. */
 export const ADMIN_LIMITS = Object.freeze({
-  /** A request body; beyond, 413 (before reading, when Content-Length says so). */
   maxBodyBytes: 64 * 1024,
-  /** Request line and headers, bytes (a JWT is a few kB). */
+  /** Request line and headers (a JWT is a few kB). */
   maxHeaderBytes: 16 * 1024,
-  /** The request line and headers must have arrived by then (slow-loris); a browser sends them at once. */
+  /** Slow-loris: a browser sends its headers at once. */
   headersTimeoutMs: 5_000,
-  /** The whole request, body included. */
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
-  /** A connection on which nothing moves either way this long is closed (a client that stops reading). */
+  /** A connection on which nothing moves either way (a client that stops reading). */
   socketTimeoutMs: 30_000,
-  /** How often node looks for requests past the header and request time-outs. */
   connectionsCheckingIntervalMs: 1_000,
-  /**
-   * Connections at once. At the cap a new connection takes the place of one without a request being
-   * answered: first the oldest sending a request slower than a browser does, then the oldest idle, then
-   * the oldest silent past `newConnectionGraceMs` (admin-connections.ts, the operator port's order).
-   */
+  /** At the caps a newcomer replaces a connection without a request being answered (admin-connections.ts). */
   maxConnections: 256,
-  /** Connections at once while newcomers within their grace fill the places above `maxConnections`; beyond, a newcomer is closed at once. */
   maxConnectionsWithNewcomers: 384,
-  /** Connections at once from one address (an IPv6 /64); at this cap its newcomer replaces its own slowest, idle or oldest new one. */
   maxConnectionsPerSource: 128,
-  /** A new connection, or a request partly sent, is not replaced for this long. */
   newConnectionGraceMs: 1_000,
-  /** Per person: this many requests at once, refilled at ratePerSecond; beyond, 429 with Retry-After. */
+  /** Per person. */
   rateBurst: 60,
   ratePerSecond: 10,
 });
 
-export type AdminLimits = { readonly [Limit in keyof typeof ADMIN_LIMITS]: number };
-
-export const REALM = 'sitekey-authz-admin';
-
-export interface AdminServerOptions {
-  readonly bindAddress: string;
-  readonly port: number;
-  readonly config: Config;
-  readonly pool: pg.Pool;
-  readonly routes: readonly AdminRoute[];
-  /** Tried in order (the Bearer header first, then the console's session); the first that answers decides. */
-  readonly authenticators: readonly RequestAuthenticator[];
-  /** Every path outside /api/. */
-  readonly console?: ConsoleHandler;
-  readonly logger: Logger;
-  readonly limits?: Partial<AdminLimits>;
-}
+/** Every wait on the database for one admin request: a change takes its locks, or gives up. */
+const ADMIN_QUERY_TIMEOUT_MS = 10_000;
+const ADMIN_POOL_SIZE = 4;
+const REALM = 'sitekey-authz-admin';
 
 export interface AdminServer {
   readonly port: number;
   close(): Promise<void>;
 }
+
+/** What the console adds to the admin port: its pages and sign-in, and its session as a way to authenticate. */
+export interface ConsoleParts {
+  readonly console?: ConsoleHandler;
+  readonly authenticator?: RequestAuthenticator;
+  close?(): Promise<void>;
+}
+
+export type ConsoleFactory = (parts: {
+  readonly settings: AdminSettings;
+  readonly verifier: AdminTokenVerifier;
+  readonly pool: pg.Pool;
+  readonly logger: Logger;
+}) => Promise<ConsoleParts>;
 
 /** RFC 6750 §3: the challenge, with the error only when credentials were sent. */
 function challenge(outcome?: Extract<AuthOutcome, { ok: false }>): string {
@@ -76,25 +71,75 @@ function challenge(outcome?: Extract<AuthOutcome, { ok: false }>): string {
 const NOT_FOUND = (path: string) => new ApiError(404, 'NOT_FOUND', `nothing at ${JSON.stringify(path.slice(0, 200))}; the routes are listed in /api/v1/openapi.json`);
 
 /**
- * The admin port: the JSON API under /api/ dispatched on the route table, and the console's pages
- * everywhere else. node:http, bounded: body size, header and request time-outs, a connection cap per
- * address and in all, and a token bucket per person. Every answer has the security headers; no log line holds a header.
+ * The admin port, in the primary process: the issuer's keys (until fetched, tokens get 401), a pool of its
+ * own, the console if any, and the server: the JSON API under /api/, the console everywhere else.
  */
-export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
-  const limits: AdminLimits = { ...ADMIN_LIMITS, ...options.limits };
+export async function startAdmin(
+  config: Config,
+  settings: AdminSettings,
+  databaseUrl: string,
+  parentLogger: Logger,
+  options: { readonly console?: ConsoleFactory } = {},
+): Promise<AdminServer> {
+  const logger = parentLogger.child({ component: 'admin' });
+  const keys = new IssuerKeys({ issuer: settings.issuer, setting: 'ADMIN_ISSUER', logger });
+  void keys.start();
+  const pool = connectionPool(databaseUrl, { applicationName: 'sitekey-authz-admin', max: ADMIN_POOL_SIZE, logger, timeoutMs: ADMIN_QUERY_TIMEOUT_MS });
+  const verifier = new AdminTokenVerifier(settings, keys);
+  let consoleParts: ConsoleParts = {};
+  const closeParts = async () => {
+    await consoleParts.close?.();
+    await keys.stop();
+    await pool.end();
+  };
+  let server: Server;
+  try {
+    consoleParts = (await options.console?.({ settings, verifier, pool, logger })) ?? {};
+    const bearer = new BearerAuthenticator(verifier, settings.xffTrustedHops);
+    const authenticators = consoleParts.authenticator === undefined ? [bearer] : [bearer, consoleParts.authenticator];
+    server = await listen(config, settings.port, pool, authenticators, consoleParts.console, logger);
+  } catch (error) {
+    await closeParts();
+    throw error;
+  }
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port, issuer: settings.issuer, console: consoleParts.console !== undefined }, 'admin API listening (/api/v1)');
+  return {
+    port,
+    close: async () => {
+      await new Promise<void>((resolveClose) => {
+        server.close(() => resolveClose());
+        server.closeIdleConnections();
+        // A person's request in progress may finish for a moment; then the rest are cut.
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      });
+      await closeParts();
+    },
+  };
+}
+
+/** Authenticators are tried in order (Bearer header, then the console's session); the first to answer decides. */
+async function listen(
+  config: Config,
+  port: number,
+  pool: pg.Pool,
+  authenticators: readonly RequestAuthenticator[],
+  consoleHandler: ConsoleHandler | undefined,
+  logger: Logger,
+): Promise<Server> {
+  const limits = ADMIN_LIMITS;
   const rate = new SubjectRateLimit(limits.rateBurst, limits.ratePerSecond);
-  const { logger } = options;
 
   async function authenticate(request: IncomingMessage): Promise<AuthOutcome | undefined> {
-    for (const authenticator of options.authenticators) {
+    for (const authenticator of authenticators) {
       const outcome = await authenticator.authenticate(request);
       if (outcome !== undefined) return outcome;
     }
     return undefined;
   }
 
-  async function principalFor(route: AdminRoute, request: IncomingMessage): Promise<AdminPrincipal | undefined> {
-    if (route.role === 'public') return undefined;
+  async function principalFor(role: AdminRoute['role'], request: IncomingMessage): Promise<AdminPrincipal | undefined> {
+    if (role === 'public') return undefined;
     const outcome = await authenticate(request);
     if (outcome === undefined) {
       throw new ApiError(401, 'UNAUTHENTICATED', 'send an access token from the organisation\'s provider: Authorization: Bearer <token>', { 'www-authenticate': challenge() });
@@ -108,9 +153,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     // Counted before the role is checked: refusals cost a person their budget too.
     const wait = rate.take(principal.subject);
     if (wait > 0) throw new ApiError(429, 'RATE_LIMITED', `too many requests; try again in ${wait} s`, { 'retry-after': String(wait) });
-    if (!hasRole(principal, route.role)) {
-      throw new ApiError(403, 'FORBIDDEN', `this needs the role ${route.role} (or a higher one); ${rolesHeld(principal)}`, {
-        'www-authenticate': challenge({ ok: false, status: 403, error: 'insufficient_scope', description: `the role ${route.role} is needed` }),
+    if (!hasRole(principal, role)) {
+      throw new ApiError(403, 'FORBIDDEN', `this needs the role ${role} (or a higher one); ${rolesHeld(principal)}`, {
+        'www-authenticate': challenge({ ok: false, status: 403, error: 'insufficient_scope', description: `the role ${role} is needed` }),
       });
     }
     return principal;
@@ -118,18 +163,18 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
 
   /** `seen` learns the person as soon as they are known, for the log line of a request that fails later. */
   async function answerApi(request: IncomingMessage, response: ServerResponse, path: string, query: URLSearchParams, now: number, seen: { subject?: string }): Promise<number> {
-    const { match, allowed } = matchRoute(options.routes, request.method ?? '', path);
+    const { match, allowed } = matchRoute(ADMIN_ROUTES, request.method ?? '', path);
     if (match === undefined) {
       if (allowed.length > 0) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not served here; use ${allowed.join(' or ')}`, { allow: allowed.join(', ') });
       throw NOT_FOUND(path);
     }
     const { route, params } = match;
-    const principal = await principalFor(route, request);
+    const principal = await principalFor(route.role, request);
     if (principal !== undefined) seen.subject = principal.subject;
     const page = checkQuery(route, query);
     const body = checkedBody(route, await readJsonBody(request, limits.maxBodyBytes));
-    const admin = new CredentialAdmin(options.pool, principal === undefined ? undefined : auditActor(principal));
-    const result = await route.handle({ principal, params, query, body, page, admin, config: options.config, now });
+    const admin = new CredentialAdmin(pool, principal === undefined ? undefined : auditActor(principal));
+    const result = await route.handle({ principal, params, query, body, page, admin, config, now });
     const status = route.status ?? 200;
     sendJson(response, status, result);
     return status;
@@ -149,7 +194,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         return;
       }
       setSecurityHeaders(response);
-      if (options.console !== undefined && (await options.console.handle(request, response))) {
+      if (consoleHandler !== undefined && (await consoleHandler.handle(request, response))) {
         status = response.statusCode;
         return;
       }
@@ -178,19 +223,10 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   holdAdminConnections(server, limits);
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
-    server.listen(options.port, options.bindAddress, () => {
+    server.listen(port, config.bindAddress, () => {
       server.off('error', reject);
       resolveListen();
     });
   });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolveClose) => {
-        server.close(() => resolveClose());
-        server.closeIdleConnections();
-        // A person's request in progress may finish for a moment; then the rest are cut.
-        setTimeout(() => server.closeAllConnections(), 2_000).unref();
-      }),
-  };
+  return server;
 }

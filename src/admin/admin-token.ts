@@ -18,7 +18,6 @@ const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\
 // comment that could make it read as a name with a subject beside it.
 const ADDRESS_ALONE = /^[^\s@"(),:;<>[\]\\]+@[^\s@"(),:;<>[\]\\]+$/;
 
-/** Why an admin token is refused: the rules of every access token, and ADMIN_TOKEN_MAX_AGE_SECONDS. */
 type AdminTokenRule = AccessTokenRule | 'too-old';
 
 /** What a person is told about a refused token (RFC 6750 §3.1 error_description: no secrets, no token). */
@@ -42,11 +41,9 @@ function ruleDescription(rule: AdminTokenRule, types: readonly string[]): string
 }
 
 /**
- * Claims only an ID token carries (OpenID Connect Core §2, §3.3.2.11; Keycloak writes typ "ID" in the
- * payload). An ID token says who signed in to a client, and is no grant for this API: its aud is the
- * client's id, which the audience check refuses, unless the provider uses one id for both (an Entra ID
- * registration that is the console and the API at once). With JWT or none accepted, typ cannot tell
- * them apart, so these claims do. Not nonce: Keycloak before 25 wrote it into access tokens too.
+ * Claims only an ID token carries (OpenID Connect Core §3.3.2.11; Keycloak writes typ "ID"): an ID token
+ * is no grant, and its aud passes when the provider uses one id for the console and the API (Entra ID),
+ * while typ JWT or none cannot tell them apart. Not nonce: Keycloak before 25 wrote it into access tokens.
  */
 const ID_TOKEN_CLAIMS = ['at_hash', 'c_hash', 's_hash'] as const;
 
@@ -54,30 +51,25 @@ function isIdToken(payload: JWTPayload): boolean {
   return ID_TOKEN_CLAIMS.some((claim) => Object.hasOwn(payload, claim)) || payload['typ'] === 'ID';
 }
 
-export const invalidToken = (description: string): AuthOutcome => ({ ok: false, status: 401, error: 'invalid_token', description });
+const invalidToken = (description: string): AuthOutcome => ({ ok: false, status: 401, error: 'invalid_token', description });
 
 /**
- * Signature checks of tokens not verified before: the primary that serves this port also answers
- * checks (WORKERS=1), and a flood of made-up tokens must not take their CPU. People's own tokens are
- * kept once verified, and a token that the cheap checks refuse (unverifiedRule) costs nothing, so
- * only new well-formed ones count: per source address (an IPv6 /64), so that one stranger spends only
- * his own budget, and in all, larger, for the console's tokens and many strangers at once.
+ * Signature checks of well-formed tokens not verified before: the primary also answers checks
+ * (WORKERS=1), whose CPU a flood of made-up tokens must not take. Per source address, so that one
+ * stranger spends only his own budget, and in all.
  */
 export const NEW_TOKEN_CHECKS = Object.freeze({
   perSource: Object.freeze({ burst: 20, perSecond: 10 }),
   all: Object.freeze({ burst: 60, perSecond: 30 }),
 });
-/** Verified tokens kept (by SHA-256, never the token) until they expire, which is within ADMIN_TOKEN_MAX_AGE_SECONDS of iat. */
-export const VERIFIED_ADMIN_TOKENS_MAX = 1_000;
+/** Verified tokens kept by SHA-256 until they expire (within ADMIN_TOKEN_MAX_AGE_SECONDS of iat). */
+const VERIFIED_ADMIN_TOKENS_MAX = 1_000;
 
 const tokenId = (token: string): string => sha256(token, 'base64url');
 
 /**
- * What the token says of itself, read without its signature, that no token of ADMIN_ISSUER for this
- * API could say: the JWS shape, alg, typ, a kid (access-token.ts's header rules), then iss, aud, exp,
- * and an iat and a lifetime within ADMIN_TOKEN_MAX_AGE_SECONDS. Such a token is refused at once,
- * before any budget is spent on it; one that passes is checked in full. A kid the provider does not
- * publish is left to the full check, which may fetch its keys again.
+ * What the token says of itself, unsigned, that no token of ADMIN_ISSUER for this API could say: refused
+ * before any budget is spent on it. An unknown kid is left to the full check, which may fetch the keys again.
  */
 function unverifiedRule(token: string, settings: AdminSettings, now: number): AdminTokenRule | undefined {
   if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return 'malformed';
@@ -104,9 +96,8 @@ function shortText(value: unknown, maxChars: number): string | undefined {
 }
 
 /**
- * ADMIN_ROLES_CLAIM's value: the top-level claim of that name (a namespaced name such as
- * https://corp.example/roles has dots of its own), else the dotted path through nested objects that
- * providers such as Keycloak use (resource_access.<client>.roles).
+ * The top-level claim of that name first (https://corp.example/roles has dots of its own), else the
+ * dotted path through nested objects (Keycloak's resource_access.<client>.roles).
  */
 function rolesClaimValue(payload: JWTPayload, rolesClaim: string): unknown {
   if (Object.hasOwn(payload, rolesClaim)) return payload[rolesClaim];
@@ -121,8 +112,7 @@ function rolesClaimValue(payload: JWTPayload, rolesClaim: string): unknown {
 function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | undefined {
   const subject = shortText(payload.sub, SUBJECT_MAX_CHARS);
   if (subject === undefined) return undefined;
-  // OpenID Connect Core §5.1: an e-mail is the person's only when email_verified is true; the
-  // provider may let anyone write any text into it otherwise.
+  // OpenID Connect Core §5.1: an e-mail is the person's only when email_verified is true.
   const claimedEmail = payload['email_verified'] === true ? shortText(payload['email'], EMAIL_MAX_CHARS) : undefined;
   const email = claimedEmail !== undefined && ADDRESS_ALONE.test(claimedEmail) ? claimedEmail : undefined;
   const name = shortText(payload['name'], NAME_MAX_CHARS);
@@ -137,13 +127,12 @@ function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | 
 }
 
 /**
- * Verifies an admin access token from ADMIN_ISSUER with the partner tokens' rules (access-token.ts)
- * and reads the person from it: sub, email when verified and name when present, the roles from ADMIN_ROLES_CLAIM.
- * The one path for roles and expiry: the Bearer header, and the console's session for the token it holds.
+ * An admin access token from ADMIN_ISSUER, verified with the partner tokens' rules (access-token.ts), and
+ * the person it names: the one path for roles and expiry, of the Bearer header and of the console's session.
  */
 export class AdminTokenVerifier {
   private readonly verified = new Map<string, { readonly principal: AdminPrincipal; readonly until: number }>();
-  /** Checks under way, by token: the same token sent again meanwhile waits for the same answer, at no cost. */
+  /** The same token sent again during its check waits for the same answer, at no cost. */
   private readonly verifying = new Map<string, Promise<AuthOutcome>>();
   private readonly checksPerSource: SubjectRateLimit;
   private readonly checksInAll: SubjectRateLimit;
@@ -157,10 +146,7 @@ export class AdminTokenVerifier {
     this.checksInAll = new SubjectRateLimit(NEW_TOKEN_CHECKS.all.burst, NEW_TOKEN_CHECKS.all.perSecond, 1, now);
   }
 
-  /**
-   * The person a token names, or why not. `source` is the address that sent it (requestSource), or
-   * undefined for a token the console got from the provider itself, which counts in all only.
-   */
+  /** `source`: the address that sent it (requestSource); none for the console's own token, counted in all only. */
   async verify(token: string, now: number = this.now(), source?: string): Promise<AuthOutcome> {
     if (!this.keys.loaded) return invalidToken("the provider's signing keys have not been fetched yet; try again in a few seconds");
     const id = tokenId(token);
@@ -172,12 +158,10 @@ export class AdminTokenVerifier {
     const underWay = this.verifying.get(id);
     if (underWay !== undefined) return underWay;
     const wait = source === undefined ? 0 : this.checksPerSource.take(source);
-    if (wait > 0) {
-      return { ok: false, status: 429, error: 'temporarily_unavailable', description: `too many new access tokens from this address; try again in ${wait} s` };
-    }
-    const waitInAll = this.checksInAll.take('every caller');
-    if (waitInAll > 0) {
-      return { ok: false, status: 429, error: 'temporarily_unavailable', description: `too many new access tokens at once on this port; try again in ${waitInAll} s` };
+    const waitInAll = wait > 0 ? 0 : this.checksInAll.take('every caller');
+    if (wait > 0 || waitInAll > 0) {
+      const where = wait > 0 ? `from this address; try again in ${wait} s` : `at once on this port; try again in ${waitInAll} s`;
+      return { ok: false, status: 429, error: 'temporarily_unavailable', description: `too many new access tokens ${where}` };
     }
     const check = this.check(token, id, now).finally(() => this.verifying.delete(id));
     this.verifying.set(id, check);
@@ -190,8 +174,7 @@ export class AdminTokenVerifier {
     if (isIdToken(outcome.payload)) return invalidToken('this is an ID token; send an access token for ADMIN_AUDIENCE');
     const issuedAt = (outcome.payload.iat ?? 0) * 1000;
     const expiresAt = (outcome.payload.exp ?? 0) * 1000;
-    // unverifiedRule read the same claims unsigned; held again here on the signed ones, where the rest
-    // of the check's verdict rests. Within it, exp <= iat + ADMIN_TOKEN_MAX_AGE_SECONDS: kept no longer.
+    // unverifiedRule read these claims unsigned; the verdict rests on the signed ones.
     if (beyondMaxAge(issuedAt, expiresAt, this.settings, now)) return invalidToken(ruleDescription('too-old', this.settings.types));
     const principal = principalOf(outcome.payload, this.settings.rolesClaim);
     if (principal === undefined) return invalidToken('the access token has no usable sub claim');
@@ -200,11 +183,10 @@ export class AdminTokenVerifier {
   }
 }
 
-/** `Authorization: Bearer <token>` (RFC 6750 §2.1); a request without Authorization is not this way's. */
+/** `Authorization: Bearer <token>` (RFC 6750 §2.1). */
 export class BearerAuthenticator implements RequestAuthenticator {
   constructor(
     private readonly verifier: AdminTokenVerifier,
-    /** ADMIN_XFF_TRUSTED_HOPS: whose budget a new token spends (requestSource). */
     private readonly xffTrustedHops: number,
   ) {}
 

@@ -8,18 +8,14 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
-    /** The message in the console's words, where they differ from the API's (a button, not a request). */
+    /** The message in the console's words, where they differ (a button, not a request). */
     readonly consoleMessage?: string,
-    /** The body field or query parameter it concerns; undefined when none. */
     readonly field?: string,
   ) {
     super(message);
     this.name = 'ApiError';
   }
 }
-
-/** The codes of refused requests that are not the store's: the API's own, stable for clients. */
-export const INVALID_REQUEST = 'INVALID_REQUEST';
 
 const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
   SITE_NOT_FOUND: 404,
@@ -28,12 +24,9 @@ const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
   TOKEN_CLIENT_NOT_FOUND: 404,
   SITE_EXISTS: 409,
   KEY_DUPLICATE: 409,
-  // Only an active key is rolled: an expired or revoked one conflicts with the request.
   KEY_NOT_ACTIVE: 409,
   TOKEN_CLIENT_EXISTS: 409,
-  // Revoking what is not on the allowlist conflicts with what is there (the message names it).
   CIDR_NOT_ON_ALLOWLIST: 409,
-  // Registration at the issuer: what this service was not set up for, or cannot do for that client.
   TOKEN_CLIENT_NOT_MANAGED: 409,
   REGISTRATION_OFF: 409,
   REGISTRATION_TOKEN_UNREADABLE: 409,
@@ -44,11 +37,7 @@ const ADMIN_ERROR_STATUS: Readonly<Record<AdminErrorCode, number>> = {
   SCHEMA_MISSING: 503,
 };
 
-/**
- * What the operations and the store say, as an answer: an operation's refusal is 400 with its code and
- * field, the store's AdminError codes keep their names (404 or 409). Anything else is not the caller's
- * to see (undefined: the server answers 500 and logs it).
- */
+/** An operation's refusal or the store's AdminError as an answer; undefined for anything else (500, logged). */
 export function apiErrorOf(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (error instanceof Refusal) return new ApiError(400, error.code, error.message, {}, undefined, error.field);

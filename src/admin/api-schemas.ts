@@ -1,10 +1,6 @@
 import { record, type ObjectSchema, type Schema } from './route-table.js';
 
-/**
- * What the admin API answers, as schemas: the OpenAPI document publishes them, and the API tests hold
- * every answer to its route's, so a field added, renamed or retyped in a handler fails a test until
- * it is declared here.
- */
+/** What the admin API answers: the OpenAPI document publishes it, and the API tests hold every answer to it. */
 
 const text: Schema = { type: 'string' };
 const time: Schema = { type: 'string', format: 'date-time' };
@@ -47,7 +43,7 @@ export const TOKEN_CLIENT = record({
 
 export const TOKEN_CLIENT_REMOVED = withFields(TOKEN_CLIENT, { deletedAtIssuer: { type: 'boolean', description: 'the client was deleted at the issuer too' } });
 
-/** What the account manager sends the partner: the names of `token-client create --json`. */
+/** The names of `token-client create --json`. */
 export const HANDOVER: ObjectSchema = {
   type: 'object',
   description: "the partner's hand-over, answered once: the secret is stored nowhere",
@@ -83,7 +79,6 @@ export const KEY = record(
 export const ISSUED_KEY = withFields(KEY, { key: { type: 'string', description: 'the key itself: shown in this answer only' }, warnings });
 
 export const IMPORTED_KEY = withFields(KEY, { warnings });
-/** A roll's answer: the new key as an issue answers it, and the old key's id with the end it now has. */
 export const ROLLED_KEY = withFields(ISSUED_KEY, { replaced: record({ keyId: text, expiresAt: time }, 'the old key: it keeps working until expiresAt') });
 
 export const KEY_CHANGE = withFields(KEY, { changed: flag });
@@ -180,10 +175,8 @@ const MIGRATION_SITE_ROW = record({
   daysLeft,
 });
 
-/** One row per key, or with sites=true one per site: either shape. */
 export const MIGRATION_ROW: Schema = { type: 'any', description: `per key: ${Object.keys(MIGRATION_KEY_ROW.properties).join(', ')}; with sites=true, per site: ${Object.keys(MIGRATION_SITE_ROW.properties).join(', ')}` };
 export const MIGRATION_ROWS = { perKey: MIGRATION_KEY_ROW, perSite: MIGRATION_SITE_ROW } as const;
-/** With sites=true, beside the rows: where their request counts begin, and the warning when that is inside the window. */
 export const MIGRATION_ENVELOPE: Readonly<Record<string, Schema>> = {
   countsBegin: { ...optionalTime, description: 'sites=true: the oldest hour of request counts held (null: none); tokenRequests, keyRequests and tokenShare count from it' },
   warnings: { ...warnings, description: 'sites=true: what the report warns of, e.g. counts that begin inside the window' },
@@ -259,5 +252,4 @@ export const AUDIT_ENTRY = record({
   summary: { type: 'string', description: 'the entry as a sentence: who (the verified e-mail and sub, the sub alone, `CLI user …`, or an older entry\'s text in quotes) did what to which site, before and after, when' },
 });
 
-/** Any JSON: the OpenAPI document itself. */
 export const DOCUMENT: Schema = { type: 'any', description: 'an OpenAPI 3.1 document' };

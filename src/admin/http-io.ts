@@ -2,17 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './api-error.js';
 
 /** On every answer of the admin port: nothing is cached, nothing is sniffed, nothing is framed. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
 };
 
-/** The API's answers are data, never a page: a browser that opens one runs nothing from it. */
-const API_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-};
 
 export function setSecurityHeaders(response: ServerResponse): void {
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
@@ -22,7 +18,8 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   const text = JSON.stringify(body ?? null);
   setSecurityHeaders(response);
   response.writeHead(status, {
-    ...API_HEADERS,
+    // The API's answers are data, never a page: a browser that opens one runs nothing from it.
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
     ...headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
@@ -42,11 +39,7 @@ function hasBody(request: IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined || (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
 }
 
-/**
- * The request's JSON body, read up to `maxBytes` (413 beyond, before reading when Content-Length says
- * so); undefined when there is none. A body must be application/json (415), UTF-8 and JSON (400,
- * naming the problem).
- */
+/** The request's JSON body, or undefined when there is none. */
 export async function readJsonBody(request: IncomingMessage, maxBytes: number): Promise<unknown> {
   if (!hasBody(request)) return undefined;
   const type = request.headers['content-type'];

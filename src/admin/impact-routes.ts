@@ -2,16 +2,12 @@ import { countOf, instantOf, refuse, siteIdOf } from '../operations/fields.js';
 import type { SiteId } from '../decision/types.js';
 import { BROWNOUT_IMPACT, SITE_IMPACT } from './api-schemas.js';
 import type { AdminRoute, RouteRequest } from './route-table.js';
-import { SITE_PARAM, siteId } from './site-routes.js';
+import { siteId } from './site-routes.js';
 
-/**
- * The numbers a confirmation names before a change refuses someone: the console asks them before it
- * disables a site, removes an address or a token client, revokes tokens or a key, switches a site to
- * tokens only or schedules a brownout. Reads only: a viewer may ask.
- */
+/** The numbers the console's confirmation names before a change refuses someone. Reads only: a viewer may ask. */
 
 const DAY_MS = 86_400_000;
-export const IMPACT_DEFAULT_DAYS = 30;
+const IMPACT_DEFAULT_DAYS = 30;
 const IMPACT_MAX_DAYS = 90;
 const MAX_LISTED_SITES = 10_000;
 
@@ -39,12 +35,9 @@ function startOf(request: RouteRequest): Date {
 
 export const IMPACT_ROUTES: readonly AdminRoute[] = [
   {
-    method: 'GET',
-    path: '/api/v1/sites/{siteId}/impact',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sites/{siteId}/impact', role: 'viewer',
     summary: "the site's requests in the last days by method, its addresses, active keys and token clients: what disabling it or a change of its credentials would refuse",
     response: SITE_IMPACT,
-    params: SITE_PARAM,
     query: daysQuery,
     handle: async (request) => {
       const { days, since } = windowOf(request);
@@ -52,9 +45,7 @@ export const IMPACT_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/brownouts/impact',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/brownouts/impact', role: 'viewer',
     summary: 'whom a brownout would refuse (105): the sites it covers that accept API keys, and their API-key requests in the last days',
     response: BROWNOUT_IMPACT,
     query: {

@@ -1,5 +1,4 @@
-import type { AdminRoute, Schema } from './route-table.js';
-import { answerSchema, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from './route-table.js';
+import { answerSchema, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, type AdminRoute, type Schema } from './route-table.js';
 
 /** The OpenAPI 3.1 document of the admin API, read from the route table and nothing else. */
 
@@ -21,7 +20,7 @@ const ERROR_SCHEMA = {
 } as const;
 
 /** A route's schema as JSON Schema 2020-12: nullable as a type list, objects closed, `any` as {}. */
-export function jsonSchema(schema: Schema): Record<string, unknown> {
+function jsonSchema(schema: Schema): Record<string, unknown> {
   const { nullable, ...rest } = schema;
   if (rest.type === 'any') return rest.description === undefined ? {} : { description: rest.description };
   const converted: Record<string, unknown> = { ...rest };
@@ -33,6 +32,13 @@ export function jsonSchema(schema: Schema): Record<string, unknown> {
   if (nullable === true) converted['type'] = [rest.type, 'null'];
   return converted;
 }
+
+/** Path parameters as every route names them; a route's own `params` say more where needed. */
+const PATH_PARAMETERS: Readonly<Record<string, string>> = {
+  siteId: 'the site id, e.g. 1001',
+  clientId: 'the OAuth client id, URL-encoded',
+  brownoutId: 'the brownout id, as GET /api/v1/brownouts shows it',
+};
 
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
@@ -55,7 +61,7 @@ function parametersOf(route: AdminRoute): object[] {
     name,
     in: 'path',
     required: true,
-    description: route.params?.[name] ?? name,
+    description: route.params?.[name] ?? PATH_PARAMETERS[name] ?? name,
     schema: { type: 'string' },
   }));
   const inQuery = Object.entries(route.query ?? {}).map(([name, { description, schema }]) => ({ name, in: 'query', required: false, description, schema }));

@@ -1,23 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditActor } from '../store/audit-actor.js';
 
-/** What a person may do on the admin port; each role includes the ones before it. */
 export type AdminRole = 'viewer' | 'account-manager' | 'admin';
 
 /** Lowest first: admin ⊇ account-manager ⊇ viewer. */
 export const ADMIN_ROLES: readonly AdminRole[] = ['viewer', 'account-manager', 'admin'];
 
-/** The person behind a request, as the organisation's provider vouches for them. */
 export interface AdminPrincipal {
   readonly subject: string;
-  /** Only an address the provider says it verified (email_verified: true): anyone can write an unverified one. */
+  /** Only an address the provider verified (email_verified: true): anyone can write an unverified one. */
   readonly email?: string;
   readonly name?: string;
   readonly roles: ReadonlySet<AdminRole>;
-  /**
-   * ADMIN_ROLES_CLAIM, when the token does not carry it at all: the provider maps no roles into it, gives
-   * this person none (some then leave the claim out), or writes them under another name.
-   */
+  /** ADMIN_ROLES_CLAIM, when the token lacks it: the provider maps no roles, none to this person, or another name. */
   readonly rolesClaimMissing?: string;
 }
 
@@ -25,35 +20,31 @@ export type AuthOutcome =
   | { readonly ok: true; readonly principal: AdminPrincipal }
   | { readonly ok: false; readonly status: 401 | 403 | 429; readonly error: string; readonly description: string };
 
-/** One way a request proves who sends it: the Bearer header, or the console's session cookie. */
+/** The Bearer header, or the console's session cookie; undefined when the request does not use this way. */
 export interface RequestAuthenticator {
-  /** undefined when the request does not use this way (the next one is tried). */
   authenticate(request: IncomingMessage): Promise<AuthOutcome | undefined>;
 }
 
-/** The console's pages, sign-in and assets: every path outside /api/. true when it answered. */
+/** The console: every path outside /api/; true when it answered. */
 export interface ConsoleHandler {
   handle(request: IncomingMessage, response: ServerResponse): Promise<boolean>;
 }
 
-/** Whether the principal's roles include `needed` (a higher role includes the lower ones). */
 export function hasRole(principal: AdminPrincipal, needed: AdminRole): boolean {
   const rank = ADMIN_ROLES.indexOf(needed);
   return ADMIN_ROLES.some((role, index) => index >= rank && principal.roles.has(role));
 }
 
-/** The roles a claim value names, ignoring the ones that are not ours (a provider sends many). */
+/** Ignoring the roles that are not ours (a provider sends many). */
 export function rolesOf(claim: unknown): ReadonlySet<AdminRole> {
   const values = Array.isArray(claim) ? claim : typeof claim === 'string' ? claim.split(' ') : [];
   return new Set(ADMIN_ROLES.filter((role) => values.includes(role)));
 }
 
-/** Who made a change, as the audit trail records it: the subject, and the verified e-mail apart from it. */
 export function auditActor(principal: AdminPrincipal): AuditActor {
   return { kind: 'admin-token', subject: principal.subject, ...(principal.email === undefined ? {} : { email: principal.email }) };
 }
 
-/** What a refused person is told of their roles; a token without the roles claim at all points at the provider's mapping. */
 export function rolesHeld(principal: AdminPrincipal): string {
   if (principal.rolesClaimMissing !== undefined) {
     return `your token carries no ${principal.rolesClaimMissing} claim (ADMIN_ROLES_CLAIM), so it has no role: the provider must put viewer, account-manager or admin in it`;

@@ -3,13 +3,10 @@ import { forwardedForEntry, parseClientIp } from '../allowlist/client-ip.js';
 import { connectionSource } from '../common/connection-roster.js';
 
 /**
- * Whom a request counts against in the admin port's per-address budgets: an IPv4 address or an IPv6
- * /64 (connectionSource). With ADMIN_XFF_TRUSTED_HOPS = 0, the socket's peer. Behind N trusted
- * proxies that each append the address they received the request from to X-Forwarded-For, the peer
- * is the last of them, so the client is the entry N from the right once the peer is appended, as
- * XFF_TRUSTED_HOPS counts for the gRPC port: entries a client wrote itself lie further left and are
- * never read. Fewer entries than that, or one that is no IP address, count against the peer: a client
- * never picks its own bucket. The connection roster counts by the peer, before any header arrives.
+ * Whom a request counts against in the per-address budgets (an IPv4 address or IPv6 /64). Behind N
+ * trusted proxies the client is the X-Forwarded-For entry N from the right once the peer is appended, as
+ * XFF_TRUSTED_HOPS counts; fewer entries, or one that is no address, count against the peer, so a client
+ * never picks its own bucket.
  */
 export function requestSource(request: IncomingMessage, trustedHops: number): string {
   const peer = request.socket?.remoteAddress;

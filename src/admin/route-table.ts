@@ -1,30 +1,23 @@
 import type { Config } from '../config.js';
+import type { Changed } from '../operations/operation-context.js';
 import type { CredentialAdmin } from '../store/credential-admin.js';
-import { ApiError, INVALID_REQUEST } from './api-error.js';
+import { ApiError } from './api-error.js';
 import type { AdminPrincipal, AdminRole } from './principal.js';
 
-/**
- * What a route is, declared once: the dispatcher (admin-server.ts) and the OpenAPI document
- * (openapi.ts) are both read from the table, so that neither can say what the other does not do.
- */
+/** A route declared once: the dispatcher (admin-server.ts) and the OpenAPI document (openapi.ts) read the table. */
 
 interface SchemaCommon {
   readonly description?: string;
-  /** null is a value too (JSON Schema's type [t, "null"]). */
   readonly nullable?: boolean;
 }
 
-/**
- * The part of JSON Schema (2020-12, as OpenAPI 3.1 takes it) the routes use, for bodies and answers;
- * openapi.ts writes it out, and checkValue holds values to it.
- */
+/** The part of JSON Schema 2020-12 (as OpenAPI 3.1 takes it) that bodies and answers use. */
 export type Schema =
   | (SchemaCommon & { readonly type: 'string'; readonly enum?: readonly string[]; readonly format?: 'date-time' | 'uri'; readonly maxLength?: number; readonly example?: string })
   | (SchemaCommon & { readonly type: 'boolean' })
   | (SchemaCommon & { readonly type: 'integer' | 'number'; readonly minimum?: number; readonly maximum?: number })
   | (SchemaCommon & { readonly type: 'array'; readonly items: Schema; readonly maxItems?: number })
   | ObjectSchema
-  /** Any JSON value: the details of an audit entry, as each change recorded them. */
   | (SchemaCommon & { readonly type: 'any' });
 
 export interface ObjectSchema extends SchemaCommon {
@@ -39,88 +32,78 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 export const PAGE_LIMIT_DEFAULT = 100;
 export const PAGE_LIMIT_MAX = 1_000;
 
-export interface Page {
+interface Page {
   readonly limit: number;
-  /** Where the previous page ended (opaque to clients), or undefined for the first page. */
+  /** Where the previous page ended (opaque to clients); undefined for the first page. */
   readonly cursor: string | undefined;
 }
 
-export interface Paginated<T> {
-  readonly items: readonly T[];
-  readonly next: string | null;
-}
-
-/** What a handler is given. */
 export interface RouteRequest {
   /** Undefined on the public routes only. */
   readonly principal: AdminPrincipal | undefined;
   readonly params: Readonly<Record<string, string>>;
   readonly query: URLSearchParams;
-  /** The body as the route's schema checked it ({} when the route takes none). */
+  /** As the route's schema checked it ({} when the route takes none). */
   readonly body: Readonly<Record<string, unknown>>;
   readonly page: Page;
-  /** The store, acting as the person: every change is audited with them as actor. */
+  /** The store acting as the person: every change is audited with them as actor. */
   readonly admin: CredentialAdmin;
   readonly config: Config;
-  /** Epoch ms when the request arrived. */
   readonly now: number;
 }
 
 export interface AdminRoute {
   readonly method: HttpMethod;
-  /** e.g. /api/v1/sites/{siteId}/keys; each {name} is one path segment, URL-decoded. */
+  /** Each {name} is one path segment, URL-decoded. */
   readonly path: string;
   readonly role: AdminRole | 'public';
   readonly summary: string;
+  /** Descriptions of path parameters, where openapi.ts's common ones do not say enough. */
   readonly params?: Readonly<Record<string, string>>;
   readonly query?: Readonly<Record<string, { readonly description: string; readonly schema: Schema }>>;
   readonly body?: ObjectSchema;
-  /** 200 unless said (201 for what a POST creates). */
   readonly status?: 200 | 201;
-  /** What a success answers (for a paginated route: each item); tests hold every answer to it. */
+  /** What a success answers (a paginated route: each item); tests hold every answer to it. */
   readonly response: Schema;
   readonly paginated?: boolean;
-  /** A paginated route's answer beside items and next: fields that concern the whole list, each optional. */
+  /** A paginated route's optional fields beside items and next. */
   readonly envelope?: Readonly<Record<string, Schema>>;
   handle(request: RouteRequest): Promise<unknown>;
 }
 
-export interface RouteMatch {
-  readonly route: AdminRoute;
-  readonly params: Record<string, string>;
-}
+const invalid = (message: string, field: string | undefined) => new ApiError(400, 'INVALID_REQUEST', message, {}, undefined, field);
 
-function segmentsOf(path: string): string[] {
-  return path.split('/').slice(1);
+function paramsOf(pattern: readonly string[], given: readonly string[]): Record<string, string> | undefined {
+  if (pattern.length !== given.length) return undefined;
+  const params: Record<string, string> = {};
+  for (const [index, part] of pattern.entries()) {
+    const segment = given[index] ?? '';
+    const name = /^\{(\w+)\}$/.exec(part)?.[1];
+    if (name === undefined) {
+      if (part !== segment) return undefined;
+      continue;
+    }
+    try {
+      params[name] = decodeURIComponent(segment);
+    } catch {
+      throw invalid(`the path segment ${JSON.stringify(segment.slice(0, 64))} is not valid percent-encoding`, undefined);
+    }
+    if (params[name] === '') return undefined;
+  }
+  return params;
 }
 
 /** The route for a method and a raw path; `allowed` lists the methods the path has when none matches. */
-export function matchRoute(routes: readonly AdminRoute[], method: string, rawPath: string): { readonly match?: RouteMatch; readonly allowed: HttpMethod[] } {
-  const given = segmentsOf(rawPath);
+export function matchRoute(
+  routes: readonly AdminRoute[],
+  method: string,
+  rawPath: string,
+): { readonly match?: { readonly route: AdminRoute; readonly params: Record<string, string> }; readonly allowed: HttpMethod[] } {
+  const given = rawPath.split('/').slice(1);
   const allowed: HttpMethod[] = [];
   for (const route of routes) {
-    const pattern = segmentsOf(route.path);
-    if (pattern.length !== given.length) continue;
-    const params: Record<string, string> = {};
-    let fits = true;
-    for (const [index, part] of pattern.entries()) {
-      const segment = given[index] ?? '';
-      const name = /^\{(\w+)\}$/.exec(part)?.[1];
-      if (name === undefined) {
-        if (part !== segment) fits = false;
-      } else {
-        let decoded: string;
-        try {
-          decoded = decodeURIComponent(segment);
-        } catch {
-          throw new ApiError(400, INVALID_REQUEST, `the path segment ${JSON.stringify(segment.slice(0, 64))} is not valid percent-encoding`);
-        }
-        if (decoded === '') fits = false;
-        params[name] = decoded;
-      }
-      if (!fits) break;
-    }
-    if (!fits) continue;
+    const params = paramsOf(route.path.split('/').slice(1), given);
+    if (params === undefined) continue;
     if (route.method === method || (method === 'HEAD' && route.method === 'GET')) return { match: { route, params }, allowed };
     allowed.push(route.method);
   }
@@ -131,37 +114,29 @@ function typeName(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-const invalid = (message: string, field: string | undefined) => new ApiError(400, INVALID_REQUEST, message, {}, undefined, field);
+const TYPES: Record<Exclude<Schema['type'], 'object' | 'any'>, readonly [(value: unknown) => boolean, string]> = {
+  number: [(value) => typeof value === 'number' && Number.isFinite(value), 'a number'],
+  string: [(value) => typeof value === 'string', 'a string'],
+  boolean: [(value) => typeof value === 'boolean', 'true or false'],
+  integer: [Number.isSafeInteger, 'a whole number'],
+  array: [Array.isArray, 'an array'],
+};
 
 /** `field`: the body's field the value is (in), named in the answer. */
 function check(value: unknown, schema: Schema, where: string, field?: string): void {
-  const expected = (what: string) => invalid(`${where} must be ${what}${schema.nullable === true ? ' or null' : ''}, not ${typeName(value)}`, field);
-  if (value === null && schema.nullable === true) return;
-  switch (schema.type) {
-    case 'any':
-      return;
-    case 'number':
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw expected('a number');
-      return;
-    case 'string':
-      if (typeof value !== 'string') throw expected('a string');
-      if (schema.maxLength !== undefined && value.length > schema.maxLength) throw invalid(`${where} is longer than ${schema.maxLength} characters`, field);
-      if (schema.enum !== undefined && !schema.enum.includes(value)) throw invalid(`${where} must be one of ${schema.enum.join(', ')}, not ${JSON.stringify(value.slice(0, 64))}`, field);
-      return;
-    case 'boolean':
-      if (typeof value !== 'boolean') throw expected('true or false');
-      return;
-    case 'integer':
-      if (!Number.isSafeInteger(value)) throw expected('a whole number');
-      return;
-    case 'array':
-      if (!Array.isArray(value)) throw expected('an array');
-      if (schema.maxItems !== undefined && value.length > schema.maxItems) throw invalid(`${where} has ${value.length} items; send at most ${schema.maxItems}`, field);
-      value.forEach((item, index) => check(item, schema.items, `${where}[${index}]`, field));
-      return;
-    case 'object':
-      checkObject(value, schema, where, field);
-      return;
+  if ((value === null && schema.nullable === true) || schema.type === 'any') return;
+  if (schema.type === 'object') return checkObject(value, schema, where, field);
+  const [fits, what] = TYPES[schema.type];
+  if (!fits(value)) throw invalid(`${where} must be ${what}${schema.nullable === true ? ' or null' : ''}, not ${typeName(value)}`, field);
+  if (schema.type === 'string') {
+    const text = value as string;
+    if (schema.maxLength !== undefined && text.length > schema.maxLength) throw invalid(`${where} is longer than ${schema.maxLength} characters`, field);
+    if (schema.enum !== undefined && !schema.enum.includes(text)) throw invalid(`${where} must be one of ${schema.enum.join(', ')}, not ${JSON.stringify(text.slice(0, 64))}`, field);
+  }
+  if (schema.type === 'array') {
+    const items = value as unknown[];
+    if (schema.maxItems !== undefined && items.length > schema.maxItems) throw invalid(`${where} has ${items.length} items; send at most ${schema.maxItems}`, field);
+    items.forEach((item, index) => check(item, schema.items, `${where}[${index}]`, field));
   }
 }
 
@@ -181,7 +156,6 @@ function checkObject(value: unknown, schema: ObjectSchema, where: string, field?
   for (const [name, value] of Object.entries(fields)) check(value, schema.properties[name] as Schema, `the field "${name}"`, field ?? name);
 }
 
-/** What is wrong with a value against a schema (an answer against its route's), or undefined. */
 export function schemaProblem(value: unknown, schema: Schema, where = 'the answer'): string | undefined {
   try {
     check(value, schema, where);
@@ -192,12 +166,11 @@ export function schemaProblem(value: unknown, schema: Schema, where = 'the answe
   }
 }
 
-/** An object schema whose every property is required, as answers have them. */
+/** Every property required, as answers have them. */
 export function record(properties: Readonly<Record<string, Schema>>, description?: string): ObjectSchema {
   return { type: 'object', properties, required: Object.keys(properties), ...(description === undefined ? {} : { description }) };
 }
 
-/** The body as the route declares it: an object of its fields (none for a route without a body schema). */
 export function checkedBody(route: AdminRoute, body: unknown): Record<string, unknown> {
   const schema: ObjectSchema = route.body ?? { type: 'object', properties: {} };
   // No body at all is an empty one; a body of JSON null is refused like any other that is no object.
@@ -228,17 +201,20 @@ export function checkQuery(route: AdminRoute, query: URLSearchParams): Page {
 
 const CURSOR = /^o([0-9]{1,9})$/;
 
-/** What a route answers on success, as a schema: for a paginated one, the page with its envelope's fields. */
+/** For a paginated route: the page with its envelope's fields. */
 export function answerSchema(route: AdminRoute): Schema {
   if (route.paginated !== true) return route.response;
   return { type: 'object', properties: { items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true }, ...route.envelope }, required: ['items', 'next'] };
 }
 
-/**
- * A page of a list the store returns whole and in a stable order: the cursor is the position where
- * the page ended. A change between pages can move an item across the cut, as with any offset.
- */
-export function paginate<T>(items: readonly T[], page: Page): Paginated<T> {
+/** An operation's result with the warnings it gave, as one answer. */
+export async function warned<T>(change: Promise<Changed<T>>): Promise<T & { readonly warnings: readonly string[] }> {
+  const { result, warnings } = await change;
+  return { ...result, warnings };
+}
+
+/** A page of a list the store returns whole in a stable order: the cursor is the offset where the page ended. */
+export function paginate<T>(items: readonly T[], page: Page): { items: readonly T[]; next: string | null } {
   let start = 0;
   if (page.cursor !== undefined) {
     const offset = CURSOR.exec(Buffer.from(page.cursor, 'base64url').toString('latin1'))?.[1];

@@ -6,15 +6,13 @@ import type { SiteId } from '../decision/types.js';
 import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
 import { ALLOWED, ALLOWLIST_ENTRY, GRACE, IMPORTED_KEY, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, ROLLED_KEY, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
 import { ADMIN_ROLES } from './principal.js';
-import { paginate, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
+import { paginate, warned, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
 
 /** The `me`, sites, allowlist and keys routes: what an account manager does for a partner. */
 
-export const SITE_PARAM = { siteId: 'the site id, e.g. 1001' } as const;
 export const note: Schema = { type: 'string', maxLength: 4 * MAX_NOTE, description: `at most ${MAX_NOTE} characters, no control characters; a UUID in it is masked` };
 const expires: Schema = { type: 'string', description: 'when the key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default never', example: '2027-01-31' };
 
-/** A site as the API shows it: the CLI's summary with its method, grace and token cut-off. */
 function siteView(site: SiteSummary, access: SiteAccess | undefined) {
   return {
     id: site.siteId,
@@ -39,9 +37,7 @@ export const text = (request: RouteRequest, field: string): string | undefined =
 
 export const SITE_ROUTES: readonly AdminRoute[] = [
   {
-    method: 'GET',
-    path: '/api/v1/me',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/me', role: 'viewer',
     summary: 'who the token says you are, and your roles',
     response: ME,
     handle: async ({ principal }) => ({
@@ -52,9 +48,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     }),
   },
   {
-    method: 'GET',
-    path: '/api/v1/sites',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sites', role: 'viewer',
     summary: 'sites with their state, method, active keys, allowlist size and grace; ?query= finds an id or a name',
     response: SITE,
     query: { query: { description: 'part of a site id or name, case ignored', schema: { type: 'string', maxLength: 200 } } },
@@ -68,9 +62,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites', role: 'account-manager',
     summary: 'register a partner site (as `site add`)',
     response: SITE,
     body: { type: 'object', properties: { id: { type: 'string', description: 'the site id, e.g. "1001"' }, name: { type: 'string', maxLength: 4 * MAX_NAME, description: "the partner's name" } }, required: ['id'] },
@@ -81,12 +73,9 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/sites/{siteId}',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sites/{siteId}', role: 'viewer',
     summary: 'a site with its allowlist, token clients, grace and method (keys: GET …/keys)',
     response: SITE_DETAIL,
-    params: SITE_PARAM,
     handle: async (request) => {
       const { admin } = request;
       const id = siteId(request);
@@ -97,12 +86,9 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
   },
   ...(['disable', 'enable'] as const).map(
     (verb): AdminRoute => ({
-      method: 'POST',
-      path: `/api/v1/sites/{siteId}/${verb}`,
-      role: 'account-manager',
+      method: 'POST', path: `/api/v1/sites/{siteId}/${verb}`, role: 'account-manager',
       summary: verb === 'disable' ? "refuse the site's requests (101); its keys and allowlist are kept" : "accept the site's requests again",
       response: SITE_CHANGE,
-      params: SITE_PARAM,
       handle: async (request) => {
         const { result, warnings } = await setSiteEnabled(request, { siteId: request.params['siteId'], enabled: verb === 'enable' });
         return { ...(await siteOf(request.admin, result.site.siteId)), changed: result.changed, warnings };
@@ -110,12 +96,9 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     }),
   ),
   {
-    method: 'PUT',
-    path: '/api/v1/sites/{siteId}/auth-method',
-    role: 'account-manager',
+    method: 'PUT', path: '/api/v1/sites/{siteId}/auth-method', role: 'account-manager',
     summary: 'which methods the site accepts: both (API keys and tokens) or tokens only (its keys get 105)',
     response: TOKEN_POLICY_CHANGE,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { method: { type: 'string', description: 'both or tokens' } }, required: ['method'] },
     handle: async (request) => {
       const { policy, changed } = await setAuthMethod(request, { siteId: request.params['siteId'], method: text(request, 'method') });
@@ -123,50 +106,35 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'PUT',
-    path: '/api/v1/sites/{siteId}/grace',
-    role: 'account-manager',
+    method: 'PUT', path: '/api/v1/sites/{siteId}/grace', role: 'account-manager',
     summary: 'let the site keep its API keys through brownouts and the sunset until a date',
     response: GRACE,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { until: { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone', example: '2027-03-31' } }, required: ['until'] },
     handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: text(request, 'until') ?? '' }),
   },
   {
-    method: 'DELETE',
-    path: '/api/v1/sites/{siteId}/grace',
-    role: 'account-manager',
+    method: 'DELETE', path: '/api/v1/sites/{siteId}/grace', role: 'account-manager',
     summary: 'take the grace back: the site follows brownouts and the sunset again',
     response: GRACE,
-    params: SITE_PARAM,
     handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: null }),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/revoke-tokens',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/revoke-tokens', role: 'account-manager',
     summary: 'refuse every token of the site issued before now',
     response: TOKEN_POLICY,
-    params: SITE_PARAM,
     handle: async (request) => revokeTokens(request, { siteId: request.params['siteId'] }),
   },
   {
-    method: 'GET',
-    path: '/api/v1/sites/{siteId}/allowlist',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sites/{siteId}/allowlist', role: 'viewer',
     summary: "the site's allowlist",
     response: ALLOWLIST_ENTRY,
-    params: SITE_PARAM,
     paginated: true,
     handle: async (request) => paginate(await request.admin.listNetworks(siteId(request)), request.page),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/allowlist',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/allowlist', role: 'account-manager',
     summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
     response: ALLOWED,
-    params: SITE_PARAM,
     body: {
       type: 'object',
       properties: {
@@ -177,43 +145,28 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
     status: 201,
     handle: async (request) => {
-      const { result, warnings } = await allowNetworks(request, {
-        siteId: request.params['siteId'],
-        entries: request.body['entries'] as string[],
-        allowAnyAddress: request.body['allowAnyAddress'] === true,
-      });
-      return { ...result, warnings };
+      const { entries, allowAnyAddress } = request.body;
+      return warned(allowNetworks(request, { siteId: request.params['siteId'], entries: entries as string[], allowAnyAddress: allowAnyAddress === true }));
     },
   },
   {
-    method: 'DELETE',
-    path: '/api/v1/sites/{siteId}/allowlist/{entry}',
-    role: 'account-manager',
+    method: 'DELETE', path: '/api/v1/sites/{siteId}/allowlist/{entry}', role: 'account-manager',
     summary: "remove an entry from the site's allowlist (URL-encoded, e.g. 203.0.113.0%2F24)",
     response: REMOVED,
-    params: { ...SITE_PARAM, entry: 'the address or network, URL-encoded' },
-    handle: async (request) => {
-      const { result, warnings } = await revokeNetworks(request, { siteId: request.params['siteId'], entries: [request.params['entry'] ?? ''], field: 'entry' });
-      return { ...result, warnings };
-    },
+    params: { entry: 'the address or network, URL-encoded' },
+    handle: async (request) => warned(revokeNetworks(request, { siteId: request.params['siteId'], entries: [request.params['entry'] ?? ''], field: 'entry' })),
   },
   {
-    method: 'GET',
-    path: '/api/v1/sites/{siteId}/keys',
-    role: 'account-manager',
+    method: 'GET', path: '/api/v1/sites/{siteId}/keys', role: 'account-manager',
     summary: 'the keys of a site, masked, with their state and last use (as `key list`)',
     response: KEY,
-    params: SITE_PARAM,
     paginated: true,
     handle: async (request) => paginate(await request.admin.listKeys(siteId(request)), request.page),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/keys',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/keys', role: 'account-manager',
     summary: 'issue a key: the answer holds it in `key`, the only time it is shown',
     response: ISSUED_KEY,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { note, expires } },
     status: 201,
     handle: async (request) => {
@@ -223,26 +176,19 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/keys/import',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/keys/import', role: 'account-manager',
     summary: 'register a key the partner already has; the answer shows it masked',
     response: IMPORTED_KEY,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { key: { type: 'string', maxLength: 100, description: 'the key, a UUID' }, note, expires }, required: ['key'] },
     status: 201,
-    handle: async (request) => {
-      const { result, warnings } = await importKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note'), key: String(request.body['key']) });
-      return { ...result, warnings };
-    },
+    handle: async (request) =>
+      warned(importKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note'), key: String(request.body['key']) })),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/keys/{keyId}/roll',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/keys/{keyId}/roll', role: 'account-manager',
     summary: `issue a new key (in \`key\`, the only time it is shown) and give the old one an end, by default ${ROLL_OVERLAP_DAYS} days from now`,
     response: ROLLED_KEY,
-    params: { ...SITE_PARAM, keyId: 'the active key to replace, as GET …/keys shows it' },
+    params: { keyId: 'the active key to replace, as GET …/keys shows it' },
     body: {
       type: 'object',
       properties: {
@@ -265,12 +211,10 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/keys/{keyId}/revoke',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/keys/{keyId}/revoke', role: 'account-manager',
     summary: 'revoke a key; every replica refuses it within a second',
     response: KEY_CHANGE,
-    params: { ...SITE_PARAM, keyId: 'the key id, as GET …/keys shows it' },
+    params: { keyId: 'the key id, as GET …/keys shows it' },
     handle: async (request) => {
       const { key, changed } = await revokeKey(request, { siteId: request.params['siteId'], keyId: request.params['keyId'] });
       return { ...key, changed };

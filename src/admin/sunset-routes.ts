@@ -16,12 +16,12 @@ import {
 import { addBrownout, cancelBrownout, setSunsetPolicy, sunsetPolicy } from '../operations/sunset-operations.js';
 import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ENVELOPE, MIGRATION_ROW, SUNSET_POLICY, SUNSET_POLICY_CHANGE } from './api-schemas.js';
 import { auditSentence } from '../operations/audit-sentences.js';
-import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
+import { paginate, warned, type AdminRoute, type RouteRequest } from './route-table.js';
+import { text } from './site-routes.js';
 
 /** The API-key sunset's routes (grace is a site's: site-routes.ts), the reports and the audit trail. */
 
 const timeText = { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone' } as const;
-const optionalText = (request: RouteRequest, field: string): string | undefined => request.body[field] as string | undefined;
 
 const queryText = (request: RouteRequest, name: string): string | undefined => request.query.get(name) ?? undefined;
 
@@ -34,18 +34,14 @@ const auditCursorId = (cursor: string): string | undefined => {
 
 export const SUNSET_ROUTES: readonly AdminRoute[] = [
   {
-    method: 'GET',
-    path: '/api/v1/brownouts',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/brownouts', role: 'viewer',
     summary: 'brownouts, scheduled, running, over and cancelled',
     response: BROWNOUT,
     paginated: true,
     handle: async ({ admin, page }) => paginate(await admin.sunset.listBrownouts(), page),
   },
   {
-    method: 'POST',
-    path: '/api/v1/brownouts',
-    role: 'admin',
+    method: 'POST', path: '/api/v1/brownouts', role: 'admin',
     summary: 'refuse API-key requests (105) for a while, for the named sites or all; dryRun only counts them',
     response: BROWNOUT,
     body: {
@@ -60,41 +56,32 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       required: ['from', 'until'],
     },
     status: 201,
-    handle: async (request) => {
-      return addBrownout(request, {
-        from: optionalText(request, 'from'),
-        until: optionalText(request, 'until'),
-        // Absent means every site; an empty list is refused rather than read as every site.
+    handle: async (request) =>
+      addBrownout(request, {
+        from: text(request, 'from'),
+        until: text(request, 'until'),
         sites: request.body['sites'] as string[] | undefined,
-        note: optionalText(request, 'note'),
+        note: text(request, 'note'),
         dryRun: request.body['dryRun'] === true,
-      });
-    },
+      }),
   },
   {
-    method: 'POST',
-    path: '/api/v1/brownouts/{brownoutId}/cancel',
-    role: 'admin',
+    method: 'POST', path: '/api/v1/brownouts/{brownoutId}/cancel', role: 'admin',
     summary: 'call a brownout off; every replica lets requests through again within a second',
     response: BROWNOUT_CHANGE,
-    params: { brownoutId: 'the brownout id, as GET /api/v1/brownouts shows it' },
     handle: async (request) => {
       const { brownout, changed } = await cancelBrownout(request, { brownoutId: request.params['brownoutId'] });
       return { ...brownout, changed };
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/sunset',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/sunset', role: 'viewer',
     summary: 'the sunset policy every process follows: the date API keys retire, whether it is enforced, the migration guide',
     response: SUNSET_POLICY,
-    handle: async (request) => sunsetPolicy(request),
+    handle: sunsetPolicy,
   },
   {
-    method: 'PUT',
-    path: '/api/v1/sunset',
-    role: 'admin',
+    method: 'PUT', path: '/api/v1/sunset', role: 'admin',
     summary: 'change the sunset policy; every replica follows within a second',
     response: SUNSET_POLICY_CHANGE,
     body: {
@@ -105,19 +92,11 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
         guide: { type: 'string', nullable: true, format: 'uri', description: 'the migration guide (https://), or null to remove it' },
       },
     },
-    handle: async (request) => {
-      const { result, warnings } = await setSunsetPolicy(request, {
-        at: optionalText(request, 'at'),
-        enforce: request.body['enforce'] as boolean | undefined,
-        guide: request.body['guide'] as string | null | undefined,
-      });
-      return { ...result, warnings };
-    },
+    handle: async (request) =>
+      warned(setSunsetPolicy(request, { at: text(request, 'at'), enforce: request.body['enforce'] as boolean | undefined, guide: request.body['guide'] as string | null | undefined })),
   },
   {
-    method: 'GET',
-    path: '/api/v1/reports/migration',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/reports/migration', role: 'viewer',
     summary: "keys used in the window with days left; sites=true: each site's share on tokens and whether it can go tokens-only",
     response: MIGRATION_ROW,
     envelope: MIGRATION_ENVELOPE,
@@ -136,9 +115,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/reports/denials',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/reports/denials', role: 'viewer',
     summary: 'refusals by error and client address or token client, largest counts first, each with why and what next ("partner X says they are blocked")',
     response: DENIAL_REPORT,
     query: {
@@ -153,9 +130,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET',
-    path: '/api/v1/audit',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/audit', role: 'viewer',
     summary: 'who changed what and when, newest first, each with a sentence that says it; by site, person, action and time',
     response: AUDIT_ENTRY,
     query: {

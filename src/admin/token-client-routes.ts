@@ -1,22 +1,16 @@
 import { siteIdOf } from '../operations/fields.js';
 import { addTokenClient, createTokenClient, removeTokenClient, rotateTokenClientSecret } from '../operations/token-client-operations.js';
 import { HANDOVER, TOKEN_CLIENT, TOKEN_CLIENT_REMOVED } from './api-schemas.js';
-import { note, SITE_PARAM, text } from './site-routes.js';
+import { note, text } from './site-routes.js';
 import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
 
-/**
- * The token clients of sites: registering an existing client, and creating, rotating and removing one
- * at the issuer (dynamic client registration), through the operations the CLI calls too.
- */
+/** Registering a site's existing client, or creating, rotating and removing one at the issuer (dynamic registration). */
 
-const CLIENT_PARAM = { clientId: 'the OAuth client id, URL-encoded' } as const;
 const clientId = (request: RouteRequest): string | undefined => request.params['clientId'];
 
 export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
   {
-    method: 'GET',
-    path: '/api/v1/token-clients',
-    role: 'viewer',
+    method: 'GET', path: '/api/v1/token-clients', role: 'viewer',
     summary: 'the registered token clients, of every site or of one',
     response: TOKEN_CLIENT,
     query: { siteId: { description: 'only this site', schema: { type: 'string' } } },
@@ -27,23 +21,17 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/token-clients',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/token-clients', role: 'account-manager',
     summary: "register an OAuth client: its access tokens authenticate as the site",
     response: TOKEN_CLIENT,
-    params: SITE_PARAM,
     body: { type: 'object', properties: { clientId: { type: 'string', maxLength: 1_000 }, note }, required: ['clientId'] },
     status: 201,
     handle: async (request) => addTokenClient(request, { siteId: request.params['siteId'], clientId: text(request, 'clientId'), note: text(request, 'note') }),
   },
   {
-    method: 'POST',
-    path: '/api/v1/sites/{siteId}/token-clients/create',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/sites/{siteId}/token-clients/create', role: 'account-manager',
     summary: "create the partner's client at the issuer (dynamic client registration) and register it for the site; answers the hand-over, its secret once",
     response: HANDOVER,
-    params: SITE_PARAM,
     body: {
       type: 'object',
       properties: {
@@ -65,21 +53,15 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/api/v1/token-clients/{clientId}/rotate-secret',
-    role: 'account-manager',
+    method: 'POST', path: '/api/v1/token-clients/{clientId}/rotate-secret', role: 'account-manager',
     summary: 'a new secret at the issuer for a client created here, answered once; the old one stops working',
     response: HANDOVER,
-    params: CLIENT_PARAM,
     handle: async (request) => (await rotateTokenClientSecret(request, { clientId: clientId(request) })).handover,
   },
   {
-    method: 'DELETE',
-    path: '/api/v1/token-clients/{clientId}',
-    role: 'account-manager',
+    method: 'DELETE', path: '/api/v1/token-clients/{clientId}', role: 'account-manager',
     summary: 'unregister a client: its tokens are refused (107) from now on; one created here is deleted at the issuer first',
     response: TOKEN_CLIENT_REMOVED,
-    params: CLIENT_PARAM,
     query: { localOnly: { description: 'true: remove it here only, leaving it at the issuer (unreachable, or deleted there already)', schema: { type: 'string', enum: ['true', 'false'] } } },
     handle: async (request) => {
       const localOnly = request.query.get('localOnly') === 'true';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { adminConsole } from '../admin/console/console-factory.js';
-import { startAdmin } from '../admin/start-admin.js';
+import { startAdmin } from '../admin/admin-server.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../observe/logger.js';
 import { openDatabase, type Database } from '../store/database.js';

@@ -1,18 +1,9 @@
-import type { ConsoleFactory } from '../start-admin.js';
+import type { ConsoleFactory } from '../admin-server.js';
 
-/**
- * What the admin port starts the console with: nothing without ADMIN_OIDC_CLIENT_ID (the API alone).
- * The console and openid-client are loaded only then, so a service without it carries neither.
- */
-export const adminConsole: ConsoleFactory = async ({ settings, verifier, pool, logger }) => {
-  if (settings.oidcClientId === undefined) return {};
+/** Without ADMIN_OIDC_CLIENT_ID, no console: then neither it nor openid-client is loaded. */
+export const adminConsole: ConsoleFactory = async (parts) => {
+  const clientId = parts.settings.oidcClientId;
+  if (clientId === undefined) return {};
   const { createConsole } = await import('./console.js');
-  const { handler, authenticator } = await createConsole({
-    settings,
-    clientId: settings.oidcClientId,
-    pool,
-    verifyAccessToken: (accessToken) => verifier.verify(accessToken),
-    logger,
-  });
-  return { console: handler, authenticator };
+  return createConsole(clientId, parts);
 };

@@ -5,21 +5,17 @@ import { cookieNames, readCookie, type CookiePolicy } from './cookies.js';
 import type { RelyingParty } from './relying-party.js';
 import type { ConsoleSession, SessionStore } from './session-store.js';
 
-/** Verifies an admin access token as the API does for a Bearer header: roles and expiry in one place. */
-export type AccessTokenVerifier = (accessToken: string) => Promise<AuthOutcome>;
-
-export interface CurrentSession {
+interface CurrentSession {
   readonly id: string;
   readonly session: ConsoleSession;
-  /** The held access token verified now, after a refresh if it had expired and the provider gave a refresh token. */
+  /** The held access token verified now, after a refresh if it had expired and there is a refresh token. */
   readonly outcome: AuthOutcome;
 }
 
-/** The header the pages send the session's CSRF token in, on every request that changes something. */
 export const CSRF_HEADER = 'x-csrf-token';
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
-/** Equal strings, compared in time that does not depend on where they differ. */
+/** Compared in time that does not depend on where they differ. */
 export function sameSecret(sent: string | undefined, expected: string): boolean {
   if (sent === undefined) return false;
   const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -31,7 +27,8 @@ export class ConsoleSessions {
   constructor(
     private readonly store: SessionStore,
     private readonly relyingParty: RelyingParty,
-    private readonly verify: AccessTokenVerifier,
+    /** As the API verifies a Bearer token: roles and expiry in one place. */
+    private readonly verify: (accessToken: string) => Promise<AuthOutcome>,
     readonly cookies: CookiePolicy,
   ) {}
 
@@ -57,10 +54,7 @@ export class ConsoleSessions {
   }
 }
 
-/**
- * The console's way to call the JSON API: the session cookie, and on every change the session's CSRF
- * token in X-CSRF-Token. A cross-site page can make the browser send the cookie, never the header.
- */
+/** The session cookie, and its CSRF token in a header on every change: another site can send the cookie, never that. */
 export class SessionAuthenticator implements RequestAuthenticator {
   constructor(private readonly sessions: ConsoleSessions) {}
 

@@ -1,25 +1,23 @@
 import type { IncomingMessage } from 'node:http';
 
-/** How the console's cookies are set: one place for the attributes every one of them carries. */
 export interface CookiePolicy {
   /** Secure, and the __Host- prefix, unless ADMIN_PUBLIC_URL is http on a loopback address. */
   readonly secure: boolean;
 }
 
-/** The session cookie, and the start of the name of each short-lived one that carries a sign-in in progress to the callback. */
+/** The session cookie, and the start of the name of each cookie that carries a sign-in in progress. */
 export function cookieNames(policy: CookiePolicy): { readonly session: string; readonly signInPrefix: string } {
   // __Host- makes the browser refuse the cookie unless it is Secure, for Path=/ and without Domain.
   const prefix = policy.secure ? '__Host-' : '';
   return { session: `${prefix}sitekey-console`, signInPrefix: `${prefix}sitekey-console-sign-in-` };
 }
 
-/** The admin port's own bound on all headers together (admin-server.ts): a Cookie header is never longer. */
+/** The admin port's bound on all headers together (admin-server.ts). */
 const MAX_COOKIE_HEADER = 16_384;
-/** Our values are base64url: anything else was not set by us. */
+/** Our values are base64url. */
 const OUR_VALUE = /^[A-Za-z0-9_-]+$/;
 const SESSION_ID_LENGTH = { min: 16, max: 128 };
 
-/** Each name=value of the request's Cookie header, in order; none when it is absent or too long. */
 function cookiePairs(request: IncomingMessage): Array<{ readonly name: string; readonly value: string }> {
   const header = request.headers.cookie;
   if (header === undefined || header.length > MAX_COOKIE_HEADER) return [];
@@ -31,22 +29,18 @@ function cookiePairs(request: IncomingMessage): Array<{ readonly name: string; r
   return pairs;
 }
 
-/** The value of one cookie (a session id unless a longer value is allowed); undefined when absent or not one of ours. */
+/** A session id unless a longer value is allowed; undefined when absent or not one of ours. */
 export function readCookie(request: IncomingMessage, name: string, maxLength = SESSION_ID_LENGTH.max): string | undefined {
   const value = cookiePairs(request).find((pair) => pair.name === name)?.value;
   if (value === undefined || value.length < SESSION_ID_LENGTH.min || value.length > maxLength || !OUR_VALUE.test(value)) return undefined;
   return value;
 }
 
-/** Every cookie whose name starts with `prefix`, whatever its value. */
 export function cookiesNamed(request: IncomingMessage, prefix: string): Array<{ readonly name: string; readonly value: string }> {
   return cookiePairs(request).filter((pair) => pair.name.startsWith(prefix));
 }
 
-/**
- * A Set-Cookie value: HttpOnly, SameSite=Lax, Path=/ always. Lax, not Strict: the provider sends the
- * browser back to /auth/callback by a cross-site redirect, and Strict would leave the cookies behind.
- */
+/** Lax, not Strict: the provider sends the browser back to /auth/callback by a cross-site redirect. */
 export function setCookie(policy: CookiePolicy, name: string, value: string, maxAgeSeconds: number): string {
   const attributes = [`${name}=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}`];
   if (maxAgeSeconds <= 0) attributes.push('Expires=Thu, 01 Jan 1970 00:00:00 GMT');

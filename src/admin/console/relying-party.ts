@@ -1,56 +1,48 @@
 import * as oidc from 'openid-client';
+import type { AdminSettings } from '../../config.js';
 import type { SessionTokens } from './session-store.js';
 import type { PendingSignIn } from './sign-in-cookie.js';
 
-export interface RelyingPartyOptions {
-  /** ADMIN_ISSUER: its discovery document gives the endpoints. */
-  readonly issuer: URL;
-  readonly clientId: string;
-  /** Absent: a public client, protected by PKCE alone. */
-  readonly clientSecret: string | undefined;
-  /** `${ADMIN_PUBLIC_URL}/auth/callback`, as registered at the provider. */
-  readonly redirectUri: string;
-  /** `${ADMIN_PUBLIC_URL}/auth/signed-out`, where the provider sends the browser after signing out. */
-  readonly postLogoutRedirectUri: string;
-  /** ADMIN_AUDIENCE, asked for as the resource indicator so the access token is meant for the admin API. */
-  readonly audience: string;
-  readonly timeoutSeconds: number;
-}
-
 const SCOPE = 'openid email profile';
+const PROVIDER_TIMEOUT_SECONDS = 10;
 
 /**
- * The console as an OpenID Connect relying party (openid-client): authorization code with PKCE S256,
- * state and nonce; the ID token validated by the library. The provider's metadata is discovered on
- * first use and again after a failure, so a provider that is down at start does not stop the API.
+ * Authorization code with PKCE S256, state and nonce (openid-client). The provider's metadata is discovered
+ * on first use and again after a failure, so a provider that is down at start does not stop the API.
  */
 export class RelyingParty {
   private configuration: Promise<oidc.Configuration> | undefined;
 
-  constructor(private readonly options: RelyingPartyOptions) {}
+  constructor(
+    /** ADMIN_AUDIENCE is the resource asked for, so that the access token is meant for the admin API. */
+    private readonly settings: AdminSettings,
+    private readonly clientId: string,
+    /** ADMIN_PUBLIC_URL without a trailing slash. */
+    private readonly publicUrl: string,
+  ) {}
 
   private discovered(): Promise<oidc.Configuration> {
     if (this.configuration === undefined) {
-      const { issuer, clientId, clientSecret, timeoutSeconds } = this.options;
-      const authentication = clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(clientSecret);
-      // ADMIN_ISSUER is https, or http on a loopback address only (checked by loadConfig).
+      const issuer = new URL(this.settings.issuer);
+      const secret = this.settings.oidcClientSecret;
+      // Without a secret, a public client protected by PKCE alone; http on a loopback address only (loadConfig).
+      const authentication = secret === undefined ? oidc.None() : oidc.ClientSecretBasic(secret);
       const insecure = issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [];
-      const discovering = oidc.discovery(issuer, clientId, clientSecret, authentication, { execute: insecure, timeout: timeoutSeconds });
+      const discovering = oidc.discovery(issuer, this.clientId, secret, authentication, { execute: insecure, timeout: PROVIDER_TIMEOUT_SECONDS });
       discovering.catch(() => (this.configuration = undefined));
       this.configuration = discovering;
     }
     return this.configuration;
   }
 
-  /** Where to send the browser, and what the callback must find to accept the answer. */
   async startSignIn(returnTo: string): Promise<{ readonly url: URL; readonly pending: PendingSignIn }> {
     const configuration = await this.discovered();
     const pending: PendingSignIn = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier(), returnTo };
     const url = oidc.buildAuthorizationUrl(configuration, {
-      redirect_uri: this.options.redirectUri,
+      redirect_uri: `${this.publicUrl}/auth/callback`,
       response_type: 'code',
       scope: SCOPE,
-      resource: this.options.audience,
+      resource: this.settings.audience,
       state: pending.state,
       nonce: pending.nonce,
       code_challenge: await oidc.calculatePKCECodeChallenge(pending.codeVerifier),
@@ -59,14 +51,13 @@ export class RelyingParty {
     return { url, pending };
   }
 
-  /** The provider's answer at the callback URL → the person's tokens; throws on any mismatch. */
   async finishSignIn(callbackUrl: URL, pending: PendingSignIn): Promise<SessionTokens & { readonly subject: string }> {
     const configuration = await this.discovered();
     const tokens = await oidc.authorizationCodeGrant(
       configuration,
       callbackUrl,
       { pkceCodeVerifier: pending.codeVerifier, expectedState: pending.state, expectedNonce: pending.nonce, idTokenExpected: true },
-      { resource: this.options.audience },
+      { resource: this.settings.audience },
     );
     const claims = tokens.claims();
     if (claims === undefined) throw new Error('the provider sent no ID token');
@@ -75,17 +66,16 @@ export class RelyingParty {
 
   async refresh(refreshToken: string): Promise<SessionTokens> {
     const configuration = await this.discovered();
-    const tokens = await oidc.refreshTokenGrant(configuration, refreshToken, { resource: this.options.audience });
+    const tokens = await oidc.refreshTokenGrant(configuration, refreshToken, { resource: this.settings.audience });
     return { accessToken: tokens.access_token, refreshToken: tokens.refresh_token, idToken: tokens.id_token };
   }
 
-  /** The provider's end_session URL, or undefined when it has none. */
   async signOutUrl(idToken: string | undefined): Promise<URL | undefined> {
     const configuration = await this.discovered();
     if (configuration.serverMetadata().end_session_endpoint === undefined) return undefined;
     return oidc.buildEndSessionUrl(configuration, {
-      post_logout_redirect_uri: this.options.postLogoutRedirectUri,
-      client_id: this.options.clientId,
+      post_logout_redirect_uri: `${this.publicUrl}/auth/signed-out`,
+      client_id: this.clientId,
       ...(idToken === undefined ? {} : { id_token_hint: idToken }),
     });
   }

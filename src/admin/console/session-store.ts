@@ -1,5 +1,6 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { createHash, hkdfSync, randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import { openBox, sealBox } from '../../common/sealed-box.js';
 
 /** The tokens the provider gave for a person; they stay on the server, the browser holds an id. */
 export interface SessionTokens {
@@ -10,12 +11,10 @@ export interface SessionTokens {
 
 export interface ConsoleSession extends SessionTokens {
   readonly subject: string;
-  /** Sent back by the page in X-CSRF-Token on every change. */
   readonly csrfToken: string;
   readonly expiresAt: Date;
 }
 
-/** A cookie value: 32 random bytes, base64url. */
 export function newSecretId(): string {
   return randomBytes(32).toString('base64url');
 }
@@ -24,54 +23,26 @@ function idHash(id: string): Buffer {
   return createHash('sha256').update(id).digest();
 }
 
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-
 /**
- * The key that seals what a row holds of a person's sign-in: derived from the cookie's id, which only
- * the browser has (the table keeps its SHA-256). Whoever reads the tables gets neither a cookie nor a
- * token to present to the API or to the provider.
+ * Derived from the cookie's id, which only the browser has (the table keeps its SHA-256): whoever reads
+ * the tables gets neither a cookie nor a token to present to the API or to the provider.
  */
 function sealingKey(id: string): Buffer {
   return Buffer.from(hkdfSync('sha256', id, '', 'sitekey-authz console session', 32));
 }
 
-/** AES-256-GCM: IV, tag and ciphertext in one base64 text. */
-function seal(key: Buffer, text: string): string {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const sealed = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64');
-}
-
-/** The text sealed with `key`; undefined when it was sealed with another or changed since. */
-function unseal(key: Buffer, sealed: string): string | undefined {
-  const bytes = Buffer.from(sealed, 'base64');
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
-    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-    return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
-  } catch {
-    return undefined;
-  }
-}
+const NOTHING = Buffer.alloc(0);
+const seal = (key: Buffer, text: string): string => sealBox(key, Buffer.from(text, 'utf8'), NOTHING).toString('base64');
+const unseal = (key: Buffer, sealed: string) => openBox(key, Buffer.from(sealed, 'base64'), NOTHING)?.toString('utf8');
 
 const sealOptional = (key: Buffer, text: string | undefined): string | null => (text === undefined ? null : seal(key, text));
 const unsealOptional = (key: Buffer, sealed: string | null): string | undefined => (sealed === null ? undefined : unseal(key, sealed));
 
-/**
- * Sessions in PostgreSQL (migration 007), keyed by the SHA-256 of the cookie's id, with the tokens
- * sealed by a key derived from the id itself.
- * Expired rows are never returned, and are deleted as new ones are written; a row that does not
- * unseal with the cookie's key is no session.
- */
+/** Keyed by the SHA-256 of the cookie's id; expired rows are never returned, and deleted as new ones are written. */
 export class SessionStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  /**
-   * The key material every replica seals sign-in cookies with (sign-in-cookie.ts): made at the first
-   * start on a database and kept, so a browser may come back to another replica than the one it left.
-   */
+  /** Made once per database, so that a browser may come back to another replica than the one it left. */
   async signInKeyMaterial(): Promise<Buffer> {
     await this.pool.query('INSERT INTO admin_console_sign_in_key (key_material) VALUES ($1) ON CONFLICT DO NOTHING', [randomBytes(32)]);
     const { rows } = await this.pool.query<{ key_material: Buffer }>('SELECT key_material FROM admin_console_sign_in_key');
@@ -117,7 +88,7 @@ export class SessionStore {
     };
   }
 
-  /** After a refresh: the new tokens; a provider that sends no new refresh token keeps the old one valid. */
+  /** A provider that sends no new refresh token keeps the old one valid. */
   async replaceTokens(id: string, tokens: SessionTokens): Promise<void> {
     const key = sealingKey(id);
     await this.pool.query(
@@ -127,7 +98,6 @@ export class SessionStore {
     );
   }
 
-  /** The session's id token (for the provider's end_session endpoint), and the session gone. */
   async deleteSession(id: string): Promise<{ readonly idToken: string | undefined } | undefined> {
     const { rows } = await this.pool.query<{ id_token: string | null }>('DELETE FROM admin_console_sessions WHERE id_sha256 = $1 RETURNING id_token', [
       idHash(id),

@@ -3,7 +3,6 @@ import type { IncomingMessage } from 'node:http';
 import { openBox, sealBox } from '../../common/sealed-box.js';
 import { clearCookie, cookieNames, cookiesNamed, readCookie, setCookie, type CookiePolicy } from './cookies.js';
 
-/** What the callback needs to finish a sign-in this browser started (PKCE, state, nonce). */
 export interface PendingSignIn {
   readonly state: string;
   readonly nonce: string;
@@ -12,42 +11,29 @@ export interface PendingSignIn {
   readonly returnTo: string;
 }
 
-/** How long the browser has at the provider's login page before the callback is refused. */
+/** How long the browser has at the provider's login page. */
 export const SIGN_IN_SECONDS = 10 * 60;
-/**
- * Sign-ins one browser may have in progress at once (tabs opened together each start one); a new one
- * beyond it ends the oldest. Each cookie is at most about a kilobyte, so the Cookie header stays small.
- */
+/** Tabs opened together each start one; a new one beyond ends the oldest, so the Cookie header stays small. */
 export const MAX_SIGN_INS_AT_ONCE = 4;
-/** A sealed sign-in with the longest return path, base64url; anything longer was not made here. */
+/** A sealed sign-in with the longest return path, base64url. */
 const MAX_SEALED_LENGTH = 1_200;
-/** A state as openid-client makes it: 32 random bytes, base64url. Anything else names no cookie of ours. */
+/** As openid-client makes it: 32 random bytes, base64url. */
 const STATE = /^[A-Za-z0-9_-]{43}$/;
 
-/** What the callback found of the sign-in its state names. */
+/**
+ * none: no cookie for this state (another browser, a replay, or Max-Age passed); expired: past the sealed
+ * expiry, whatever the browser kept; unreadable: changed, sealed under another key, or not ours.
+ */
 export type SignInFound =
   | { readonly found: 'pending'; readonly pending: PendingSignIn }
-  /** No cookie for this state: another browser, a replay, or the cookie expired (Max-Age). */
-  | { readonly found: 'none' }
-  /** The cookie is there but past its time: the sealed expiry, whatever the browser kept. */
-  | { readonly found: 'expired' }
-  /** Changed, sealed under another key, or not ours. */
-  | { readonly found: 'unreadable' };
+  | { readonly found: 'none' | 'expired' | 'unreadable' };
 
-interface SealedSignIn {
-  readonly nonce: string;
-  readonly codeVerifier: string;
-  readonly returnTo: string;
-  /** Epoch ms. */
-  readonly expiresAt: number;
-}
+type SealedSignIn = Omit<PendingSignIn, 'state'> & { readonly expiresAt: number };
 
 /**
- * Sign-ins in progress, kept by the browser and nowhere else: one short-lived cookie per sign-in, named
- * after its state, holding the nonce, PKCE verifier and return path sealed with AES-256-GCM under a key
- * every replica shares (its key material is a row in the database, made once). The cookie's name is
- * the additional authenticated data, so a value cannot be moved to another state. An unauthenticated
- * page load thus writes nothing to the database, however many there are.
+ * Sign-ins in progress, kept by the browser alone: one short-lived cookie per sign-in, named after its
+ * state, sealed under a key every replica shares (material made once in the database), with the name as
+ * the additional authenticated data so a value cannot move to another state. A page load writes nothing.
  */
 export class SignInCookies {
   private key: Promise<Buffer> | undefined;
@@ -55,13 +41,13 @@ export class SignInCookies {
 
   constructor(
     private readonly policy: CookiePolicy,
-    /** The shared key material; asked for once, and again after a failure. */
+    /** Asked for once, and again after a failure. */
     private readonly keyMaterial: () => Promise<Buffer>,
   ) {
     this.prefix = cookieNames(policy).signInPrefix;
   }
 
-  /** Resolves once the key is at hand: a console that starts with its database answers its first sign-in at once. */
+  /** A console that starts with its database answers its first sign-in at once. */
   ready(): Promise<Buffer> {
     if (this.key === undefined) {
       const loading = this.keyMaterial().then((material) => Buffer.from(hkdfSync('sha256', material, '', 'sitekey-authz console sign-in cookie v1', 32)));
@@ -75,7 +61,7 @@ export class SignInCookies {
     return `${this.prefix}${state}`;
   }
 
-  /** The Set-Cookie lines that start `pending`: its own cookie, and the end of the oldest beyond the bound. */
+  /** Set-Cookie lines: `pending`'s own cookie, and the end of the oldest beyond the bound. */
   async start(request: IncomingMessage, pending: PendingSignIn, now: number): Promise<string[]> {
     if (!STATE.test(pending.state)) throw new Error('a sign-in state is 32 random bytes, base64url');
     const key = await this.ready();
@@ -85,7 +71,7 @@ export class SignInCookies {
     return [...this.oldestBeyondBound(request, key, now).map((old) => clearCookie(this.policy, old)), setCookie(this.policy, name, value, SIGN_IN_SECONDS)];
   }
 
-  /** The sign-in the callback's state names in this browser, and the Set-Cookie line that ends it. */
+  /** The sign-in the callback's state names, and the Set-Cookie line that ends it. */
   async finish(request: IncomingMessage, state: string | null, now: number): Promise<{ readonly result: SignInFound; readonly clear: string | undefined }> {
     if (state === null || !STATE.test(state)) return { result: { found: 'none' }, clear: undefined };
     const name = this.nameOf(state);
@@ -101,23 +87,17 @@ export class SignInCookies {
   private open(key: Buffer, name: string, value: string): SealedSignIn | undefined {
     const plain = openBox(key, Buffer.from(value, 'base64url'), Buffer.from(name, 'utf8'));
     if (plain === undefined) return undefined;
-    let parsed: Partial<Record<keyof SealedSignIn, unknown>>;
     try {
-      // Sealed by us, so of our shape; read all the same as data from outside.
-      parsed = JSON.parse(plain.toString('utf8')) as typeof parsed;
+      // Not JSON, or JSON null, throws here.
+      const { nonce, codeVerifier, returnTo, expiresAt } = JSON.parse(plain.toString('utf8')) as Partial<Record<keyof SealedSignIn, unknown>>;
+      if (typeof nonce !== 'string' || typeof codeVerifier !== 'string' || typeof returnTo !== 'string' || typeof expiresAt !== 'number') return undefined;
+      return { nonce, codeVerifier, returnTo, expiresAt };
     } catch {
       return undefined;
     }
-    if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const { nonce, codeVerifier, returnTo, expiresAt } = parsed;
-    if (typeof nonce !== 'string' || typeof codeVerifier !== 'string' || typeof returnTo !== 'string' || typeof expiresAt !== 'number') return undefined;
-    return { nonce, codeVerifier, returnTo, expiresAt };
   }
 
-  /**
-   * The sign-in cookies this request carries beyond what leaves room for one more: the unreadable and
-   * expired first, then the oldest.
-   */
+  /** The sign-in cookies beyond what leaves room for one more: the unreadable and expired first, then the oldest. */
   private oldestBeyondBound(request: IncomingMessage, key: Buffer, now: number): string[] {
     const carried = cookiesNamed(request, this.prefix);
     const excess = carried.length - (MAX_SIGN_INS_AT_ONCE - 1);

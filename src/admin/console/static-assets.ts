@@ -3,14 +3,10 @@ import { join, relative } from 'node:path';
 import { ERROR_CATALOGUE } from '../../decision/error-catalogue.js';
 import { PACKAGE_ROOT } from '../../paths.js';
 
-/** The pages' own modules and styles: plain ES modules, served as they are (no bundler, no build step). */
-export const CLIENT_DIR = join(PACKAGE_ROOT, 'src', 'admin', 'console', 'client');
+/** Plain ES modules and styles, served as they are (no bundler, no build step). */
+const CLIENT_DIR = join(PACKAGE_ROOT, 'src', 'admin', 'console', 'client');
 
-/**
- * Straight from node_modules: htm's standalone module (Preact, its hooks and htm in one ES module
- * that imports nothing, so the browser needs no import map, which the CSP would refuse inline) and
- * Pico CSS.
- */
+/** htm's standalone module (Preact, hooks, htm) imports nothing: no import map, which the CSP refuses inline. */
 const VENDOR_FILES: Readonly<Record<string, string>> = {
   'preact-htm.js': join(PACKAGE_ROOT, 'node_modules', 'htm', 'preact', 'standalone.module.js'),
   'pico.min.css': join(PACKAGE_ROOT, 'node_modules', '@picocss', 'pico', 'css', 'pico.min.css'),
@@ -28,7 +24,7 @@ export interface StaticAsset {
   readonly contentType: string;
 }
 
-/** Every file the console serves under /console/, read once at start: a name not in it is a 404, so no path is ever joined from a request. */
+/** Read once at start: a name not in it is a 404, so no path is ever joined from a request. */
 export function loadStaticAssets(): ReadonlyMap<string, StaticAsset> {
   const assets = new Map<string, StaticAsset>();
   const add = (name: string, file: string) => {

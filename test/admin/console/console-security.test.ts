@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import { returnPath } from '../../../src/admin/console/console-handler.js';
+import { CONTENT_SECURITY_POLICY, returnPath } from '../../../src/admin/console/console-handler.js';
 import { sameSecret } from '../../../src/admin/console/console-sessions.js';
 import { clearCookie, cookieNames, readCookie, setCookie } from '../../../src/admin/console/cookies.js';
 import { problemPage, shellPage, SIGNED_OUT_PAGE } from '../../../src/admin/console/pages.js';
-import { CONTENT_SECURITY_POLICY } from '../../../src/admin/console/security-headers.js';
 import { loadStaticAssets } from '../../../src/admin/console/static-assets.js';
 
 const requestWith = (cookie: string | undefined) => ({ headers: cookie === undefined ? {} : { cookie } }) as IncomingMessage;

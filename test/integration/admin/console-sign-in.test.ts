@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { CONTENT_SECURITY_POLICY } from '../../../src/admin/console/security-headers.js';
+import { CONTENT_SECURITY_POLICY } from '../../../src/admin/console/console-handler.js';
 import { ADMIN_PEOPLE } from '../../support/admin-issuer.js';
 import { startConsoleStack, type ConsoleStack } from '../../support/console-stack.js';
 import { CookieJar, PAGE_HEADERS, redirectOf, signInAtProvider, signInToConsole } from '../../support/console-session.js';
