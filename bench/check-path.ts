@@ -36,8 +36,7 @@ import { BENCH_CLIENT_IP, encodeCheckRequest, partnerBody, tokenRequestBody } fr
  * Each call gets a request of its own, decoded apart from the others (a ring of REQUESTS), as each
  * check in `serve` does: no call finds the strings of the call before with their hashes computed.
  * This is the floor of our part, not its price under load (docs/development.md, "Benchmarks"): interleaved with the
- * transport's work for each stream, the same code took about twice as long, its caches evicted; `serve`
- * answers the checks of one event-loop turn together (answerAfterTurn) for that reason.
+ * transport's work for each stream, the same code takes longer, its caches evicted.
  */
 const SITES = 10_000;
 /** Separately decoded copies of each request, called in turn. */

@@ -2,7 +2,6 @@ import { status as GrpcStatus, type handleUnaryCall, type sendUnaryData, type Se
 import { denialMessage } from '../decision/error-catalogue.js';
 import type { CheckInput, Decided, UndecidedReason } from '../decision/types.js';
 import { checkEvent, type CheckEvent, type UndecidedCheckEvent } from '../observe/check-event.js';
-import { TurnBatch } from '../common/turn-batch.js';
 import type { Logger } from '../observe/logger.js';
 import { AllowedResponses } from './allowed-responses.js';
 import { deniedResponseKey, PLAIN_ALLOWED_RESPONSE, toCheckResponse, toShadowResponse, type AllowedResponsePolicy } from './check-response.js';
@@ -21,22 +20,11 @@ export interface AuthorizationServiceDeps extends RequestViewOptions {
   readonly onFailure?: (event: UndecidedCheckEvent) => void;
   readonly logger: Logger;
   readonly shadowMode?: boolean;
-  /**
-   * serve's: a turn's checks answered in a row after it, then their observers told; in a row their code and
-   * data stay in the processor's caches, and the answers leave in fewer writes (docs/development.md, "Benchmarks").
-   */
-  readonly answerAfterTurn?: boolean;
 }
 
 export type AuthorizationImplementation = {
   readonly Check: handleUnaryCall<CheckRequestMessage, CheckResponseToSend>;
 };
-
-interface ReceivedCheck {
-  readonly request: CheckRequestMessage;
-  readonly callback: sendUnaryData<CheckResponseToSend>;
-  readonly started: number;
-}
 
 /** performance.now(), not hrtime.bigint(): no BigInt per check. */
 function secondsSince(started: number): number {
@@ -146,43 +134,32 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     if (event !== undefined) notify(deps.onDecision, event, event.requestId);
   };
 
-  /** Returns the event of a check decided at once; tells observers itself when it waited. */
-  function check({ request, callback, started }: ReceivedCheck): CheckEvent | undefined {
+  /** Answers one check, then tells its observers; a check that waited tells them when it is answered. */
+  function check(request: CheckRequestMessage, callback: sendUnaryData<CheckResponseToSend>, started: number): void {
     const result = answer(request, started);
-    if (!(result instanceof Promise)) return send(result, callback, started);
-    void result.then((settled) => observe(send(settled, callback, started)));
-    return undefined;
-  }
-
-  const receivedInTurn = new TurnBatch<ReceivedCheck>((checks) => {
-    const events: CheckEvent[] = [];
-    for (const received of checks) {
-      try {
-        const event = check(received);
-        if (event !== undefined) events.push(event);
-      } catch (error) {
-        // Only sending can throw here; the others of the turn must still be answered.
-        logger.error({ err: error }, 'a check could not be answered; answering it INTERNAL');
-        try {
-          received.callback(failedToDecide());
-        } catch {
-          // The call is gone: there is nobody left to answer.
-        }
-      }
+    if (result instanceof Promise) {
+      void result.then((settled) => observe(send(settled, callback, started)));
+      return;
     }
-    for (const event of events) observe(event);
-  });
-
-  if (deps.answerAfterTurn === true) {
-    return {
-      Check(call, callback) {
-        receivedInTurn.add({ request: call.request, callback, started: performance.now() });
-      },
-    };
+    let event: CheckEvent | undefined;
+    try {
+      event = send(result, callback, started);
+    } catch (error) {
+      // Only sending can throw here: the call is answered INTERNAL if it still can be.
+      logger.error({ err: error }, 'a check could not be answered; answering it INTERNAL');
+      try {
+        callback(failedToDecide());
+      } catch {
+        // The call is gone: there is nobody left to answer.
+      }
+      return;
+    }
+    observe(event);
   }
+
   return {
     Check(call, callback) {
-      observe(check({ request: call.request, callback, started: performance.now() }));
+      check(call.request, callback, performance.now());
     },
   };
 }

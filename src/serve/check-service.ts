@@ -214,7 +214,6 @@ function startCheckServer(
       onDecision: decisionObserver(recorders, metrics, decisionLog, (clientId) => store.cache.snapshot(Date.now())?.siteOfTokenClient(clientId)?.siteId),
       onFailure: (event) => metrics.observeUndecided(event),
       shadowMode: config.shadowMode,
-      answerAfterTurn: true,
     },
   };
   if (handedConnections) return Promise.resolve(startHandedConnectionsGrpcServer(options));

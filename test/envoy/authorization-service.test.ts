@@ -28,25 +28,21 @@ function service(trail: string[], overrides: Partial<AuthorizationServiceDeps> =
     authorize: (input) => decide(input, snapshot, NOW, NO_SUNSET),
     onDecision: (event) => trail.push(`observed ${event.requestId} ${event.outcome}`),
     logger: createLogger('silent'),
-    answerAfterTurn: true,
     ...overrides,
   });
 }
 
-describe('answerAfterTurn: the checks of one event-loop turn answered together after it', () => {
-  it('answers none within Check; after the turn all of them in the order received, then tells observers of each', async () => {
+describe('Check: each check answered within its call, then observed', () => {
+  it('answers and observes each check in the order received', () => {
     const trail: string[] = [];
     const { Check } = service(trail);
     const answered = (requestId: string) => (error: Partial<ServiceError> | null) => trail.push(`answered ${requestId}${error ? ` ${error.code}` : ''}`);
     Check(call('r1'), answered('r1'));
     Check(call('r2', randomUUID()), answered('r2'));
-    Check(call('r3'), answered('r3'));
-    assert.equal(trail.length, 0, 'nothing answered or observed within the turn');
-    await nextTurn();
-    assert.deepEqual(trail, ['answered r1', 'answered r2', 'answered r3', 'observed r1 allowed', 'observed r2 denied', 'observed r3 allowed']);
+    assert.deepEqual(trail, ['answered r1', 'observed r1 allowed', 'answered r2', 'observed r2 denied']);
   });
 
-  it('answers the rest of the turn when sending one answer throws, and answers that one INTERNAL', async () => {
+  it('answers INTERNAL when sending the answer throws, observes nothing of it, and goes on answering', () => {
     const trail: string[] = [];
     const { Check } = service(trail);
     let calls = 0;
@@ -56,16 +52,8 @@ describe('answerAfterTurn: the checks of one event-loop turn answered together a
       trail.push(`r1 answered ${error.code}`);
     });
     Check(call('r2'), (error) => trail.push(`r2 answered ${error === null ? 'OK' : error.code}`));
-    await nextTurn();
     assert.equal(calls, 2);
     assert.deepEqual(trail, ['r1 answered 13', 'r2 answered OK', 'observed r2 allowed']);
-  });
-
-  it('without it (a direct caller), answers and observes within Check', () => {
-    const trail: string[] = [];
-    const { Check } = service(trail, { answerAfterTurn: false });
-    Check(call('r1'), () => trail.push('answered r1'));
-    assert.deepEqual(trail, ['answered r1', 'observed r1 allowed']);
   });
 });
 
@@ -73,7 +61,6 @@ describe('a check left undecided for a reason of its own', () => {
   it("answers UNAVAILABLE (Envoy's retryable 503), never a denial, and tells observers the reason", async () => {
     const trail: string[] = [];
     const { Check } = service(trail, {
-      answerAfterTurn: false,
       authorize: async () => ({ undecided: 'unknown-kid-pending' }),
       onFailure: (event) => trail.push(`undecided ${event.requestId} ${event.reason}`),
     });
