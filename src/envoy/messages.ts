@@ -12,10 +12,12 @@ export interface HeaderValueMessage {
   readonly raw_value?: Uint8Array | null;
 }
 
-/** envoy.config.core.v3.HeaderValueOption.HeaderAppendAction: the members sent, by number. */
+/** envoy.config.core.v3.HeaderValueOption.HeaderAppendAction by number; `check` names any of them another server sends. */
 export const HeaderAppendAction = Object.freeze({
   APPEND_IF_EXISTS_OR_ADD: 0,
+  ADD_IF_ABSENT: 1,
   OVERWRITE_IF_EXISTS_OR_ADD: 2,
+  OVERWRITE_IF_EXISTS: 3,
 } as const);
 export type HeaderAppendAction = (typeof HeaderAppendAction)[keyof typeof HeaderAppendAction];
 
