@@ -134,18 +134,12 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
     if (event !== undefined) notify(deps.onDecision, event, event.requestId);
   };
 
-  /** Answers one check, then tells its observers; a check that waited tells them when it is answered. */
-  function check(request: CheckRequestMessage, callback: sendUnaryData<CheckResponseToSend>, started: number): void {
-    const result = answer(request, started);
-    if (result instanceof Promise) {
-      void result.then((settled) => observe(send(settled, callback, started)));
-      return;
-    }
+  /** Sends the answer, then tells observers; a send that throws is answered INTERNAL if the call still can be. */
+  function deliver(result: Answer, callback: sendUnaryData<CheckResponseToSend>, started: number): void {
     let event: CheckEvent | undefined;
     try {
       event = send(result, callback, started);
     } catch (error) {
-      // Only sending can throw here: the call is answered INTERNAL if it still can be.
       logger.error({ err: error }, 'a check could not be answered; answering it INTERNAL');
       try {
         callback(failedToDecide());
@@ -155,6 +149,12 @@ export function createAuthorizationService(deps: AuthorizationServiceDeps): Auth
       return;
     }
     observe(event);
+  }
+
+  function check(request: CheckRequestMessage, callback: sendUnaryData<CheckResponseToSend>, started: number): void {
+    const result = answer(request, started);
+    if (result instanceof Promise) void result.then((settled) => deliver(settled, callback, started));
+    else deliver(result, callback, started);
   }
 
   return {

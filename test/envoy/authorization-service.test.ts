@@ -57,6 +57,22 @@ describe('Check: each check answered within its call, then observed', () => {
   });
 });
 
+describe('Check: a check that waited for its decision', () => {
+  it('answers INTERNAL when sending its answer throws, instead of leaving a rejected promise behind', async () => {
+    const trail: string[] = [];
+    const { Check } = service(trail, { authorize: async (input) => decide(input, snapshot, NOW, NO_SUNSET) });
+    const internal = new Promise<number | undefined>((resolve) =>
+      Check(call('r1'), (error) => {
+        if (error === null) throw new Error('the transport broke');
+        resolve(error.code);
+      }),
+    );
+    assert.equal(await internal, 13);
+    await nextTurn();
+    assert.deepEqual(trail, []);
+  });
+});
+
 describe('a check left undecided for a reason of its own', () => {
   it("answers UNAVAILABLE (Envoy's retryable 503), never a denial, and tells observers the reason", async () => {
     const trail: string[] = [];
