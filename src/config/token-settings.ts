@@ -67,7 +67,6 @@ const RESOURCE_TEXT = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${RESOURCE_MA
 /** Thirty days: a longer bound is no bound on a leaked token. */
 const TOKEN_MAX_AGE_LIMIT_SECONDS = 2_592_000;
 
-/** One range for both; each has its own default. */
 export const tokenMaxAge = (env: Env, name: 'TOKEN_MAX_AGE_SECONDS' | 'ADMIN_TOKEN_MAX_AGE_SECONDS'): number =>
   integer(env, name, 60, TOKEN_MAX_AGE_LIMIT_SECONDS);
 

@@ -15,7 +15,6 @@ const CHECK_DURATION_BUCKETS = [
   0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 ];
 
-/** The metrics of checks: how each was decided, by whom, how long it took, and what the sunset refused. */
 export class CheckMetrics {
   private readonly siteLabels: SiteLabels;
   private readonly checks: Counter<'outcome' | 'error_id' | 'site'>;

@@ -5,7 +5,6 @@ import type { Logger } from './logger.js';
 
 const HINT_INTERVAL_MS = 60_000;
 
-/** What a line says of any check, allowed or denied. */
 function checkFields(event: CheckEvent) {
   return {
     requestId: event.requestId,
@@ -21,7 +20,6 @@ function checkFields(event: CheckEvent) {
 }
 
 export interface DecisionLogOptions {
-  /** LOG_ALLOWED_SAMPLE_RATE */
   readonly allowedSampleRate: number;
   /** LOG_REPEAT_WINDOW_SECONDS; 0 logs every denial. */
   readonly repeatWindowSeconds: number;
@@ -31,7 +29,6 @@ export interface DecisionLogOptions {
 
 export interface DecisionLog {
   record(event: CheckEvent): void;
-  /** Logs the repeats still counted; after the last check. */
   close(): void;
 }
 
@@ -67,7 +64,6 @@ interface RepeatWindow {
   readonly openedAt: number;
   repeats: number;
   lastRequestId: string | undefined;
-  /** Taken out of the windows: a later repeat opens a new one. */
   ended: boolean;
 }
 

@@ -5,7 +5,6 @@ import { GatedConnection, OperatorConnections } from './operator-connections.js'
 
 export interface Readiness {
   readonly ready: boolean;
-  /** Goes into the /readyz body for operators. */
   readonly detail: Record<string, unknown>;
 }
 
@@ -91,7 +90,6 @@ export async function startHttpEndpoints(options: {
   readonly port: number;
   readonly readiness: () => Readiness;
   readonly metrics?: MetricsExposition;
-  /** Tests shorten the time-outs. */
   readonly limits?: Partial<HttpEndpointLimits>;
 }): Promise<HttpEndpoints> {
   const limits: HttpEndpointLimits = { ...HTTP_ENDPOINT_LIMITS, ...options.limits };

@@ -13,7 +13,6 @@ export interface ServiceMetricsOptions {
   readonly siteLabelsMax: number;
   readonly snapshot: SnapshotGauges;
   readonly pool: PoolCounts;
-  /** What /readyz says. */
   readonly ready: () => boolean;
   readonly now?: () => number;
   readonly version?: string;
@@ -67,7 +66,6 @@ export class ServiceMetrics {
     return this.registry.metrics();
   }
 
-  /** Gauges of the token verifier's state, read at each scrape. */
   followTokenKeys(state: { readonly keys: () => number; readonly ageSeconds: () => number; readonly verifiedTokens: () => number }): void {
     const { registry } = this;
     scrapedGauge(registry, 'sitekey_authz_token_issuer_keys', state.keys,

@@ -5,10 +5,8 @@ import type { TokenVerifier } from './token-verifier.js';
 
 /** What a check is decided on besides the request: the same for serve and explain. */
 export interface CheckAuthority {
-  /** Undefined when there is none fresh enough to decide on. */
   readonly snapshot: (now: number) => CredentialSnapshot | undefined;
   readonly sunset: SunsetPolicy;
-  /** Undefined when tokens are off (no TOKEN_ISSUER). */
   readonly tokens: TokenVerifier | undefined;
   readonly now?: () => number;
 }

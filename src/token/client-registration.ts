@@ -8,7 +8,6 @@ import { IssuerMetadataInvalid, issuerRequest, issuerText, type IssuerLimits, IS
  * the issuer, and what is accepted back. No storage and no policy: client-onboarding.ts decides when.
  */
 
-/** A secret, or assertions signed with the partner's own key (RFC 7523). */
 export type ClientAuthMethod = 'client_secret_basic' | 'private_key_jwt';
 
 /** The partner's public keys, given inline or by URL; none: a secret. */

@@ -9,7 +9,6 @@ import { isSecureOrLoopbackUrl } from '../config.js';
 export interface IssuerLimits {
   readonly timeoutMs: number;
   readonly maxBytes: number;
-  /** The deadline of the whole operation the exchange is part of. */
   readonly deadline?: AbortSignal;
 }
 
@@ -63,7 +62,6 @@ export async function readBounded(response: Response, maxBytes: number, tooLarge
 export interface IssuerRequest {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   readonly url: string;
-  /** The initial or the registration access token. */
   readonly bearer?: string;
   readonly body?: unknown;
 }
@@ -122,7 +120,6 @@ export function discoveryUrls(issuer: string): readonly string[] {
 export interface IssuerMetadata {
   readonly issuer: string;
   readonly tokenEndpoint: string;
-  /** Undefined when the issuer offers no dynamic registration. */
   readonly registrationEndpoint: string | undefined;
 }
 

@@ -4,14 +4,12 @@ import { RateLimit } from '../common/rate-limit.js';
 import { fetchKeySet, jwksDiscovery, publicKeySet, type ReadLimits } from './issuer-documents.js';
 
 export interface KeySource {
-  /** A key set is held: tokens can be verified. */
   readonly loaded: boolean;
   readonly getKey: JWTVerifyGetKey;
   /** A kid missing from a set no fetch since the token arrived has read may be the issuer's newest. */
   readonly fetches?: { readonly started: number; readonly lastSucceeded: number };
 }
 
-/** Hostile like anything read back. */
 export interface StoredKeySet {
   readonly jwks: unknown;
   readonly fetchedAt: number;
@@ -31,7 +29,6 @@ export interface IssuerKeysOptions {
   readonly setting?: string;
   readonly logger: Logger;
   readonly store?: KeySetStore;
-  /** Bounds one read or write of the store. */
   readonly storeTimeoutMs?: number;
   /** Until the first fetch succeeds, and after one fails, tried again this often. */
   readonly retryMs?: number;
@@ -134,7 +131,6 @@ export class IssuerKeys implements KeySource {
     return this.firstAttempt;
   }
 
-  /** Stops fetching; resolves once a fetch or a write under way has ended. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);

@@ -26,7 +26,6 @@ export class SealUnreadable extends Error {
 const boundTo = (clientId: string, registrationClientUri: string): Buffer => Buffer.from(`${clientId}\n${registrationClientUri}`, 'utf8');
 
 export class RegistrationSeal {
-  /** Stored beside each sealed value. */
   readonly keyId: string;
   readonly #key: Buffer;
 

@@ -61,7 +61,6 @@ const tokenId = (token: string): string => sha256(token, 'base64');
  */
 export class TokenVerifier {
   private readonly verified = new Map<string, AccessTokenClaims>();
-  /** So that a burst of one new token verifies it once. */
   private readonly inFlight = new Map<string, Promise<TokenOutcome>>();
   /** Tokens whose kid the key set lacked, with the count of fetches started when each first arrived. */
   private readonly kidPending = new Map<string, number>();
