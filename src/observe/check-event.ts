@@ -44,10 +44,7 @@ export interface DeniedCheckEvent extends CheckEventFacts {
   readonly claimant: TokenClaimant | undefined;
 }
 
-/**
- * What observers learn of one decided check, never the request as received: without the
- * Authorization header or the body in hand, no observer can log a key, even by mistake.
- */
+/** Never the request as received: without the header or the body in hand, no observer can log a key by mistake. */
 export type CheckEvent = AllowedCheckEvent | DeniedCheckEvent;
 
 /** A check that got no decision: Envoy's failure_mode_allow / status_on_error take over. */
@@ -75,10 +72,7 @@ function bodyBytes({ body }: CheckInput): number | undefined {
   return body.kind === 'empty' ? 0 : undefined;
 }
 
-/**
- * The one place an event is made from a decision. It runs on every check, so it builds plain
- * literals (a spread costs microseconds here); `message` is the denial's, when the caller has made it.
- */
+/** Runs on every check, so it builds plain literals (a spread costs microseconds here). */
 export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number, shadow = false, message?: string): CheckEvent {
   const requestId = clipForLog(request.requestId);
   const clientIp = clipForLog(request.input.clientAddress);

@@ -35,10 +35,7 @@ export interface DecisionLog {
 /** Windows of repeats counted at once: beyond, a denial is logged on its own line as if none were. */
 export const REPEAT_WINDOWS_MAX = 10_000;
 
-/**
- * What makes denials read the same in the log, but for their request id and duration. The message
- * counts only where these do not determine it: a long key costs every denial.
- */
+/** What makes denials read the same in the log; the message counts only where these fields do not determine it. */
 function sameLineKey(event: DeniedCheckEvent): string {
   const key = `${event.errorId}|${event.shadow}|${event.siteId}|${event.clientIp}|${event.maskedKey}|${event.clientId}|${event.keyId}|${event.rule}`;
   return reasonIsMessage(event.errorId) ? `${key}|${event.errorMessage}` : key;
@@ -68,9 +65,8 @@ interface RepeatWindow {
 }
 
 /**
- * One JSON line per denial and a sample of allows. A client that repeats the same refused request (a
- * retry loop, a flood) gets its first denial of each window on a line of its own and the rest counted
- * on one line (`check.denied.repeated`) when the window ends: a flood costs a count, not a line.
+ * One JSON line per denial and a sample of allows. A repeated denial (a retry loop, a flood) is logged once per
+ * window and the rest counted on one `check.denied.repeated` line when the window ends.
  */
 export function createDecisionLog(logger: Logger, options: DecisionLogOptions): DecisionLog {
   const { allowedSampleRate, random = Math.random, now = Date.now } = options;

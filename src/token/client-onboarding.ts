@@ -67,9 +67,8 @@ function issuerError(what: string, error: unknown, consequence: string, nextStep
 const replaceClient = (client: TokenClientSummary): AdminNextStep => ({ removeHereOnly: client.clientId, createClientFor: client.siteId });
 
 /**
- * A partner's OAuth client created, rotated and removed at the issuer and here in one step, for the CLI, the
- * admin API and the console. An operation that fails half-way leaves both sides as they were and says which
- * refused. The registration access token is stored sealed; the client secret is returned once, never stored.
+ * A partner's OAuth client created, rotated and removed at the issuer and here in one step. A failure half-way
+ * leaves both sides as they were; the registration access token is stored sealed, the client secret never.
  */
 export class ClientOnboarding {
   constructor(

@@ -30,10 +30,7 @@ function publicKey(value: unknown): JWK | undefined {
   return Object.fromEntries(members.map((name) => [name, value[name]])) as JWK;
 }
 
-/**
- * A key set from an issuer's answer or from the database, both hostile: public signature keys only, private
- * members stripped, members sorted so that two sets with the same keys read the same.
- */
+/** From the issuer or the database, both hostile: public keys only, members sorted so equal sets read the same. */
 export function publicKeySet(value: unknown): JSONWebKeySet {
   if (!isObject(value) || !Array.isArray(value['keys'])) throw new KeySetError('the key set has no "keys" array');
   const keys = value['keys'].flatMap((key) => publicKey(key) ?? []).slice(0, KEY_SET_MAX_KEYS);
@@ -72,10 +69,7 @@ async function jwksUrlOf(metadataUrl: string, issuer: string, limits: ReadLimits
   return jwksUri;
 }
 
-/**
- * The JWKS URL an issuer's discovery document names, read again on each call (an issuer may move its JWKS).
- * The document that answered last is tried first, so a steady issuer costs one request.
- */
+/** Read again on each call (an issuer may move its JWKS); the document that answered last is tried first. */
 export function jwksDiscovery(issuer: string): (limits: ReadLimits) => Promise<string> {
   let answered: string | undefined;
   return async (limits) => {

@@ -1,10 +1,6 @@
 import { isSecureOrLoopbackUrl } from '../config.js';
 
-/**
- * One bounded HTTP exchange with the token issuer, for discovery and client registration. The issuer may
- * hang, flood or lie: each way it can fail is an IssuerUnreachable (no usable answer) or an IssuerRefused
- * (an answer that says no).
- */
+// The issuer may hang, flood or lie: each failure is an IssuerUnreachable (no usable answer) or an IssuerRefused.
 
 export interface IssuerLimits {
   readonly timeoutMs: number;

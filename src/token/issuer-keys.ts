@@ -65,10 +65,7 @@ interface HeldSet {
   readonly origin: KeySetOrigin;
 }
 
-/**
- * The issuer's signing keys: the last good set from the store at start, then fetched every few minutes and
- * when a token names a key the set lacks. A failed fetch keeps the set held: an issuer's outage refuses no token.
- */
+/** The issuer's signing keys: stored at start, fetched every few minutes; a failed fetch keeps the set held. */
 export class IssuerKeys implements KeySource {
   private held: HeldSet | undefined;
   private stored: { readonly text: string; readonly fetchedAt: number } | undefined;
