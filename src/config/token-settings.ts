@@ -21,8 +21,7 @@ export interface TokenSettings extends AccessTokenRules {
   readonly registrationToken?: string;
 }
 
-// Asymmetric JWS algorithms only (RFC 7518, RFC 8037): with an HMAC algorithm the issuer's public
-// key could serve as the secret, and `none` signs nothing.
+// Asymmetric only: with HMAC the issuer's public key could serve as the secret, and `none` signs nothing.
 const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 

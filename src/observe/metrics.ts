@@ -20,8 +20,7 @@ export interface ServiceMetricsOptions {
   readonly apiKeySunsetAt: number | (() => number);
 }
 
-// prom-client's gauges of the same name without "_total" carry the same count by type; promtool
-// rejects "_total" on a gauge.
+// promtool rejects "_total" on a gauge; prom-client's gauges of the name without it carry the same counts.
 const DEFAULT_METRICS_PROMTOOL_REJECTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 function packageVersion(): string {

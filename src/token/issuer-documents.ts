@@ -18,8 +18,7 @@ export const KEY_SET_MAX_KEYS = 64;
 // `oct` is a shared secret, never a public key.
 const PUBLIC_KEY_TYPES: ReadonlySet<string> = new Set(['RSA', 'EC', 'OKP', 'AKP']);
 
-// Private key material (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2): an issuer that publishes it has made a
-// mistake we must not copy into our database.
+// Private members (RFC 7518 §6, RFC 8037 §2): an issuer's mistake that must not be copied into our database.
 const PRIVATE_MEMBERS: ReadonlySet<string> = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'priv']);
 
 function publicKey(value: unknown): JWK | undefined {

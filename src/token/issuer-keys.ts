@@ -44,8 +44,7 @@ export const KEY_SET_MAX_BYTES = 256 * 1024;
 const FETCH_LIMITS = { timeoutMs: 5_000, maxBytes: KEY_SET_MAX_BYTES };
 const REFRESH_MS = 300_000;
 const FAILURE_LOG_INTERVAL_MS = 60_000;
-// An unchanged set is written again this often, so that the stored fetched_at (a new process's age gauge
-// starts from it) stays within an hour of the truth.
+// An unchanged set is rewritten hourly: a new process's age gauge starts from the stored fetched_at.
 const STORED_SET_RENEW_MS = 3_600_000;
 
 function within<T>(work: Promise<T>, timeoutMs: number, what: string): Promise<T> {
