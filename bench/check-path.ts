@@ -135,7 +135,7 @@ export async function benchCheckDeps(partnerKey: string) {
     logger,
     authorize: (input: CheckInput) => authorizeCheck(input, authority),
     onDecision: decisionObserver(recorders, metrics, decisionLog),
-    onFailure: (event: UndecidedCheckEvent) => metrics.observeUndecided(event),
+    onFailure: (event: UndecidedCheckEvent) => metrics.checks.observeUndecided(event),
   } satisfies AuthorizationServiceDeps;
   const close = async () => {
     await closeTokens();

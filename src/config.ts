@@ -28,9 +28,8 @@ export interface GrpcTlsFiles {
   readonly clientCaFile: string | undefined;
 }
 
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-
-const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 // RFC 9110 token characters; Envoy hands header names to us lower-cased.
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
@@ -77,8 +76,10 @@ function workers(env: Env): number {
 
 const PACKAGE_NAME = 'sitekey-authz';
 
-/** `.data` of the repository the command runs in, found from a subfolder as git finds its own, else ./.data. */
-function defaultDataDir(cwd: string): string {
+/** DATA_DIR, else `.data` of the repository the command runs in, found from a subfolder as git finds its own, else ./.data. */
+function dataDir(env: Env, cwd: string): string {
+  const value = text(env, 'DATA_DIR');
+  if (value !== undefined) return resolve(cwd, value);
   const ours = findUp(cwd, (dir) => {
     try {
       return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === PACKAGE_NAME;
@@ -89,10 +90,6 @@ function defaultDataDir(cwd: string): string {
   return ours === undefined ? resolve(cwd, '.data') : join(ours, '.data');
 }
 
-function dataDir(env: Env, cwd: string): string {
-  const value = text(env, 'DATA_DIR');
-  return value === undefined ? defaultDataDir(cwd) : resolve(cwd, value);
-}
 
 /** What each setting means: the table in config/settings.ts. */
 export type Config = ReturnType<typeof loadConfig>;

@@ -35,10 +35,7 @@ function bitsToAddress(bits: bigint, family: 'ipv4' | 'ipv6'): string {
   return parseClientIp(groups.join(':'))?.address ?? groups.join(':');
 }
 
-/**
- * An entry typed by an account manager. `::ffff:a.b.c.d/n` is the IPv4 network it maps, as the decision
- * sees a mapped client as IPv4. Host bits must be zero, as PostgreSQL's cidr requires.
- */
+/** `::ffff:a.b.c.d/n` is the IPv4 network it maps; host bits must be zero, as PostgreSQL's cidr requires. */
 export function parseAllowlistEntry(text: string): ParsedAllowlistEntry {
   // `ip allow 1001 10.0.0.1,10.0.0.2`, as a spreadsheet would write a list.
   const listed = text.split(',').map((part) => part.trim()).filter((part) => part !== '');

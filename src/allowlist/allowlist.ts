@@ -8,10 +8,7 @@ interface AllowlistNetwork {
   readonly prefix: number;
 }
 
-/**
- * An IPv4-mapped network is the IPv4 network it maps, like the client addresses in it. Undefined when
- * the address is not one, or when a mapped network reaches beyond the mapped range.
- */
+/** An IPv4-mapped network as the IPv4 network it maps; undefined for no address or one beyond the mapped range. */
 export function allowlistNetwork(address: string, prefix: number): AllowlistNetwork | undefined {
   const ip = parseClientIp(address);
   if (ip === undefined) return undefined;

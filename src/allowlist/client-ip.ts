@@ -6,10 +6,7 @@ export interface ClientIp {
   readonly family: 'ipv4' | 'ipv6';
 }
 
-/**
- * The IPv4-mapped IPv6 addresses, ::ffff:0:0/96 (RFC 4291 §2.5.5.2): the last 32 bits are an IPv4
- * address, so ::ffff:a.b.c.d is the client a.b.c.d and the network ::ffff:a.b.c.d/n is a.b.c.d/(n − 96).
- */
+/** ::ffff:0:0/96 (RFC 4291 §2.5.5.2): the network ::ffff:a.b.c.d/n is the IPv4 network a.b.c.d/(n − 96). */
 export const IPV4_MAPPED = { network: '::ffff:0:0', prefix: 96 } as const;
 
 // An address in IPV4_MAPPED as the URL parser writes it: the IPv4 address in two hex groups.
@@ -41,10 +38,7 @@ export function parseClientIp(text: string | undefined): ClientIp | undefined {
   return { address: canonical, family: 'ipv6' };
 }
 
-/**
- * The entry `trustedHops` from the right, as Envoy's xff_num_trusted_hops counts once the proxy in front
- * has appended its peer (0). Too few entries gives undefined: an address a client wrote is never trusted.
- */
+/** Counted from the right as Envoy's xff_num_trusted_hops; too few entries: undefined, never a client's own. */
 export function forwardedForEntry(value: string | undefined, trustedHops: number): string | undefined {
   if (value === undefined) return undefined;
   const entries = value.split(',');

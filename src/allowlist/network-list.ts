@@ -111,20 +111,14 @@ function maskWord(prefix: number, word: number): number {
 /** A check runs to completion, so one buffer serves every list. */
 const CLIENT = new Uint32Array(4);
 
-/**
- * Per network its 32-bit words, then its mask's, each as two UTF-16 units (high half first). A string
- * holds no references: the collector marks it without looking inside, unlike an array per site and family.
- */
+/** Each network's words then its mask's, as UTF-16 pairs: a string holds no references for the collector to mark. */
 export type PackedNetworks = string;
 
 function wordAt(networks: PackedNetworks, unit: number): number {
   return ((networks.charCodeAt(unit) << 16) | networks.charCodeAt(unit + 1)) >>> 0;
 }
 
-/**
- * What a BlockList of subnets answers, in plain arithmetic: BlockList.check builds a native SocketAddress
- * on every call, the largest cost and source of garbage of an allowed check. A scan: allowlists are short.
- */
+/** A BlockList's answer in plain arithmetic: BlockList.check makes a native SocketAddress on every call. */
 export function packedIncludes(networks: PackedNetworks, family: Family, address: string): boolean {
   if (networks.length === 0 || !readAddress(address, family, CLIENT)) return false;
   const words = WORDS[family];

@@ -1,10 +1,7 @@
 import { parseClientIp } from '../allowlist/client-ip.js';
 import { addressBucket } from './token-buckets.js';
 
-/**
- * evictionRank, lowest replaced first: 0, a request slower than a person's or a probe's; 1, idle; 2, a newcomer
- * silent for its grace; undefined, not replaceable (a request being answered, or one that may still come).
- */
+/** evictionRank, lowest replaced first: 0 slow request, 1 idle, 2 silent newcomer; undefined: never replaced. */
 export interface RosterConnection {
   evictionRank(now: number): number | undefined;
   isNewcomer(): boolean;

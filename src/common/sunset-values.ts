@@ -2,8 +2,7 @@
 
 // A calendar date (midnight UTC), or a date and time with Z or an offset: no guessing at a time zone.
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))?$/;
-// ASCII letters, digits and the punctuation a URL may hold, except what would end the Link header's
-// <…> or quoted text: space, ", <, > (and every control character, which is not in the range).
+// Printable ASCII but for what would end the Link header's <…> or quoted text: space, ", < and >.
 const GUIDE_URL_CHARACTERS = /^[\x21\x23-\x3b\x3d\x3f-\x7e]+$/;
 
 /** Date parsing rolls 2027-02-30 over into March; a typo must be refused instead. */

@@ -1,7 +1,4 @@
-/**
- * `default`: a value as the environment would write it, parsed by the variable's own rules when it is unset;
- * `whenUnset`: what happens then, where no value stands for unset.
- */
+/** `default`: as the environment would write it, read when unset; `whenUnset`: what happens where there is no value. */
 export type Setting = { readonly name: string; readonly meaning: string } & (
   | { readonly default: string; readonly whenUnset?: never }
   | { readonly default?: never; readonly whenUnset: string }

@@ -21,8 +21,7 @@ export interface TokenSettings extends AccessTokenRules {
   readonly registrationToken?: string;
 }
 
-// Asymmetric JWS algorithms only (RFC 7518, RFC 8037): with an HMAC algorithm the issuer's public
-// key could serve as the secret, and `none` signs nothing.
+// Asymmetric only: with HMAC the issuer's public key could serve as the secret, and `none` signs nothing.
 const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
@@ -67,7 +66,6 @@ const RESOURCE_TEXT = new RegExp(`^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,${RESOURCE_MA
 /** Thirty days: a longer bound is no bound on a leaked token. */
 const TOKEN_MAX_AGE_LIMIT_SECONDS = 2_592_000;
 
-/** One range for both; each has its own default. */
 export const tokenMaxAge = (env: Env, name: 'TOKEN_MAX_AGE_SECONDS' | 'ADMIN_TOKEN_MAX_AGE_SECONDS'): number =>
   integer(env, name, 60, TOKEN_MAX_AGE_LIMIT_SECONDS);
 

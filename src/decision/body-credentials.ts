@@ -62,9 +62,8 @@ function fieldRefusal(
 }
 
 /**
- * Spec, Authentication 4: the body's siteid and apikey must equal the header's (else error 104).
- * A token request (no `apiKey`) needs none, since the token names the site; but a siteid it carries
- * must be that site's, and a body that could not be read whole is refused, as it might name another.
+ * Spec, Authentication 4: the body's siteid and apikey must equal the header's (104). A token request needs none,
+ * but a siteid it carries must be the token's site, and a body not read whole is refused: it might name another.
  */
 export function bodyCredentialsRule(
   body: BodyView,

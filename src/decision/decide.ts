@@ -58,11 +58,7 @@ export function decide(input: CheckInput, snapshot: CredentialSnapshot, now: num
   return { outcome: 'allow', method: 'api_key', siteId, keyId };
 }
 
-/**
- * A Bearer request (RFC 6750), in the precedence 106 → 107 → 106 → 101 → 103 → 104: the token
- * verified (before the decision), its client registered, not revoked, the site enabled, the client
- * IP allowlisted, the body naming no other site. Brownouts and the sunset do not apply to tokens.
- */
+/** Precedence 106 → 107 → 106 (revoked) → 101 → 103 → 104; brownouts and the sunset do not apply to tokens. */
 function decideToken(input: CheckInput, verdict: TokenVerdict | undefined, snapshot: CredentialSnapshot): Decision {
   if (verdict === undefined) return deny({ errorId: 106, rule: 'tokens-disabled' });
   if (!verdict.valid) {

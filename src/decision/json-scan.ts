@@ -46,11 +46,7 @@ function isHexDigit(c: number): boolean {
   return (c >= ZERO && c <= NINE) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
 }
 
-/**
- * A string's characters that need no escape. The regular expression engine runs through them several
- * times faster than a loop over charCodeAt, but a call costs as much as tens of characters: it takes
- * over only after that many without an escape.
- */
+/** The regex engine outruns a charCodeAt loop, but a call costs tens of characters: used past that many plain. */
 const PLAIN_STRETCH = /[^"\\\u0000-\u001f]*/y;
 const PLAIN_STRETCH_AFTER = 64;
 
@@ -128,9 +124,8 @@ function endOfLiteral(text: string, at: number, literal: string): number {
 }
 
 /**
- * One pass over a JSON text (RFC 8259), giving JSON.parse's verdict without building any value, and
- * reporting every member of a top-level object, duplicates included: JSON.parse keeps the last of a
- * repeated name, other parsers the first. Iterative, so that no nesting can overflow the call stack.
+ * JSON.parse's verdict without building a value, reporting every top-level member, duplicates included (JSON.parse
+ * keeps the last of a repeated name, others the first). Iterative: no nesting overflows the stack.
  */
 export function scanJson(text: string, onTopLevelMember: TopLevelMemberVisitor): JsonShape {
   let shallow = 0;

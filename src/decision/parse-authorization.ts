@@ -22,10 +22,7 @@ export function canonicalSiteId(text: string): SiteId | undefined {
   return canonicalPositiveId(text);
 }
 
-/**
- * Spec, Authentication 2: `Authorization: <Site-ID>:<API-Key>`, exactly, nothing around it; or a
- * Bearer access token, the method partners migrate to (spec, Versioning 2).
- */
+/** Spec, Authentication 2: exactly `<Site-ID>:<API-Key>`, or a Bearer token (spec, Versioning 2). */
 export function parseAuthorization(value: string | undefined): ParsedAuthorization {
   if (value === undefined || value === '') return { ok: false, rule: 'header-missing' };
   if (bearerToken(value) !== undefined) return { ok: true, method: 'token' };

@@ -50,10 +50,7 @@ type TokenRuleDescriptions = { readonly [R in TokenRule]: R extends 'malformed' 
 
 const resourceParameter = (resource: string | undefined): string => (resource === undefined ? 'the resource parameter of this API' : `resource=${resource}`);
 
-/**
- * In words a partner can act on, never anything of the token itself (RFC 6750 error_description:
- * printable ASCII without quote or backslash; TOKEN_AUDIENCE is held to the same in config.ts).
- */
+/** Nothing of the token; RFC 6750 error_description: printable ASCII, no quote or backslash (as TOKEN_AUDIENCE). */
 export const TOKEN_RULE_DESCRIPTIONS: TokenRuleDescriptions = Object.freeze({
   'tokens-disabled': 'token-based authentication is not enabled on this service; send Authorization: <Site-ID>:<API-Key>',
   'keys-unavailable': "the issuer's signing keys are unavailable to this service right now, so no token can be verified; nothing is wrong with your token: retry later",

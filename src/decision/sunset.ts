@@ -8,10 +8,7 @@ function covers(brownout: Brownout, site: SiteCredentials, now: number): boolean
   return now >= brownout.from && now < brownout.until && (brownout.siteIds === null || brownout.siteIds.has(site.siteId));
 }
 
-/**
- * Whether valid API-key credentials are refused: after an enforced sunset, or in a brownout; never in
- * the site's grace. A dry-run brownout refuses nobody but is reported, so its effect is measured first.
- */
+/** After an enforced sunset or in a brownout, never in grace; a dry-run brownout refuses nobody, only reports. */
 export function sunsetRefusal(site: SiteCredentials, brownouts: readonly Brownout[], policy: SunsetPolicy, now: number): SunsetRefusal | undefined {
   if (site.graceUntil !== null && now < site.graceUntil) return undefined;
   if (policy.enforce && now >= policy.sunsetAt) return { kind: 'refuse', denial: { reason: 'retired' } };

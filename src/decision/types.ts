@@ -138,20 +138,15 @@ export interface TokenRefusal {
   readonly resource?: string;
 }
 
-/**
- * The client a refused token names, for the refusal counts only: `signed` when our issuer's signature
- * verified and a later rule refused it; otherwise whatever the sender wrote.
- */
+/** For the refusal counts only: `signed` when our issuer's signature verified and a later rule refused it. */
 export interface TokenClaimant {
   readonly clientId: ClientId;
   readonly signed: boolean;
 }
 
 /**
- * Why a check gets no decision for now, though the data is there: Envoy answers its retryable 503 (gRPC
- * UNAVAILABLE). unknown-kid-pending: the token names a kid the key set lacks, and no fetch since it arrived
- * has said whether the issuer publishes it; verification-budget: a new token, and its source address (or
- * the process) has spent the signature checks it may start for now.
+ * No decision for now (Envoy's retryable 503): unknown-kid-pending, no fetch since the token came has said
+ * whether its kid exists; verification-budget, its address or the process spent its signature checks for now.
  */
 export const UNDECIDED_REASONS = ['unknown-kid-pending', 'verification-budget'] as const;
 export type UndecidedReason = (typeof UNDECIDED_REASONS)[number];

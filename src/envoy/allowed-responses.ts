@@ -15,10 +15,7 @@ interface LatestAllowed {
   readonly response: EncodedCheckResponse;
 }
 
-/**
- * Made of the site, key or client and policy alone, a kept encoding stays right whatever the snapshot says later
- * (a revocation makes a denial, never taken from here). Only holders of a valid key and address add entries.
- */
+/** Made of site, credential and policy alone, an entry stays right (a revocation makes a denial, never kept here). */
 export class AllowedResponses {
   private readonly encoded: EncodedResponses;
   private latest: LatestAllowed | undefined;

@@ -8,10 +8,7 @@ export interface CheckPolicies {
   readonly allowedResponse: AllowedResponsePolicy;
 }
 
-/**
- * What a check is decided and answered with besides the snapshot, for `serve` and `explain` alike. The
- * deprecation date is APIKEY_DEPRECATED_AT if set, else the sunset, never later than it (RFC 9745).
- */
+/** For `serve` and `explain` alike; deprecation: APIKEY_DEPRECATED_AT, else the sunset, never after it (RFC 9745). */
 export function checkPolicies(config: Config, sunset: SunsetPolicy = configuredSunsetPolicy(config)): CheckPolicies {
   const deprecatedAt = config.sunsetVariablesSet.includes('APIKEY_DEPRECATED_AT') ? Math.min(config.apiKeyDeprecatedAt, sunset.sunsetAt) : sunset.sunsetAt;
   return {

@@ -41,10 +41,7 @@ function jsonName(fieldName: string): string {
   return fieldName.replace(/_+([^_])?/g, (_match, next: string | undefined) => (next === undefined ? '' : next.toUpperCase()));
 }
 
-/**
- * Every field renamed, recursively, to its proto name: proto3 JSON accepts either name, but fromObject with
- * keepCase reads only the proto name. Values stay for fromObject to convert.
- */
+/** Renamed to proto names, recursively: proto3 JSON takes either, fromObject with keepCase only the proto name. */
 function withProtoNames(type: protobuf.Type, value: unknown, path: string, ignored: string[]): unknown {
   if (!isRecord(value)) return value;
   const renamed: Record<string, unknown> = {};

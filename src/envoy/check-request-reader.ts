@@ -14,10 +14,7 @@ export interface NamesRead {
   readonly contextExtension: NameRead;
 }
 
-/**
- * Only what the request view reads, with no string for each header it never reads; read exactly as protobufjs
- * 7.6's generated decoders read, so that the same requests are refused alike (the tests hold the two side by side).
- */
+/** Only what the view reads, no string per header; read exactly as protobufjs 7.6's decoders (tests compare). */
 export function checkRequestReader(namesRead: NamesRead): (bytes: Uint8Array) => CheckRequestMessage {
   const kept: Kept = {
     headers: { read: namesRead.header, names: namesRead.headerNames },
@@ -292,10 +289,7 @@ function mapEntry(reader: Reader, depth: number, map: Record<string, string>, ke
   map[key] = textAt(reader, start, end);
 }
 
-/**
- * A map entry (key 1, value 2) or, `withRawValue`, a HeaderValue (raw_value 3), into the spans. `depth`: what
- * protobufjs counts for a group skipped in it (a map entry's is its message's).
- */
+/** A map entry (key 1, value 2) or a HeaderValue (raw_value 3); `depth` as protobufjs counts skipped groups. */
 function passNameAndValue(reader: Reader, depth: number, withRawValue: boolean): void {
   const outer = reader.len;
   const end = enter(reader);

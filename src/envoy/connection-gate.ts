@@ -36,10 +36,7 @@ function closeOldestSilent(connections: Connections, graceMs: number): boolean {
   return false;
 }
 
-/**
- * Where connections enter grpc-js (its connection injector), however they were accepted: grpc-js's bindAsync
- * offers neither a cap on connections nor a handshake time-out. close(): newcomers are closed at once.
- */
+/** grpc-js's bindAsync offers no connection cap nor handshake time-out: every connection enters through here. */
 export function connectionGate(server: Server, limits: GrpcLimits, maxConnections: number, credentials: ServerCredentials, logger: Logger) {
   const injector = server.createConnectionInjector(credentials);
   const connections: Connections = new Map();

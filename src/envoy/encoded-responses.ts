@@ -1,10 +1,7 @@
 import { EncodedCheckResponse } from './proto.js';
 import { setWithin } from '../common/bounded-map.js';
 
-/**
- * CheckResponses kept encoded (encoding costs more than the decision), by a key naming all they are made of.
- * When full the oldest makes room, so made-up keys cost one encoding per check, as if nothing were kept.
- */
+/** Encoding costs more than the decision; when full the oldest goes, so made-up keys cost one encoding each. */
 export class EncodedResponses {
   private readonly kept = new Map<string, EncodedCheckResponse>();
 

@@ -2,11 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { ServerOptions } from '@grpc/grpc-js';
 import { endIncompleteRequests, unlimitedBudget, type IncompleteRequestBudget } from './incomplete-requests.js';
 
-/**
- * Every limit of the gRPC port (docs/operations.md, "Limits", names the Envoy setting each must agree with).
- * Envoy keeps a few long-lived connections and sends each CheckRequest whole: a client near these is holding
- * resources, not asking for checks.
- */
+// docs/operations.md, "Limits", names the Envoy setting each must agree with. Envoy keeps a few long-lived
+// connections and sends each CheckRequest whole: a client near these is holding resources, not asking for checks.
 export const GRPC_LIMITS = Object.freeze({
   // Envoy sends the HTTP/2 preface with the TCP handshake; grpc-js has no such time-out of its own.
   handshakeTimeoutMs: 5_000,

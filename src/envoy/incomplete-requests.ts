@@ -16,10 +16,7 @@ interface OpenRequest {
   open: boolean;
 }
 
-/**
- * Over the budget, the oldest incomplete requests are ended. A linked list, not a Set: emptying a long-lived Set
- * allocates a new table in the old generation, some 130 bytes a check that only a full collection frees.
- */
+/** A linked list, not a Set: emptying a long-lived Set allocates an old-generation table, ~130 bytes a check. */
 export class IncompleteRequestBudget {
   private heldBytes = 0;
   private oldest: OpenRequest | undefined;
@@ -71,9 +68,8 @@ export class IncompleteRequestBudget {
 }
 
 /**
- * DEADLINE_EXCEEDED for a request not all arrived within timeoutMs; and a call that ends before its request
- * did has its stream reset (RFC 9113 §8.1 allows NO_ERROR): grpc-js leaves it half-open, holding a place
- * under max_concurrent_streams for the life of the connection.
+ * DEADLINE_EXCEEDED past timeoutMs; a call that ends before its request did has its stream reset (NO_ERROR,
+ * RFC 9113 §8.1): grpc-js leaves it half-open, holding a max_concurrent_streams place for the connection's life.
  */
 export function endIncompleteRequests(timeoutMs: number, budget: IncompleteRequestBudget): ServerInterceptor {
   return (_method, call) => {

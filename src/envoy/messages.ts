@@ -1,8 +1,5 @@
-/**
- * The ext_authz messages as @grpc/proto-loader hands them to us and takes them from us (options in proto.ts),
- * by their proto field names; only the fields this service uses. A decoded message comes from the network:
- * every field is optional and the request view checks it at run time.
- */
+// The ext_authz messages as proto-loader passes them (options in proto.ts), by proto field names, only the fields
+// used. A decoded message comes from the network: every field is optional, checked at run time by the request view.
 
 /** envoy.config.core.v3.HeaderValue */
 export interface HeaderValueMessage {
@@ -27,10 +24,7 @@ export interface HeaderValueOptionMessage {
   readonly append_action: HeaderAppendAction;
 }
 
-/**
- * envoy.service.auth.v3.CheckResponse in the two shapes sent. Struct values are camel case despite keepCase:
- * proto-loader takes the well-known types from protobufjs's bundled definitions.
- */
+/** Struct values are camel case despite keepCase: proto-loader takes well-known types from protobufjs's own. */
 export type CheckResponseMessage =
   | {
       readonly status: { readonly code: number; readonly message: string };

@@ -69,10 +69,7 @@ const HEADERS_READ: ReadonlySet<string> = new Set([
   'x-forwarded-for',
 ]);
 
-/**
- * The headers read, from HttpRequest.headers (a map) and header_map (with encode_raw_headers); a name seen
- * more than once, in either or both, is joined by "," as Envoy joins repeated headers.
- */
+/** HttpRequest.headers and header_map (encode_raw_headers); a repeated name is joined by "," as Envoy joins them. */
 function requestHeaders(http: HttpRequestMessage | undefined, source: ClientIpSource): RequestHeaders {
   const headers = new Map<string, string>();
   const sourceHeader = source.kind === 'header' ? source.name : undefined;

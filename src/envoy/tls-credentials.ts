@@ -103,10 +103,7 @@ class ReplaceableServerCredentials extends ServerCredentials {
   }
 }
 
-/**
- * Read now (a bad file throws), then by path every checkIntervalMs, as kubelet swaps a Secret's symlink: new
- * contents that hold together go to new connections, others are logged once and the one in use is kept.
- */
+/** Read now, then by path every checkIntervalMs as kubelet swaps links; a bad new set is logged once, not used. */
 export function grpcTlsCredentials(
   files: GrpcTlsFiles,
   options: { readonly checkIntervalMs: number; readonly handshakeTimeoutMs: number; readonly logger: Logger },

@@ -3,9 +3,7 @@ import { denialMessage } from '../decision/error-catalogue.js';
 import type { AuthMethod, BodyRule, CheckInput, ClientId, Decision, ErrorId, HeaderRule, KeyId, SiteId, SunsetReason, TokenClaimant, TokenRule, UndecidedReason } from '../decision/types.js';
 import { clipForLog } from '../common/log-text.js';
 
-/** What every check event says, allowed or denied; text a client sent is clipped. */
 interface CheckEventFacts {
-  /** Undefined when the header did not parse (108). */
   readonly siteId: SiteId | undefined;
   /** In the snapshot and enabled (past 101): only then is its id one we registered, not one a client made up. */
   readonly siteKnown: boolean;
@@ -15,9 +13,7 @@ interface CheckEventFacts {
   /** `*****` and the last five characters of the submitted key (spec, Errors 102); not for allows. */
   readonly maskedKey: string | undefined;
   readonly clientIp: string | undefined;
-  /** `x-request-id` (or Envoy's request id): to match Envoy's access log. */
   readonly requestId: string | undefined;
-  /** Undefined when the body was not UTF-8 text. */
   readonly bodyBytes: number | undefined;
   readonly durationSeconds: number;
 }
@@ -27,7 +23,6 @@ interface AllowedCheckEvent extends CheckEventFacts {
   readonly shadow: false;
   readonly siteId: SiteId;
   readonly authMethod: AuthMethod;
-  /** The dry-run brownout that would have refused it (105). */
   readonly rehearsalBrownoutId: string | undefined;
   readonly sunsetReason: undefined;
   readonly errorId: undefined;
@@ -43,23 +38,18 @@ export interface DeniedCheckEvent extends CheckEventFacts {
   readonly rehearsalBrownoutId: undefined;
   readonly sunsetReason: SunsetReason | undefined;
   readonly errorId: ErrorId;
-  /** Which rule refused the header (108), the token (106) or the body (104). */
   readonly rule: HeaderRule | TokenRule | BodyRule | undefined;
   /** The message the partner received; it quotes the key masked only. */
   readonly errorMessage: string;
   readonly claimant: TokenClaimant | undefined;
 }
 
-/**
- * What observers learn of one decided check, never the request as received: without the
- * Authorization header or the body in hand, no observer can log a key, even by mistake.
- */
+/** Never the request as received: without the header or the body in hand, no observer can log a key by mistake. */
 export type CheckEvent = AllowedCheckEvent | DeniedCheckEvent;
 
 /** A check that got no decision: Envoy's failure_mode_allow / status_on_error take over. */
 export interface UndecidedCheckEvent {
   readonly requestId: string | undefined;
-  /** unavailable: no credential data to decide on; internal: an unexpected error. */
   readonly reason: 'unavailable' | 'internal' | UndecidedReason;
   readonly durationSeconds: number;
 }
@@ -82,10 +72,7 @@ function bodyBytes({ body }: CheckInput): number | undefined {
   return body.kind === 'empty' ? 0 : undefined;
 }
 
-/**
- * The one place an event is made from a decision. It runs on every check, so it builds plain
- * literals (a spread costs microseconds here); `message` is the denial's, when the caller has made it.
- */
+/** Runs on every check, so it builds plain literals (a spread costs microseconds here). */
 export function checkEvent(request: ViewedRequest, decision: Decision, durationSeconds: number, shadow = false, message?: string): CheckEvent {
   const requestId = clipForLog(request.requestId);
   const clientIp = clipForLog(request.input.clientAddress);

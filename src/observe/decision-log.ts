@@ -5,7 +5,6 @@ import type { Logger } from './logger.js';
 
 const HINT_INTERVAL_MS = 60_000;
 
-/** What a line says of any check, allowed or denied. */
 function checkFields(event: CheckEvent) {
   return {
     requestId: event.requestId,
@@ -21,7 +20,6 @@ function checkFields(event: CheckEvent) {
 }
 
 export interface DecisionLogOptions {
-  /** LOG_ALLOWED_SAMPLE_RATE */
   readonly allowedSampleRate: number;
   /** LOG_REPEAT_WINDOW_SECONDS; 0 logs every denial. */
   readonly repeatWindowSeconds: number;
@@ -31,17 +29,13 @@ export interface DecisionLogOptions {
 
 export interface DecisionLog {
   record(event: CheckEvent): void;
-  /** Logs the repeats still counted; after the last check. */
   close(): void;
 }
 
 /** Windows of repeats counted at once: beyond, a denial is logged on its own line as if none were. */
 export const REPEAT_WINDOWS_MAX = 10_000;
 
-/**
- * What makes denials read the same in the log, but for their request id and duration. The message
- * counts only where these do not determine it: a long key costs every denial.
- */
+/** What makes denials read the same in the log; the message counts only where these fields do not determine it. */
 function sameLineKey(event: DeniedCheckEvent): string {
   const key = `${event.errorId}|${event.shadow}|${event.siteId}|${event.clientIp}|${event.maskedKey}|${event.clientId}|${event.keyId}|${event.rule}`;
   return reasonIsMessage(event.errorId) ? `${key}|${event.errorMessage}` : key;
@@ -67,14 +61,12 @@ interface RepeatWindow {
   readonly openedAt: number;
   repeats: number;
   lastRequestId: string | undefined;
-  /** Taken out of the windows: a later repeat opens a new one. */
   ended: boolean;
 }
 
 /**
- * One JSON line per denial and a sample of allows. A client that repeats the same refused request (a
- * retry loop, a flood) gets its first denial of each window on a line of its own and the rest counted
- * on one line (`check.denied.repeated`) when the window ends: a flood costs a count, not a line.
+ * One JSON line per denial and a sample of allows. A repeated denial (a retry loop, a flood) is logged once per
+ * window and the rest counted on one `check.denied.repeated` line when the window ends.
  */
 export function createDecisionLog(logger: Logger, options: DecisionLogOptions): DecisionLog {
   const { allowedSampleRate, random = Math.random, now = Date.now } = options;

@@ -5,7 +5,6 @@ import { GatedConnection, OperatorConnections } from './operator-connections.js'
 
 export interface Readiness {
   readonly ready: boolean;
-  /** Goes into the /readyz body for operators. */
   readonly detail: Record<string, unknown>;
 }
 
@@ -14,11 +13,7 @@ export interface MetricsExposition {
   scrape(): Promise<string>;
 }
 
-/**
- * Limits of the operator HTTP server (docs/operations.md, "Limits"). Its clients are kubelet probes and
- * a Prometheus scrape: a few small requests, never pipelined. Whatever a client does on this port, it
- * must not take the CPU or memory that checks need, nor the places that probes need.
- */
+// Operator port limits (docs/operations.md, "Limits"): no client of it may take what checks or probes need.
 export const HTTP_ENDPOINT_LIMITS = Object.freeze({
   /** For a request's line and headers, from the connection or its first byte after an answer (slow-loris). */
   headersTimeoutMs: 5_000,
@@ -26,10 +21,7 @@ export const HTTP_ENDPOINT_LIMITS = Object.freeze({
   /** Nothing moving either way: a client that stops reading its answers holds them in memory. */
   socketTimeoutMs: 10_000,
   connectionsCheckingIntervalMs: 1_000,
-  /**
-   * At the cap a newcomer replaces a connection without a complete request (see GatedConnection's
-   * evictionRank), so slow clients cannot keep out a probe, which sends its request at once.
-   */
+  /** At the cap a newcomer replaces a connection without a complete request: slow clients cannot keep a probe out. */
   maxConnections: 32,
   /** A connection that has sent nothing yet is not replaced for this long: a probe's request may be on its way. */
   newConnectionGraceMs: 250,
@@ -54,10 +46,7 @@ export interface HttpEndpoints {
   close(): Promise<void>;
 }
 
-/**
- * One rendering shared by every scrape that waits for it, at most one every `minIntervalMs`. A scrape
- * always gets a rendering that began after it arrived, so it never reads counts older than itself.
- */
+/** One rendering every `minIntervalMs` at most, shared; a scrape always gets one begun after it arrived. */
 function sharedScrape(render: () => Promise<string>, minIntervalMs: number): () => Promise<string> {
   let lastStartedAt = Number.NEGATIVE_INFINITY;
   let rendering: Promise<string> | undefined;
@@ -85,13 +74,17 @@ function sharedScrape(render: () => Promise<string>, minIntervalMs: number): () 
   };
 }
 
+function replyJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
+  response.end(JSON.stringify(body));
+}
+
 /** Operator endpoints on METRICS_PORT: /healthz, /readyz and /metrics. */
 export async function startHttpEndpoints(options: {
   readonly bindAddress: string;
   readonly port: number;
   readonly readiness: () => Readiness;
   readonly metrics?: MetricsExposition;
-  /** Tests shorten the time-outs. */
   readonly limits?: Partial<HttpEndpointLimits>;
 }): Promise<HttpEndpoints> {
   const limits: HttpEndpointLimits = { ...HTTP_ENDPOINT_LIMITS, ...options.limits };
@@ -112,10 +105,7 @@ export async function startHttpEndpoints(options: {
       if (isScrape) scrapesInFlight--;
     });
     const path = (request.url ?? '/').split('?')[0];
-    const reply = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-      response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
-      response.end(JSON.stringify(body));
-    };
+    const reply = (status: number, body: unknown, headers?: Record<string, string>) => replyJson(response, status, body, headers);
     // RFC 9110 §15.5.6: a 405 names the methods that are allowed. Its body, if any, is never read: the connection ends.
     if (request.method !== 'GET' && request.method !== 'HEAD') return reply(405, { error: 'use GET' }, { allow: 'GET, HEAD', connection: 'close' });
     if (path === '/healthz') return reply(200, { status: 'ok' });
@@ -148,8 +138,8 @@ export async function startHttpEndpoints(options: {
   // An expectation node does not meet itself (anything but 100-continue) is answered here, so its connection goes on.
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     whenAnswered(request, response);
-    response.writeHead(417, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-    response.end(JSON.stringify({ error: 'send no Expect header' }));
+    replyJson(response, 417, { error: 'send no Expect header' });
+
   });
   const connections = new OperatorConnections(limits, limits.connectionsCheckingIntervalMs);
   const listener = createTcpServer({ allowHalfOpen: true, noDelay: true }, (socket) => {

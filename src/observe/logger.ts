@@ -26,10 +26,7 @@ const CREDENTIAL_PATHS: readonly string[] = [
   'databaseListenUrl',
 ];
 
-/**
- * The fields under which a log line nests an object. Named rather than written `*.path`: pino redacts
- * a path that starts with a wildcard on every line, and a denial's line cost 42 µs instead of 6 µs.
- */
+// Named rather than `*.path`: pino redacts a wildcard-first path on every line (a denial's: 42 µs instead of 6 µs).
 const NESTING_FIELDS: readonly string[] = [
   'call', 'checkRequest', 'config', 'database', 'detail', 'err', 'error', 'event',
   'header', 'input', 'issued', 'options', 'parsed', 'req', 'request', 'response',

@@ -32,6 +32,5 @@ export function counter<L extends string = never>(
   return made;
 }
 
-/** One label's values, each a series to start at 0. */
 export const each = <L extends string>(label: L, values: readonly string[]): Partial<Record<L, string>>[] =>
   values.map((value) => ({ [label]: value }) as Partial<Record<L, string>>);

@@ -2,19 +2,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectDefaultMetrics, Gauge, Registry, type Counter } from 'prom-client';
 import { PACKAGE_ROOT } from '../paths.js';
-import type { CheckEvent, UndecidedCheckEvent } from './check-event.js';
 import { CheckMetrics } from './check-metrics.js';
 import { counter, each, scrapedGauge } from './metric-kinds.js';
-import { StoreMetrics, type PoolCounts, type SnapshotGauges, type SyncOutcome } from './store-metrics.js';
+import { StoreMetrics, type PoolCounts, type SnapshotGauges } from './store-metrics.js';
 
-export type { SnapshotStatus, SyncOutcome } from './store-metrics.js';
+export type { SnapshotStatus } from './store-metrics.js';
 
 export interface ServiceMetricsOptions {
   /** METRICS_SITE_LABELS_MAX: how many sites get a series of their own. */
   readonly siteLabelsMax: number;
   readonly snapshot: SnapshotGauges;
   readonly pool: PoolCounts;
-  /** What /readyz says. */
   readonly ready: () => boolean;
   readonly now?: () => number;
   readonly version?: string;
@@ -22,8 +20,7 @@ export interface ServiceMetricsOptions {
   readonly apiKeySunsetAt: number | (() => number);
 }
 
-// prom-client's gauges of the same name without "_total" carry the same count by type; promtool
-// rejects "_total" on a gauge.
+// promtool rejects "_total" on a gauge; prom-client's gauges of the name without it carry the same counts.
 const DEFAULT_METRICS_PROMTOOL_REJECTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 function packageVersion(): string {
@@ -34,8 +31,8 @@ function packageVersion(): string {
 /** Every metric the service exposes on /metrics, in its own registry (tests make several). */
 export class ServiceMetrics {
   readonly registry = new Registry();
-  private readonly checks: CheckMetrics;
-  private readonly store: StoreMetrics;
+  readonly checks: CheckMetrics;
+  readonly store: StoreMetrics;
   private tokenKeyFetches: Counter<'result'> | undefined;
 
   constructor(options: ServiceMetricsOptions) {
@@ -68,27 +65,6 @@ export class ServiceMetrics {
     return this.registry.metrics();
   }
 
-  observeCheck(event: CheckEvent): void {
-    this.checks.observeCheck(event);
-  }
-
-  onIncompleteRequestReset(): void {
-    this.checks.onIncompleteRequestReset();
-  }
-
-  observeUndecided(event: UndecidedCheckEvent): void {
-    this.checks.observeUndecided(event);
-  }
-
-  onSync(outcome: SyncOutcome): void {
-    this.store.onSync(outcome);
-  }
-
-  onNotification(): void {
-    this.store.onNotification();
-  }
-
-  /** Gauges of the token verifier's state, read at each scrape. */
   followTokenKeys(state: { readonly keys: () => number; readonly ageSeconds: () => number; readonly verifiedTokens: () => number }): void {
     const { registry } = this;
     scrapedGauge(registry, 'sitekey_authz_token_issuer_keys', state.keys,
@@ -104,13 +80,5 @@ export class ServiceMetrics {
 
   onTokenKeysFetch(outcome: { readonly ok: boolean }): void {
     this.tokenKeyFetches?.inc({ result: outcome.ok ? 'ok' : 'failed' });
-  }
-
-  onRowSkipped(table: string): void {
-    this.store.onRowSkipped(table);
-  }
-
-  onLastUsedFlush(outcome: { readonly ok: boolean }): void {
-    this.store.onLastUsedFlush(outcome);
   }
 }

@@ -23,17 +23,12 @@ function headerBlockEnd(bytes: Buffer, from = 0): number {
 }
 
 /**
- * One TCP connection of the operator port as a Duplex for node:http: bytes reach its parser one request
- * at a time, the next once the previous one has been answered. Node's parser otherwise parses every
- * request that has arrived at once, and a client that pipelines thousands of them makes it build and
- * abort thousands before another connection is served.
+ * A connection as a Duplex that gives node:http one request at a time: its parser would otherwise parse every
+ * pipelined request at once, and thousands of them would hold up every other connection.
  */
 export class GatedConnection extends Duplex implements RosterConnection {
   readonly openedAt = performance.now();
-  /**
-   * Bytes not yet given to the parser: `storage` from `heldFrom` to `heldTo`. It doubles when full, so
-   * a client sending a byte at a time costs one copy per doubling, not a copy of all so far per byte.
-   */
+  /** Bytes not yet parsed, `heldFrom` to `heldTo`; doubling when full, a byte a time costs few copies. */
   private storage: Buffer = Buffer.alloc(0);
   private heldFrom = 0;
   private heldTo = 0;
@@ -71,10 +66,7 @@ export class GatedConnection extends Duplex implements RosterConnection {
     this.pump();
   }
 
-  /**
-   * Replaced first (connection-roster.ts): 0, one sending a request slower than a probe does; 1, an idle
-   * keep-alive one; 2, one silent for `newConnectionGraceMs`. Never one with a complete request.
-   */
+  /** As connection-roster.ts: 0, slower than a probe; 1, idle; 2, silent past the grace; never a full request. */
   evictionRank(now: number): number | undefined {
     if (this.inFlight || this.waiting > 0) return undefined;
     if (this.held.length > 0 || (this.requestStartedAt !== undefined && this.answered > 0)) return 0;

@@ -5,9 +5,8 @@ import type { CheckEvent } from './check-event.js';
 export const OTHER_SITE = 'other';
 
 /**
- * A site earns its own `site` label only with an allowed check, which only its credentials can bring,
- * at most `max` of them, first come first labelled: a denial keeps a label the site has but never takes
- * a place, and nothing a client wrote becomes a label, so no request can add a series.
+ * Only an allowed check, which only the site's credentials bring, earns a site its label, at most `max`, first come
+ * first served: nothing a client wrote becomes a label, so no request can add a series.
  */
 export class SiteLabels {
   private readonly labelled = new Set<SiteId>();

@@ -1,13 +1,11 @@
 import { Histogram, type Counter, type Registry } from 'prom-client';
 import { counter, each, scrapedGauge } from './metric-kinds.js';
 
-/** Read at each scrape. */
 export interface SnapshotStatus {
   /** Since the last successful sync; null before the first. */
   readonly ageSeconds: number | null;
   readonly sites: number;
   readonly activeKeys: number;
-  /** The LISTEN connection is up. */
   readonly listening: boolean;
 }
 
@@ -34,7 +32,6 @@ export interface SyncOutcome {
 const SYNC_DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30];
 const SYNC_KINDS = each('kind', ['full', 'sites']);
 
-/** The metrics of the credential snapshot and the database behind it. */
 export class StoreMetrics {
   private readonly syncs: Counter<'kind'>;
   private readonly sitesRead: Counter<'kind'>;

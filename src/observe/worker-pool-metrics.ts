@@ -1,7 +1,6 @@
 import { Registry, type Counter } from 'prom-client';
 import { counter, scrapedGauge } from './metric-kinds.js';
 
-/** What became of a connection the primary handed to a worker (ConnectionHandoff). */
 export type HandoffOutcome = 'taken' | 'handed_again' | 'closed_no_worker' | 'closed_too_many_waiting' | 'closed_not_taken';
 
 /** The primary's own metrics with WORKERS above 1, beside the workers' aggregated ones. */

@@ -5,12 +5,13 @@ import type { Logger } from '../observe/logger.js';
 
 /** The sunset variables this process's environment set to something other than the database holds. */
 export function sunsetDisagreements(config: Config, stored: SunsetPolicy): SunsetVariable[] {
-  const differs: Record<Exclude<SunsetVariable, 'APIKEY_DEPRECATED_AT'>, boolean> = {
+  const differs: Partial<Record<SunsetVariable, boolean>> = {
     APIKEY_SUNSET_AT: config.apiKeySunsetAt !== stored.sunsetAt,
     APIKEY_SUNSET_ENFORCE: config.apiKeySunsetEnforce !== stored.enforce,
     MIGRATION_GUIDE_URL: config.migrationGuideUrl !== stored.guideUrl,
   };
-  return config.sunsetVariablesSet.filter((name): name is keyof typeof differs => name in differs && differs[name as keyof typeof differs]);
+  return config.sunsetVariablesSet.filter((name) => differs[name] === true);
+
 }
 
 /** Built once per change of the stored sunset policy; an environment that disagrees is warned of once and overruled. */

@@ -91,7 +91,7 @@ type CredentialStore = ReturnType<typeof openCredentialStore>;
 function openRecorders(config: Config, store: CredentialStore, metrics: ServiceMetrics, logger: Logger, resources: Resources) {
   const { pool } = store;
   const lastUsed = resources.add(
-    new LastUsedRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger, onFlush: (outcome) => metrics.onLastUsedFlush(outcome) }),
+    new LastUsedRecorder({ pool, flushSeconds: config.lastUsedFlushSeconds, logger, onFlush: (outcome) => metrics.store.onLastUsedFlush(outcome) }),
     (recorder) => recorder.stop(),
   );
   const refusals = resources.add(
@@ -144,10 +144,10 @@ function serviceMetrics(config: Config, store: CredentialStore, ready: () => boo
     pool,
     ready,
   });
-  cache.onSync((event) => metrics.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds, sitesRead: event.sitesRead }));
-  cache.onSyncFailure((event) => metrics.onSync({ kind: event.kind, ok: false, durationSeconds: 0 }));
-  cache.onNotificationReceived(() => metrics.onNotification());
-  cache.onUnusableRowSkipped((row) => metrics.onRowSkipped(row.table));
+  cache.onSync((event) => metrics.store.onSync({ kind: event.kind, ok: true, durationSeconds: event.durationSeconds, sitesRead: event.sitesRead }));
+  cache.onSyncFailure((event) => metrics.store.onSync({ kind: event.kind, ok: false, durationSeconds: 0 }));
+  cache.onNotificationReceived(() => metrics.store.onNotification());
+  cache.onUnusableRowSkipped((row) => metrics.store.onRowSkipped(row.table));
   return metrics;
 }
 
@@ -171,7 +171,7 @@ function recordRefusedToken(recorders: Recorders, event: DeniedCheckEvent, siteO
 
 export function decisionObserver(recorders: Recorders, metrics: ServiceMetrics, decisionLog: DecisionLog, siteOfClient: SiteOfClient = () => undefined) {
   return (event: CheckEvent): void => {
-    metrics.observeCheck(event);
+    metrics.checks.observeCheck(event);
     decisionLog.record(event);
     const now = Date.now();
     // Refusals of sites we know, by client address; strangers' 101 all together, their 108 not at all.
@@ -204,7 +204,7 @@ function startCheckServer(
     maxBodyBytes: config.maxBodyBytes,
     maxConnections: config.grpcMaxConnections,
     logger,
-    onIncompleteRequestReset: () => metrics.onIncompleteRequestReset(),
+    onIncompleteRequestReset: () => metrics.checks.onIncompleteRequestReset(),
     authorization: {
       clientIpSource: config.clientIpSource,
       maxBodyBytes: config.maxBodyBytes,
@@ -212,7 +212,7 @@ function startCheckServer(
       allowedResponse: () => store.policies().allowedResponse,
       authorize: (input) => authorizeCheck(input, { snapshot: (now) => store.cache.snapshot(now), sunset: store.policies().sunset, tokens: tokens?.verifier }),
       onDecision: decisionObserver(recorders, metrics, decisionLog, (clientId) => store.cache.snapshot(Date.now())?.siteOfTokenClient(clientId)?.siteId),
-      onFailure: (event) => metrics.observeUndecided(event),
+      onFailure: (event) => metrics.checks.observeUndecided(event),
       shadowMode: config.shadowMode,
     },
   };

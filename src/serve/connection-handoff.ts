@@ -22,8 +22,8 @@ export interface HandoffLimits {
 const CLOSED_WARNING_INTERVAL_MS = 60_000;
 
 /**
- * Each connection goes, unread, to the next worker that can decide; the primary keeps its copy until a receipt,
- * for another worker if this one dies (the cluster's round robin would leave it unanswered for Envoy's 40 s).
+ * Each connection goes, unread, to the next worker that can decide; the primary keeps its copy until a receipt, for
+ * another worker if this one dies (the cluster's round robin would leave it unanswered for Envoy's 40 s).
  */
 export class ConnectionHandoff {
   private readonly rotation: Worker[] = [];

@@ -51,10 +51,7 @@ export async function startAdminPort(
   resources.add(await startAdmin(config, config.admin, databaseUrl, logger, { console: adminConsole }), (admin) => admin.close());
 }
 
-/**
- * Checks are still answered for SHUTDOWN_DELAY_SECONDS after NOT_SERVING, while Envoy and Kubernetes notice:
- * refusing them sooner would fail partners' requests through status_on_error.
- */
+/** Answering on for SHUTDOWN_DELAY_SECONDS while Envoy notices NOT_SERVING: refusing sooner would fail requests. */
 export async function drainChecks(checks: CheckService, config: Config, signal: string, logger: Logger): Promise<void> {
   checks.beginShutdown();
   if (config.shutdownDelaySeconds > 0) {

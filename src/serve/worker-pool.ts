@@ -41,10 +41,7 @@ interface WorkerState {
   readiness: Readiness | undefined;
 }
 
-/**
- * The primary's WORKERS workers, replaced when one dies. Each has its own snapshot and LISTEN connection, and
- * says when it can decide; the primary then hands it connections in turn (ConnectionHandoff).
- */
+/** WORKERS workers, each with its own snapshot, replaced when one dies, handed connections once it can decide. */
 class WorkerPool {
   private readonly workers = new Map<number, WorkerState>();
   private stopping = false;
@@ -261,14 +258,9 @@ export async function runCheckWorker(config: Config, parentLogger: Logger): Prom
     }
     logger.info('worker stopped');
   } finally {
-    releasePrimaryChannel();
+    // The IPC channel would keep the worker alive. The cluster's disconnect ends it once the work is done (last
+    // lines written, exit code kept); a bare process.disconnect() makes the cluster module exit 0 at once.
+    if (process.connected) cluster.worker?.disconnect();
   }
 }
 
-/**
- * The IPC channel would keep a worker alive. Through the cluster's disconnect it ends when its work does (last
- * lines written, exit code kept); a bare process.disconnect() makes the cluster module exit 0 at once.
- */
-function releasePrimaryChannel(): void {
-  if (process.connected) cluster.worker?.disconnect();
-}

@@ -12,10 +12,7 @@ export type AccessTokenOutcome = { readonly valid: true; readonly payload: JWTPa
 
 const refuse = (rule: AccessTokenRule): AccessTokenOutcome => ({ valid: false, rule });
 
-/**
- * Whether a token is older, or lives longer, than the rules' maximum age (instants in epoch ms). Written
- * as !(… <=) so that an exp of 1e400, read as Infinity, is beyond it rather than valid for as long as it says.
- */
+/** Written as !(… <=) so that an exp of 1e400, read as Infinity, is beyond the maximum age, not valid for ever. */
 export function beyondMaxAge(issuedAt: number, expiresAt: number, rules: AccessTokenRules, now: number): boolean {
   const bound = rules.maxAgeSeconds * 1000;
   return !(expiresAt - issuedAt <= bound) || !(now - issuedAt <= bound + rules.clockSkewSeconds * 1000);
@@ -66,10 +63,7 @@ export function headerRule(token: string, rules: AccessTokenRules): AccessTokenR
   return undefined;
 }
 
-/**
- * Whether the unverified iss names another issuer: a staff token, say, is told so rather than that its kid is
- * unknown. It chooses the message only: a token naming our issuer is verified in full.
- */
+/** Chooses the message only (a staff token is told it is another issuer's): a token naming ours is verified in full. */
 function isFromAnotherIssuer(token: string, issuer: string): boolean {
   let iss: unknown;
   try {
@@ -80,10 +74,7 @@ function isFromAnotherIssuer(token: string, issuer: string): boolean {
   return typeof iss === 'string' && iss !== issuer;
 }
 
-/**
- * An RFC 9068 access token checked in the order a caller would fix it: shape, alg (config.ts refuses none and
- * HMAC), typ, kid, signature, iss, aud, exp and nbf within the clock skew, required claims, iat not ahead.
- */
+/** Checked in the order a caller would fix it: shape, alg, typ, kid, signature, iss, aud, exp, nbf, claims, iat. */
 export async function verifyAccessToken(
   token: string,
   keys: KeySource,

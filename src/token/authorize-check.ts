@@ -5,18 +5,13 @@ import type { TokenVerifier } from './token-verifier.js';
 
 /** What a check is decided on besides the request: the same for serve and explain. */
 export interface CheckAuthority {
-  /** Undefined when there is none fresh enough to decide on. */
   readonly snapshot: (now: number) => CredentialSnapshot | undefined;
   readonly sunset: SunsetPolicy;
-  /** Undefined when tokens are off (no TOKEN_ISSUER). */
   readonly tokens: TokenVerifier | undefined;
   readonly now?: () => number;
 }
 
-/**
- * A Bearer token is verified first (asynchronously the first time it is seen), since decide() is pure and takes
- * the verdict as input; a kept token the decision refuses as revoked or unregistered is dropped from the verifier.
- */
+/** decide() is pure, so a Bearer token is verified first; one refused as revoked or unregistered is forgotten. */
 export function authorizeCheck(input: CheckInput, authority: CheckAuthority): Decided | Promise<Decided> {
   const now = (authority.now ?? Date.now)();
   const token = authority.tokens === undefined ? undefined : bearerToken(input.authorization);

@@ -23,7 +23,6 @@ import { RegistrationSeal, SealUnreadable } from './registration-seal.js';
 /** What the account manager sends the partner; the names are the JSON the CLI and API print. */
 export interface Handover {
   readonly client_id: string;
-  /** Only for a client that authenticates with a secret. */
   readonly client_secret?: string;
   readonly token_endpoint: string;
   /** The resource indicator (RFC 8707) to request tokens for: TOKEN_AUDIENCE. */
@@ -54,7 +53,6 @@ const OPERATION_DEADLINE_MS = 20_000;
 
 const ROTATION_UNKNOWN = 'the outcome is unknown: the issuer may have rotated the secret, and the old one may no longer work. To replace the client';
 
-/** The consequence ends where the transport adds the next step, when there is one. */
 function issuerError(what: string, error: unknown, consequence: string, nextStep?: AdminNextStep): unknown {
   if (error instanceof IssuerRefused) {
     const hint = error.status === 401 && what.startsWith('register') ? ' (check TOKEN_REGISTRATION_TOKEN: the issuer does not accept it as an initial access token)' : '';
@@ -69,9 +67,8 @@ function issuerError(what: string, error: unknown, consequence: string, nextStep
 const replaceClient = (client: TokenClientSummary): AdminNextStep => ({ removeHereOnly: client.clientId, createClientFor: client.siteId });
 
 /**
- * A partner's OAuth client created, rotated and removed at the issuer and here in one step, for the CLI, the
- * admin API and the console. An operation that fails half-way leaves both sides as they were and says which
- * refused. The registration access token is stored sealed; the client secret is returned once, never stored.
+ * A partner's OAuth client created, rotated and removed at the issuer and here in one step. A failure half-way
+ * leaves both sides as they were; the registration access token is stored sealed, the client secret never.
  */
 export class ClientOnboarding {
   constructor(
@@ -193,7 +190,6 @@ export class ClientOnboarding {
     return { client_id: clientId, ...(clientSecret === undefined ? {} : { client_secret: clientSecret }), token_endpoint: metadata.tokenEndpoint, resource, guide_url: guideUrl };
   }
 
-  /** A client this service registered, with its registration access token opened. */
   private managed(client: TokenClientSummary, settings: RegistrationSettings, registration: StoredRegistration | undefined) {
     const clientId = client.clientId;
     if (registration === undefined) {

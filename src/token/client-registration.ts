@@ -3,12 +3,8 @@ import { isSecureOrLoopbackUrl } from '../config.js';
 import { isClientId } from '../common/client-id.js';
 import { IssuerMetadataInvalid, issuerRequest, issuerText, type IssuerLimits, ISSUER_LIMITS } from './issuer-http.js';
 
-/**
- * A client of OAuth 2.0 Dynamic Client Registration (RFC 7591) and its management (RFC 7592): what is sent to
- * the issuer, and what is accepted back. No storage and no policy: client-onboarding.ts decides when.
- */
+// RFC 7591 registration and RFC 7592 management: what is sent to the issuer and what is accepted back, no policy.
 
-/** A secret, or assertions signed with the partner's own key (RFC 7523). */
 export type ClientAuthMethod = 'client_secret_basic' | 'private_key_jwt';
 
 /** The partner's public keys, given inline or by URL; none: a secret. */
@@ -47,10 +43,7 @@ function stringOf(answer: Record<string, unknown> | undefined, name: string, max
   return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 }
 
-/**
- * The registration access token goes only where the issuer's registration endpoint is: a registration_client_uri
- * elsewhere (named by a lying issuer, or written into the database) would receive it. undefined: it may be used.
- */
+/** Why the registration access token may not go to this URI (another origin than the registration endpoint's). */
 export function foreignManagementUri(registrationClientUri: string, registrationEndpoint: string): string | undefined {
   if (!URL.canParse(registrationClientUri)) return `the registration_client_uri is not a URL`;
   const origin = new URL(registrationClientUri).origin;
@@ -121,10 +114,7 @@ export interface UpdatedClient {
   readonly registrationAccessToken: string;
 }
 
-/**
- * A new client secret through RFC 7592: read the client's configuration (§2.1), send it back without the secret
- * (§2.2, which lets the server issue a new one), and check that it did.
- */
+/** RFC 7592: read the configuration (§2.1), send it back without the secret (§2.2), and check a new one came. */
 export async function rotateClientSecret(registration: ClientRegistration, clientId: string, limits: IssuerLimits = ISSUER_LIMITS): Promise<UpdatedClient> {
   const read = await issuerRequest({ method: 'GET', url: registration.registrationClientUri, bearer: registration.registrationAccessToken }, limits);
   const current = read.json ?? {};

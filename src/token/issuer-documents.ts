@@ -18,8 +18,7 @@ export const KEY_SET_MAX_KEYS = 64;
 // `oct` is a shared secret, never a public key.
 const PUBLIC_KEY_TYPES: ReadonlySet<string> = new Set(['RSA', 'EC', 'OKP', 'AKP']);
 
-// Private key material (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2): an issuer that publishes it has made a
-// mistake we must not copy into our database.
+// Private members (RFC 7518 §6, RFC 8037 §2): an issuer's mistake that must not be copied into our database.
 const PRIVATE_MEMBERS: ReadonlySet<string> = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'priv']);
 
 function publicKey(value: unknown): JWK | undefined {
@@ -30,10 +29,7 @@ function publicKey(value: unknown): JWK | undefined {
   return Object.fromEntries(members.map((name) => [name, value[name]])) as JWK;
 }
 
-/**
- * A key set from an issuer's answer or from the database, both hostile: public signature keys only, private
- * members stripped, members sorted so that two sets with the same keys read the same.
- */
+/** From the issuer or the database, both hostile: public keys only, members sorted so equal sets read the same. */
 export function publicKeySet(value: unknown): JSONWebKeySet {
   if (!isObject(value) || !Array.isArray(value['keys'])) throw new KeySetError('the key set has no "keys" array');
   const keys = value['keys'].flatMap((key) => publicKey(key) ?? []).slice(0, KEY_SET_MAX_KEYS);
@@ -72,10 +68,7 @@ async function jwksUrlOf(metadataUrl: string, issuer: string, limits: ReadLimits
   return jwksUri;
 }
 
-/**
- * The JWKS URL an issuer's discovery document names, read again on each call (an issuer may move its JWKS).
- * The document that answered last is tried first, so a steady issuer costs one request.
- */
+/** Read again on each call (an issuer may move its JWKS); the document that answered last is tried first. */
 export function jwksDiscovery(issuer: string): (limits: ReadLimits) => Promise<string> {
   let answered: string | undefined;
   return async (limits) => {

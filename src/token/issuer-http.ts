@@ -1,15 +1,10 @@
 import { isSecureOrLoopbackUrl } from '../config.js';
 
-/**
- * One bounded HTTP exchange with the token issuer, for discovery and client registration. The issuer may
- * hang, flood or lie: each way it can fail is an IssuerUnreachable (no usable answer) or an IssuerRefused
- * (an answer that says no).
- */
+// The issuer may hang, flood or lie: each failure is an IssuerUnreachable (no usable answer) or an IssuerRefused.
 
 export interface IssuerLimits {
   readonly timeoutMs: number;
   readonly maxBytes: number;
-  /** The deadline of the whole operation the exchange is part of. */
   readonly deadline?: AbortSignal;
 }
 
@@ -63,7 +58,6 @@ export async function readBounded(response: Response, maxBytes: number, tooLarge
 export interface IssuerRequest {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   readonly url: string;
-  /** The initial or the registration access token. */
   readonly bearer?: string;
   readonly body?: unknown;
 }
@@ -122,7 +116,6 @@ export function discoveryUrls(issuer: string): readonly string[] {
 export interface IssuerMetadata {
   readonly issuer: string;
   readonly tokenEndpoint: string;
-  /** Undefined when the issuer offers no dynamic registration. */
   readonly registrationEndpoint: string | undefined;
 }
 

@@ -4,14 +4,12 @@ import { RateLimit } from '../common/rate-limit.js';
 import { fetchKeySet, jwksDiscovery, publicKeySet, type ReadLimits } from './issuer-documents.js';
 
 export interface KeySource {
-  /** A key set is held: tokens can be verified. */
   readonly loaded: boolean;
   readonly getKey: JWTVerifyGetKey;
   /** A kid missing from a set no fetch since the token arrived has read may be the issuer's newest. */
   readonly fetches?: { readonly started: number; readonly lastSucceeded: number };
 }
 
-/** Hostile like anything read back. */
 export interface StoredKeySet {
   readonly jwks: unknown;
   readonly fetchedAt: number;
@@ -31,7 +29,6 @@ export interface IssuerKeysOptions {
   readonly setting?: string;
   readonly logger: Logger;
   readonly store?: KeySetStore;
-  /** Bounds one read or write of the store. */
   readonly storeTimeoutMs?: number;
   /** Until the first fetch succeeds, and after one fails, tried again this often. */
   readonly retryMs?: number;
@@ -47,8 +44,7 @@ export const KEY_SET_MAX_BYTES = 256 * 1024;
 const FETCH_LIMITS = { timeoutMs: 5_000, maxBytes: KEY_SET_MAX_BYTES };
 const REFRESH_MS = 300_000;
 const FAILURE_LOG_INTERVAL_MS = 60_000;
-// An unchanged set is written again this often, so that the stored fetched_at (a new process's age gauge
-// starts from it) stays within an hour of the truth.
+// An unchanged set is rewritten hourly: a new process's age gauge starts from the stored fetched_at.
 const STORED_SET_RENEW_MS = 3_600_000;
 
 function within<T>(work: Promise<T>, timeoutMs: number, what: string): Promise<T> {
@@ -68,10 +64,7 @@ interface HeldSet {
   readonly origin: KeySetOrigin;
 }
 
-/**
- * The issuer's signing keys: the last good set from the store at start, then fetched every few minutes and
- * when a token names a key the set lacks. A failed fetch keeps the set held: an issuer's outage refuses no token.
- */
+/** The issuer's signing keys: stored at start, fetched every few minutes; a failed fetch keeps the set held. */
 export class IssuerKeys implements KeySource {
   private held: HeldSet | undefined;
   private stored: { readonly text: string; readonly fetchedAt: number } | undefined;
@@ -134,7 +127,6 @@ export class IssuerKeys implements KeySource {
     return this.firstAttempt;
   }
 
-  /** Stops fetching; resolves once a fetch or a write under way has ended. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);

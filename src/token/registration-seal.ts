@@ -1,12 +1,8 @@
 import { hkdfSync } from 'node:crypto';
 import { openBox, sealBox } from '../common/sealed-box.js';
 
-/**
- * Registration access tokens at rest: AES-256-GCM under a key derived (HKDF-SHA-256) from the initial access
- * token, the one secret an operator already keeps. Bound (as additional data) to the client id and the
- * registration_client_uri, it can neither move to another row nor be aimed elsewhere; a key id, derived apart,
- * tells a changed initial access token from a damaged value. Layout: version (1) | IV (12) | tag (16) | ciphertext.
- */
+// AES-256-GCM under a key derived (HKDF) from the initial access token, bound to the client id and the
+// registration_client_uri so that it can neither move rows nor be aimed elsewhere. Layout: version | IV | tag | text.
 
 const VERSION = 1;
 const SALT = Buffer.from('sitekey-authz registration access token', 'utf8');
@@ -26,7 +22,6 @@ export class SealUnreadable extends Error {
 const boundTo = (clientId: string, registrationClientUri: string): Buffer => Buffer.from(`${clientId}\n${registrationClientUri}`, 'utf8');
 
 export class RegistrationSeal {
-  /** Stored beside each sealed value. */
   readonly keyId: string;
   readonly #key: Buffer;
 

@@ -54,14 +54,9 @@ function claimantOf(token: string, rule: Refusal['rule']): TokenClaimant | undef
 // By hash, so that no token sits in memory after its request.
 const tokenId = (token: string): string => sha256(token, 'base64');
 
-/**
- * Partners' access tokens, no older and no longer-lived than TOKEN_MAX_AGE_SECONDS. A verified token is kept
- * until its exp, so that a later request costs a hash, not a signature check; what it may do is decided each
- * time against the snapshot.
- */
+/** A verified token is kept until its exp, so a repeat costs a hash; what it may do is decided each time. */
 export class TokenVerifier {
   private readonly verified = new Map<string, AccessTokenClaims>();
-  /** So that a burst of one new token verifies it once. */
   private readonly inFlight = new Map<string, Promise<TokenOutcome>>();
   /** Tokens whose kid the key set lacked, with the count of fetches started when each first arrived. */
   private readonly kidPending = new Map<string, number>();
@@ -77,9 +72,8 @@ export class TokenVerifier {
   }
 
   /**
-   * Without a key set, a token not verified before is refused: tokens fail closed while API keys go on. A token
-   * whose kid the set lacks stays undecided until a fetch started after it first arrived has succeeded, so that
-   * a flood of made-up kids spending the fetches' cool-down never has the issuer's newest key refused.
+   * Without a key set a new token is refused (tokens fail closed). An unknown kid stays undecided until a fetch started
+   * after the token arrived succeeds, so made-up kids spending the cool-down never get the issuer's newest key refused.
    */
   verify(token: string, now: number, source?: string): TokenOutcome | Promise<TokenOutcome> {
     if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return this.refused('malformed');

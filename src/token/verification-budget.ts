@@ -6,20 +6,14 @@ export interface VerificationLimits {
   readonly overall: RateLimit;
 }
 
-/**
- * A signature check costs ~300 µs of CPU, and a partner's machine verifies its token once, then
- * reuses it: 50 new tokens a second from one address is a fleet's worth; 1,000 a second in all holds
- * a process to about a third of a core, leaving the rest for checks that need none.
- */
+// A signature check costs ~300 µs: 50 new tokens a second from one address is a fleet's worth;
+// 1,000 a second in all holds a process to a third of a core.
 export const DEFAULT_VERIFICATION_LIMITS: VerificationLimits = Object.freeze({
   perAddress: { burst: 100, perSecond: 50 },
   overall: { burst: 1_000, perSecond: 1_000 },
 });
 
-/**
- * The signature checks of tokens not verified before, bounded per source address (IPv6 by its /64) and in all:
- * a flood of forged tokens from one address spends that address's budget, and kept tokens and API keys none.
- */
+/** Per source address (IPv6 by its /64) and in all: a forged-token flood spends its own address's budget only. */
 export class VerificationBudget {
   private readonly addresses: Buckets;
   private readonly overall: Buckets;

@@ -13,7 +13,7 @@ const request = { requestId: 'r-1', input: { authorization: 'Bearer x', clientAd
 function observed(decisions: readonly Decision[]): RefusedToken[] {
   const tokens: RefusedToken[] = [];
   const recorders = { usage: ignored, lastUsed: ignored, clientLastUsed: ignored, refusals: ignored, tokenRefusals: { record: (refusal: RefusedToken) => tokens.push(refusal) } } as unknown as Recorders;
-  const observe = decisionObserver(recorders, { observeCheck: () => undefined } as unknown as ServiceMetrics, ignored as unknown as DecisionLog, (clientId) =>
+  const observe = decisionObserver(recorders, { checks: { observeCheck: () => undefined } } as unknown as ServiceMetrics, ignored as unknown as DecisionLog, (clientId) =>
     clientId === 'acme-app' ? '1001' : undefined,
   );
   for (const decision of decisions) observe(checkEvent(request, decision, 0.001));

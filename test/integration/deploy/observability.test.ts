@@ -47,8 +47,8 @@ async function namesTheServiceExposes(): Promise<Set<string>> {
     clientIpSource: { kind: 'peer' },
     maxBodyBytes: loadConfig({}).maxBodyBytes,
     authorize: (input) => (available ? decide(input, snapshot, Date.now(), NO_SUNSET) : undefined),
-    onDecision: (event) => metrics.observeCheck(event),
-    onFailure: (event) => metrics.observeUndecided(event),
+    onDecision: (event) => metrics.checks.observeCheck(event),
+    onFailure: (event) => metrics.checks.observeUndecided(event),
     logger: createLogger('silent'),
   });
   const send = (args: CheckArguments) =>
@@ -58,10 +58,10 @@ async function namesTheServiceExposes(): Promise<Set<string>> {
   send({});
   available = false;
   send({ authorization: `1001:${key}` });
-  metrics.onSync({ kind: 'full', ok: true, durationSeconds: 0.1 });
-  metrics.onSync({ kind: 'sites', ok: false, durationSeconds: 0.1 });
-  metrics.onNotification();
-  metrics.onLastUsedFlush({ ok: true });
+  metrics.store.onSync({ kind: 'full', ok: true, durationSeconds: 0.1 });
+  metrics.store.onSync({ kind: 'sites', ok: false, durationSeconds: 0.1 });
+  metrics.store.onNotification();
+  metrics.store.onLastUsedFlush({ ok: true });
   // The token path, as a replica with TOKEN_ISSUER has it.
   const tokenKeys = { keys: () => 2, ageSeconds: () => 30, verifiedTokens: () => 0 };
   metrics.followTokenKeys(tokenKeys);

@@ -54,7 +54,7 @@ function fixture(options: Partial<ServiceMetricsOptions> = {}): Fixture {
         clientIpSource: { kind: 'peer' },
         maxBodyBytes: loadConfig({}).maxBodyBytes,
       });
-      metrics.observeCheck(checkEvent(view, decide(view.input, snapshot, NOW, NO_SUNSET), 0.00004));
+      metrics.checks.observeCheck(checkEvent(view, decide(view.input, snapshot, NOW, NO_SUNSET), 0.00004));
     },
     async series() {
       const text = await scrape();
@@ -135,7 +135,7 @@ describe('service metrics', () => {
     const text = await fixture().scrape();
     assert.match(text, /# TYPE sitekey_authz_check_duration_seconds histogram/);
     const f = fixture();
-    f.metrics.observeUndecided({ requestId: undefined, reason: 'unavailable', durationSeconds: 0.3 });
+    f.metrics.checks.observeUndecided({ requestId: undefined, reason: 'unavailable', durationSeconds: 0.3 });
     const buckets = [...samples(await f.scrape(), 'sitekey_authz_check_duration_seconds_bucket').keys()].map((labels) => /le="([^"]+)"/.exec(labels)?.[1]);
     assert.equal(buckets[0], '0.000025');
     assert.equal(buckets.at(-2), '0.25');
@@ -254,17 +254,17 @@ describe('service metrics', () => {
     let text = await f.scrape();
     assert.equal(samples(text, 'sitekey_authz_snapshot_sync_failures_total').get('{kind="full"}'), 0, 'zero before the first failure');
     assert.equal(samples(text, 'sitekey_authz_checks_undecided_total').get('{reason="unavailable"}'), 0);
-    f.metrics.onSync({ kind: 'full', ok: true, durationSeconds: 0.2 });
-    f.metrics.onSync({ kind: 'full', ok: false, durationSeconds: 10 });
-    f.metrics.onSync({ kind: 'sites', ok: true, durationSeconds: 0.002 });
-    f.metrics.onNotification();
-    f.metrics.onNotification();
-    f.metrics.onLastUsedFlush({ ok: true });
-    f.metrics.onLastUsedFlush({ ok: false });
-    f.metrics.observeUndecided({ requestId: 'r', reason: 'unavailable', durationSeconds: 0.00001 });
-    f.metrics.observeUndecided({ requestId: 'r', reason: 'internal', durationSeconds: 0.00001 });
-    f.metrics.observeUndecided({ requestId: 'r', reason: 'unknown-kid-pending', durationSeconds: 0.00001 });
-    f.metrics.observeUndecided({ requestId: 'r', reason: 'unknown-kid-pending', durationSeconds: 0.00001 });
+    f.metrics.store.onSync({ kind: 'full', ok: true, durationSeconds: 0.2 });
+    f.metrics.store.onSync({ kind: 'full', ok: false, durationSeconds: 10 });
+    f.metrics.store.onSync({ kind: 'sites', ok: true, durationSeconds: 0.002 });
+    f.metrics.store.onNotification();
+    f.metrics.store.onNotification();
+    f.metrics.store.onLastUsedFlush({ ok: true });
+    f.metrics.store.onLastUsedFlush({ ok: false });
+    f.metrics.checks.observeUndecided({ requestId: 'r', reason: 'unavailable', durationSeconds: 0.00001 });
+    f.metrics.checks.observeUndecided({ requestId: 'r', reason: 'internal', durationSeconds: 0.00001 });
+    f.metrics.checks.observeUndecided({ requestId: 'r', reason: 'unknown-kid-pending', durationSeconds: 0.00001 });
+    f.metrics.checks.observeUndecided({ requestId: 'r', reason: 'unknown-kid-pending', durationSeconds: 0.00001 });
     text = await f.scrape();
     assert.deepEqual(Object.fromEntries(samples(text, 'sitekey_authz_snapshot_syncs_total')), { '{kind="full"}': 2, '{kind="sites"}': 1 });
     assert.deepEqual(Object.fromEntries(samples(text, 'sitekey_authz_snapshot_sync_failures_total')), { '{kind="full"}': 1, '{kind="sites"}': 0 });
@@ -308,8 +308,8 @@ describe('service metrics', () => {
     it('passes promtool check metrics on a real scrape', { skip: WITHOUT_PROMTOOL }, async () => {
       endpoints ??= await startHttpEndpoints({ bindAddress: '127.0.0.1', port: 0, readiness: () => ({ ready: true, detail: {} }), metrics: f.metrics });
       for (const args of [{}, { ip: '198.51.100.9' }, { authorization: 'x' }, { authorization: `4242:${KEY}` }]) f.check(args);
-      f.metrics.onSync({ kind: 'full', ok: true, durationSeconds: 0.1 });
-      f.metrics.observeUndecided({ requestId: undefined, reason: 'unavailable', durationSeconds: 0.001 });
+      f.metrics.store.onSync({ kind: 'full', ok: true, durationSeconds: 0.1 });
+      f.metrics.checks.observeUndecided({ requestId: undefined, reason: 'unavailable', durationSeconds: 0.001 });
       const text = await (await fetch(`http://127.0.0.1:${endpoints.port}/metrics`)).text();
       const result = await promtool(['check', 'metrics'], text);
       assert.equal(result.code, 0, result.output);
