@@ -9,7 +9,6 @@ const NAME_YOURSELF = 'name yourself for the audit log: --actor alice@example.co
 export interface RunningAccount {
   readonly user: string;
   readonly uid: number | undefined;
-  /** KUBERNETES_SERVICE_HOST is set, or a service-account token is mounted. */
   readonly inKubernetesPod: boolean;
 }
 
@@ -23,7 +22,6 @@ export function runningAccount(kubernetesServiceHost: boolean, serviceAccountMou
   return { user, uid: process.getuid?.(), inKubernetesPod: kubernetesServiceHost || serviceAccountMounted() };
 }
 
-/** Why the OS user names nobody in particular (root, or a pod's account), or undefined when it names a person. */
 function sharedAccount(account: RunningAccount): string | undefined {
   if (account.inKubernetesPod) return `in a Kubernetes pod as its user ${account.user}`;
   if (account.uid === 0) return 'as root';

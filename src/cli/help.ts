@@ -56,7 +56,6 @@ export function commandHelp(command: Command): string {
   return [`Usage: ${usageLine(command)}`, wrap(command.summary, 2), ...rules([command]), ...environment(command), ...examples([command]), '', GLOBAL_OPTIONS_LINE].join('\n');
 }
 
-/** `sitekey-authz key --help`; undefined if there is no such group. */
 export function groupHelp(group: string): string | undefined {
   const commands = COMMANDS.filter((command) => command.name.startsWith(`${group} `));
   if (commands.length === 0) return undefined;
