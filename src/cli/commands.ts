@@ -202,8 +202,8 @@ const COMMAND_SPECS: readonly CommandSpec[] = [
     },
     example: 'sitekey-authz key roll 1001 12 --old-expires 2027-01-31 --note "production, rolled"',
     run: async ({ withOperations }, line) => {
-      const replacing = { siteId: positional(line, 0), keyId: positional(line, 1), oldExpires: option(line, 'old-expires') };
-      const request = { ...replacing, expires: option(line, 'expires'), note: option(line, 'note') };
+      const old = { siteId: positional(line, 0), keyId: positional(line, 1), oldExpires: option(line, 'old-expires') };
+      const request = { ...old, expires: option(line, 'expires'), note: option(line, 'note') };
       const { result, warnings } = await withOperations((context) => rollKey(context, request));
       const { key, replaced } = result;
       return {

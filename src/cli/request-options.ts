@@ -30,8 +30,6 @@ const HOST = 'localhost';
 // Far above Envoy's usual max_request_bytes, base64 included; read no further than this.
 const MAX_REQUEST_FILE_BYTES = 16 * 1024 * 1024;
 
-const isSet = (line: CommandLine, name: string): boolean => line.options[name] !== undefined && line.options[name] !== false;
-
 // Neither = nor : can be in a header name, so the first after its first character (:authority's) ends it;
 // NAME:VALUE is as curl writes it, spaces after the colon dropped.
 export function headerOption(option: string): [string, string] {
@@ -62,11 +60,7 @@ export function bodyFromAuthorization(authorization: string | undefined): string
 }
 
 /** The CheckRequest Envoy's ext_authz filter sends for a partner's POST (use_remote_address on, with_request_body on). */
-function envoyCheckRequest(
-  line: CommandLine,
-  authorization: string | undefined,
-  body: string | undefined,
-): CheckRequestMessage {
+function envoyCheckRequest(line: CommandLine, authorization: string | undefined, body: string | undefined): CheckRequestMessage {
   const ip = ipOption(option(line, 'ip'));
   const path = option(line, 'path') ?? '/';
   const given = options(line, 'header').map(headerOption);
@@ -146,7 +140,8 @@ async function readRequestFile(path: string, readStdin: () => Promise<string>): 
 
 /** `--request FILE`: a CheckRequest in Envoy's JSON form (the proto3 JSON mapping), decoded with our protos. */
 async function requestFromFile(line: CommandLine, path: string, readStdin: () => Promise<string>) {
-  const others = Object.keys(optionsOf(REQUEST_SYNOPSIS)).filter((name) => name !== 'request' && isSet(line, name));
+  const given = (name: string) => line.options[name] !== undefined && line.options[name] !== false;
+  const others = Object.keys(optionsOf(REQUEST_SYNOPSIS)).filter((name) => name !== 'request' && given(name));
   if (others.length > 0) {
     throw new UsageError(`--request holds the whole request; drop ${others.map((name) => `--${name}`).join(', ')}, or drop --request`);
   }

@@ -39,17 +39,15 @@ function report<T>(
   return { text: flag(line, 'csv') ? asCsv : asTable, json: rows };
 }
 
-function overflowBySite(rows: readonly DenialReportRow[]): Map<string, { addresses: number; count: number }> {
+/** "and N more addresses" for each site, summed over its 'other' rows. */
+function overflowNotes(rows: readonly DenialReportRow[]): string[] {
   const bySite = new Map<string, { addresses: number; count: number }>();
-  for (const row of rows) {
-    if (row.clientIp !== OVERFLOW_ADDRESS) continue;
+  for (const row of rows.filter((one) => one.clientIp === OVERFLOW_ADDRESS)) {
     const site = row.siteId ?? 'unknown (all)';
     const sum = bySite.get(site) ?? { addresses: 0, count: 0 };
-    sum.addresses += row.moreAddresses;
-    sum.count += row.count;
-    bySite.set(site, sum);
+    bySite.set(site, { addresses: sum.addresses + row.moreAddresses, count: sum.count + row.count });
   }
-  return bySite;
+  return [...bySite].map(([site, more]) => `site ${site}: and ${more.addresses} more addresses (${more.count} refusals)`);
 }
 
 const sites = (brownout: BrownoutSummary) => (brownout.siteIds === null ? 'all' : brownout.siteIds.join(' '));
@@ -276,9 +274,7 @@ export const SUNSET_COMMANDS: readonly CommandSpec[] = [
         `no refusals${siteId ? ` of site ${siteId}` : ''} in the last ${hours} hour(s)`,
       );
       if (flag(line, 'csv')) return { ...output, json: rows };
-      const notes = [...overflowBySite(rows)].map(
-        ([site, more]) => `site ${site}: and ${more.addresses} more addresses (${more.count} refusals)`,
-      );
+      const notes = overflowNotes(rows);
       if (omittedRows > 0) notes.push(`and ${omittedRows} more rows with fewer refusals; show them with --limit ${Math.min(MAX_REPORT_ROWS, limit + omittedRows)}`);
       const shown = addressed.length === 0 && notes.length > 0 ? '' : output.text;
       return { text: [shown, ...notes].filter((part) => part !== '').join('\n'), json: rows };

@@ -20,22 +20,6 @@ const admitsEveryone = (entry: AllowlistEntry) => entry.prefix === 0;
 const WIDEST_PARTNER_PREFIX = { ipv4: 8, ipv6: 16 } as const;
 const admitsTooMany = (entry: AllowlistEntry) => entry.prefix < (entry.cidr.includes(':') ? WIDEST_PARTNER_PREFIX.ipv6 : WIDEST_PARTNER_PREFIX.ipv4);
 
-function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEntry[]): string[] {
-  return [
-    ...entries
-      .filter(admitsEveryone)
-      .map(({ cidr }) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
-    ...entries
-      .filter((entry) => admitsTooMany(entry) && !admitsEveryone(entry))
-      .map(({ cidr }) => `${cidr} admits a large part of the internet: the allowlist hardly restricts site ${siteId}`),
-    ...entries.filter(coversIpv4Mapped).map(
-      ({ cidr }) =>
-        `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
-        'To admit them, add an IPv4 network too, e.g. 203.0.113.0/24',
-    ),
-  ];
-}
-
 export interface AllowRequest {
   readonly siteId: string | undefined;
   readonly entries: readonly string[];
@@ -63,7 +47,16 @@ export async function allowNetworks({ admin }: OperationContext, request: AllowR
     );
   }
   const result = await admin.allowNetworks(siteId, entries);
-  return { result: { siteId, ...result }, warnings: allowlistWarnings(siteId, entries) };
+  const warnings = [
+    ...everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+    ...tooMany.map((cidr) => `${cidr} admits a large part of the internet: the allowlist hardly restricts site ${siteId}`),
+    ...entries.filter(coversIpv4Mapped).map(
+      ({ cidr }) =>
+        `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
+        'To admit them, add an IPv4 network too, e.g. 203.0.113.0/24',
+    ),
+  ];
+  return { result: { siteId, ...result }, warnings };
 }
 
 export async function revokeNetworks({ admin }: OperationContext, request: { siteId: string | undefined; entries: readonly string[]; field?: string }): Promise<Changed<{ siteId: SiteId; removed: string[] }>> {

@@ -66,12 +66,8 @@ export async function blockedPartner(context: OperationContext, request: { site:
     clientId !== undefined && namedSite === undefined
       ? { rows: [], omittedRows: 0 }
       : await admin.sunsetReports.denialReport(since, siteId, limit);
-  const tokens =
-    clientId !== undefined
-      ? await admin.refusals.tokenRefusals(since, { clientId })
-      : siteId !== undefined
-        ? await admin.refusals.tokenRefusals(since, { siteId })
-        : [];
+  const tokensOf = clientId !== undefined ? { clientId } : siteId !== undefined ? { siteId } : undefined;
+  const tokens = tokensOf === undefined ? [] : await admin.refusals.tokenRefusals(since, tokensOf);
   const standings = new Map<SiteId, SiteStanding | undefined>();
   // null: past EXPLAINED_SITES_MAX sites, the row goes without why and what next.
   const standingOf = async (id: SiteId | null): Promise<SiteStanding | undefined | null> => {
