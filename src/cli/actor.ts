@@ -9,7 +9,6 @@ const NAME_YOURSELF = 'name yourself for the audit log: --actor alice@example.co
 export interface RunningAccount {
   readonly user: string;
   readonly uid: number | undefined;
-  /** KUBERNETES_SERVICE_HOST is set, or a service-account token is mounted. */
   readonly inKubernetesPod: boolean;
 }
 
@@ -23,19 +22,10 @@ export function runningAccount(kubernetesServiceHost: boolean, serviceAccountMou
   return { user, uid: process.getuid?.(), inKubernetesPod: kubernetesServiceHost || serviceAccountMounted() };
 }
 
-/** Why the OS user names nobody in particular (root, or a pod's account), or undefined when it names a person. */
-function sharedAccount(account: RunningAccount): string | undefined {
-  if (account.inKubernetesPod) return `in a Kubernetes pod as its user ${account.user}`;
-  if (account.uid === 0) return 'as root';
-  return undefined;
-}
-
-/**
- * The name the audit log gives a command's changes: the one given, else the OS user; a change made as
- * root or in a pod without a name is refused, since the log would say "root" or "node" of everyone.
- */
+/** The name given, else the OS user; a change as root or in a pod must name someone, or the log says "root" of all. */
 export function actorFor(named: string | undefined, account: RunningAccount, changes: boolean): string {
-  const shared = sharedAccount(account);
+  const inPod = account.inKubernetesPod ? `in a Kubernetes pod as its user ${account.user}` : undefined;
+  const shared = inPod ?? (account.uid === 0 ? 'as root' : undefined);
   if (named !== undefined) {
     // Naming the shared account itself ("root", the pod's user) names nobody either.
     if (changes && shared !== undefined && named.trim().toLowerCase() === account.user.toLowerCase()) {

@@ -20,7 +20,6 @@ export const AUDIT_COMMANDS: readonly CommandSpec[] = [
     changesNothing: true,
     synopsis: '[--site ID] [--since DAYS] [--action NAME] [--limit N]',
     summary: `who changed what and when, newest first (default: the last ${AUDIT_DEFAULT_SINCE_DAYS} days, at most ${DEFAULT_LIMIT} entries)`,
-    options: { site: { type: 'string' }, since: { type: 'string' }, action: { type: 'string' }, limit: { type: 'string' } },
     rules: {
       '--site ID': `only changes of this site: ${SITE_ID_FORM}`,
       '--since DAYS': `how far back, in whole days from 1 to ${AUDIT_MAX_SINCE_DAYS} (default ${AUDIT_DEFAULT_SINCE_DAYS})`,
@@ -36,10 +35,9 @@ export const AUDIT_COMMANDS: readonly CommandSpec[] = [
       );
       const scope = `${siteId === undefined ? '' : ` of site ${siteId}`}${action === undefined ? '' : ` matching ${action}`}`;
       const rows = entries.map((entry) => [shortTime(entry.at), ...whoColumns(entry), entry.action, entry.siteId ?? '-', auditDeed(entry)]);
-      const listed =
-        entries.length === 0 ? `no changes${scope} in the last ${days} day(s)` : table(['AT', 'BY', 'SUBJECT', 'VERIFIED E-MAIL', 'ACTION', 'SITE', 'WHAT'], rows);
+      const empty = `no changes${scope} in the last ${days} day(s)`;
       return {
-        text: listed,
+        text: table(['AT', 'BY', 'SUBJECT', 'VERIFIED E-MAIL', 'ACTION', 'SITE', 'WHAT'], rows, empty),
         json: entries,
         warnings: more ? [`showing the newest ${limit}; older changes${scope} were left out: give --limit ${Math.min(limit * 10, MAX_LIMIT)} or a shorter --since`] : [],
       };

@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { HeaderAppendAction } from '../envoy/messages.js';
-import { EXIT_ALLOWED, EXIT_DENIED } from './exit-codes.js';
+import { EXIT_ALLOWED, EXIT_DENIED } from './command.js';
 
 /** What `check` and `explain` print with --json: the same object for the service's answer and explain's. */
 export interface CheckAnswer {
@@ -41,7 +41,6 @@ export interface ReceivedCheckResponse {
 const isAllowed = (response: ReceivedCheckResponse): boolean =>
   (response.status?.code ?? GrpcStatus.OK) === GrpcStatus.OK && !response.denied_response;
 
-/** The spec's {"error":{"id":N,"message":"..."}}, or null for a body of any other shape. */
 function errorOf(body: string | undefined): CheckAnswer['error'] {
   try {
     const error: unknown = (JSON.parse(body ?? '') as { error?: unknown } | null)?.error;
@@ -76,7 +75,6 @@ export const grpcCodeName = (code: number): string => `${code} ${GrpcStatus[code
 const appendActionName = (action: number | undefined): string =>
   Object.entries(HeaderAppendAction).find(([, value]) => value === action)?.[0] ?? String(action);
 
-/** The verdict for people: ALLOW with what the upstream gets, or DENY with what the client gets. */
 export function verdictText(response: ReceivedCheckResponse): string {
   const code = response.status?.code ?? GrpcStatus.OK;
   if (isAllowed(response)) {

@@ -3,9 +3,8 @@ import type { CheckRequestMessage } from '../envoy/messages.js';
 import { AUTHORIZATION_SERVICE } from '../envoy/proto.js';
 import { UsageError } from './arguments.js';
 import { answerOf, exitStatusOf, grpcCodeName, noVerdict, verdictText, type ReceivedCheckResponse } from './check-answer.js';
-import { option, type CommandContext, type CommandLine } from './command.js';
+import { EXIT_NO_VERDICT, option, type CommandContext, type CommandLine } from './command.js';
 import type { CommandOutput } from './output.js';
-import { EXIT_NO_VERDICT } from './exit-codes.js';
 import { requestFromOptions } from './request-options.js';
 
 const DEFAULT_TIMEOUT_MS = 5_000;

@@ -67,7 +67,6 @@ async function allowWords(decision: Allowed, facts: Facts): Promise<string> {
   );
 }
 
-/** The denied site and the header's key as stored now, for the catalogue's words. */
 async function explainFacts(denial: Denial, facts: Facts): Promise<ExplainFacts> {
   const [site, key] = await Promise.all(['siteId' in denial && denial.siteId !== undefined ? findSite(facts.pool, denial.siteId) : undefined, keyOf(facts)]);
   const expiresAt = key?.expiresAt ?? null;
@@ -84,12 +83,6 @@ async function explainFacts(denial: Denial, facts: Facts): Promise<ExplainFacts>
   };
 }
 
-/** The database is read again only to explain what the decision already decided. */
-async function reasonFor(decision: Decision, facts: Facts): Promise<string> {
-  if (decision.outcome === 'allow') return allowWords(decision, facts);
-  return explainDenial(decision.denial, await explainFacts(decision.denial, facts));
-}
-
 /** The ids and rule (for 105 its reason) the decision names, which the wire does not carry on a denial. */
 function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 'rule' | 'authMethod' | 'clientId'> {
   const named: Partial<Record<'siteId' | 'keyId' | 'clientId' | 'rule' | 'reason', string>> =
@@ -103,10 +96,7 @@ function identified(decision: Decision): Pick<CheckAnswer, 'siteId' | 'keyId' | 
   };
 }
 
-/**
- * For a Bearer request, the issuer's keys as the service holds them: the last good set from the database, then
- * one fetch. Without keys the service refuses tokens (keys-unavailable), and so does explain.
- */
+/** The issuer's keys as the service holds them: the last good set from the database, then one fetch. */
 async function tokenVerifier(config: Config, input: CheckInput, pool: pg.Pool, logger: Logger): Promise<{ verifier: TokenVerifier; stop: () => Promise<void> } | undefined> {
   if (config.tokens === undefined || bearerToken(input.authorization) === undefined) return undefined;
   const options = issuerKeysOptions(config.tokens, pool, logger);
@@ -139,14 +129,10 @@ function undecidedOutput(undecided: Undecided, notes: readonly string[]): Comman
 const SHADOW_MODE_NOTE =
   'SHADOW_MODE is on here: a service running with it lets this request through (logged as check.shadow-denied, counted in `report denials`) instead of denying it';
 
-/**
- * What the service would answer to this request, and why, worked out offline from the credential database by
- * the service's own code (request view, snapshot, token verifier, decide, toCheckResponse) and configuration.
- */
+/** What the service would answer, and why, worked out from the credential database by the service's own code. */
 export async function runExplain({ config, logger, now, readStdin, withPool }: CommandContext, line: CommandLine): Promise<CommandOutput> {
   const { request, notes } = await requestFromOptions(line, readStdin);
   const { input } = viewCheckRequest(request, config);
-  // Parsed here only to know which site to load and which key to explain.
   const header = parseAuthorization(input.authorization);
   return withPool(async (pool) => {
     const tokens = await tokenVerifier(config, input, pool, logger);
@@ -166,7 +152,10 @@ export async function runExplain({ config, logger, now, readStdin, withPool }: C
       const response = toCheckResponse(decision, allowedResponse);
       const answer: CheckAnswer = { ...answerOf(response), ...identified(decision) };
       const facts: Facts = { pool, input, header, clientIpSource: config.clientIpSource, now };
-      const reason = await reasonFor(decision, facts);
+      const reason =
+        decision.outcome === 'allow'
+          ? await allowWords(decision, facts)
+          : explainDenial(decision.denial, await explainFacts(decision.denial, facts));
       const shadow = config.shadowMode && decision.outcome === 'deny' ? [SHADOW_MODE_NOTE] : [];
       return { text: `${verdictText(response)}\nwhy: ${reason}`, json: answer, warnings: [...notes, ...shadow], exitCode: exitStatusOf(answer) };
     } finally {

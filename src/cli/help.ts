@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { defaultText } from '../config.js';
+import { defaultText, type Setting } from '../config.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { Command } from './command.js';
 import { COMMANDS } from './commands.js';
@@ -25,24 +25,23 @@ function wrap(text: string, indent: number): string {
   return lines.map((part) => `${' '.repeat(indent)}${part}`).join('\n');
 }
 
-/** Each argument or option, then its rule on the lines below it; a rule several commands share is said once. */
+/** A heading, then each term with its meaning wrapped on the lines below it; nothing without terms. */
+function section(heading: string, terms: ReadonlyArray<readonly [string, string]>): string[] {
+  if (terms.length === 0) return [];
+  return ['', heading, ...terms.map(([term, meaning]) => `  ${term}\n${wrap(meaning, RULE_INDENT)}`)];
+}
+
+/** Each argument or option with its rule; a rule several commands share is said once. */
 function rules(commands: readonly Command[]): string[] {
-  const said = new Map<string, readonly [string, string]>();
-  for (const command of commands) {
-    for (const [term, rule] of Object.entries(command.rules ?? {})) said.set(`${term}\n${rule}`, [term, rule]);
-  }
-  if (said.size === 0) return [];
-  return ['', 'Arguments and options:', ...[...said.values()].map(([term, rule]) => `  ${term}\n${wrap(rule, RULE_INDENT)}`)];
+  const entries = commands.flatMap((command) => Object.entries(command.rules ?? {}));
+  const said = new Map(entries.map((entry) => [entry.join('\n'), entry] as const));
+  return section('Arguments and options:', [...said.values()]);
 }
 
 function environment(command: Command): string[] {
-  const settings = command.environment ?? [];
-  if (settings.length === 0) return [];
-  return [
-    '',
-    'Settings (environment variables; a bad value stops start-up naming the variable and why):',
-    ...settings.map((setting) => `  ${setting.name}  (default: ${defaultText(setting)})\n${wrap(setting.meaning, RULE_INDENT)}`),
-  ];
+  const heading = 'Settings (environment variables; a bad value stops start-up naming the variable and why):';
+  const term = (setting: Setting) => `${setting.name}  (default: ${defaultText(setting)})`;
+  return section(heading, (command.environment ?? []).map((setting) => [term(setting), setting.meaning] as const));
 }
 
 function examples(commands: readonly Command[]): string[] {
@@ -56,15 +55,12 @@ export function commandHelp(command: Command): string {
   return [`Usage: ${usageLine(command)}`, wrap(command.summary, 2), ...rules([command]), ...environment(command), ...examples([command]), '', GLOBAL_OPTIONS_LINE].join('\n');
 }
 
-/** `sitekey-authz key --help`; undefined if there is no such group. */
 export function groupHelp(group: string): string | undefined {
   const commands = COMMANDS.filter((command) => command.name.startsWith(`${group} `));
   if (commands.length === 0) return undefined;
   return [
     `Usage: sitekey-authz ${group} <command> [arguments]`,
-    '',
-    'Commands:',
-    ...commands.map((command) => `  ${usageLine(command)}\n${wrap(command.summary, RULE_INDENT)}`),
+    ...section('Commands:', commands.map((command) => [usageLine(command), command.summary] as const)),
     ...rules(commands),
     ...examples(commands),
     '',

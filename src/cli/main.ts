@@ -11,9 +11,8 @@ import { textOf } from '../operations/fields.js';
 import { Refusal } from '../operations/refusal.js';
 import { actorFor, runningAccount } from './actor.js';
 import { UsageError } from './arguments.js';
-import type { Command, CommandContext, CommandLine } from './command.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type Command, type CommandContext, type CommandLine } from './command.js';
 import { COMMANDS } from './commands.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { commandHelp, groupHelp, PROGRAM_HELP, usageLine, versionText } from './help.js';
 import { printable, type CommandOutput } from './output.js';
 import { refusalText } from './refusal-text.js';
@@ -40,7 +39,6 @@ function unknownCommand(words: readonly string[]): UsageError {
   return new UsageError(`"${words[0]}" is not a command; try one of: ${[...new Set(COMMANDS.map((c) => c.name.split(' ')[0]))].join(', ')} (or --help)`);
 }
 
-/** A command to run, or the text of --help or --version to print instead. */
 type Invocation =
   | ({ readonly command: Command } & CommandLine)
   | { readonly command: undefined; readonly text: string };
@@ -55,7 +53,6 @@ function help(words: readonly string[]): Invocation {
   return { command: undefined, text };
 }
 
-/** The command is the first words of the line; global flags may come before it. */
 function parseCommandLine(argv: readonly string[]): Invocation {
   let firstWord = 0;
   while (argv[firstWord]?.startsWith('-')) firstWord += argv[firstWord] === '--actor' ? 2 : 1;
@@ -156,20 +153,13 @@ function databaseSession(config: Config, logger: Logger): CommandContext['withPo
   };
 }
 
-interface Failure {
-  readonly exit: number;
-  readonly code: string;
-  readonly field?: string | undefined;
-  readonly message: string;
-}
-
 // SQLSTATE classes 08 (connection), 28 (authentication), 3D (no such database), 57P (shutting down).
 const DATABASE_UNREACHABLE = /^(08|28|3D|57P)/;
 // pg and node-pg-migrate give a connection that never answered no code, only these words.
 const TIMED_OUT = /connection timeout|timeout expired|Connection terminated unexpectedly/i;
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
-function describeFailure(error: unknown, command: Command | undefined): Failure {
+function describeFailure(error: unknown, command: Command | undefined) {
   if (error instanceof UsageError) return { exit: EXIT_USAGE, code: 'USAGE', message: error.message };
   if (error instanceof Refusal) return { exit: EXIT_USAGE, code: error.code, field: error.field, message: refusalText(error, command) };
   if (error instanceof ConfigError) return { exit: EXIT_USAGE, code: 'CONFIG', message: `configuration: ${error.message}` };
@@ -227,13 +217,12 @@ export async function main(argv: readonly string[]): Promise<number> {
         ? createLogger(config.logLevel)
         : createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
     const withPool = databaseSession(config, logger);
-    const withAdmin: CommandContext['withAdmin'] = (work) => {
-      const actor = actorFor(named, runningAccount(config.inKubernetesPod), command.changesNothing !== true);
-      return withPool((pool) => work(new CredentialAdmin(pool, { kind: 'cli', subject: actor })));
-    };
     const now = Date.now();
-    const withOperations: CommandContext['withOperations'] = (work) => withAdmin((admin) => work({ admin, config, now }));
-    const context: CommandContext = { config, env: process.env, logger, now, readStdin, withAdmin, withOperations, withPool };
+    const withOperations: CommandContext['withOperations'] = (work) => {
+      const subject = actorFor(named, runningAccount(config.inKubernetesPod), command.changesNothing !== true);
+      return withPool((pool) => work({ admin: new CredentialAdmin(pool, { kind: 'cli', subject }), config, now }));
+    };
+    const context: CommandContext = { config, env: process.env, logger, now, readStdin, withOperations, withPool };
     const output = await command.run(context, { positionals, options });
     if (output !== undefined) print(output, json);
     return output?.exitCode ?? EXIT_OK;

@@ -2,7 +2,6 @@
 export interface CommandOutput {
   readonly text: string;
   readonly json: unknown;
-  /** Said on standard error even with --json. */
   readonly warnings?: readonly string[];
   readonly exitCode?: number;
 }
@@ -20,8 +19,9 @@ export const oneLine = (text: string): string => text.replace(UNPRINTABLE, escap
 /** Text for a terminal, line breaks kept: what every human-readable output passes through last. */
 export const printable = (text: string): string => text.replace(UNPRINTABLE_BUT_LINE_BREAKS, escaped);
 
-/** Left-aligned columns under upper-case headings; each cell stays on its line. */
-export function table(headings: readonly string[], rawRows: ReadonlyArray<ReadonlyArray<string>>): string {
+/** Left-aligned columns under upper-case headings, each cell on its line; `empty` when there are no rows. */
+export function table(headings: readonly string[], rawRows: readonly (readonly string[])[], empty: string): string {
+  if (rawRows.length === 0) return empty;
   const rows = rawRows.map((row) => row.map(oneLine));
   const widths = headings.map((heading, column) => Math.max(heading.length, ...rows.map((row) => (row[column] ?? '').length)));
   const line = (cells: readonly string[]) =>

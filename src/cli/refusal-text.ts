@@ -1,10 +1,7 @@
 import { subjectOf, type Refusal } from '../operations/refusal.js';
 import type { Command } from './command.js';
 
-/**
- * How the CLI names the field of a refusal: its argument as the synopsis writes it, or its option.
- * A field with several spellings takes the first one the command's synopsis uses.
- */
+/** A field's argument or option; of several spellings, the first the command's synopsis uses. */
 const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
   siteId: ['<site>', '<site-id>', '<id>'], id: ['<id>'], sites: ['--site'], site: ['--site'],
   keyId: ['<key-id>'], key: ['standard input'], clientId: ['<client-id>'], jwks: ['--jwks-file'],

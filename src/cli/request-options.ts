@@ -4,18 +4,9 @@ import { parseClientIp } from '../allowlist/client-ip.js';
 import { bearerToken, canonicalSiteId } from '../decision/parse-authorization.js';
 import type { CheckRequestMessage, HeaderValueMessage } from '../envoy/messages.js';
 import { readOptionFile, UsageError } from './arguments.js';
-import { flag, option, options, type CommandLine } from './command.js';
-
-const string = { type: 'string' } as const;
-const strings = { type: 'string', multiple: true } as const;
-const boolean = { type: 'boolean' } as const;
+import { flag, option, options, optionsOf, type CommandLine } from './command.js';
 
 /** The options that describe one request, the same for `check` (which sends it) and `explain`. */
-export const REQUEST_OPTIONS = {
-  authorization: string, ip: string, body: string, 'no-body': boolean, header: strings, context: strings, path: string,
-  'raw-headers': boolean, 'raw-body': boolean, request: string,
-} as const;
-
 export const REQUEST_SYNOPSIS =
   '[--authorization SITE:KEY] [--ip ADDRESS] [--body JSON | --no-body] [--header NAME=VALUE]... ' +
   '[--context NAME=VALUE]... [--path PATH] [--raw-headers] [--raw-body] [--request FILE (instead of all these)]';
@@ -33,26 +24,14 @@ export const REQUEST_RULES: Readonly<Record<string, string>> = {
   '--request FILE': 'a whole CheckRequest in JSON (as Envoy logs it), or - for standard input, instead of the options above',
 };
 
-export const CHECK_OPTIONS = { ...REQUEST_OPTIONS, target: string, 'timeout-ms': string } as const;
 export const CHECK_SYNOPSIS = `${REQUEST_SYNOPSIS} [--target HOST:PORT] [--timeout-ms N]`;
 
 const HOST = 'localhost';
 // Far above Envoy's usual max_request_bytes, base64 included; read no further than this.
 const MAX_REQUEST_FILE_BYTES = 16 * 1024 * 1024;
 
-/** The CheckRequest to send or explain, and the notes said on standard error about how it was made. */
-export interface RequestFromOptions {
-  readonly request: CheckRequestMessage;
-  readonly notes: readonly string[];
-}
-
-const isSet = (line: CommandLine, name: string): boolean => line.options[name] !== undefined && line.options[name] !== false;
-
-/**
- * `--header NAME=VALUE` or `NAME:VALUE` (as curl writes it, spaces after the colon dropped). Neither
- * character can be in a header name, so the first one after the name's first character (a pseudo
- * header such as :authority starts with a colon) ends the name.
- */
+// Neither = nor : can be in a header name, so the first after its first character (:authority's) ends it;
+// NAME:VALUE is as curl writes it, spaces after the colon dropped.
 export function headerOption(option: string): [string, string] {
   const at = option.slice(1).search(/[=:]/) + 1;
   const name = option.slice(0, at).toLowerCase();
@@ -70,10 +49,7 @@ function contextOption(option: string): [string, string] {
   return [option.slice(0, at), option.slice(at + 1)];
 }
 
-/**
- * {"siteid":1001,"apikey":"<key>"} from '1001:<key>', so that a valid call needs no --body. A site id
- * that is not in canonical form goes in as a string, so that the body still says what was typed.
- */
+/** {"siteid":1001,"apikey":"<key>"} from '1001:<key>'; a site id not in canonical form goes in as a string. */
 export function bodyFromAuthorization(authorization: string | undefined): string | undefined {
   if (authorization === undefined) return undefined;
   const at = authorization.indexOf(':');
@@ -84,11 +60,7 @@ export function bodyFromAuthorization(authorization: string | undefined): string
 }
 
 /** The CheckRequest Envoy's ext_authz filter sends for a partner's POST (use_remote_address on, with_request_body on). */
-function envoyCheckRequest(
-  line: CommandLine,
-  authorization: string | undefined,
-  body: string | undefined,
-): CheckRequestMessage {
+function envoyCheckRequest(line: CommandLine, authorization: string | undefined, body: string | undefined): CheckRequestMessage {
   const ip = ipOption(option(line, 'ip'));
   const path = option(line, 'path') ?? '/';
   const given = options(line, 'header').map(headerOption);
@@ -136,7 +108,6 @@ function envoyCheckRequest(
   };
 }
 
-/** The body to send and what to say about it: --body, --no-body, or one made up from --authorization. */
 function chosenBody(line: CommandLine, authorization: string | undefined): { body: string | undefined; note?: string } {
   const given = option(line, 'body');
   if (flag(line, 'no-body')) {
@@ -162,19 +133,15 @@ async function readRequestFile(path: string, readStdin: () => Promise<string>): 
     if (process.stdin.isTTY) throw new UsageError('--request - reads a CheckRequest piped to standard input, e.g. sitekey-authz explain --request - < request.json');
     return readStdin();
   }
-  return readOptionFile(
-    path,
-    MAX_REQUEST_FILE_BYTES,
-    (code) =>
-      `--request ${path}: cannot read it (${code}); give a file holding a CheckRequest as JSON, ` +
-      'or - for standard input',
-    `--request ${path} is larger than ${MAX_REQUEST_FILE_BYTES} bytes; that is no CheckRequest Envoy would send`,
-  );
+  const give = 'give a file holding a CheckRequest as JSON, or - for standard input';
+  const tooLarge = `${MAX_REQUEST_FILE_BYTES} bytes; that is no CheckRequest Envoy would send`;
+  return readOptionFile('--request', path, MAX_REQUEST_FILE_BYTES, give, tooLarge);
 }
 
 /** `--request FILE`: a CheckRequest in Envoy's JSON form (the proto3 JSON mapping), decoded with our protos. */
-async function requestFromFile(line: CommandLine, path: string, readStdin: () => Promise<string>): Promise<RequestFromOptions> {
-  const others = Object.keys(REQUEST_OPTIONS).filter((name) => name !== 'request' && isSet(line, name));
+async function requestFromFile(line: CommandLine, path: string, readStdin: () => Promise<string>) {
+  const given = (name: string) => line.options[name] !== undefined && line.options[name] !== false;
+  const others = Object.keys(optionsOf(REQUEST_SYNOPSIS)).filter((name) => name !== 'request' && given(name));
   if (others.length > 0) {
     throw new UsageError(`--request holds the whole request; drop ${others.map((name) => `--${name}`).join(', ')}, or drop --request`);
   }
@@ -185,7 +152,6 @@ async function requestFromFile(line: CommandLine, path: string, readStdin: () =>
   } catch (error) {
     throw new UsageError(`--request ${path} is not JSON (${(error as Error).message}); it must hold a CheckRequest such as {"attributes":{"request":{"http":{"headers":{...}}}}}`);
   }
-  // Loaded only here: the protobuf reflection is not needed for options.
   const { checkRequestFromJson } = await import('../envoy/check-request-json.js');
   const decoded = checkRequestFromJson(parsed);
   if (!decoded.ok) throw new UsageError(`--request ${path}: ${decoded.reason}`);
@@ -204,7 +170,7 @@ function ipOption(given: string | undefined): string {
   return given;
 }
 
-export async function requestFromOptions(line: CommandLine, readStdin: () => Promise<string>): Promise<RequestFromOptions> {
+export async function requestFromOptions(line: CommandLine, readStdin: () => Promise<string>) {
   const file = option(line, 'request');
   if (file !== undefined) return requestFromFile(line, file, readStdin);
   const authorization = option(line, 'authorization');

@@ -5,7 +5,7 @@ import { MAX_NOTE, SITE_ID_FORM } from '../operations/fields.js';
 import { countsBeginLateWarning, DENIAL_REPORT_ROWS, denialReport, MAX_REPORT_ROWS, MAX_SINCE_DAYS, MAX_SINCE_HOURS, migrationReport } from '../operations/report-operations.js';
 import { setGrace } from '../operations/site-operations.js';
 import { addBrownout, cancelBrownout, setSunsetPolicy, sunsetPolicy } from '../operations/sunset-operations.js';
-import { UsageError } from './arguments.js';
+import { shortText, SITE_ID_RULE, UsageError } from './arguments.js';
 import { flag, option, options, type CommandLine, type CommandSpec } from './command.js';
 import { shortTime, table, type CommandOutput } from './output.js';
 
@@ -33,30 +33,25 @@ function report<T>(
   empty: string,
 ): CommandOutput {
   const asCsv = csv(columns.map(([, name]) => name), rows.map((row) => columns.map(([, , value]) => value(row))));
-  const asTable =
-    rows.length === 0
-      ? empty
-      : table(columns.map(([heading]) => heading), rows.map((row) => columns.map(([, , value, shown]) => (shown ? shown(row) : String(value(row) ?? '-')))));
+  const cell = (row: T) => columns.map(([, , value, shown]) => (shown ? shown(row) : String(value(row) ?? '-')));
+  const cells = rows.map(cell);
+  const asTable = table(columns.map(([heading]) => heading), cells, empty);
   return { text: flag(line, 'csv') ? asCsv : asTable, json: rows };
 }
 
-/** Per site, the addresses and refusals its 'other' rows stand for. */
-function overflowBySite(rows: readonly DenialReportRow[]): Map<string, { addresses: number; count: number }> {
+/** "and N more addresses" for each site, summed over its 'other' rows. */
+function overflowNotes(rows: readonly DenialReportRow[]): string[] {
   const bySite = new Map<string, { addresses: number; count: number }>();
-  for (const row of rows) {
-    if (row.clientIp !== OVERFLOW_ADDRESS) continue;
+  for (const row of rows.filter((one) => one.clientIp === OVERFLOW_ADDRESS)) {
     const site = row.siteId ?? 'unknown (all)';
     const sum = bySite.get(site) ?? { addresses: 0, count: 0 };
-    sum.addresses += row.moreAddresses;
-    sum.count += row.count;
-    bySite.set(site, sum);
+    bySite.set(site, { addresses: sum.addresses + row.moreAddresses, count: sum.count + row.count });
   }
-  return bySite;
+  return [...bySite].map(([site, more]) => `site ${site}: and ${more.addresses} more addresses (${more.count} refusals)`);
 }
 
 const sites = (brownout: BrownoutSummary) => (brownout.siteIds === null ? 'all' : brownout.siteIds.join(' '));
 
-const SITE_ID_RULE = `the site id: ${SITE_ID_FORM}`;
 const CSV_RULE = "a cell that starts with =, +, -, @, a tab or a carriage return gets a leading ' so that it is not run as a formula";
 
 function policyText(policy: SunsetPolicySummary): string {
@@ -87,7 +82,6 @@ export const SUNSET_COMMANDS: readonly CommandSpec[] = [
     name: 'sunset set',
     synopsis: '[--at ISO] [--enforce | --no-enforce] [--guide URL | --no-guide]',
     summary: 'change the sunset policy in the database; every replica follows within a second (audited as sunset.set)',
-    options: { at: { type: 'string' }, enforce: { type: 'boolean' }, 'no-enforce': { type: 'boolean' }, guide: { type: 'string' }, 'no-guide': { type: 'boolean' } },
     rules: {
       '--at ISO': 'when API keys retire: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has (2026-02-30 is refused)',
       '--enforce, --no-enforce': 'refuse valid API keys with 105 from the sunset on (sites with grace pass), or only announce it in headers',
@@ -114,8 +108,6 @@ export const SUNSET_COMMANDS: readonly CommandSpec[] = [
     name: 'site grace',
     synopsis: '<id> --until ISO | --clear',
     summary: 'let a site keep its API keys through brownouts and the sunset until a date, or take that back',
-    options: { until: { type: 'string' }, clear: { type: 'boolean' } },
-    arity: [1, 1],
     rules: {
       '<id>': SITE_ID_RULE,
       '--until ISO': 'until when: an ISO 8601 date (midnight UTC) or date-time with a zone, on a day the calendar has, in the future',
@@ -142,12 +134,11 @@ export const SUNSET_COMMANDS: readonly CommandSpec[] = [
     name: 'brownout add',
     synopsis: '--from ISO --until ISO [--site ID ...] [--note T] [--dry-run]',
     summary: 'refuse API-key requests (error 105) for a while, for the named sites or all; --dry-run only counts them',
-    options: { from: { type: 'string' }, until: { type: 'string' }, site: { type: 'string', multiple: true }, note: { type: 'string' }, 'dry-run': { type: 'boolean' } },
     rules: {
       '--from ISO|now': 'when it starts: now, or an ISO 8601 date (midnight UTC) or date-time with a zone',
       '--until ISO': 'when it ends (exclusive), after --from and in the future; same forms',
       '--site ID ...': `only these sites (repeat --site; default every site): ${SITE_ID_FORM}`,
-      '--note T': `for the record, shown in \`brownout list\`; at most ${MAX_NOTE} characters, no control characters`,
+      '--note T': `for the record, shown in \`brownout list\`; ${shortText(MAX_NOTE)}`,
       '--dry-run': 'refuse nobody: log and count (report denials, "105 (dry run)") whom it would refuse',
     },
     example: BROWNOUT_EXAMPLE,
@@ -170,25 +161,20 @@ export const SUNSET_COMMANDS: readonly CommandSpec[] = [
     changesNothing: true,
     summary: 'brownouts, scheduled, running, over and cancelled',
     example: 'sitekey-authz brownout list --json',
-    run: async ({ withAdmin }) => {
-      const brownouts = await withAdmin((admin) => admin.sunset.listBrownouts());
-      return {
-        text:
-          brownouts.length === 0
-            ? `no brownouts; schedule one with ${BROWNOUT_EXAMPLE}`
-            : table(
-                ['ID', 'STATE', 'FROM', 'UNTIL', 'SITES', 'MODE', 'NOTE'],
-                brownouts.map((b) => [b.brownoutId, b.state, shortTime(b.from), shortTime(b.until), sites(b), b.dryRun ? 'dry run' : 'refuse', b.note]),
-              ),
-        json: brownouts,
-      };
+    run: async ({ withOperations }) => {
+      const brownouts = await withOperations(({ admin }) => admin.sunset.listBrownouts());
+      const rows = brownouts.map((b) => {
+        const times = [shortTime(b.from), shortTime(b.until)];
+        return [b.brownoutId, b.state, ...times, sites(b), b.dryRun ? 'dry run' : 'refuse', b.note];
+      });
+      const empty = `no brownouts; schedule one with ${BROWNOUT_EXAMPLE}`;
+      return { text: table(['ID', 'STATE', 'FROM', 'UNTIL', 'SITES', 'MODE', 'NOTE'], rows, empty), json: brownouts };
     },
   },
   {
     name: 'brownout cancel',
     synopsis: '<id>',
     summary: 'call a brownout off; every replica lets requests through again within a second',
-    arity: [1, 1],
     rules: { '<id>': 'the number in the ID column of `sitekey-authz brownout list`, e.g. 3' },
     example: 'sitekey-authz brownout cancel 3',
     run: async ({ withOperations }, line) => {
@@ -205,7 +191,6 @@ export const SUNSET_COMMANDS: readonly CommandSpec[] = [
     changesNothing: true,
     synopsis: '[--since DAYS] [--sites] [--csv]',
     summary: 'sites that used an API key in the window (default 30 days) with days left; --sites: each site\'s share on tokens and whether it can go tokens-only',
-    options: { since: { type: 'string' }, sites: { type: 'boolean' }, csv: { type: 'boolean' } },
     rules: {
       '--since DAYS': `keys used in the last DAYS days, a whole number from 1 to ${MAX_SINCE_DAYS} (default 30)`,
       '--csv': `fixed columns for a spreadsheet; ${CSV_RULE}`,
@@ -260,7 +245,6 @@ export const SUNSET_COMMANDS: readonly CommandSpec[] = [
     changesNothing: true,
     synopsis: '[--site ID] [--since HOURS] [--limit ROWS] [--csv]',
     summary: 'refusals of known sites by error and client address (default: last 24 hours, the 100 largest counts), with counts and first and last seen',
-    options: { site: { type: 'string' }, since: { type: 'string' }, limit: { type: 'string' }, csv: { type: 'boolean' } },
     rules: {
       '--site ID': `only this site, which must exist: ${SITE_ID_FORM}; refusals of unknown or disabled sites (101) are counted together, without --site`,
       '--since HOURS': `refusals in the last HOURS hours, a whole number from 1 to ${MAX_SINCE_HOURS} (default 24)`,
@@ -290,9 +274,7 @@ export const SUNSET_COMMANDS: readonly CommandSpec[] = [
         `no refusals${siteId ? ` of site ${siteId}` : ''} in the last ${hours} hour(s)`,
       );
       if (flag(line, 'csv')) return { ...output, json: rows };
-      const notes = [...overflowBySite(rows)].map(
-        ([site, more]) => `site ${site}: and ${more.addresses} more addresses (${more.count} refusals)`,
-      );
+      const notes = overflowNotes(rows);
       if (omittedRows > 0) notes.push(`and ${omittedRows} more rows with fewer refusals; show them with --limit ${Math.min(MAX_REPORT_ROWS, limit + omittedRows)}`);
       const shown = addressed.length === 0 && notes.length > 0 ? '' : output.text;
       return { text: [shown, ...notes].filter((part) => part !== '').join('\n'), json: rows };

@@ -1,6 +1,6 @@
 import { SETTINGS } from '../config.js';
 import type { Handover } from '../token/client-onboarding.js';
-import { CLIENT_ID_FORM, MAX_NOTE, SITE_ID_FORM, siteIdOf } from '../operations/fields.js';
+import { CLIENT_ID_FORM, MAX_NOTE, siteIdOf } from '../operations/fields.js';
 import { revokeTokens, setAuthMethod } from '../operations/site-operations.js';
 import {
   addTokenClient,
@@ -9,23 +9,18 @@ import {
   removeTokenClient,
   rotateTokenClientSecret,
 } from '../operations/token-client-operations.js';
-import { readOptionFile, UsageError } from './arguments.js';
+import { readOptionFile, shortText, SITE_ID_RULE, UsageError } from './arguments.js';
 import { flag, option, positional, type CommandLine, type CommandSpec } from './command.js';
 import { oneLine, shortTime, table } from './output.js';
 
-/** The partner's keys as the operation takes them: the JWKS file's text, or the URL. */
 async function partnerKeysOptions(line: CommandLine): Promise<{ jwks: string | undefined; jwksUri: string | undefined }> {
   const file = option(line, 'jwks-file');
   const uri = option(line, 'jwks-uri');
   if (file !== undefined && uri !== undefined) throw new UsageError('give the partner\'s keys once: --jwks-file FILE or --jwks-uri URL, not both');
   if (file === undefined) return { jwks: undefined, jwksUri: uri };
-  const jwks = await readOptionFile(
-    file,
-    MAX_PARTNER_JWKS_BYTES,
-    (code) =>
-      `--jwks-file ${file}: cannot read it (${code}); give the file holding the partner's public keys as a JWKS`,
-    `--jwks-file ${file} is larger than ${MAX_PARTNER_JWKS_BYTES / 1024} KiB; a JWKS of public keys is a few KiB`,
-  );
+  const give = "give the file holding the partner's public keys as a JWKS";
+  const tooLarge = `${MAX_PARTNER_JWKS_BYTES / 1024} KiB; a JWKS of public keys is a few KiB`;
+  const jwks = await readOptionFile('--jwks-file', file, MAX_PARTNER_JWKS_BYTES, give, tooLarge);
   return { jwks, jwksUri: undefined };
 }
 
@@ -49,12 +44,10 @@ export const TOKEN_COMMANDS: readonly CommandSpec[] = [
     name: 'token-client add',
     synopsis: '<site-id> <client-id> [--note TEXT]',
     summary: "register an OAuth client that exists at the issuer (one without dynamic registration): its access tokens authenticate as the site",
-    options: { note: { type: 'string' } },
-    arity: [2, 2],
     rules: {
-      '<site-id>': `the site id: ${SITE_ID_FORM}`,
+      '<site-id>': SITE_ID_RULE,
       '<client-id>': CLIENT_ID_FORM,
-      '--note TEXT': `shown in \`token-client list\`; at most ${MAX_NOTE} characters, no control characters`,
+      '--note TEXT': `shown in \`token-client list\`; ${shortText(MAX_NOTE)}`,
     },
     example: 'sitekey-authz token-client add 1001 partner-1001 --note "Acme production"',
     run: async ({ withOperations }, line) => {
@@ -72,11 +65,9 @@ export const TOKEN_COMMANDS: readonly CommandSpec[] = [
     name: 'token-client create',
     synopsis: '<site-id> [--note TEXT] [--jwks-file FILE | --jwks-uri URL]',
     summary: "create the partner's OAuth client at the issuer (dynamic registration) and register it for the site; prints the hand-over",
-    options: { note: { type: 'string' }, 'jwks-file': { type: 'string' }, 'jwks-uri': { type: 'string' } },
-    arity: [1, 1],
     rules: {
-      '<site-id>': `the site id: ${SITE_ID_FORM}`,
-      '--note TEXT': `shown in \`token-client list\` and in the client's name at the issuer; at most ${MAX_NOTE} characters, no control characters`,
+      '<site-id>': SITE_ID_RULE,
+      '--note TEXT': `shown in \`token-client list\` and in the client's name at the issuer; ${shortText(MAX_NOTE)}`,
       '--jwks-file FILE': "the partner's public keys as a JWKS: the client then signs assertions (private_key_jwt) and has no secret; private keys are refused",
       '--jwks-uri URL': "where the partner publishes those keys instead: https:// (http:// only on loopback); without either, a secret (client_secret_basic), printed once",
     },
@@ -97,7 +88,6 @@ export const TOKEN_COMMANDS: readonly CommandSpec[] = [
     name: 'token-client rotate-secret',
     synopsis: '<client-id>',
     summary: 'a new secret at the issuer for a client created here, printed once; the old one stops working',
-    arity: [1, 1],
     rules: { '<client-id>': `${CLIENT_ID_FORM}; a client that \`token-client create\` made with a secret` },
     environment: REGISTRATION_SETTINGS,
     example: 'sitekey-authz token-client rotate-secret 0d3c5d1e-partner --json',
@@ -112,28 +102,23 @@ export const TOKEN_COMMANDS: readonly CommandSpec[] = [
     changesNothing: true,
     synopsis: '[<site-id>]',
     summary: 'the registered token clients, of every site or of one, with when each was last used',
-    arity: [0, 1],
-    rules: { '<site-id>': `the site id: ${SITE_ID_FORM}` },
+    rules: { '<site-id>': SITE_ID_RULE },
     example: 'sitekey-authz token-client list 1001 --json',
-    run: async ({ withAdmin }, line) => {
+    run: async ({ withOperations }, line) => {
       const siteId = line.positionals.length > 0 ? siteIdOf(positional(line, 0)) : undefined;
-      const clients = await withAdmin((admin) => admin.tokens.listClients(siteId));
+      const clients = await withOperations(({ admin }) => admin.tokens.listClients(siteId));
       const rows = clients.map((client) => [client.siteId, client.clientId, client.authMethod ?? 'added by id', shortTime(client.createdAt), shortTime(client.lastUsedAt, 'never'), client.note]);
-      return {
-        text:
-          clients.length === 0
-            ? `no token clients${siteId === undefined ? '' : ` for site ${siteId}`}; create one at the issuer with \`sitekey-authz token-client create <site-id>\`, or register an existing one with \`sitekey-authz token-client add <site-id> <client-id>\``
-            : table(['SITE ID', 'CLIENT ID', 'AUTH METHOD', 'ADDED', 'LAST USED', 'NOTE'], rows),
-        json: clients,
-      };
+      const empty =
+        `no token clients${siteId === undefined ? '' : ` for site ${siteId}`}; create one at the issuer with \`sitekey-authz token-client create <site-id>\`, ` +
+        'or register an existing one with `sitekey-authz token-client add <site-id> <client-id>`';
+      const text = table(['SITE ID', 'CLIENT ID', 'AUTH METHOD', 'ADDED', 'LAST USED', 'NOTE'], rows, empty);
+      return { text, json: clients };
     },
   },
   {
     name: 'token-client remove',
     synopsis: '<client-id> [--local-only]',
     summary: "unregister a client: its tokens are refused (107) on every replica within a second, even before they expire; one created here is deleted at the issuer too",
-    options: { 'local-only': { type: 'boolean' } },
-    arity: [1, 1],
     rules: {
       '<client-id>': CLIENT_ID_FORM,
       '--local-only': 'remove it here only, leaving the client at the issuer (for an issuer that cannot be reached, or has deleted it already): delete it there by hand',
@@ -150,9 +135,8 @@ export const TOKEN_COMMANDS: readonly CommandSpec[] = [
     name: 'site auth',
     synopsis: '<site-id> both|tokens',
     summary: 'which methods the site accepts: both (API keys and tokens, the default) or tokens only (its keys get 105)',
-    arity: [2, 2],
     rules: {
-      '<site-id>': `the site id: ${SITE_ID_FORM}`,
+      '<site-id>': SITE_ID_RULE,
       'both|tokens': 'both: API keys and access tokens; tokens: access tokens only, a valid API key is refused with 105',
     },
     example: 'sitekey-authz site auth 1001 tokens',
@@ -170,8 +154,7 @@ export const TOKEN_COMMANDS: readonly CommandSpec[] = [
     name: 'site revoke-tokens',
     synopsis: '<site-id>',
     summary: "refuse every token of the site issued before now (a leaked token or client secret), without waiting for their exp",
-    arity: [1, 1],
-    rules: { '<site-id>': `the site id: ${SITE_ID_FORM}` },
+    rules: { '<site-id>': SITE_ID_RULE },
     example: 'sitekey-authz site revoke-tokens 1001',
     run: async ({ withOperations }, line) => {
       const policy = await withOperations((context) => revokeTokens(context, { siteId: positional(line, 0) }));

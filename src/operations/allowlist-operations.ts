@@ -6,7 +6,6 @@ import type { Changed, OperationContext } from './operation-context.js';
 
 export const noAllowlistWarning = (siteId: SiteId) => `site ${siteId} has no allowlist entry yet: every request is refused (103) until an address is allowed`;
 
-/** Every bad network is named at once, and nothing is changed. */
 export function allowlistEntriesOf(texts: readonly string[], field = 'entries'): AllowlistEntry[] {
   if (texts.length === 0) throw refuse('ENTRIES_EMPTY', field, 'none given: give at least one address or network', '203.0.113.0/24');
   const parsed = texts.map(parseAllowlistEntry);
@@ -17,29 +16,9 @@ export function allowlistEntriesOf(texts: readonly string[], field = 'entries'):
 }
 
 const admitsEveryone = (entry: AllowlistEntry) => entry.prefix === 0;
-/**
- * Networks wider than any partner holds (an IPv4 /7 or wider, an IPv6 /15 or wider, where registries
- * hand out /8 and /16 at most): 0.0.0.0/1 and 128.0.0.0/1 together admit every address as 0.0.0.0/0 does.
- */
+// Registries hand out /8 and /16 at most; wider is no partner's (0.0.0.0/1 and 128.0.0.0/1 admit everyone together).
 const WIDEST_PARTNER_PREFIX = { ipv4: 8, ipv6: 16 } as const;
 const admitsTooMany = (entry: AllowlistEntry) => entry.prefix < (entry.cidr.includes(':') ? WIDEST_PARTNER_PREFIX.ipv6 : WIDEST_PARTNER_PREFIX.ipv4);
-
-/** An entry that admits everyone or nearly, and IPv6 that IPv4 clients never match: added, with a warning. */
-function allowlistWarnings(siteId: SiteId, entries: readonly AllowlistEntry[]): string[] {
-  return [
-    ...entries
-      .filter(admitsEveryone)
-      .map(({ cidr }) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
-    ...entries
-      .filter((entry) => admitsTooMany(entry) && !admitsEveryone(entry))
-      .map(({ cidr }) => `${cidr} admits a large part of the internet: the allowlist hardly restricts site ${siteId}`),
-    ...entries.filter(coversIpv4Mapped).map(
-      ({ cidr }) =>
-        `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
-        'To admit them, add an IPv4 network too, e.g. 203.0.113.0/24',
-    ),
-  ];
-}
 
 export interface AllowRequest {
   readonly siteId: string | undefined;
@@ -68,7 +47,16 @@ export async function allowNetworks({ admin }: OperationContext, request: AllowR
     );
   }
   const result = await admin.allowNetworks(siteId, entries);
-  return { result: { siteId, ...result }, warnings: allowlistWarnings(siteId, entries) };
+  const warnings = [
+    ...everyone.map((cidr) => `${cidr} admits every ${cidr.includes(':') ? 'IPv6' : 'IPv4'} address: the allowlist no longer restricts site ${siteId}`),
+    ...tooMany.map((cidr) => `${cidr} admits a large part of the internet: the allowlist hardly restricts site ${siteId}`),
+    ...entries.filter(coversIpv4Mapped).map(
+      ({ cidr }) =>
+        `${cidr} does not admit IPv4 clients, although it covers their IPv4-mapped form ${IPV4_MAPPED.network}/${IPV4_MAPPED.prefix}: IPv4 clients match IPv4 entries only. ` +
+        'To admit them, add an IPv4 network too, e.g. 203.0.113.0/24',
+    ),
+  ];
+  return { result: { siteId, ...result }, warnings };
 }
 
 export async function revokeNetworks({ admin }: OperationContext, request: { siteId: string | undefined; entries: readonly string[]; field?: string }): Promise<Changed<{ siteId: SiteId; removed: string[] }>> {

@@ -5,10 +5,7 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 
 const twoDigits = (value: number): string => String(value).padStart(2, '0');
 
-/**
- * "29 Nov 2026 10:14 UTC": the day first and the month in letters, so that no reader takes 03/04 for the
- * wrong month. 'infinity' (a date without end that SQL can write) reads as "never"; other non-dates as they are.
- */
+/** "29 Nov 2026 10:14 UTC": the month in letters, so that no reader takes 03/04 for the wrong month. */
 export function instantWords(iso: string): string {
   if (iso === 'infinity') return 'never';
   const ms = Date.parse(iso);
@@ -17,7 +14,7 @@ export function instantWords(iso: string): string {
   return `${at.getUTCDate()} ${MONTHS[at.getUTCMonth()]} ${at.getUTCFullYear()} ${twoDigits(at.getUTCHours())}:${twoDigits(at.getUTCMinutes())} UTC`;
 }
 
-/** The details of an entry as recorded: any JSON, even written by hand, so every field is read with care. */
+// Any JSON, even written by hand: every field is read with care.
 type Details = Readonly<Record<string, unknown>>;
 
 const detailsOf = (entry: AuditEntry): Details =>
@@ -36,11 +33,9 @@ const entriesWords = (value: unknown): string => (value === 1 ? '1 entry' : `${t
 const expiryWords = ({ expiresAt }: Details) => (expiresAt ? `until ${dateWords(expiresAt)}` : 'without expiry');
 const previousWords = ({ previous }: Details) => (previous ? `until ${dateWords(previous)}` : 'none');
 
-/** "site 1001 (Acme)", or "site 1001" once the site is gone. */
 const siteWords = (entry: AuditEntry): string =>
   entry.siteId === null ? 'no site' : `site ${entry.siteId}${entry.siteName === null || entry.siteName === '' ? '' : ` (${entry.siteName})`}`;
 
-/** "(from X to Y)" when the entry recorded both sides of a field; '' for rows that did not. */
 function beforeAfter(details: Details, field: string, words: (value: unknown) => string): string {
   const before = partOf(details['before'], field);
   const after = partOf(details['after'], field);
@@ -78,7 +73,6 @@ function rollWords(site: string, details: Details): string {
   return `rolled ${keyWords(replaced)} of ${site}: issued ${keyWords(details)}, ${expiryWords(details)}; ${oldEnd}`;
 }
 
-/** What the actor did, by action; an action not listed is named as it is. */
 const DEEDS: Readonly<Record<string, (site: string, details: Details) => string>> = {
   'site.add': (site) => `added ${site}`,
   'site.enable': (site, details) => `enabled ${site}${beforeAfter(details, 'enabled', enabledWords)}`,
@@ -116,11 +110,7 @@ function clientWords(details: Details): string {
   return `token client ${textOf(details['clientId']) ?? '?'}`;
 }
 
-/**
- * Who made a change, in words that keep its parts apart: "alice@example.com (sub 248289761002)" for a
- * person whose provider verified the address, "sub 248289761005" without one, "CLI user alice" for the
- * name the CLI was given, and an entry from before the parts were kept apart as its one text in quotes.
- */
+/** "alice@example.com (sub 2482)", "sub 2482", "CLI user alice", or an older entry's one text in quotes. */
 export function actorWords(actor: RecordedActor): string {
   // JSON's quoting: a quote inside the old text cannot close the quotes early and name someone else.
   if (actor.actorKind === null || actor.actorSubject === null) return JSON.stringify(actor.actor);
@@ -128,7 +118,6 @@ export function actorWords(actor: RecordedActor): string {
   return actorText({ kind: 'admin-token', subject: actor.actorSubject, ...(actor.actorEmail === null ? {} : { email: actor.actorEmail }) });
 }
 
-/** What the entry did, without who and when: "disabled site 1002 (Bravo Bikes) (from enabled to disabled)". */
 export function auditDeed(entry: AuditEntry): string {
   const site = siteWords(entry);
   const deed = Object.hasOwn(DEEDS, entry.action) ? DEEDS[entry.action] : undefined;
@@ -136,10 +125,6 @@ export function auditDeed(entry: AuditEntry): string {
   return `made the change ${entry.action}${entry.siteId === null ? '' : ` to ${site}`}`;
 }
 
-/**
- * "alice@example.com (sub 2482) switched site 1001 (Acme) from API keys and tokens to tokens only — 29 Nov
- * 2026 10:14 UTC": the before and after of what changed where the entry recorded them.
- */
 export function auditSentence(entry: AuditEntry): string {
   return `${actorWords(entry)} ${auditDeed(entry)} — ${instantWords(entry.at)}`;
 }

@@ -6,26 +6,8 @@ import { canonicalSiteId } from '../decision/parse-authorization.js';
 import type { ApiKey, ClientId, KeyId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import { Refusal } from './refusal.js';
 
-/** The fields people fill in, in their words; a refusal names its field by these. */
-const LABELS: Readonly<Record<string, string>> = {
-  id: 'the site id', siteId: 'the site id', site: 'the site id', sites: 'the site ids',
-  name: 'the name', note: 'the note', actor: 'who makes the change', method: 'the method', action: 'the action',
-  keyId: 'the key id', key: 'the key', expires: 'the expiry date', oldExpires: "the old key's last day",
-  entries: 'the addresses', entry: 'the address',
-  until: 'the end date', from: 'the start', at: 'the sunset date', guide: 'the migration guide',
-  brownoutId: 'the brownout id', clientId: 'the client id', client: 'the client id',
-  jwks: "the partner's key set", jwksUri: "the URL of the partner's key set",
-  since: 'how far back', limit: 'how many rows',
-};
-
 export function refuse(code: string, field: string | undefined, problem: string, example?: string, confirmedBy?: string): Refusal {
-  return new Refusal({
-    code,
-    problem,
-    ...(field === undefined ? {} : { field, label: LABELS[field] ?? field }),
-    ...(example === undefined ? {} : { example }),
-    ...(confirmedBy === undefined ? {} : { confirmedBy }),
-  });
+  return new Refusal(code, field, problem, example, confirmedBy);
 }
 
 export const SITE_ID_FORM = `a positive whole number with no sign, spaces or leading zero, at most ${POSITIVE_ID_MAX}, e.g. 1001`;
@@ -78,7 +60,6 @@ export function instantOf(text: string | undefined, field: string): Date {
   return new Date(at);
 }
 
-/** A date that must lie after `now`; `why` says what a past one would mean. */
 export function futureInstantOf(text: string | undefined, field: string, now: number, why: string): Date {
   const at = instantOf(text, field);
   if (at.getTime() <= now) throw refuse('DATE_IN_PAST', field, `${text} is in the past: ${why}; give a date after today`, nextYearExample(now));

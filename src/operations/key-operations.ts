@@ -71,7 +71,6 @@ export function oldExpiresOf(text: string | undefined, now: number): Date {
   return futureInstantOf(text, 'oldExpires', now, `the old key must keep working for a while, e.g. ${ROLL_OVERLAP_DAYS} days (the default)`);
 }
 
-/** A new key, and an end for the old one, in one change: the partner swaps keys while both work. */
 export async function rollKey(context: OperationContext, request: KeyRequest & { readonly keyId: string | undefined; readonly oldExpires: string | undefined }): Promise<Changed<KeyRoll>> {
   const siteId = siteIdOf(request.siteId);
   const keyId = keyIdOf(request.keyId);

@@ -8,7 +8,6 @@ export interface OperationContext {
   readonly now: number;
 }
 
-/** A change made, with what the person should know of it in words. */
 export interface Changed<T> {
   readonly result: T;
   readonly warnings: string[];

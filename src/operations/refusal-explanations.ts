@@ -1,12 +1,10 @@
 import { tokenRuleDescription } from '../decision/rule-words.js';
 import type { TokenRule } from '../decision/types.js';
+import { OVERFLOW_ADDRESS } from '../store/denial-stats-recorder.js';
 import type { AuditMention, ClientStanding, SiteStanding } from '../store/refusal-facts.js';
 import { actorWords, instantWords } from './audit-sentences.js';
 
-/**
- * Why a partner was refused, what to do about it, and where the audit trail records the change behind it:
- * an action (site.disable) or a group (ip), and its site (null: a change of every site, such as the sunset).
- */
+/** `audit`: the action (site.disable) or group (ip) of the change behind it, and its site (null: every site's). */
 export interface RefusalExplanation {
   readonly reason: string;
   readonly nextStep: string;
@@ -20,7 +18,6 @@ export interface CountedRefusal {
   /** null for a refused token (counted by client, not address). */
   readonly clientIp: string | null;
   readonly clientId: string | null;
-  /** A 106's rule. */
   readonly rule: string | null;
   /** A refused token's client id was signed by our issuer; null for an API key's refusal. */
   readonly signed: boolean | null;
@@ -38,8 +35,7 @@ export interface RefusalContext {
   readonly audience: string | undefined;
 }
 
-// Where the report keeps no address of its own (refusals past its cap, client addresses it could not read).
-const OVERFLOW_ADDRESS = 'other';
+// The address of refusals the service could not read one for.
 const UNREADABLE_ADDRESS = 'unknown';
 const ALLOWLIST_QUOTED = 5;
 
@@ -234,10 +230,7 @@ export function explainRefusal(refusal: CountedRefusal, context: RefusalContext)
   return withShadow(refusal, explained);
 }
 
-/**
- * What refuses the site's partner before any request is counted against it: a disabled site (its
- * 101s are counted with the unknown sites), a site on tokens only, an empty allowlist.
- */
+/** What refuses the site's partner whatever they send, even before a refusal is counted. */
 export function siteStandingNotes(site: SiteStanding): RefusalExplanation[] {
   const notes: RefusalExplanation[] = [];
   if (!site.enabled) notes.push(disabledSite(site));

@@ -1,27 +1,32 @@
-/**
- * A change or a report refused as asked, rendered by each transport its own way: the CLI names the field's
- * `--flag`, the API the JSON field, the console puts the message beside the input. The message names no flag.
- */
+/** The fields people fill in, in their words; a refusal names its field by these. */
+const LABELS: Readonly<Record<string, string>> = {
+  id: 'the site id', siteId: 'the site id', site: 'the site id', sites: 'the site ids',
+  name: 'the name', note: 'the note', actor: 'who makes the change', method: 'the method', action: 'the action',
+  keyId: 'the key id', key: 'the key', expires: 'the expiry date', oldExpires: "the old key's last day",
+  entries: 'the addresses', entry: 'the address',
+  until: 'the end date', from: 'the start', at: 'the sunset date', guide: 'the migration guide',
+  brownoutId: 'the brownout id', clientId: 'the client id', client: 'the client id',
+  jwks: "the partner's key set", jwksUri: "the URL of the partner's key set",
+  since: 'how far back', limit: 'how many rows',
+};
+
+/** Rendered by each transport its own way: the CLI names the field's `--flag`, the API the JSON field. */
 export class Refusal extends Error {
   override readonly name = 'Refusal';
-  /** Stable for clients, e.g. DATE_IN_PAST, SITE_ID_INVALID. */
-  readonly code: string;
-  /** The body field or query parameter it concerns (`expires`, `entries`, `siteId`). */
-  readonly field: string | undefined;
-  /** What is wrong with the value, without the field's name: the CLI puts its flag before it. */
-  readonly problem: string;
-  readonly example: string | undefined;
-  /** The field that says "yes, I mean it", when the value is refused only until the person confirms it. */
-  readonly confirmedBy: string | undefined;
 
-  constructor(refused: { code: string; field?: string; label?: string; problem: string; example?: string; confirmedBy?: string }) {
-    const example = refused.example === undefined ? '' : `, e.g. ${refused.example}`;
-    super(`${refused.label === undefined ? '' : subjectOf(refused.label, refused.problem)}${refused.problem}${example}`);
-    this.code = refused.code;
-    this.field = refused.field;
-    this.problem = refused.problem;
-    this.example = refused.example;
-    this.confirmedBy = refused.confirmedBy;
+  /**
+   * `problem`: what is wrong with the value, without the field's name (the CLI puts its flag before it);
+   * `confirmedBy`: the field that says "yes, I mean it", when the value is refused only until the person confirms it.
+   */
+  constructor(
+    readonly code: string,
+    readonly field: string | undefined,
+    readonly problem: string,
+    readonly example?: string,
+    readonly confirmedBy?: string,
+  ) {
+    const subject = field === undefined ? '' : subjectOf(LABELS[field] ?? field, problem);
+    super(`${subject}${problem}${example === undefined ? '' : `, e.g. ${example}`}`);
   }
 }
 

@@ -1,7 +1,10 @@
+import { ERROR_CATALOGUE } from '../decision/error-catalogue.js';
+import type { ErrorId, SiteId } from '../decision/types.js';
+import type { SiteStanding } from '../store/refusal-facts.js';
 import { COUNTS_BEGIN_WHY } from '../store/sunset-reports.js';
-import { blockedPartnerReport } from './blocked-partner-report.js';
 import { clientIdOf, countOf, instantOf, refuse, siteIdOf, textOf } from './fields.js';
 import type { OperationContext } from './operation-context.js';
+import { explainRefusal, siteStandingNotes, type CountedRefusal, type RefusalContext } from './refusal-explanations.js';
 import { sunsetPolicy } from './sunset-operations.js';
 
 const DAY_MS = 86_400_000;
@@ -18,7 +21,6 @@ export const AUDIT_DEFAULT_SINCE_DAYS = 30;
 
 const optionalSite = (text: string | undefined, field: string) => (text === undefined ? undefined : siteIdOf(text, field));
 
-/** Keys used in the window with days left; `sites`: each site's share on tokens and whether it can go tokens-only. */
 export async function migrationReport(context: OperationContext, request: { since: string | undefined; sites: boolean }) {
   const { admin, now } = context;
   const days = countOf(request.since, 'since', 'days', MIGRATION_DEFAULT_SINCE_DAYS, MAX_SINCE_DAYS);
@@ -42,14 +44,72 @@ export async function denialReport({ admin, now }: OperationContext, request: { 
   return { siteId, hours, limit, ...report };
 }
 
-/** "A partner says they are blocked": the refusals of a site or a token client, each with why and what next. */
+// A report of every site explains the rows of this many sites; one site's report explains all of its rows.
+const EXPLAINED_SITES_MAX = 50;
+
+/** A token's refusal is counted by client, with none of the fields of an address's. */
+const BY_CLIENT = { clientIp: null, rehearsal: false, shadow: false, moreAddresses: 0 } as const;
+
+/** "A partner says they are blocked": the refusals of their site and of their tokens, each with why and what next. */
 export async function blockedPartner(context: OperationContext, request: { site: string | undefined; client: string | undefined; since: string | undefined; limit: string | undefined }) {
-  const siteId = optionalSite(request.site, 'site');
+  const { admin } = context;
+  const namedSite = optionalSite(request.site, 'site');
   const clientId = request.client === undefined ? undefined : clientIdOf(request.client, 'client');
   const hours = countOf(request.since, 'since', 'hours', DENIAL_DEFAULT_SINCE_HOURS, MAX_SINCE_HOURS);
   const limit = countOf(request.limit, 'limit', 'rows', DENIAL_REPORT_ROWS, MAX_REPORT_ROWS);
   const { sunsetAt } = await sunsetPolicy(context);
-  return blockedPartnerReport(context.admin, { since: new Date(context.now - hours * HOUR_MS), siteId, clientId, limit, sunsetAt, audience: context.config.tokens?.audience });
+  const since = new Date(context.now - hours * HOUR_MS);
+  const client = clientId === undefined ? undefined : await admin.refusals.clientStanding(clientId);
+  const explaining = { client, sunsetAt, audience: context.config.tokens?.audience };
+  const siteId = namedSite ?? client?.siteId ?? undefined;
+  const denials =
+    clientId !== undefined && namedSite === undefined
+      ? { rows: [], omittedRows: 0 }
+      : await admin.sunsetReports.denialReport(since, siteId, limit);
+  const tokensOf = clientId !== undefined ? { clientId } : siteId !== undefined ? { siteId } : undefined;
+  const tokens = tokensOf === undefined ? [] : await admin.refusals.tokenRefusals(since, tokensOf);
+  const standings = new Map<SiteId, SiteStanding | undefined>();
+  // null: past EXPLAINED_SITES_MAX sites, the row goes without why and what next.
+  const standingOf = async (id: SiteId | null): Promise<SiteStanding | undefined | null> => {
+    if (id === null) return undefined;
+    if (!standings.has(id)) {
+      if (standings.size >= EXPLAINED_SITES_MAX) return null;
+      standings.set(id, await admin.refusals.siteStanding(id, since));
+    }
+    return standings.get(id);
+  };
+  const counted: (CountedRefusal & { count: number; firstSeen: string })[] = [
+    ...denials.rows.map((row) => ({ ...row, clientId: null, rule: null, signed: null })),
+    ...tokens.map((row) => ({ ...row, ...BY_CLIENT })),
+  ].sort((a, b) => b.count - a.count);
+  const rows = [];
+  for (const refusal of counted) {
+    const site = await standingOf(refusal.siteId);
+    const explanation = site === null ? undefined : explainRefusal(refusal, { site, ...explaining });
+    rows.push({
+      ...refusal,
+      code: ERROR_CATALOGUE[refusal.errorId as ErrorId]?.code ?? String(refusal.errorId),
+      reason: explanation?.reason ?? null,
+      nextStep: explanation?.nextStep ?? null,
+      audit: explanation?.audit ?? null,
+    });
+  }
+  const site = siteId === undefined ? undefined : await standingOf(siteId);
+  return {
+    site: site ? { siteId: site.siteId, name: site.name, enabled: site.enabled, authMethod: site.authMethod } : null,
+    client: client === undefined ? null : { clientId: client.clientId, siteId: client.siteId },
+    notes: [...(site ? siteStandingNotes(site) : []), ...clientNotes(since, { site: undefined, ...explaining })],
+    rows,
+    omittedRows: denials.omittedRows,
+  };
+}
+
+/** A client looked up by id that is registered nowhere: said even before any of its tokens is refused. */
+function clientNotes(since: Date, context: RefusalContext) {
+  const { client } = context;
+  if (client === undefined || client.siteId !== null) return [];
+  const named = { errorId: 107, siteId: null, clientId: client.clientId, rule: null, signed: true };
+  return [explainRefusal({ ...BY_CLIENT, ...named, lastSeen: since.toISOString() }, context)];
 }
 
 // An action such as key.revoke, site.grace.clear or token-client.add, or its group such as key.
@@ -69,7 +129,6 @@ export interface AuditRequest {
   readonly from?: string | undefined;
   readonly until?: string | undefined;
   readonly limit: number;
-  /** The id of the last entry of the previous page. */
   readonly beforeId?: string;
 }
 

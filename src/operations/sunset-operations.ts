@@ -6,7 +6,6 @@ import type { Changed, OperationContext } from './operation-context.js';
 
 const HOUR_MS = 3_600_000;
 
-/** The sunset policy every process follows: the database's, or while it holds none, this environment's. */
 export function sunsetPolicy({ admin, config }: OperationContext): Promise<SunsetPolicySummary> {
   return admin.sunset.policy(configuredSunsetPolicy(config));
 }

@@ -58,7 +58,6 @@ export async function addTokenClient({ admin }: OperationContext, request: { sit
 export interface CreateClientRequest {
   readonly siteId: string | undefined;
   readonly note: string | undefined;
-  /** JSON text, from a body or a file. */
   readonly jwks: string | undefined;
   readonly jwksUri: string | undefined;
 }

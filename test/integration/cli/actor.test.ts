@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { userInfo } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { EXIT_USAGE } from '../../../src/cli/exit-codes.js';
+import { EXIT_USAGE } from '../../../src/cli/command.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { runCli } from '../../support/service.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { EXIT_FAILED, EXIT_USAGE } from '../../../src/cli/exit-codes.js';
+import { EXIT_FAILED, EXIT_USAGE } from '../../../src/cli/command.js';
 import { freshDatabase, type TestDatabase } from '../../support/database.js';
 import { authorizationClient, check, verdict } from '../../support/envoy-client.js';
 import { eventually } from '../../support/eventually.js';
