@@ -171,6 +171,19 @@ export function record(properties: Readonly<Record<string, Schema>>, description
   return { type: 'object', properties, required: Object.keys(properties), ...(description === undefined ? {} : { description }) };
 }
 
+/** A request body's schema: its fields, of which `required` must be sent. */
+export function fields(properties: Readonly<Record<string, Schema>>, required?: readonly string[]): ObjectSchema {
+  return { type: 'object', properties, ...(required === undefined ? {} : { required }) };
+}
+
+/**
+ * The path's parameters, the query's and the body's fields as one input for an operation: the route's
+ * schema checked their names and types, and the operation checks their values.
+ */
+export function input<Input>(request: RouteRequest): Input {
+  return { ...request.params, ...Object.fromEntries(request.query), ...request.body } as Input;
+}
+
 export function checkedBody(route: AdminRoute, body: unknown): Record<string, unknown> {
   const schema: ObjectSchema = route.body ?? { type: 'object', properties: {} };
   // No body at all is an empty one; a body of JSON null is refused like any other that is no object.
