@@ -176,10 +176,7 @@ export function fields(properties: Readonly<Record<string, Schema>>, required?: 
   return { type: 'object', properties, ...(required === undefined ? {} : { required }) };
 }
 
-/**
- * The path's parameters, the query's and the body's fields as one input for an operation: the route's
- * schema checked their names and types, and the operation checks their values.
- */
+/** The path's parameters, the query and the body (their names and types checked) as one input for an operation. */
 export function input<Input>(request: RouteRequest): Input {
   return { ...request.params, ...Object.fromEntries(request.query), ...request.body } as Input;
 }
@@ -214,13 +211,11 @@ export function checkQuery(route: AdminRoute, query: URLSearchParams): Page {
 
 const CURSOR = /^o([0-9]{1,9})$/;
 
-/** For a paginated route: the page with its envelope's fields. */
 export function answerSchema(route: AdminRoute): Schema {
   if (route.paginated !== true) return route.response;
   return { type: 'object', properties: { items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true }, ...route.envelope }, required: ['items', 'next'] };
 }
 
-/** An operation's result with the warnings it gave, as one answer. */
 export async function warned<T>(change: Promise<Changed<T>>): Promise<T & { readonly warnings: readonly string[] }> {
   const { result, warnings } = await change;
   return { ...result, warnings };

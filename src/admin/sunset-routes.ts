@@ -133,7 +133,11 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
         beforeId = auditCursorId(request.page.cursor);
         if (beforeId === undefined) throw refuse('CURSOR_INVALID', 'cursor', 'is not one this API gave; pass the "next" of the previous page as it was');
       }
-      const { entries, more } = await auditEntries(request, { ...input(request), limit: request.page.limit, ...(beforeId === undefined ? {} : { beforeId }) });
+      const { entries, more } = await auditEntries(request, {
+        ...input(request),
+        limit: request.page.limit,
+        ...(beforeId === undefined ? {} : { beforeId }),
+      });
       const last = entries.at(-1);
       return {
         items: entries.map((entry) => ({ ...entry, summary: auditSentence(entry) })),

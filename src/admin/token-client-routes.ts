@@ -38,7 +38,10 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     status: 201,
     handle: async (request) => {
       const jwks = request.body['jwks'];
-      const { handover } = await createTokenClient(request, { ...input(request), jwks: jwks === undefined ? undefined : JSON.stringify(jwks) });
+      const { handover } = await createTokenClient(request, {
+        ...input(request),
+        jwks: jwks === undefined ? undefined : JSON.stringify(jwks),
+      });
       return handover;
     },
   },
@@ -54,7 +57,8 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     response: TOKEN_CLIENT_REMOVED,
     query: { localOnly: { description: 'true: remove it here only, leaving it at the issuer (unreachable, or deleted there already)', schema: { type: 'string', enum: ['true', 'false'] } } },
     handle: async (request) => {
-      const { client, deletedAtIssuer } = await removeTokenClient(request, { ...input(request), localOnly: request.query.get('localOnly') === 'true' });
+      const localOnly = request.query.get('localOnly') === 'true';
+      const { client, deletedAtIssuer } = await removeTokenClient(request, { ...input(request), localOnly });
       return { ...client, deletedAtIssuer };
     },
   },
