@@ -9,7 +9,6 @@ import { TOKEN_CLIENT_ROUTES } from './token-client-routes.js';
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 const API_VERSION = '1.0.0';
 
-/** Every route of the admin API: what the server dispatches and what the OpenAPI document lists. */
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: 'GET', path: OPENAPI_PATH, role: 'public',

@@ -18,7 +18,6 @@ import { SubjectRateLimit } from './subject-rate-limit.js';
 /** Limits of the admin port (docs/admin-api.md, "Admin API"). Its clients are people and their console. */
 export const ADMIN_LIMITS = Object.freeze({
   maxBodyBytes: 64 * 1024,
-  /** Request line and headers (a JWT is a few kB). */
   maxHeaderBytes: 16 * 1024,
   /** Slow-loris: a browser sends its headers at once. */
   headersTimeoutMs: 5_000,
@@ -32,7 +31,6 @@ export const ADMIN_LIMITS = Object.freeze({
   maxConnectionsWithNewcomers: 384,
   maxConnectionsPerSource: 128,
   newConnectionGraceMs: 1_000,
-  /** Per person. */
   rateBurst: 60,
   ratePerSecond: 10,
 });
@@ -48,7 +46,7 @@ export interface AdminServer {
 }
 
 /** What the console adds to the admin port: its pages and sign-in, and its session as a way to authenticate. */
-export interface ConsoleParts {
+interface ConsoleParts {
   readonly console?: ConsoleHandler;
   readonly authenticator?: RequestAuthenticator;
   close?(): Promise<void>;
@@ -70,10 +68,7 @@ function challenge(outcome?: Extract<AuthOutcome, { ok: false }>): string {
 
 const NOT_FOUND = (path: string) => new ApiError(404, 'NOT_FOUND', `nothing at ${JSON.stringify(path.slice(0, 200))}; the routes are listed in /api/v1/openapi.json`);
 
-/**
- * The admin port, in the primary process: the issuer's keys (until fetched, tokens get 401), a pool of its
- * own, the console if any, and the server: the JSON API under /api/, the console everywhere else.
- */
+/** The admin port, in the primary process: the JSON API under /api/, the console everywhere else. */
 export async function startAdmin(
   config: Config,
   settings: AdminSettings,
@@ -130,17 +125,10 @@ async function listen(
   const limits = ADMIN_LIMITS;
   const rate = new SubjectRateLimit(limits.rateBurst, limits.ratePerSecond);
 
-  async function authenticate(request: IncomingMessage): Promise<AuthOutcome | undefined> {
-    for (const authenticator of authenticators) {
-      const outcome = await authenticator.authenticate(request);
-      if (outcome !== undefined) return outcome;
-    }
-    return undefined;
-  }
-
   async function principalFor(role: AdminRoute['role'], request: IncomingMessage): Promise<AdminPrincipal | undefined> {
     if (role === 'public') return undefined;
-    const outcome = await authenticate(request);
+    let outcome: AuthOutcome | undefined;
+    for (const authenticator of authenticators) outcome ??= await authenticator.authenticate(request);
     if (outcome === undefined) {
       throw new ApiError(401, 'UNAUTHENTICATED', 'send an access token from the organisation\'s provider: Authorization: Bearer <token>', { 'www-authenticate': challenge() });
     }

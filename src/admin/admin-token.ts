@@ -40,11 +40,8 @@ function ruleDescription(rule: AdminTokenRule, types: readonly string[]): string
   return `the access token is not an access token of a type ADMIN_TOKEN_TYPES accepts (typ ${accepted})`;
 }
 
-/**
- * Claims only an ID token carries (OpenID Connect Core §3.3.2.11; Keycloak writes typ "ID"): an ID token
- * is no grant, and its aud passes when the provider uses one id for the console and the API (Entra ID),
- * while typ JWT or none cannot tell them apart. Not nonce: Keycloak before 25 wrote it into access tokens.
- */
+// Claims only an ID token carries (OIDC Core §3.3.2.11; Keycloak writes typ "ID"): its aud may pass (Entra ID uses one
+// id for console and API) and typ JWT cannot tell. Not nonce: Keycloak before 25 wrote it into access tokens.
 const ID_TOKEN_CLAIMS = ['at_hash', 'c_hash', 's_hash'] as const;
 
 function isIdToken(payload: JWTPayload): boolean {
@@ -53,11 +50,7 @@ function isIdToken(payload: JWTPayload): boolean {
 
 const invalidToken = (description: string): AuthOutcome => ({ ok: false, status: 401, error: 'invalid_token', description });
 
-/**
- * Signature checks of well-formed tokens not verified before: the primary also answers checks
- * (WORKERS=1), whose CPU a flood of made-up tokens must not take. Per source address, so that one
- * stranger spends only his own budget, and in all.
- */
+/** Signature checks of new tokens, per source address and in all: the primary also answers checks (WORKERS=1). */
 export const NEW_TOKEN_CHECKS = Object.freeze({
   perSource: Object.freeze({ burst: 20, perSecond: 10 }),
   all: Object.freeze({ burst: 60, perSecond: 30 }),
@@ -65,12 +58,8 @@ export const NEW_TOKEN_CHECKS = Object.freeze({
 /** Verified tokens kept by SHA-256 until they expire (within ADMIN_TOKEN_MAX_AGE_SECONDS of iat). */
 const VERIFIED_ADMIN_TOKENS_MAX = 1_000;
 
-const tokenId = (token: string): string => sha256(token, 'base64url');
-
-/**
- * What the token says of itself, unsigned, that no token of ADMIN_ISSUER for this API could say: refused
- * before any budget is spent on it. An unknown kid is left to the full check, which may fetch the keys again.
- */
+// What the token says of itself, unsigned, that no token of ADMIN_ISSUER for this API could say: refused before any
+// budget is spent. An unknown kid is left to the full check, which may fetch the keys again.
 function unverifiedRule(token: string, settings: AdminSettings, now: number): AdminTokenRule | undefined {
   if (token.length === 0 || token.length > TOKEN_MAX_CHARS) return 'malformed';
   const fromHeader = headerRule(token, settings);
@@ -95,10 +84,8 @@ function shortText(value: unknown, maxChars: number): string | undefined {
   return typeof value === 'string' && value !== '' && value.length <= maxChars && PRINTABLE.test(value) ? value : undefined;
 }
 
-/**
- * The top-level claim of that name first (https://corp.example/roles has dots of its own), else the
- * dotted path through nested objects (Keycloak's resource_access.<client>.roles).
- */
+// The top-level claim of that name first (https://corp.example/roles has dots of its own), else the dotted path
+// through nested objects (Keycloak's resource_access.<client>.roles).
 function rolesClaimValue(payload: JWTPayload, rolesClaim: string): unknown {
   if (Object.hasOwn(payload, rolesClaim)) return payload[rolesClaim];
   let value: unknown = payload;
@@ -126,10 +113,7 @@ function principalOf(payload: JWTPayload, rolesClaim: string): AdminPrincipal | 
   };
 }
 
-/**
- * An admin access token from ADMIN_ISSUER, verified with the partner tokens' rules (access-token.ts), and
- * the person it names: the one path for roles and expiry, of the Bearer header and of the console's session.
- */
+/** An admin token checked by the partner tokens' rules: one path for the Bearer header and the console's session. */
 export class AdminTokenVerifier {
   private readonly verified = new Map<string, { readonly principal: AdminPrincipal; readonly until: number }>();
   /** The same token sent again during its check waits for the same answer, at no cost. */
@@ -149,7 +133,7 @@ export class AdminTokenVerifier {
   /** `source`: the address that sent it (requestSource); none for the console's own token, counted in all only. */
   async verify(token: string, now: number = this.now(), source?: string): Promise<AuthOutcome> {
     if (!this.keys.loaded) return invalidToken("the provider's signing keys have not been fetched yet; try again in a few seconds");
-    const id = tokenId(token);
+    const id = sha256(token, 'base64url');
     const kept = this.verified.get(id);
     if (kept !== undefined && now < kept.until) return { ok: true, principal: kept.principal };
     this.verified.delete(id);

@@ -9,7 +9,6 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'x-frame-options': 'DENY',
 };
 
-
 export function setSecurityHeaders(response: ServerResponse): void {
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
 }
@@ -39,7 +38,6 @@ function hasBody(request: IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined || (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
 }
 
-/** The request's JSON body, or undefined when there is none. */
 export async function readJsonBody(request: IncomingMessage, maxBytes: number): Promise<unknown> {
   if (!hasBody(request)) return undefined;
   const type = request.headers['content-type'];

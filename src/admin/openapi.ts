@@ -1,7 +1,5 @@
 import { answerSchema, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, type AdminRoute, type Schema } from './route-table.js';
 
-/** The OpenAPI 3.1 document of the admin API, read from the route table and nothing else. */
-
 const ERROR_SCHEMA = {
   type: 'object',
   required: ['error'],

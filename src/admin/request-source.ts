@@ -2,12 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import { forwardedForEntry, parseClientIp } from '../allowlist/client-ip.js';
 import { connectionSource } from '../common/connection-roster.js';
 
-/**
- * Whom a request counts against in the per-address budgets (an IPv4 address or IPv6 /64). Behind N
- * trusted proxies the client is the X-Forwarded-For entry N from the right once the peer is appended, as
- * XFF_TRUSTED_HOPS counts; fewer entries, or one that is no address, count against the peer, so a client
- * never picks its own bucket.
- */
+// Whom the per-address budgets count: the X-Forwarded-For entry XFF_TRUSTED_HOPS from the right (the peer appended);
+// fewer entries, or one that is no address, count against the peer, so a client never picks its own bucket.
 export function requestSource(request: IncomingMessage, trustedHops: number): string {
   const peer = request.socket?.remoteAddress;
   if (trustedHops === 0 || peer === undefined) return connectionSource(peer);

@@ -171,6 +171,16 @@ export function record(properties: Readonly<Record<string, Schema>>, description
   return { type: 'object', properties, required: Object.keys(properties), ...(description === undefined ? {} : { description }) };
 }
 
+/** A request body's schema: its fields, of which `required` must be sent. */
+export function fields(properties: Readonly<Record<string, Schema>>, required?: readonly string[]): ObjectSchema {
+  return { type: 'object', properties, ...(required === undefined ? {} : { required }) };
+}
+
+/** The path's parameters, the query and the body (their names and types checked) as one input for an operation. */
+export function input<Input>(request: RouteRequest): Input {
+  return { ...request.params, ...Object.fromEntries(request.query), ...request.body } as Input;
+}
+
 export function checkedBody(route: AdminRoute, body: unknown): Record<string, unknown> {
   const schema: ObjectSchema = route.body ?? { type: 'object', properties: {} };
   // No body at all is an empty one; a body of JSON null is refused like any other that is no object.
@@ -201,13 +211,11 @@ export function checkQuery(route: AdminRoute, query: URLSearchParams): Page {
 
 const CURSOR = /^o([0-9]{1,9})$/;
 
-/** For a paginated route: the page with its envelope's fields. */
 export function answerSchema(route: AdminRoute): Schema {
   if (route.paginated !== true) return route.response;
   return { type: 'object', properties: { items: { type: 'array', items: route.response }, next: { type: 'string', nullable: true }, ...route.envelope }, required: ['items', 'next'] };
 }
 
-/** An operation's result with the warnings it gave, as one answer. */
 export async function warned<T>(change: Promise<Changed<T>>): Promise<T & { readonly warnings: readonly string[] }> {
   const { result, warnings } = await change;
   return { ...result, warnings };

@@ -6,9 +6,7 @@ import type { SiteId } from '../decision/types.js';
 import type { CredentialAdmin, SiteAccess, SiteSummary } from '../store/credential-admin.js';
 import { ALLOWED, ALLOWLIST_ENTRY, GRACE, IMPORTED_KEY, ISSUED_KEY, KEY, KEY_CHANGE, ME, REMOVED, ROLLED_KEY, SITE, SITE_CHANGE, SITE_DETAIL, TOKEN_POLICY, TOKEN_POLICY_CHANGE } from './api-schemas.js';
 import { ADMIN_ROLES } from './principal.js';
-import { paginate, warned, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
-
-/** The `me`, sites, allowlist and keys routes: what an account manager does for a partner. */
+import { fields, input, paginate, warned, type AdminRoute, type RouteRequest, type Schema } from './route-table.js';
 
 export const note: Schema = { type: 'string', maxLength: 4 * MAX_NOTE, description: `at most ${MAX_NOTE} characters, no control characters; a UUID in it is masked` };
 const expires: Schema = { type: 'string', description: 'when the key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default never', example: '2027-01-31' };
@@ -33,7 +31,6 @@ async function siteOf(admin: CredentialAdmin, siteId: SiteId) {
 }
 
 export const siteId = (request: RouteRequest): SiteId => siteIdOf(request.params['siteId']);
-export const text = (request: RouteRequest, field: string): string | undefined => request.body[field] as string | undefined;
 
 export const SITE_ROUTES: readonly AdminRoute[] = [
   {
@@ -65,12 +62,9 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     method: 'POST', path: '/api/v1/sites', role: 'account-manager',
     summary: 'register a partner site (as `site add`)',
     response: SITE,
-    body: { type: 'object', properties: { id: { type: 'string', description: 'the site id, e.g. "1001"' }, name: { type: 'string', maxLength: 4 * MAX_NAME, description: "the partner's name" } }, required: ['id'] },
+    body: fields({ id: { type: 'string', description: 'the site id, e.g. "1001"' }, name: { type: 'string', maxLength: 4 * MAX_NAME, description: "the partner's name" } }, ['id']),
     status: 201,
-    handle: async (request) => {
-      const site = await addSite(request, { id: text(request, 'id'), name: text(request, 'name') });
-      return siteOf(request.admin, site.siteId);
-    },
+    handle: async (request) => siteOf(request.admin, (await addSite(request, input(request))).siteId),
   },
   {
     method: 'GET', path: '/api/v1/sites/{siteId}', role: 'viewer',
@@ -99,9 +93,9 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     method: 'PUT', path: '/api/v1/sites/{siteId}/auth-method', role: 'account-manager',
     summary: 'which methods the site accepts: both (API keys and tokens) or tokens only (its keys get 105)',
     response: TOKEN_POLICY_CHANGE,
-    body: { type: 'object', properties: { method: { type: 'string', description: 'both or tokens' } }, required: ['method'] },
+    body: fields({ method: { type: 'string', description: 'both or tokens' } }, ['method']),
     handle: async (request) => {
-      const { policy, changed } = await setAuthMethod(request, { siteId: request.params['siteId'], method: text(request, 'method') });
+      const { policy, changed } = await setAuthMethod(request, input(request));
       return { ...policy, changed };
     },
   },
@@ -109,8 +103,8 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     method: 'PUT', path: '/api/v1/sites/{siteId}/grace', role: 'account-manager',
     summary: 'let the site keep its API keys through brownouts and the sunset until a date',
     response: GRACE,
-    body: { type: 'object', properties: { until: { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone', example: '2027-03-31' } }, required: ['until'] },
-    handle: async (request) => setGrace(request, { siteId: request.params['siteId'], until: text(request, 'until') ?? '' }),
+    body: fields({ until: { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone', example: '2027-03-31' } }, ['until']),
+    handle: async (request) => setGrace(request, input(request)),
   },
   {
     method: 'DELETE', path: '/api/v1/sites/{siteId}/grace', role: 'account-manager',
@@ -122,7 +116,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     method: 'POST', path: '/api/v1/sites/{siteId}/revoke-tokens', role: 'account-manager',
     summary: 'refuse every token of the site issued before now',
     response: TOKEN_POLICY,
-    handle: async (request) => revokeTokens(request, { siteId: request.params['siteId'] }),
+    handle: async (request) => revokeTokens(request, input(request)),
   },
   {
     method: 'GET', path: '/api/v1/sites/{siteId}/allowlist', role: 'viewer',
@@ -135,19 +129,15 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     method: 'POST', path: '/api/v1/sites/{siteId}/allowlist', role: 'account-manager',
     summary: "add addresses or networks (IPv4 or IPv6) to the site's allowlist",
     response: ALLOWED,
-    body: {
-      type: 'object',
-      properties: {
+    body: fields(
+      {
         entries: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 1_000, description: 'e.g. ["203.0.113.0/24", "2001:db8:42::/48"]' },
         allowAnyAddress: { type: 'boolean', description: 'true: yes, 0.0.0.0/0 or ::/0 is meant, admitting every address (refused with ANY_ADDRESS_UNCONFIRMED without it)' },
       },
-      required: ['entries'],
-    },
+      ['entries'],
+    ),
     status: 201,
-    handle: async (request) => {
-      const { entries, allowAnyAddress } = request.body;
-      return warned(allowNetworks(request, { siteId: request.params['siteId'], entries: entries as string[], allowAnyAddress: allowAnyAddress === true }));
-    },
+    handle: async (request) => warned(allowNetworks(request, { ...input(request), allowAnyAddress: request.body['allowAnyAddress'] === true })),
   },
   {
     method: 'DELETE', path: '/api/v1/sites/{siteId}/allowlist/{entry}', role: 'account-manager',
@@ -167,10 +157,10 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     method: 'POST', path: '/api/v1/sites/{siteId}/keys', role: 'account-manager',
     summary: 'issue a key: the answer holds it in `key`, the only time it is shown',
     response: ISSUED_KEY,
-    body: { type: 'object', properties: { note, expires } },
+    body: fields({ note, expires }),
     status: 201,
     handle: async (request) => {
-      const { result, warnings } = await issueKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note') });
+      const { result, warnings } = await issueKey(request, input(request));
       const { apiKey, ...issued } = result;
       return { key: apiKey, ...issued, warnings };
     },
@@ -179,33 +169,23 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     method: 'POST', path: '/api/v1/sites/{siteId}/keys/import', role: 'account-manager',
     summary: 'register a key the partner already has; the answer shows it masked',
     response: IMPORTED_KEY,
-    body: { type: 'object', properties: { key: { type: 'string', maxLength: 100, description: 'the key, a UUID' }, note, expires }, required: ['key'] },
+    body: fields({ key: { type: 'string', maxLength: 100, description: 'the key, a UUID' }, note, expires }, ['key']),
     status: 201,
-    handle: async (request) =>
-      warned(importKey(request, { siteId: request.params['siteId'], expires: text(request, 'expires'), note: text(request, 'note'), key: String(request.body['key']) })),
+    handle: async (request) => warned(importKey(request, input(request))),
   },
   {
     method: 'POST', path: '/api/v1/sites/{siteId}/keys/{keyId}/roll', role: 'account-manager',
     summary: `issue a new key (in \`key\`, the only time it is shown) and give the old one an end, by default ${ROLL_OVERLAP_DAYS} days from now`,
     response: ROLLED_KEY,
     params: { keyId: 'the active key to replace, as GET …/keys shows it' },
-    body: {
-      type: 'object',
-      properties: {
-        oldExpires: { type: 'string', description: `when the old key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default ${ROLL_OVERLAP_DAYS} days from now; an old key that expires sooner keeps its end`, example: '2027-01-31' },
-        expires,
-        note,
-      },
-    },
+    body: fields({
+      oldExpires: { type: 'string', description: `when the old key stops being accepted: an ISO 8601 date (midnight UTC) or date-time with a zone, in the future; default ${ROLL_OVERLAP_DAYS} days from now; an old key that expires sooner keeps its end`, example: '2027-01-31' },
+      expires,
+      note,
+    }),
     status: 201,
     handle: async (request) => {
-      const { result, warnings } = await rollKey(request, {
-        siteId: request.params['siteId'],
-        keyId: request.params['keyId'],
-        oldExpires: text(request, 'oldExpires'),
-        expires: text(request, 'expires'),
-        note: text(request, 'note'),
-      });
+      const { result, warnings } = await rollKey(request, input(request));
       const { key: { apiKey, ...issued }, replaced } = result;
       return { key: apiKey, ...issued, replaced: { keyId: replaced.keyId, expiresAt: replaced.expiresAt }, warnings };
     },
@@ -216,7 +196,7 @@ export const SITE_ROUTES: readonly AdminRoute[] = [
     response: KEY_CHANGE,
     params: { keyId: 'the key id, as GET …/keys shows it' },
     handle: async (request) => {
-      const { key, changed } = await revokeKey(request, { siteId: request.params['siteId'], keyId: request.params['keyId'] });
+      const { key, changed } = await revokeKey(request, input(request));
       return { ...key, changed };
     },
   },

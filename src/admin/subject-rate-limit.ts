@@ -1,9 +1,6 @@
 import { Buckets } from '../common/token-buckets.js';
 
-/**
- * A token bucket per person, answering in whole seconds (for Retry-After). Beyond `maxSubjects` the one
- * used least recently goes: a full bucket again, but it takes that many people to push one out.
- */
+/** A token bucket per person, in whole seconds (for Retry-After); beyond `maxSubjects` the least recent goes. */
 export class SubjectRateLimit {
   private readonly buckets: Buckets;
 
@@ -16,7 +13,7 @@ export class SubjectRateLimit {
     this.buckets = new Buckets({ burst, perSecond }, maxSubjects);
   }
 
-  /** 0 when the request may go ahead, else the seconds until it may. */
+  /** 0, or the seconds to wait. */
   take(subject: string): number {
     const waitMs = this.buckets.take(subject, this.now());
     return waitMs === 0 ? 0 : Math.max(1, Math.ceil(waitMs / 1000));

@@ -16,14 +16,11 @@ import {
 import { addBrownout, cancelBrownout, setSunsetPolicy, sunsetPolicy } from '../operations/sunset-operations.js';
 import { AUDIT_ENTRY, BROWNOUT, BROWNOUT_CHANGE, DENIAL_REPORT, MIGRATION_ENVELOPE, MIGRATION_ROW, SUNSET_POLICY, SUNSET_POLICY_CHANGE } from './api-schemas.js';
 import { auditSentence } from '../operations/audit-sentences.js';
-import { paginate, warned, type AdminRoute, type RouteRequest } from './route-table.js';
-import { text } from './site-routes.js';
+import { fields, input, paginate, warned, type AdminRoute } from './route-table.js';
 
 /** The API-key sunset's routes (grace is a site's: site-routes.ts), the reports and the audit trail. */
 
 const timeText = { type: 'string', description: 'an ISO 8601 date (midnight UTC) or date-time with a zone' } as const;
-
-const queryText = (request: RouteRequest, name: string): string | undefined => request.query.get(name) ?? undefined;
 
 /** The audit cursor: the id of the last entry of the page, so that new changes do not shift the next page. */
 const auditCursor = (id: string): string => Buffer.from(`a${id}`, 'latin1').toString('base64url');
@@ -44,33 +41,25 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     method: 'POST', path: '/api/v1/brownouts', role: 'admin',
     summary: 'refuse API-key requests (105) for a while, for the named sites or all; dryRun only counts them',
     response: BROWNOUT,
-    body: {
-      type: 'object',
-      properties: {
+    body: fields(
+      {
         from: { type: 'string', description: 'now, or an ISO 8601 date (midnight UTC) or date-time with a zone' },
         until: { ...timeText, description: 'when it ends (exclusive), after from and in the future' },
         sites: { type: 'array', items: { type: 'string' }, maxItems: 10_000, description: 'only these site ids; leave the field out for every site (an empty list is refused)' },
         note: { type: 'string', maxLength: 2_000 },
         dryRun: { type: 'boolean', description: 'refuse nobody: count whom it would refuse' },
       },
-      required: ['from', 'until'],
-    },
+      ['from', 'until'],
+    ),
     status: 201,
-    handle: async (request) =>
-      addBrownout(request, {
-        from: text(request, 'from'),
-        until: text(request, 'until'),
-        sites: request.body['sites'] as string[] | undefined,
-        note: text(request, 'note'),
-        dryRun: request.body['dryRun'] === true,
-      }),
+    handle: async (request) => addBrownout(request, { ...input(request), dryRun: request.body['dryRun'] === true }),
   },
   {
     method: 'POST', path: '/api/v1/brownouts/{brownoutId}/cancel', role: 'admin',
     summary: 'call a brownout off; every replica lets requests through again within a second',
     response: BROWNOUT_CHANGE,
     handle: async (request) => {
-      const { brownout, changed } = await cancelBrownout(request, { brownoutId: request.params['brownoutId'] });
+      const { brownout, changed } = await cancelBrownout(request, input(request));
       return { ...brownout, changed };
     },
   },
@@ -84,16 +73,12 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     method: 'PUT', path: '/api/v1/sunset', role: 'admin',
     summary: 'change the sunset policy; every replica follows within a second',
     response: SUNSET_POLICY_CHANGE,
-    body: {
-      type: 'object',
-      properties: {
-        at: { ...timeText, description: 'when API keys retire' },
-        enforce: { type: 'boolean', description: 'refuse valid API keys with 105 from the sunset on' },
-        guide: { type: 'string', nullable: true, format: 'uri', description: 'the migration guide (https://), or null to remove it' },
-      },
-    },
-    handle: async (request) =>
-      warned(setSunsetPolicy(request, { at: text(request, 'at'), enforce: request.body['enforce'] as boolean | undefined, guide: request.body['guide'] as string | null | undefined })),
+    body: fields({
+      at: { ...timeText, description: 'when API keys retire' },
+      enforce: { type: 'boolean', description: 'refuse valid API keys with 105 from the sunset on' },
+      guide: { type: 'string', nullable: true, format: 'uri', description: 'the migration guide (https://), or null to remove it' },
+    }),
+    handle: async (request) => warned(setSunsetPolicy(request, input(request))),
   },
   {
     method: 'GET', path: '/api/v1/reports/migration', role: 'viewer',
@@ -108,7 +93,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
     handle: async (request) => {
       const sitesText = request.query.get('sites');
       if (sitesText !== null && sitesText !== 'true' && sitesText !== 'false') throw refuse('FLAG_INVALID', 'sites', `must be true or false, not ${JSON.stringify(sitesText.slice(0, 32))}`, 'true');
-      const report = await migrationReport(request, { since: queryText(request, 'since'), sites: sitesText === 'true' });
+      const report = await migrationReport(request, { ...input(request), sites: sitesText === 'true' });
       if (!report.sites) return paginate(report.rows, request.page);
       const warnings = report.countsBeginLate === undefined ? [] : [countsBeginLateWarning(report.countsBeginLate, report.since.toISOString())];
       return { ...paginate(report.rows, request.page), countsBegin: report.countsBegin, warnings };
@@ -125,7 +110,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
       limit: { description: `rows, 1 to ${MAX_REPORT_ROWS} (default ${DENIAL_REPORT_ROWS}); omittedRows says how many more there were`, schema: { type: 'integer', minimum: 1, maximum: MAX_REPORT_ROWS } },
     },
     handle: async (request) => {
-      const report = await blockedPartner(request, { site: queryText(request, 'site'), client: queryText(request, 'client'), since: queryText(request, 'since'), limit: queryText(request, 'limit') });
+      const report = await blockedPartner(request, input(request));
       return { items: report.rows, omittedRows: report.omittedRows, next: null, site: report.site, client: report.client, notes: report.notes };
     },
   },
@@ -149,12 +134,7 @@ export const SUNSET_ROUTES: readonly AdminRoute[] = [
         if (beforeId === undefined) throw refuse('CURSOR_INVALID', 'cursor', 'is not one this API gave; pass the "next" of the previous page as it was');
       }
       const { entries, more } = await auditEntries(request, {
-        site: queryText(request, 'site'),
-        since: queryText(request, 'since'),
-        action: queryText(request, 'action'),
-        actor: queryText(request, 'actor'),
-        from: queryText(request, 'from'),
-        until: queryText(request, 'until'),
+        ...input(request),
         limit: request.page.limit,
         ...(beforeId === undefined ? {} : { beforeId }),
       });

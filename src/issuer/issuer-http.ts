@@ -126,10 +126,8 @@ function routeKey(target: string): string {
   return (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).toUpperCase();
 }
 
-/**
- * Every POST but registration's (which needs the initial access token) goes through the token endpoint's
- * limits: however a client spells the token endpoint's path, the provider reaching it means they were counted.
- */
+// Every POST but registration's (which needs the initial access token) takes the token endpoint's limits, however
+// a client spells its path.
 function isGuarded(request: IncomingMessage): boolean {
   return request.method === 'POST' && routeKey(request.url ?? '/') !== routeKey(REGISTRATION_PATH);
 }

@@ -52,15 +52,8 @@ const QUERY_TIMEOUT_MS = 5_000;
 const POOL_SIZE = 10;
 const DRAIN_MS = 5_000;
 
-interface SecretComparison {
-  compareClientSecret(presented: string): boolean | Promise<boolean>;
-}
-
-/**
- * The secret in registration answers, where only its digest is kept: a read (RFC 7592 §2.1) does not answer
- * the digest; an update naming a secret is told to leave it out (the provider cannot compare it with a digest);
- * a PUT without client_secret (§2.2: omitted is null) gets a new secret, so the old one stops working.
- */
+// Only a secret's digest is kept: a read (RFC 7592 §2.1) does not answer it; an update naming a secret is told to leave
+// it out; a PUT without client_secret (§2.2: omitted is null) gets a new secret, so the old one stops working.
 function clientSecretAnswers(clients: Adapter, logger: Logger) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<unknown>): Promise<void> => {
     await next();
@@ -135,9 +128,11 @@ export async function startIssuer(options: IssuerOptions): Promise<RunningIssuer
       provider.on('registration_delete.success', (_ctx, client) => logger.info({ clientId: client.clientId }, 'issuer: client deleted'));
       provider.use(clientSecretAnswers(adapter('Client'), logger));
       // The provider's own hook for a secret kept hashed (Client#compareClientSecret): the store keeps digests.
-      (provider.Client.prototype as unknown as SecretComparison).compareClientSecret = function (this: { clientSecret?: unknown }, presented: string) {
-        return clientSecretMatches(this.clientSecret, presented);
-      };
+      Object.assign(provider.Client.prototype, {
+        compareClientSecret(this: { clientSecret?: unknown }, presented: string) {
+          return clientSecretMatches(this.clientSecret, presented);
+        },
+      });
       return provider.callback();
     };
     handle = build(keys);

@@ -3,14 +3,8 @@ import type pg from 'pg';
 import type { Adapter, AdapterFactory, AdapterPayload } from 'oidc-provider';
 import { sha256 } from '../common/sha256.js';
 
-/**
- * oidc-provider's storage on PostgreSQL, in issuer_oidc_objects (migration 011): clients, registration access
- * tokens, the jti of client assertions already seen. A failing query fails its request with a server_error.
- *
- * A client is found by its id; anything else by the SHA-256 of its id, which for a token is its value, and a
- * client's secret is kept as its SHA-256 (RFC 6819 §5.1.4.1.3): the table holds nothing a client could present.
- * The secrets are 256 random bits, so a fast hash is enough.
- */
+// Anything but a client is kept under the SHA-256 of its id (for a token, its value), and a client's secret as its
+// SHA-256 (RFC 6819 §5.1.4.1.3; 256 random bits need no slow hash): the table holds nothing a client could present.
 
 /** A client's metadata with its JWKS is a few kilobytes. */
 const MAX_PAYLOAD_BYTES = 64 * 1024;
@@ -108,7 +102,6 @@ export function postgresAdapter(pool: pg.Pool): AdapterFactory {
 // Per statement, so that a backlog never holds a long lock.
 const EXPIRED_BATCH = 1_000;
 
-/** Deletes expired rows (find() already ignores them). */
 export async function deleteExpiredObjects(pool: pg.Pool): Promise<number> {
   const { rowCount } = await pool.query(
     `DELETE FROM issuer_oidc_objects WHERE ctid IN (

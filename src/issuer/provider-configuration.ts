@@ -23,11 +23,8 @@ export function newClientId(): string {
 
 export type InvalidTarget = new () => Error;
 
-/**
- * The issuer in oidc-provider's terms: client credentials only, RFC 9068 JWT access tokens for one resource
- * (RFC 8707), client_secret_basic and private_key_jwt, registration (RFC 7591, 7592) for the holder of the
- * initial access token. The provider's checks of client metadata then refuse anything else at registration.
- */
+// Client credentials only, RFC 9068 JWTs for one resource (RFC 8707), registration (RFC 7591, 7592) for the holder of
+// the initial access token: the provider's checks of client metadata then refuse anything else at registration.
 export function providerConfiguration(settings: ProviderSettings, InvalidTargetError: InvalidTarget): Configuration {
   const { resource, keys, tokenTtlSeconds } = settings;
   return {

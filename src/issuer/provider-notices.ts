@@ -21,7 +21,7 @@ function route(write: (...args: unknown[]) => void) {
   };
 }
 
-/** Routes the provider's notices to `logger` until the returned function is called. */
+/** Until the returned function is called. */
 export function routeProviderNotices(logger: Logger): () => void {
   if (restore === undefined) {
     const { info, warn } = console;

@@ -1,14 +1,8 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type pg from 'pg';
 
-/**
- * The issuer's signing keys in issuer_signing_keys (migration 011): private JWKs that never leave the issuer's
- * process and its database (no route shows them, no log line names more than a kid).
- *
- * A key is published as soon as it exists and signs `publishAheadMs` later, so that a verifier holding a cached
- * JWKS has it before its first token arrives; after a newer key begins to sign, the old one stays published
- * for `keepAfterRetiredMs`, longer than any token it signed can live. The first key signs at once.
- */
+// Private JWKs that never leave the issuer's process and database. A key is published `publishAheadMs` before it signs,
+// so cached JWKS hold it before its first token; a retired one stays `keepAfterRetiredMs`, past its tokens' lives.
 
 /** RFC 9068 §2.1: resource servers must support RS256, so every verifier can check these tokens. */
 export const SIGNING_ALGORITHM = 'RS256';

@@ -6,10 +6,8 @@ export interface TokenEndpointLimits {
   readonly failedPerAddress: RateLimit;
 }
 
-/**
- * A partner reuses its token until shortly before it expires: one request in minutes. These leave room for a
- * fleet behind one address and a few mistakes while setting up, and none for guessing.
- */
+// A partner reuses its token until shortly before it expires: room for a fleet behind one address and a few
+// mistakes while setting up, none for guessing.
 export const DEFAULT_TOKEN_ENDPOINT_LIMITS: TokenEndpointLimits = Object.freeze({
   perAddress: { burst: 60, perSecond: 10 },
   perClient: { burst: 20, perSecond: 2 },
@@ -20,11 +18,8 @@ export type Admission =
   | { readonly admitted: true; readonly settle: (authenticated: boolean) => void }
   | { readonly admitted: false; readonly retryAfterSeconds: number; readonly reason: string };
 
-/**
- * Requests per address, per client, and failed client authentications per address, in memory per replica. A
- * bad private_key_jwt assertion costs a signature check: a failure is reserved before the check and given back
- * when the client authenticated, so a flood of bad assertions is refused unverified.
- */
+// Per replica. A bad private_key_jwt assertion costs a signature check: a failure is reserved before the check and
+// given back when the client authenticated, so a flood of bad assertions is refused unverified.
 export class TokenEndpointGuard {
   private readonly failures: Buckets;
   private readonly addresses: Buckets;

@@ -8,11 +8,8 @@ export interface TrialRegistrationToken {
   readonly madeNow: boolean;
 }
 
-/**
- * The initial access token of an issuer tried out on loopback without ISSUER_REGISTRATION_TOKEN, kept in the
- * database so that every start on it takes the same one: serve seals each client's registration access token
- * with a key derived from it. Two issuers starting at once agree on one.
- */
+// Kept in the database so that every start on it takes the same one: serve seals each client's registration access
+// token with a key derived from it. Two issuers starting at once agree on one.
 export async function trialRegistrationToken(sql: pg.Pool): Promise<TrialRegistrationToken> {
   const made = await sql.query(
     'INSERT INTO issuer_trial_registration_token (token) VALUES ($1) ON CONFLICT (only_row) DO NOTHING',

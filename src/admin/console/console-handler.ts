@@ -3,7 +3,7 @@ import type { Logger } from '../../observe/logger.js';
 import { setSecurityHeaders } from '../http-io.js';
 import type { ConsoleHandler } from '../principal.js';
 import { clearCookie, cookieNames, setCookie } from './cookies.js';
-import { CSRF_HEADER, sameSecret, type ConsoleSessions } from './console-sessions.js';
+import { CSRF_HEADER, csrfMatches, type ConsoleSessions } from './console-sessions.js';
 import { problemPage, shellPage, SIGNED_OUT_PAGE } from './pages.js';
 import type { RelyingParty } from './relying-party.js';
 import { newSecretId, type SessionStore } from './session-store.js';
@@ -14,7 +14,6 @@ import type { StaticAsset } from './static-assets.js';
 const SESSION_SECONDS = 8 * 60 * 60;
 const MAX_RETURN_PATH = 512;
 
-/** Why the callback found no sign-in to finish. */
 const SIGN_IN_NOT_FOUND: Readonly<Record<Exclude<SignInFound['found'], 'pending'>, string>> = {
   none: 'No sign-in was in progress in this browser for this answer (or it took longer than ten minutes). Sign in again from the console page.',
   expired: 'The sign-in took longer than ten minutes. Sign in again from the console page.',
@@ -23,10 +22,7 @@ const SIGN_IN_NOT_FOUND: Readonly<Record<Exclude<SignInFound['found'], 'pending'
 const HTML = 'text/html; charset=utf-8';
 const TEXT = 'text/plain; charset=utf-8';
 
-/**
- * The pages load only our own scripts and styles (no inline code, so an injected tag runs nothing),
- * talk only to our own API, and cannot be framed.
- */
+/** Only our own scripts and styles (no inline code: an injected tag runs nothing), our own API, no framing. */
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
   "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'",
@@ -156,10 +152,8 @@ export class ConsoleRoutes implements ConsoleHandler {
     });
   }
 
-  /**
-   * Called with fetch (a form's redirect to the provider would break form-action 'self'): answers where
-   * to go next. A request without a session gets no Set-Cookie: it cannot clear a cookie its browser did not send.
-   */
+  // Called with fetch (a form's redirect to the provider would break form-action 'self'): answers where to go next.
+  // A request without a session gets no Set-Cookie: it cannot clear a cookie its browser did not send.
   private async signOut(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const json = (status: number, body: object, headers: Record<string, string> = {}) =>
       send(response, status, 'application/json', JSON.stringify(body), headers);
@@ -169,8 +163,7 @@ export class ConsoleRoutes implements ConsoleHandler {
     const id = this.options.sessions.cookieId(request);
     const session = id === undefined ? undefined : await this.options.store.findSession(id);
     if (id === undefined || session === undefined) return json(200, { next: '/auth/signed-out' });
-    const sent = request.headers[CSRF_HEADER];
-    if (!sameSecret(typeof sent === 'string' ? sent : undefined, session.csrfToken)) {
+    if (!csrfMatches(request, session.csrfToken)) {
       return json(403, { error: { code: 'CSRF_TOKEN_MISMATCH', message: `sign out sends the session's CSRF token in ${CSRF_HEADER}: reload the page and try again` } });
     }
     const ended = await this.options.store.deleteSession(id);

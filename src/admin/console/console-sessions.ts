@@ -22,6 +22,11 @@ export function sameSecret(sent: string | undefined, expected: string): boolean 
   return timingSafeEqual(digest(sent), digest(expected));
 }
 
+export function csrfMatches(request: IncomingMessage, csrfToken: string): boolean {
+  const sent = request.headers[CSRF_HEADER];
+  return sameSecret(typeof sent === 'string' ? sent : undefined, csrfToken);
+}
+
 /** The session a request's cookie names, with its access token checked on every use. */
 export class ConsoleSessions {
   constructor(
@@ -64,17 +69,13 @@ export class SessionAuthenticator implements RequestAuthenticator {
     if (current === undefined) {
       return { ok: false, status: 401, error: 'invalid_token', description: 'the console session has ended or is unknown: reload the page to sign in again' };
     }
-    if (!SAFE_METHODS.has(request.method ?? 'GET')) {
-      const sent = request.headers[CSRF_HEADER];
-      if (!sameSecret(typeof sent === 'string' ? sent : undefined, current.session.csrfToken)) {
-        return {
-          ok: false,
-          status: 403,
-          error: 'csrf_token_mismatch',
-          description: `a change through the console session needs the session's CSRF token in the ${CSRF_HEADER} header (the page sends it; reload the page)`,
-        };
-      }
-    }
-    return current.outcome;
+    const safe = SAFE_METHODS.has(request.method ?? 'GET');
+    if (safe || csrfMatches(request, current.session.csrfToken)) return current.outcome;
+    return {
+      ok: false,
+      status: 403,
+      error: 'csrf_token_mismatch',
+      description: `a change through the console session needs the session's CSRF token in the ${CSRF_HEADER} header (the page sends it; reload the page)`,
+    };
   }
 }

@@ -6,10 +6,8 @@ import type { PendingSignIn } from './sign-in-cookie.js';
 const SCOPE = 'openid email profile';
 const PROVIDER_TIMEOUT_SECONDS = 10;
 
-/**
- * Authorization code with PKCE S256, state and nonce (openid-client). The provider's metadata is discovered
- * on first use and again after a failure, so a provider that is down at start does not stop the API.
- */
+// Authorization code with PKCE S256, state and nonce. The provider is discovered on first use and again after a
+// failure, so a provider that is down at start does not stop the API.
 export class RelyingParty {
   private configuration: Promise<oidc.Configuration> | undefined;
 

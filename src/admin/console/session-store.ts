@@ -23,10 +23,8 @@ function idHash(id: string): Buffer {
   return createHash('sha256').update(id).digest();
 }
 
-/**
- * Derived from the cookie's id, which only the browser has (the table keeps its SHA-256): whoever reads
- * the tables gets neither a cookie nor a token to present to the API or to the provider.
- */
+// From the cookie's id, which only the browser has (the table keeps its SHA-256): whoever reads the tables gets
+// neither a cookie nor a token to present.
 function sealingKey(id: string): Buffer {
   return Buffer.from(hkdfSync('sha256', id, '', 'sitekey-authz console session', 32));
 }

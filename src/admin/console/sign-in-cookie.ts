@@ -20,21 +20,16 @@ const MAX_SEALED_LENGTH = 1_200;
 /** As openid-client makes it: 32 random bytes, base64url. */
 const STATE = /^[A-Za-z0-9_-]{43}$/;
 
-/**
- * none: no cookie for this state (another browser, a replay, or Max-Age passed); expired: past the sealed
- * expiry, whatever the browser kept; unreadable: changed, sealed under another key, or not ours.
- */
+// none: no cookie for this state (another browser, a replay, Max-Age passed); expired: past the sealed expiry;
+// unreadable: changed, sealed under another key, or not ours.
 export type SignInFound =
   | { readonly found: 'pending'; readonly pending: PendingSignIn }
   | { readonly found: 'none' | 'expired' | 'unreadable' };
 
 type SealedSignIn = Omit<PendingSignIn, 'state'> & { readonly expiresAt: number };
 
-/**
- * Sign-ins in progress, kept by the browser alone: one short-lived cookie per sign-in, named after its
- * state, sealed under a key every replica shares (material made once in the database), with the name as
- * the additional authenticated data so a value cannot move to another state. A page load writes nothing.
- */
+// Sign-ins in progress, kept by the browser: a cookie per sign-in named after its state, sealed under a key every
+// replica shares, with the name as additional data so a value cannot move to another state.
 export class SignInCookies {
   private key: Promise<Buffer> | undefined;
   private readonly prefix: string;
@@ -71,7 +66,7 @@ export class SignInCookies {
     return [...this.oldestBeyondBound(request, key, now).map((old) => clearCookie(this.policy, old)), setCookie(this.policy, name, value, SIGN_IN_SECONDS)];
   }
 
-  /** The sign-in the callback's state names, and the Set-Cookie line that ends it. */
+  /** With the Set-Cookie line that ends it. */
   async finish(request: IncomingMessage, state: string | null, now: number): Promise<{ readonly result: SignInFound; readonly clear: string | undefined }> {
     if (state === null || !STATE.test(state)) return { result: { found: 'none' }, clear: undefined };
     const name = this.nameOf(state);
