@@ -176,9 +176,12 @@ export function fields(properties: Readonly<Record<string, Schema>>, required?: 
   return { type: 'object', properties, ...(required === undefined ? {} : { required }) };
 }
 
-/** The path's parameters, the query and the body (their names and types checked) as one input for an operation. */
+/**
+ * The query, the body (their names and types checked) and the path's parameters as one input for an operation;
+ * the path's last, so that the resource the URL names is the one changed whatever a body carries.
+ */
 export function input<Input>(request: RouteRequest): Input {
-  return { ...request.params, ...Object.fromEntries(request.query), ...request.body } as Input;
+  return { ...Object.fromEntries(request.query), ...request.body, ...request.params } as Input;
 }
 
 export function checkedBody(route: AdminRoute, body: unknown): Record<string, unknown> {
