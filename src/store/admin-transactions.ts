@@ -94,6 +94,13 @@ export const siteNotFound = (siteId: SiteId, field = 'siteId'): AdminError =>
     cliStep: `add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``,
   });
 
+/** The site's `columns`, its row locked so that concurrent account managers cannot interleave. */
+export async function lockSite<Row extends pg.QueryResultRow>(sql: pg.ClientBase, siteId: SiteId, columns = '1'): Promise<Row> {
+  const { rows } = await sql.query<Row>(`SELECT ${columns} FROM sites WHERE id = $1 FOR UPDATE`, [siteId]);
+  if (rows[0] === undefined) throw siteNotFound(siteId);
+  return rows[0];
+}
+
 /** As siteNotFound of the first id that does not exist. */
 export async function refuseUnknownSites(sql: pg.ClientBase, siteIds: readonly SiteId[], field: string): Promise<void> {
   const { rows } = await sql.query<{ id: string }>('SELECT id::text FROM sites WHERE id = ANY($1::bigint[])', [siteIds]);
