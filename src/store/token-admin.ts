@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import type { ClientAuthMethod } from '../token/client-registration.js';
+import type { SiteAccess } from './admin-records.js';
 import { AdminError, lockSite, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 
 export interface TokenClientSummary {
@@ -18,7 +19,6 @@ export interface StoredRegistration {
   readonly authMethod: ClientAuthMethod;
   readonly registrationClientUri: string;
   readonly sealedToken: Buffer;
-  /** registration-seal.ts's. */
   readonly keyId: string;
 }
 
@@ -29,12 +29,7 @@ const clientNotFound = (clientId: ClientId): AdminError =>
     cliStep: 'see the registered ones with `sitekey-authz token-client list`',
   });
 
-export interface SiteTokenPolicy {
-  readonly siteId: SiteId;
-  readonly authMethod: SiteAuthMethod;
-  /** Tokens issued before this are refused; null: none revoked. */
-  readonly tokensNotBefore: string | null;
-}
+export type SiteTokenPolicy = Omit<SiteAccess, 'graceUntil'>;
 
 interface TokenClientRow {
   client_id: string;
@@ -172,7 +167,8 @@ export class TokenAdmin {
   }
 
   private async lockPolicy(sql: pg.ClientBase, siteId: SiteId): Promise<SiteTokenPolicy> {
-    const row = await lockSite<{ auth_method: string; tokens_not_before: Date | null }>(sql, siteId, 'auth_method, tokens_not_before');
+    type PolicyRow = { auth_method: string; tokens_not_before: Date | null };
+    const row = await lockSite<PolicyRow>(sql, siteId, 'auth_method, tokens_not_before');
     return { siteId, authMethod: row.auth_method === 'both' ? 'both' : 'tokens', tokensNotBefore: row.tokens_not_before?.toISOString() ?? null };
   }
 }
