@@ -42,7 +42,6 @@ export class CredentialCache {
   private readonly digests = new SiteDigests();
   /** Sites reloaded on their own during a resync, with their digest (none: gone, unusable, or kept older). */
   private readonly reloadedDuringResync = new Map<SiteId, SiteDigest | undefined>();
-  /** performance.now() when the running full resync began. */
   private resyncStartedAt: number | undefined;
   private readonly session: ListenSession;
   private readonly freshness: SnapshotFreshness;
@@ -50,7 +49,10 @@ export class CredentialCache {
   private readonly timers: NodeJS.Timeout[] = [];
 
   private readonly fullLoads = new OwedRun(() => this.loadAll(), () => !this.stopped);
-  private readonly brownoutReloads = new OwedRun(() => this.reloadBrownouts(), () => !this.stopped && this.freshness.loaded);
+  private readonly brownoutReloads = new OwedRun(
+    () => this.reloadBrownouts(),
+    () => !this.stopped && this.freshness.loaded,
+  );
   private readonly pendingSites = new Set<SiteId>();
   private siteReload: Promise<void> | undefined;
   private siteReloadRetryAt = 0;
@@ -104,7 +106,6 @@ export class CredentialCache {
     return this.freshness.isFresh(now) ? this.table : undefined;
   }
 
-  /** undefined: none stored yet. */
   sunsetPolicy(): SunsetPolicy | undefined {
     return this.table.sunsetPolicy;
   }
@@ -131,7 +132,6 @@ export class CredentialCache {
     this.failureListeners.push(listener);
   }
 
-  /** Told every time a load leaves a row out. */
   onUnusableRowSkipped(listener: (row: UnusableRow) => void): void {
     this.unusableRowListeners.push(listener);
   }
@@ -178,7 +178,8 @@ export class CredentialCache {
   /** '*' is what brownout and sunset-policy changes send: both are read again at once, the sites later. */
   private reloadBrownouts(): Promise<void> {
     const order = performance.now();
-    return Promise.all([loadBrownouts(this.options.pool, this.onUnusableRow), loadSunsetPolicy(this.options.pool)]).then(
+    const reads = [loadBrownouts(this.options.pool, this.onUnusableRow), loadSunsetPolicy(this.options.pool)] as const;
+    return Promise.all(reads).then(
       ([brownouts, sunsetPolicy]) => this.table.replaceBrownouts(brownouts, order, sunsetPolicy),
       // The full load that follows every '*' retries it, and the staleness limit applies as ever.
       (error: unknown) => this.failed({ kind: 'sites', error }),

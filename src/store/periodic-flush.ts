@@ -86,7 +86,8 @@ export abstract class HourlyCountsRecorder extends PeriodicFlush {
   protected async expireIdle(): Promise<void> {
     if (!this.idleExpiry.open()) return;
     try {
-      await this.hourly.pool.query(deleteExpiredHours(this.table, '$1', '$2'), [this.hourly.retentionDays, this.expiredRowsPerFlush]);
+      const expired = deleteExpiredHours(this.table, '$1', '$2');
+      await this.hourly.pool.query(expired, [this.hourly.retentionDays, this.expiredRowsPerFlush]);
       this.failures.succeeded();
     } catch (error) {
       this.idleExpiry.reset();

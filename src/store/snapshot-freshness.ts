@@ -48,7 +48,6 @@ export class SnapshotFreshness {
     return this.everLoaded;
   }
 
-  /** `startedAt`: Date.now() when it began. */
   fullLoadSucceeded(startedAt: number): void {
     this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
     this.everLoaded = true;
