@@ -7,7 +7,6 @@ export interface SiteSummary {
   readonly name: string;
   readonly enabled: boolean;
   readonly createdAt: string;
-  /** Keys neither revoked nor expired. */
   readonly activeKeys: number;
   readonly allowlistEntries: number;
 }
@@ -16,6 +15,7 @@ export interface SiteAccess {
   readonly siteId: SiteId;
   readonly authMethod: SiteAuthMethod;
   readonly graceUntil: string | null;
+  /** Tokens issued before this are refused; null: none revoked. */
   readonly tokensNotBefore: string | null;
 }
 

@@ -25,9 +25,8 @@ export type AdminErrorCode =
 
 /** What to do next with a token client, which each transport words its own way: a command, a request, a button. */
 export interface AdminNextStep {
-  /** Remove this client here only, leaving it at the issuer. */
+  /** Remove this client here only, leaving it at the issuer; before that, create one for this site there. */
   readonly removeHereOnly: ClientId;
-  /** Before that, create a new client for this site at the issuer. */
   readonly createClientFor?: SiteId;
 }
 
@@ -93,6 +92,13 @@ export const siteNotFound = (siteId: SiteId, field = 'siteId'): AdminError =>
     step: 'check the id among the sites, or add the site first',
     cliStep: `add it with \`sitekey-authz site add ${siteId}\`, or see \`sitekey-authz site list\``,
   });
+
+/** The site's `columns`, its row locked so that concurrent account managers cannot interleave. */
+export async function lockSite<Row extends pg.QueryResultRow>(sql: pg.ClientBase, siteId: SiteId, columns = '1') {
+  const { rows } = await sql.query<Row>(`SELECT ${columns} FROM sites WHERE id = $1 FOR UPDATE`, [siteId]);
+  if (rows[0] === undefined) throw siteNotFound(siteId);
+  return rows[0];
+}
 
 /** As siteNotFound of the first id that does not exist. */
 export async function refuseUnknownSites(sql: pg.ClientBase, siteIds: readonly SiteId[], field: string): Promise<void> {

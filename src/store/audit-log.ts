@@ -15,7 +15,7 @@ export interface AuditEntry extends RecordedActor {
 
 export interface AuditQuery {
   readonly since: Date;
-  /** Exclusive; none: up to now. */
+  /** Exclusive. */
   readonly until?: Date;
   readonly siteId: SiteId | undefined;
   /** An action (key.revoke), or a group of them (key). */

@@ -1,14 +1,5 @@
 import type { AuthMethod, SiteId } from '../decision/types.js';
-import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, type RecorderOptions } from './periodic-flush.js';
-
-export interface AuthUsageRecorderOptions extends RecorderOptions {
-  /** AUTH_USAGE_RETENTION_DAYS. */
-  readonly retentionDays: number;
-  /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
-  readonly expiredRowsPerFlush?: number;
-  /** Beyond them a group is dropped and logged, never the request; only allowed requests add groups. */
-  readonly maxGroups: number;
-}
+import { columnsOf, deleteExpiredHours, HourlyCountsRecorder, type HourlyCountsOptions } from './periodic-flush.js';
 
 interface Usage {
   readonly hour: number;
@@ -22,7 +13,6 @@ const HOUR_MS = 3_600_000;
 
 const groupKey = (hourText: string, siteId: SiteId, method: AuthMethod): string => `${hourText} ${siteId} ${method}`;
 
-// A batch held past retention is not written: it would meet its own deleted row.
 const ADD_USAGE = `WITH expired AS (${deleteExpiredHours('auth_usage', '$6', '$7')})
                    INSERT INTO auth_usage AS u (hour, site_id, method, count, last_seen)
                    SELECT to_timestamp(v.hour / 1000.0), v.site_id, v.method, v.count, to_timestamp(v.last_seen / 1000.0)
@@ -31,19 +21,17 @@ const ADD_USAGE = `WITH expired AS (${deleteExpiredHours('auth_usage', '$6', '$7
                    ON CONFLICT (hour, site_id, method)
                    DO UPDATE SET count = u.count + EXCLUDED.count, last_seen = GREATEST(u.last_seen, EXCLUDED.last_seen)`;
 
-/** Allowed requests by hour, site and method: how much of a site's traffic has moved to tokens. */
-export class AuthUsageRecorder extends PeriodicFlush {
+/** Allowed requests by hour, site and method; a group beyond maxGroups is dropped and logged, never the request. */
+export class AuthUsageRecorder extends HourlyCountsRecorder {
   private usage = new Map<string, Usage>();
   /** A partner's requests repeat the last group, which then costs no key. */
   private latest: Usage | undefined;
   private dropped = 0;
   /** The hour as text made once an hour, not on every allowed check. */
   private hour = { start: Number.NaN, text: '' };
-  private readonly idleExpiry: IdleExpiry;
 
-  constructor(private readonly options: AuthUsageRecorderOptions) {
-    super(options, 'authentication usage counts');
-    this.idleExpiry = new IdleExpiry(options.pool, 'auth_usage', options.retentionDays, options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH, this.failures);
+  constructor(private readonly options: HourlyCountsOptions) {
+    super(options, 'authentication usage counts', 'auth_usage');
   }
 
   record(siteId: SiteId, method: AuthMethod, at: number): void {
@@ -86,7 +74,7 @@ export class AuthUsageRecorder extends PeriodicFlush {
       this.options.logger.warn({ dropped: this.dropped, maxGroups: this.options.maxGroups }, 'authentication usage groups beyond the limit were not counted');
       this.dropped = 0;
     }
-    if (this.usage.size === 0) return this.idleExpiry.run();
+    if (this.usage.size === 0) return this.expireIdle();
     const usage = [...this.usage.values()];
     this.usage = new Map();
     this.latest = undefined;
@@ -95,7 +83,7 @@ export class AuthUsageRecorder extends PeriodicFlush {
         this.options.pool.query(ADD_USAGE, [
           ...columnsOf(usage, ['hour', 'siteId', 'method', 'count', 'lastSeen']),
           this.options.retentionDays,
-          this.options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH,
+          this.expiredRowsPerFlush,
         ]),
       () => this.restore(usage),
       { groups: usage.length },

@@ -14,7 +14,7 @@ import { UsageImpact } from './usage-impact.js';
 import type { AuditActor } from './audit-actor.js';
 
 export { AdminError, adminErrorText } from './admin-transactions.js';
-import { AdminError, siteNotFound } from './admin-transactions.js';
+import { AdminError, siteNotFound, lockSite } from './admin-transactions.js';
 import {
   KEY_COLUMNS,
   keySummary,
@@ -76,7 +76,7 @@ export class CredentialAdmin {
   /** Disabling refuses the site's requests (101) and keeps its keys; returns whether anything changed. */
   async setSiteEnabled(siteId: SiteId, enabled: boolean): Promise<{ readonly site: SiteSummary; readonly changed: boolean }> {
     return this.transactions.change(async (sql) => {
-      const before = await this.lockSite(sql, siteId);
+      const before = await lockSite<{ enabled: boolean }>(sql, siteId, 'enabled');
       const changed = before.enabled !== enabled;
       if (changed) {
         await sql.query('UPDATE sites SET enabled = $2, updated_at = now() WHERE id = $1', [siteId, enabled]);
@@ -127,7 +127,7 @@ export class CredentialAdmin {
   async rollKey(siteId: SiteId, keyId: KeyId, oldExpiresAt: Date, options: KeyOptions): Promise<KeyRoll> {
     const apiKey = randomUUID();
     return this.transactions.change(async (sql) => {
-      await this.lockSite(sql, siteId);
+      await lockSite(sql, siteId);
       const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2 FOR UPDATE`, [keyId, siteId]);
       const old = rows[0];
       if (old === undefined) throw await keyNotFound(sql, siteId, keyId);
@@ -150,7 +150,7 @@ export class CredentialAdmin {
   /** Revoking a revoked key changes nothing and says so. */
   async revokeKey(siteId: SiteId, keyId: KeyId): Promise<{ readonly key: KeySummary; readonly changed: boolean }> {
     return this.transactions.change(async (sql) => {
-      await this.lockSite(sql, siteId);
+      await lockSite(sql, siteId);
       const { rows } = await sql.query<KeySummaryRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND site_id = $2`, [keyId, siteId]);
       const before = rows[0];
       if (before === undefined) throw await keyNotFound(sql, siteId, keyId);
@@ -175,7 +175,7 @@ export class CredentialAdmin {
     entries: readonly AllowlistEntry[],
   ): Promise<{ readonly added: string[]; readonly alreadyAllowed: string[] }> {
     return this.transactions.change(async (sql) => {
-      await this.lockSite(sql, siteId);
+      await lockSite(sql, siteId);
       const entriesBefore = await allowlistSize(sql, siteId);
       const added: string[] = [];
       const alreadyAllowed: string[] = [];
@@ -193,7 +193,7 @@ export class CredentialAdmin {
   /** All of them, or, when one is not on the allowlist, none. */
   async revokeNetworks(siteId: SiteId, entries: readonly AllowlistEntry[]): Promise<{ readonly removed: string[] }> {
     return this.transactions.change(async (sql) => {
-      await this.lockSite(sql, siteId);
+      await lockSite(sql, siteId);
       const entriesBefore = await allowlistSize(sql, siteId);
       const cidrs = entries.map((entry) => entry.cidr);
       // Matched by cidr equality, one at a time: PostgreSQL's text of an address can differ from
@@ -222,7 +222,7 @@ export class CredentialAdmin {
 
   private async storeKey(action: string, siteId: SiteId, apiKey: ApiKey, options: KeyOptions): Promise<KeySummary> {
     return this.transactions.change(async (sql) => {
-      await this.lockSite(sql, siteId);
+      await lockSite(sql, siteId);
       const key = await this.insertKey(sql, siteId, apiKey, options);
       await this.transactions.audit(sql, action, siteId, { keyId: key.keyId, maskedKey: key.maskedKey, expiresAt: key.expiresAt, note: key.note });
       return key;
@@ -253,13 +253,6 @@ export class CredentialAdmin {
     const { rows } = await sql.query<SiteSummaryRow>(`${SITE_SUMMARY} WHERE s.id = $1`, [siteId]);
     if (rows[0] === undefined) throw siteNotFound(siteId);
     return siteSummary(rows[0]);
-  }
-
-  /** So that concurrent account managers cannot interleave. */
-  private async lockSite(sql: pg.ClientBase, siteId: SiteId): Promise<{ enabled: boolean }> {
-    const { rows } = await sql.query<{ enabled: boolean }>('SELECT enabled FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
-    if (rows[0] === undefined) throw siteNotFound(siteId);
-    return rows[0];
   }
 }
 

@@ -10,7 +10,7 @@ import { loadSitesWithDigests, resyncSites } from './snapshot-resync.js';
 import { SiteDigests, type SiteDigest } from './site-digests.js';
 import { SiteTable } from './site-table.js';
 import { loadSunsetPolicy } from './sunset-policy.js';
-import { databaseTimeoutMs, SnapshotFreshness, warnOfOutage, SyncObservers, type CacheStatus, type SyncEvent, type SyncFailureEvent } from './snapshot-freshness.js';
+import { databaseTimeoutMs, SnapshotFreshness, warnOfOutage, type CacheStatus, type SyncEvent, type SyncFailureEvent } from './snapshot-freshness.js';
 
 export { LISTEN_APPLICATION_NAME } from './listen-session.js';
 export { databaseTimeoutMs, type CacheStatus, type SyncEvent, type SyncFailureEvent } from './snapshot-freshness.js';
@@ -42,20 +42,19 @@ export class CredentialCache {
   private readonly digests = new SiteDigests();
   /** Sites reloaded on their own during a resync, with their digest (none: gone, unusable, or kept older). */
   private readonly reloadedDuringResync = new Map<SiteId, SiteDigest | undefined>();
-  /** performance.now() when the running full resync began. */
   private resyncStartedAt: number | undefined;
   private readonly session: ListenSession;
   private readonly freshness: SnapshotFreshness;
   private stopped = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
-  /** Owed: another must follow the running one, as a change may have missed it. */
-  private fullLoad: Promise<void> | undefined;
-  private fullLoadOwed = false;
+  private readonly fullLoads = new OwedRun(() => this.loadAll(), () => !this.stopped);
+  private readonly brownoutReloads = new OwedRun(
+    () => this.reloadBrownouts(),
+    () => !this.stopped && this.freshness.loaded,
+  );
   private readonly pendingSites = new Set<SiteId>();
   private siteReload: Promise<void> | undefined;
-  private brownoutReload: Promise<void> | undefined;
-  private brownoutReloadOwed = false;
   private siteReloadRetryAt = 0;
   private lastNotifiedFullLoadAt = Number.NEGATIVE_INFINITY;
   private notifiedFullLoadTimer: NodeJS.Timeout | undefined;
@@ -64,10 +63,10 @@ export class CredentialCache {
   /** Apart, so that the load failures of one outage do not hide that changes now wait for the resync. */
   private readonly listenLostLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
   private readonly ignoredLog = new RateLimit(OUTAGE_LOG_INTERVAL_MS);
-  private readonly syncObservers: SyncObservers<SyncEvent>;
-  private readonly failureObservers: SyncObservers<SyncFailureEvent>;
-  private readonly notificationObservers: SyncObservers<undefined>;
-  private readonly unusableRowObservers: SyncObservers<UnusableRow>;
+  private readonly syncListeners: Array<(event: SyncEvent) => void> = [];
+  private readonly failureListeners: Array<(event: SyncFailureEvent) => void> = [];
+  private readonly notificationListeners: Array<() => void> = [];
+  private readonly unusableRowListeners: Array<(row: UnusableRow) => void> = [];
   /** Each row left out is logged once, however often it is loaded again. */
   private readonly unusableRowsSaid = new Set<string>();
   private readonly onUnusableRow = (row: UnusableRow): void => {
@@ -76,7 +75,7 @@ export class CredentialCache {
       this.unusableRowsSaid.add(said);
       this.options.logger.warn({ table: row.table, row: row.row, reason: row.reason }, 'left a row out of the credential snapshot that it cannot use; fix or delete it with SQL');
     }
-    this.unusableRowObservers.tell(row);
+    this.tell(this.unusableRowListeners, row);
   };
   private resolveStarted: () => void = () => undefined;
   /** Settled by the first successful load, or by stop(). */
@@ -84,15 +83,11 @@ export class CredentialCache {
 
   constructor(private readonly options: CredentialCacheOptions) {
     this.freshness = new SnapshotFreshness(options.maxStalenessSeconds);
-    this.syncObservers = new SyncObservers(options.logger);
-    this.failureObservers = new SyncObservers(options.logger);
-    this.notificationObservers = new SyncObservers(options.logger);
-    this.unusableRowObservers = new SyncObservers(options.logger);
     this.session = new ListenSession({
       url: options.listenUrl,
       timeoutMs: databaseTimeoutMs(options.maxStalenessSeconds),
       // LISTEN first, then load: a change committed in between is both loaded and notified.
-      onListening: () => this.requestFullLoad(),
+      onListening: () => this.fullLoads.request(),
       onNotification: (payload) => this.onNotification(payload),
       onLost: (error) => this.logOutage('LISTEN connection lost; reconnecting', error, this.listenLostLog),
     });
@@ -100,7 +95,7 @@ export class CredentialCache {
 
   /** Resolves once the first snapshot is loaded; retries until then, or until stop(). */
   async start(): Promise<void> {
-    this.every(this.options.refreshSeconds * 1000, () => this.requestFullLoad());
+    this.every(this.options.refreshSeconds * 1000, () => this.fullLoads.request());
     this.every(this.freshness.tickMs(), () => this.keepCurrent());
     this.session.start();
     await this.started;
@@ -111,7 +106,6 @@ export class CredentialCache {
     return this.freshness.isFresh(now) ? this.table : undefined;
   }
 
-  /** undefined: none stored yet. */
   sunsetPolicy(): SunsetPolicy | undefined {
     return this.table.sunsetPolicy;
   }
@@ -131,21 +125,20 @@ export class CredentialCache {
   }
 
   onSync(listener: (event: SyncEvent) => void): void {
-    this.syncObservers.add(listener);
+    this.syncListeners.push(listener);
   }
 
   onSyncFailure(listener: (event: SyncFailureEvent) => void): void {
-    this.failureObservers.add(listener);
+    this.failureListeners.push(listener);
   }
 
-  /** Told every time a load leaves a row out. */
   onUnusableRowSkipped(listener: (row: UnusableRow) => void): void {
-    this.unusableRowObservers.add(listener);
+    this.unusableRowListeners.push(listener);
   }
 
   /** Told of every notification, acted on or not. */
   onNotificationReceived(listener: () => void): void {
-    this.notificationObservers.add(listener);
+    this.notificationListeners.push(listener);
   }
 
   async stop(): Promise<void> {
@@ -154,7 +147,7 @@ export class CredentialCache {
     for (const timer of this.timers) clearInterval(timer);
     clearTimeout(this.notifiedFullLoadTimer);
     await this.session.stop();
-    await Promise.allSettled([this.fullLoad, this.siteReload, this.brownoutReload]);
+    await Promise.allSettled([this.fullLoads.running, this.siteReload, this.brownoutReloads.running]);
   }
 
   private every(ms: number, work: () => void): void {
@@ -166,21 +159,7 @@ export class CredentialCache {
   private keepCurrent(): void {
     if (this.stopped) return;
     if (this.pendingSites.size > 0 && Date.now() >= this.siteReloadRetryAt) this.reloadPendingSites();
-    if (this.fullLoad === undefined && (this.fullLoadOwed || this.freshness.renewalDue(Date.now()))) this.requestFullLoad();
-  }
-
-  /** Now, or right after the running one: a change may have committed after it began. */
-  private requestFullLoad(): void {
-    if (this.stopped) return;
-    if (this.fullLoad !== undefined) {
-      this.fullLoadOwed = true;
-      return;
-    }
-    this.fullLoadOwed = false;
-    this.fullLoad = this.loadAll().finally(() => {
-      this.fullLoad = undefined;
-      if (this.fullLoadOwed && !this.stopped) this.requestFullLoad();
-    });
+    if (this.fullLoads.running === undefined && (this.fullLoads.owed || this.freshness.renewalDue(Date.now()))) this.fullLoads.request();
   }
 
   /** At once if none was started for a notification lately, else one at the end of the interval. */
@@ -190,31 +169,21 @@ export class CredentialCache {
     const start = () => {
       this.notifiedFullLoadTimer = undefined;
       this.lastNotifiedFullLoadAt = performance.now();
-      this.requestFullLoad();
+      this.fullLoads.request();
     };
     if (waitMs <= 0) start();
     else this.notifiedFullLoadTimer = setTimeout(start, waitMs).unref();
   }
 
-  private requestBrownoutReload(): void {
-    if (this.stopped || !this.freshness.loaded) return;
-    if (this.brownoutReload !== undefined) {
-      this.brownoutReloadOwed = true;
-      return;
-    }
-    this.brownoutReloadOwed = false;
+  /** '*' is what brownout and sunset-policy changes send: both are read again at once, the sites later. */
+  private reloadBrownouts(): Promise<void> {
     const order = performance.now();
-    // '*' is what brownout and sunset-policy changes send: both are read again at once, the sites later.
-    this.brownoutReload = Promise.all([loadBrownouts(this.options.pool, this.onUnusableRow), loadSunsetPolicy(this.options.pool)])
-      .then(
-        ([brownouts, sunsetPolicy]) => this.table.replaceBrownouts(brownouts, order, sunsetPolicy),
-        // The full load that follows every '*' retries it, and the staleness limit applies as ever.
-        (error: unknown) => this.failed({ kind: 'sites', error }),
-      )
-      .finally(() => {
-        this.brownoutReload = undefined;
-        if (this.brownoutReloadOwed) this.requestBrownoutReload();
-      });
+    const reads = [loadBrownouts(this.options.pool, this.onUnusableRow), loadSunsetPolicy(this.options.pool)] as const;
+    return Promise.all(reads).then(
+      ([brownouts, sunsetPolicy]) => this.table.replaceBrownouts(brownouts, order, sunsetPolicy),
+      // The full load that follows every '*' retries it, and the staleness limit applies as ever.
+      (error: unknown) => this.failed({ kind: 'sites', error }),
+    );
   }
 
   private async loadAll(): Promise<void> {
@@ -285,11 +254,11 @@ export class CredentialCache {
    * ignored, as its cast to bigint would fail every per-site batch after it.
    */
   private onNotification(payload: string | undefined): void {
-    this.notificationObservers.tell(undefined);
+    this.tell(this.notificationListeners, undefined);
     if (payload === '*') {
       // Brownouts notify '*' on every change, and a cancelled one must let requests through within
       // a second: their few rows are read at once, the rest waits for its turn.
-      this.requestBrownoutReload();
+      this.brownoutReloads.request();
       this.requestNotifiedFullLoad();
       return;
     }
@@ -317,16 +286,51 @@ export class CredentialCache {
       this.options.logger.info({ kind: event.kind, sites: this.table.size }, 'credential database answering again; snapshot synced');
     }
     this.options.logger.debug(event, 'credential snapshot synced');
-    this.syncObservers.tell(event);
+    this.tell(this.syncListeners, event);
   }
 
   private failed(event: SyncFailureEvent): void {
     this.logOutage(event.kind === 'full' ? 'loading the credential snapshot failed' : 'reloading changed sites failed', event.error);
-    this.failureObservers.tell(event);
+    this.tell(this.failureListeners, event);
+  }
+
+  /** One that throws is logged, and the others still hear of it. */
+  private tell<E>(listeners: ReadonlyArray<(event: E) => void>, event: E): void {
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.options.logger.warn({ err: error }, 'a credential sync observer failed');
+      }
+    }
   }
 
   private logOutage(what: string, error: unknown, limit: RateLimit = this.outageLog): void {
     if (this.stopped || !limit.open()) return;
     warnOfOutage(this.options.logger, what, error, this.status(Date.now()));
+  }
+}
+
+/** Runs `work` now, or once more right after the run under way: a change may have committed after it began. */
+class OwedRun {
+  running: Promise<void> | undefined;
+  owed = false;
+
+  constructor(
+    private readonly work: () => Promise<void>,
+    private readonly allowed: () => boolean,
+  ) {}
+
+  request(): void {
+    if (!this.allowed()) return;
+    if (this.running !== undefined) {
+      this.owed = true;
+      return;
+    }
+    this.owed = false;
+    this.running = this.work().finally(() => {
+      this.running = undefined;
+      if (this.owed) this.request();
+    });
   }
 }

@@ -1,12 +1,7 @@
 import type { ErrorId, SiteId } from '../decision/types.js';
-import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type RecorderOptions } from './periodic-flush.js';
+import { columnsOf, deleteExpiredHours, HourlyCountsRecorder, seenColumns, type HourlyCountsOptions } from './periodic-flush.js';
 
-export interface DenialStatsOptions extends RecorderOptions {
-  readonly retentionDays: number;
-  /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
-  readonly expiredRowsPerFlush?: number;
-  /** Distinct (site, error, client address) groups kept between two flushes; more go to "other". */
-  readonly maxGroups: number;
+interface DenialStatsOptions extends HourlyCountsOptions {
   /** DENIAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
   readonly maxRowsPerSiteHour?: number;
 }
@@ -35,8 +30,8 @@ export const UNKNOWN_SITES_ADDRESS = 'any';
 /** A client with many source addresses would otherwise add a row for each (tens of millions a day). */
 export const DENIAL_ROWS_PER_SITE_HOUR = 1_000;
 
-// A group held past retention is not written: it would meet its own deleted row. Once the hour holds $10 rows
-// with addresses, a new address goes to the OVERFLOW_ADDRESS row; two replicas at once may each fill the cap.
+// Once the hour holds $10 rows with addresses, a new address goes to the OVERFLOW_ADDRESS row; two replicas at
+// once may each fill the cap.
 const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12')}),
   batch AS (
     SELECT date_trunc('hour', v.first_seen) AS hour, v.site_id, v.error_id, v.client_ip, v.rehearsal, v.shadow, v.count, v.addresses, v.first_seen, v.last_seen,
@@ -65,19 +60,17 @@ const FLUSH = `WITH expired AS (${deleteExpiredHours('denial_stats', '$9', '$12'
      SET count = d.count + excluded.count, overflow_addresses = d.overflow_addresses + excluded.overflow_addresses,
          first_seen = LEAST(d.first_seen, excluded.first_seen), last_seen = GREATEST(d.last_seen, excluded.last_seen)`;
 
-/** Refusals of known sites by error and client address, bounded in memory by maxGroups, in the table per hour. */
-export class DenialStatsRecorder extends PeriodicFlush {
+/** Refusals by site, error and client address; groups beyond maxGroups are counted under OVERFLOW_ADDRESS. */
+export class DenialStatsRecorder extends HourlyCountsRecorder {
   private groups = new Map<string, Group>();
   private overflowed = 0;
   /** Counted under OVERFLOW_ADDRESS since the last flush: an address counts once (up to maxGroups of them). */
   private overflowSeen = new Set<string>();
   /** A flood repeats the group of the last refusal under its own address, which then costs no key. */
   private latest: Group | undefined;
-  private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: DenialStatsOptions) {
-    super(options, 'refusal counts');
-    this.idleExpiry = new IdleExpiry(options.pool, 'denial_stats', options.retentionDays, options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH, this.failures);
+    super(options, 'refusal counts', 'denial_stats');
   }
 
   record(siteId: SiteId, errorId: ErrorId, clientIp: string, rehearsal: boolean, at: number, shadow = false): void {
@@ -131,7 +124,7 @@ export class DenialStatsRecorder extends PeriodicFlush {
   }
 
   protected async write(): Promise<void> {
-    if (this.groups.size === 0) return this.idleExpiry.run();
+    if (this.groups.size === 0) return this.expireIdle();
     const batch = [...this.groups.values()];
     const overflowed = this.overflowed;
     this.groups = new Map();
@@ -150,7 +143,7 @@ export class DenialStatsRecorder extends PeriodicFlush {
           this.options.retentionDays,
           this.options.maxRowsPerSiteHour ?? DENIAL_ROWS_PER_SITE_HOUR,
           batch.map((group) => group.shadow),
-          this.options.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH,
+          this.expiredRowsPerFlush,
         ]),
       () => batch.forEach((group) => this.add(group)),
       { groups: batch.length },

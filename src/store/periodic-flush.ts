@@ -11,6 +11,14 @@ export interface RecorderOptions {
   readonly logger: Logger;
 }
 
+export interface HourlyCountsOptions extends RecorderOptions {
+  readonly retentionDays: number;
+  /** Tests lower EXPIRED_ROWS_PER_FLUSH. */
+  readonly expiredRowsPerFlush?: number;
+  /** Distinct groups kept between two flushes. */
+  readonly maxGroups: number;
+}
+
 /** Keeps the request path off the database: `record` touches memory, `write` runs on a timer and on stop. */
 export abstract class PeriodicFlush {
   private readonly timer: NodeJS.Timeout;
@@ -24,7 +32,7 @@ export abstract class PeriodicFlush {
     this.timer.unref();
   }
 
-  /** A write after the one under way, never beside it; what fails is kept for the next one. */
+  /** A write after the one under way, never beside it. */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(() => this.write());
     return this.flushing;
@@ -49,7 +57,7 @@ export function seenColumns(batch: ReadonlyArray<{ readonly firstSeen: number; r
 }
 
 /** A lowered retention is worked off over many flushes, not by a statement that would outlast its time-out. */
-export const EXPIRED_ROWS_PER_FLUSH = 10_000;
+const EXPIRED_ROWS_PER_FLUSH = 10_000;
 
 type HourlyCounts = 'auth_usage' | 'denial_stats' | 'token_refusal_stats';
 
@@ -60,25 +68,29 @@ export function deleteExpiredHours(table: HourlyCounts, days: string, limit: str
 
 const IDLE_EXPIRY_INTERVAL_MS = 3_600_000;
 
-/** At most once an hour: a replica that counts nothing for a while must not keep rows past retention. */
-export class IdleExpiry {
-  private readonly gate = new RateLimit(IDLE_EXPIRY_INTERVAL_MS);
+/** Counts by hour in `table`; each batch's statement deletes rows past retention, and holds back a batch past it. */
+export abstract class HourlyCountsRecorder extends PeriodicFlush {
+  protected readonly expiredRowsPerFlush: number;
+  private readonly idleExpiry = new RateLimit(IDLE_EXPIRY_INTERVAL_MS);
 
   constructor(
-    private readonly pool: StatementRunner,
+    private readonly hourly: HourlyCountsOptions,
+    what: string,
     private readonly table: HourlyCounts,
-    private readonly retentionDays: number,
-    private readonly rowsPerFlush: number,
-    private readonly failures: FlushFailureLog,
-  ) {}
+  ) {
+    super(hourly, what);
+    this.expiredRowsPerFlush = hourly.expiredRowsPerFlush ?? EXPIRED_ROWS_PER_FLUSH;
+  }
 
-  async run(): Promise<void> {
-    if (!this.gate.open()) return;
+  /** At most once an hour: a replica that counts nothing for a while must not keep rows past retention. */
+  protected async expireIdle(): Promise<void> {
+    if (!this.idleExpiry.open()) return;
     try {
-      await this.pool.query(deleteExpiredHours(this.table, '$1', '$2'), [this.retentionDays, this.rowsPerFlush]);
+      const expired = deleteExpiredHours(this.table, '$1', '$2');
+      await this.hourly.pool.query(expired, [this.hourly.retentionDays, this.expiredRowsPerFlush]);
       this.failures.succeeded();
     } catch (error) {
-      this.gate.reset();
+      this.idleExpiry.reset();
       this.failures.failed(error, { expiredRowsOf: this.table }, 'deleting its expired rows again at the next flush');
     }
   }

@@ -174,10 +174,7 @@ async function endedKeys(sql: pg.ClientBase, siteId: SiteId): Promise<EndedKey[]
     audit_id: string | null;
     audit_at: StoredTimestamp | null;
     actor: string | null;
-    actor_kind: string | null;
-    actor_subject: string | null;
-    actor_email: string | null;
-  }>(
+  } & Omit<RecordedActorRow, 'actor'>>(
     `SELECT k.id::text, k.last_five, k.revoked_at, k.expires_at, r.id::text AS audit_id, r.at AS audit_at, ${recordedActorColumns('r')}
        FROM api_keys k
        LEFT JOIN LATERAL (SELECT id, at, actor, actor_kind, actor_subject, actor_email FROM audit_log

@@ -41,7 +41,6 @@ export class SiteIdIndex {
     return this.entriesEnd;
   }
 
-  /** -1 when it has none. */
   entryOf(siteId: SiteId): number {
     const id = numericId(siteId);
     if (id === undefined) return this.unusual.get(siteId) ?? -1;

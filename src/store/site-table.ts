@@ -32,7 +32,6 @@ export class SiteTable implements CredentialSnapshot {
     return this.brownoutList;
   }
 
-  /** undefined: none stored. */
   get sunsetPolicy(): SunsetPolicy | undefined {
     return this.storedSunsetPolicy;
   }

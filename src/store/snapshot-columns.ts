@@ -10,7 +10,7 @@ const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::flo
 
 interface SnapshotColumn {
   readonly column: string;
-  /** The name of the value in the loader's row. */
+  /** Its name in the loader's row. */
   readonly as: string;
   /** Default: the column. */
   readonly read?: string;

@@ -48,7 +48,6 @@ export class SnapshotFreshness {
     return this.everLoaded;
   }
 
-  /** `startedAt`: Date.now() when it began. */
   fullLoadSucceeded(startedAt: number): void {
     this.lastFullLoadStartedAt = Math.max(this.lastFullLoadStartedAt ?? startedAt, startedAt);
     this.everLoaded = true;
@@ -105,25 +104,4 @@ export function warnOfOutage(logger: Logger, what: string, error: unknown, statu
     },
     `${what}: ${cause}; ${consequence}`,
   );
-}
-
-/** One that throws is logged, and the others still hear of it. */
-export class SyncObservers<E> {
-  private readonly listeners: Array<(event: E) => void> = [];
-
-  constructor(private readonly logger: Logger) {}
-
-  add(listener: (event: E) => void): void {
-    this.listeners.push(listener);
-  }
-
-  tell(event: E): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.logger.warn({ err: error }, 'a credential sync observer failed');
-      }
-    }
-  }
 }

@@ -1,5 +1,5 @@
 import type { SiteId, SunsetPolicy } from '../decision/types.js';
-import { AdminError, refuseUnknownSites, siteNotFound, type AdminTransactions } from './admin-transactions.js';
+import { AdminError, refuseUnknownSites, lockSite, type AdminTransactions } from './admin-transactions.js';
 import { loadSunsetPolicy, writeSunsetPolicy } from './sunset-policy.js';
 import { instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
@@ -109,9 +109,7 @@ export class SunsetAdmin {
   /** null clears it. */
   async setGrace(siteId: SiteId, until: Date | null): Promise<{ readonly siteId: SiteId; readonly graceUntil: string | null; readonly previous: string | null }> {
     return this.transactions.change(async (sql) => {
-      const { rows } = await sql.query<{ previous: StoredTimestamp | null }>('SELECT apikey_grace_until AS previous FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
-      const row = rows[0];
-      if (row === undefined) throw siteNotFound(siteId);
+      const row = await lockSite<{ previous: StoredTimestamp | null }>(sql, siteId, 'apikey_grace_until AS previous');
       await sql.query('UPDATE sites SET apikey_grace_until = $2, updated_at = now() WHERE id = $1', [siteId, until]);
       const graceUntil = until?.toISOString() ?? null;
       const previous = optionalInstantText(row.previous);

@@ -7,6 +7,7 @@ interface SunsetPolicyRow {
   sunset_at_ms: number;
   enforce: boolean;
   guide_url: string | null;
+  updated_at: string;
 }
 
 export interface StoredSunsetPolicy extends SunsetPolicy {
@@ -16,13 +17,14 @@ export interface StoredSunsetPolicy extends SunsetPolicy {
 const SELECT = `SELECT (extract(epoch FROM sunset_at) * 1000)::float8 AS sunset_at_ms, enforce, guide_url,
                        to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
                   FROM sunset_policy`;
-
+const INSERT = 'INSERT INTO sunset_policy (sunset_at, enforce, guide_url) VALUES ($1, $2, $3) ON CONFLICT (singleton)';
+const valuesOf = (policy: SunsetPolicy) => [new Date(policy.sunsetAt), policy.enforce, policy.guideUrl ?? null];
 
 /** undefined while none is stored, or before its migration ran: then the environment's policy applies. */
 export async function loadSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, lock = false): Promise<StoredSunsetPolicy | undefined> {
-  let rows: Array<SunsetPolicyRow & { updated_at: string }>;
+  let rows: SunsetPolicyRow[];
   try {
-    ({ rows } = await sql.query<SunsetPolicyRow & { updated_at: string }>(`${SELECT}${lock ? ' FOR UPDATE' : ''}`));
+    ({ rows } = await sql.query<SunsetPolicyRow>(`${SELECT}${lock ? ' FOR UPDATE' : ''}`));
   } catch (error) {
     if ((error as { code?: unknown }).code === UNDEFINED_TABLE && !lock) return undefined;
     throw error;
@@ -34,19 +36,15 @@ export async function loadSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, lock =
 
 /** The environment's policy as the first one, if none is stored; true when this call wrote it. */
 export async function seedSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, policy: SunsetPolicy): Promise<boolean> {
-  const { rowCount } = await sql.query(
-    'INSERT INTO sunset_policy (sunset_at, enforce, guide_url) VALUES ($1, $2, $3) ON CONFLICT (singleton) DO NOTHING',
-    [new Date(policy.sunsetAt), policy.enforce, policy.guideUrl ?? null],
-  );
+  const { rowCount } = await sql.query(`${INSERT} DO NOTHING`, valuesOf(policy));
   return rowCount === 1;
 }
 
 export async function writeSunsetPolicy(sql: Pick<pg.ClientBase, 'query'>, policy: SunsetPolicy): Promise<void> {
   await sql.query(
-    `INSERT INTO sunset_policy (sunset_at, enforce, guide_url) VALUES ($1, $2, $3)
-       ON CONFLICT (singleton) DO UPDATE SET sunset_at = EXCLUDED.sunset_at, enforce = EXCLUDED.enforce,
-                                            guide_url = EXCLUDED.guide_url, updated_at = now()`,
-    [new Date(policy.sunsetAt), policy.enforce, policy.guideUrl ?? null],
+    `${INSERT} DO UPDATE SET sunset_at = EXCLUDED.sunset_at, enforce = EXCLUDED.enforce, guide_url = EXCLUDED.guide_url,
+                                  updated_at = now()`,
+    valuesOf(policy),
   );
 }
 

@@ -5,20 +5,23 @@ import { OVERFLOW_ADDRESS, UNKNOWN_SITES } from './denial-stats-recorder.js';
 import { countsBeginOf } from './usage-impact.js';
 import { epochMsOf, instantText, optionalInstantText, type StoredTimestamp } from './timestamps.js';
 
-export interface MigrationKeyRow {
-  readonly siteId: string;
-  readonly siteName: string;
-  readonly keyId: string;
-  readonly maskedKey: string;
-  readonly lastUsedAt: string;
-  readonly graceUntil: string | null;
+interface KeyCutoff {
   /** The later of the sunset and its grace. */
   readonly cutoffAt: string;
   /** null: the grace never ends ('infinity'). */
   readonly daysLeft: number | null;
 }
 
-export interface MigrationSiteRow {
+export interface MigrationKeyRow extends KeyCutoff {
+  readonly siteId: string;
+  readonly siteName: string;
+  readonly keyId: string;
+  readonly maskedKey: string;
+  readonly lastUsedAt: string;
+  readonly graceUntil: string | null;
+}
+
+export interface MigrationSiteRow extends KeyCutoff {
   readonly siteId: string;
   readonly siteName: string;
   readonly authMethod: SiteAuthMethod;
@@ -33,8 +36,6 @@ export interface MigrationSiteRow {
   readonly tokenClients: number;
   /** `site auth <id> tokens` would refuse someone: the site is on both and one of its keys was used in the window. */
   readonly wouldRefuseOnTokens: boolean;
-  readonly cutoffAt: string;
-  readonly daysLeft: number | null;
 }
 
 export interface MigrationSiteReport {
@@ -77,7 +78,7 @@ function countsBeginAfter(countsBegin: string | null, since: Date): string | und
   return countsBegin !== null && Date.parse(countsBegin) > since.getTime() + HOUR_MS ? countsBegin : undefined;
 }
 
-export function keyCutoff(graceUntil: StoredTimestamp | null, sunsetAt: number, now: number): { readonly cutoffAt: string; readonly daysLeft: number | null } {
+export function keyCutoff(graceUntil: StoredTimestamp | null, sunsetAt: number, now: number): KeyCutoff {
   const cutoff = Math.max(sunsetAt, graceUntil === null ? -Infinity : epochMsOf(graceUntil));
   // A grace written as 'infinity' never ends: no count of days.
   return { cutoffAt: instantText(cutoff), daysLeft: Number.isFinite(cutoff) ? Math.max(0, Math.ceil((cutoff - now) / DAY_MS)) : null };

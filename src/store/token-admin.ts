@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import type { ClientId, SiteAuthMethod, SiteId } from '../decision/types.js';
 import type { ClientAuthMethod } from '../token/client-registration.js';
-import { AdminError, siteNotFound, type AdminTransactions } from './admin-transactions.js';
+import type { SiteAccess } from './admin-records.js';
+import { AdminError, lockSite, siteNotFound, type AdminTransactions } from './admin-transactions.js';
 
 export interface TokenClientSummary {
   readonly clientId: ClientId;
@@ -18,7 +19,6 @@ export interface StoredRegistration {
   readonly authMethod: ClientAuthMethod;
   readonly registrationClientUri: string;
   readonly sealedToken: Buffer;
-  /** registration-seal.ts's. */
   readonly keyId: string;
 }
 
@@ -29,12 +29,7 @@ const clientNotFound = (clientId: ClientId): AdminError =>
     cliStep: 'see the registered ones with `sitekey-authz token-client list`',
   });
 
-export interface SiteTokenPolicy {
-  readonly siteId: SiteId;
-  readonly authMethod: SiteAuthMethod;
-  /** Tokens issued before this are refused; null: none revoked. */
-  readonly tokensNotBefore: string | null;
-}
+export type SiteTokenPolicy = Omit<SiteAccess, 'graceUntil'>;
 
 interface TokenClientRow {
   client_id: string;
@@ -70,8 +65,7 @@ export class TokenAdmin {
   /** With what manages the client at the issuer, where the service has just registered it. */
   async addRegisteredClient(siteId: SiteId, clientId: ClientId, note: string, registration: StoredRegistration | undefined): Promise<TokenClientSummary> {
     return this.transactions.change(async (sql) => {
-      const site = await sql.query('SELECT 1 FROM sites WHERE id = $1 FOR UPDATE', [siteId]);
-      if (site.rowCount === 0) throw siteNotFound(siteId);
+      await lockSite(sql, siteId);
       const { rows } = await sql.query<TokenClientRow>(
         `INSERT INTO token_clients (client_id, site_id, note, auth_method, registration_client_uri, registration_token_sealed, registration_key_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (client_id) DO NOTHING RETURNING ${CLIENT_COLUMNS}`,
@@ -173,12 +167,8 @@ export class TokenAdmin {
   }
 
   private async lockPolicy(sql: pg.ClientBase, siteId: SiteId): Promise<SiteTokenPolicy> {
-    const { rows } = await sql.query<{ auth_method: string; tokens_not_before: Date | null }>(
-      'SELECT auth_method, tokens_not_before FROM sites WHERE id = $1 FOR UPDATE',
-      [siteId],
-    );
-    const row = rows[0];
-    if (row === undefined) throw siteNotFound(siteId);
+    type PolicyRow = { auth_method: string; tokens_not_before: Date | null };
+    const row = await lockSite<PolicyRow>(sql, siteId, 'auth_method, tokens_not_before');
     return { siteId, authMethod: row.auth_method === 'both' ? 'both' : 'tokens', tokensNotBefore: row.tokens_not_before?.toISOString() ?? null };
   }
 }

@@ -1,11 +1,7 @@
 import type { ClientId, SiteId, TokenRule } from '../decision/types.js';
-import { columnsOf, deleteExpiredHours, EXPIRED_ROWS_PER_FLUSH, IdleExpiry, PeriodicFlush, seenColumns, type RecorderOptions } from './periodic-flush.js';
+import { columnsOf, deleteExpiredHours, HourlyCountsRecorder, seenColumns, type HourlyCountsOptions } from './periodic-flush.js';
 
-export interface TokenRefusalStatsOptions extends RecorderOptions {
-  /** DENIAL_STATS_RETENTION_DAYS: token refusals are kept as long as the other refusals. */
-  readonly retentionDays: number;
-  /** Distinct groups kept between two flushes; more go to OTHER_CLIENTS. */
-  readonly maxGroups: number;
+interface TokenRefusalStatsOptions extends HourlyCountsOptions {
   /** TOKEN_REFUSAL_ROWS_PER_SITE_HOUR unless a test says otherwise. */
   readonly maxRowsPerSiteHour?: number;
 }
@@ -62,15 +58,13 @@ const FLUSH = `WITH expired AS (${deleteExpiredHours('token_refusal_stats', '$9'
   ON CONFLICT (hour, site_id, client_id, error_id, rule, signed) DO UPDATE
      SET count = t.count + excluded.count, first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)`;
 
-/** Refused access tokens by the site of their client, client, rule and signature, bounded as denial_stats is. */
-export class TokenRefusalRecorder extends PeriodicFlush {
+/** Refused access tokens by their client's site, client, rule and signature; beyond maxGroups as OTHER_CLIENTS. */
+export class TokenRefusalRecorder extends HourlyCountsRecorder {
   private groups = new Map<string, Group>();
   private overflowed = 0;
-  private readonly idleExpiry: IdleExpiry;
 
   constructor(private readonly options: TokenRefusalStatsOptions) {
-    super(options, 'token refusal counts');
-    this.idleExpiry = new IdleExpiry(options.pool, 'token_refusal_stats', options.retentionDays, EXPIRED_ROWS_PER_FLUSH, this.failures);
+    super(options, 'token refusal counts', 'token_refusal_stats');
   }
 
   record(refusal: RefusedToken, at: number): void {
@@ -101,7 +95,7 @@ export class TokenRefusalRecorder extends PeriodicFlush {
   }
 
   protected async write(): Promise<void> {
-    if (this.groups.size === 0) return this.idleExpiry.run();
+    if (this.groups.size === 0) return this.expireIdle();
     const batch = [...this.groups.values()];
     const overflowed = this.overflowed;
     this.groups = new Map();
@@ -117,7 +111,7 @@ export class TokenRefusalRecorder extends PeriodicFlush {
           ...seenColumns(batch),
           this.options.retentionDays,
           this.options.maxRowsPerSiteHour ?? TOKEN_REFUSAL_ROWS_PER_SITE_HOUR,
-          EXPIRED_ROWS_PER_FLUSH,
+          this.expiredRowsPerFlush,
         ]),
       () => batch.forEach((group) => this.add(group)),
       { groups: batch.length },
