@@ -30,14 +30,6 @@ const COMPARISONS: Record<string, { readonly what: string; readonly ways: readon
       { name: 'no options', nodeArguments: [] },
     ],
   },
-  // V8 sizes the young generation at 32 MiB on its own; the checks a busy process holds at a scavenge survive it.
-  'young-generation': {
-    what: `a 64 MiB young generation (--max-semi-space-size=64) beside the pod's options, against the pod's options`,
-    ways: [
-      { name: 'with --max-semi-space-size=64', nodeArguments: [...POD, '--max-semi-space-size=64'] },
-      { name: "the pod's options", nodeArguments: POD },
-    ],
-  },
 };
 
 /**

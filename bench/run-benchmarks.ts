@@ -14,7 +14,7 @@ import { positiveIntegerSetting } from './settings.js';
  * beside a no-op Check server under h2load (serve-bench.ts). Writes the run in bench/RESULTS.md as the
  * latest in full, and its headline as a row of the table of every run. BENCH_SECONDS (10), BENCH_ROUNDS (3) and BENCH_INSTANCES (3) shorten or lengthen the h2load part.
  */
-const PURE_BENCHMARKS = ['decide.js', 'check-path.js', 'runtime-tricks.js', 'handler-variants.js pod-options', 'handler-variants.js young-generation', 'token-verify.js', 'hostile-bodies.js', 'snapshot-load.js', 'resync-stall.js', 'abuse.js'];
+const PURE_BENCHMARKS = ['decide.js', 'check-path.js', 'runtime-tricks.js', 'handler-variants.js pod-options', 'token-verify.js', 'hostile-bodies.js', 'snapshot-load.js', 'resync-stall.js', 'abuse.js'];
 
 const machine = describeMachine();
 const startedAt = new Date();
